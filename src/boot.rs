@@ -1,0 +1,231 @@
+//! Explicit boot: config → data dir → metadata → executors (one pinned shard
+//! per core) → channel mesh → recovery → listeners → signals → orderly
+//! shutdown. Boot errors are typed and say how to fix them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::net::TcpListener;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::cluster::controller::{load_or_create_meta, load_topics};
+use crate::cluster::metadata::{BrokerMeta, MetadataImage};
+use crate::config::Config;
+use crate::shard::{Shard, Task};
+
+/// Why the broker could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BootError {
+    /// The data directory could not be created or read.
+    #[error("data directory {path}: {source} (check log.dirs and its permissions)")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The listener address could not be bound.
+    #[error("cannot listen on {addr}: {source} (is another broker on that port? set listeners=PLAINTEXT://host:port)")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// An executor could not start (io_uring unavailable, memlock too low…).
+    #[error("cannot start shard {shard}: {reason} (io_uring needs Linux 5.8+; if it mentions memory, raise `ulimit -l`)")]
+    Executor {
+        /// Shard index.
+        shard: usize,
+        /// Cause.
+        reason: String,
+    },
+}
+
+/// Bytes of io_uring-registered memory per shard. glommio's default is
+/// 10 MiB; we do not use its DMA buffers, and a small value keeps unprivileged
+/// runs under the default `ulimit -l` of 8 MiB.
+const IO_MEMORY: usize = 1 << 20;
+
+fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootError> {
+    let domain = if addr.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+    let bind = |addr: SocketAddr| -> std::io::Result<(socket2::Socket, SocketAddr)> {
+        let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+        s.set_reuse_address(true)?;
+        s.set_reuse_port(true)?;
+        s.bind(&addr.into())?;
+        let local = s
+            .local_addr()?
+            .as_socket()
+            .ok_or_else(|| std::io::Error::other("bound address is not an IP socket"))?;
+        Ok((s, local))
+    };
+    bind(addr).map_err(|source| BootError::Bind { addr, source })
+}
+
+/// Starts the broker and blocks until it shuts down (SIGTERM/SIGINT).
+/// Prints `listening on <addr>` on stdout once every shard accepts.
+pub fn run(config: Config) -> Result<(), BootError> {
+    for k in &config.unknown_keys {
+        log::warn!("ignoring unknown config key {k}");
+    }
+    let data_dir = config.data_dir();
+    if config.log_dirs.len() > 1 {
+        log::warn!("only the first of log.dirs is used: {}", data_dir.display());
+    }
+    let dd = |source| BootError::DataDir { path: data_dir.clone(), source };
+    std::fs::create_dir_all(&data_dir).map_err(dd)?;
+    let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref()).map_err(dd)?;
+
+    // Resolve the port once (port 0 in tests) and keep it reserved until every
+    // shard listens on it with SO_REUSEPORT.
+    let listen = config.listeners[0].addr;
+    let (reservation, bound) = reserve_port(listen)?;
+    let (adv_host, adv_port) = config.advertised.clone().unwrap_or_else(|| {
+        let host = if bound.ip().is_unspecified() { "127.0.0.1".to_string() } else { bound.ip().to_string() };
+        (host, bound.port())
+    });
+    let broker = BrokerMeta { node_id: config.node_id, host: adv_host, port: adv_port as i32, rack: None };
+    let image = load_topics(&data_dir, MetadataImage::empty(cluster_id, config.node_id, broker)).map_err(dd)?;
+    let image = Arc::new(image);
+
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let shards = config.shards.unwrap_or(cores.len().max(1)).max(1);
+    let config = Arc::new(config);
+    let mesh: MeshBuilder<Task, _> = MeshBuilder::full(shards, 1024);
+    let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
+    let signals = block_signals();
+
+    let mut handles = Vec::new();
+    for i in 0..shards {
+        let placement = match cores.get(i % cores.len().max(1)) {
+            Some(c) if shards <= cores.len() => Placement::Fixed(c.id),
+            _ => Placement::Unbound,
+        };
+        let (config, image, mesh, ready) = (config.clone(), image.clone(), mesh.clone(), ready_tx.clone());
+        let builder = LocalExecutorBuilder::new(placement)
+            .name(&format!("fjord-shard-{i}"))
+            .io_memory(IO_MEMORY);
+        let h = builder
+            .spawn(move || async move { shard_main(config, image, mesh, bound, ready).await })
+            .map_err(|e| BootError::Executor { shard: i, reason: e.to_string() })?;
+        handles.push(h);
+    }
+    drop(ready_tx);
+    let mut ready = 0;
+    while ready < shards {
+        match ready_rx.recv() {
+            Ok(Ok(_)) => ready += 1,
+            Ok(Err(reason)) => return Err(BootError::Executor { shard: ready, reason }),
+            Err(_) => return Err(BootError::Executor { shard: ready, reason: "shard exited during boot".into() }),
+        }
+    }
+    drop(reservation);
+    println!("fjord {} listening on {bound} ({shards} shards, data in {})", env!("CARGO_PKG_VERSION"), data_dir.display());
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+
+    if let Some(set) = signals {
+        wait_for_signal(&set);
+        log::info!("shutting down");
+        SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Each shard notices within one tick, drains, flushes and closes its logs.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for h in handles {
+            let _ = h.join();
+            if Instant::now() > deadline {
+                break;
+            }
+        }
+        log::info!("shutdown complete");
+        return Ok(());
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+/// Set by the main thread when SIGTERM/SIGINT arrives.
+static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How often a shard checks the shutdown flag (only at shutdown matters).
+const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
+
+async fn shard_main(
+    config: Arc<Config>,
+    image: Arc<MetadataImage>,
+    mesh: MeshBuilder<Task, glommio::channels::channel_mesh::Full>,
+    addr: SocketAddr,
+    ready: mpsc::Sender<Result<usize, String>>,
+) {
+    let (senders, receivers) = match mesh.join().await {
+        Ok(x) => x,
+        Err(_) => {
+            let _ = ready.send(Err("cannot join the channel mesh".into()));
+            return;
+        }
+    };
+    let shard = Shard::install(config, image.clone(), senders, receivers);
+    if let Err(e) = shard.apply_metadata(image) {
+        log::error!("shard {}: recovery failed: {e}", shard.id);
+    }
+    let listener = match TcpListener::bind(addr) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = ready.send(Err(format!("bind {addr}: {e}")));
+            return;
+        }
+    };
+    let _ = ready.send(Ok(shard.id));
+    let accept = {
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            loop {
+                match listener.accept().await {
+                    Ok(stream) => {
+                        let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                        let s = shard.clone();
+                        glommio::spawn_local(crate::net::connection::serve(s, stream, peer)).detach();
+                    }
+                    Err(e) => {
+                        log::warn!("accept failed: {e}");
+                        glommio::timer::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        })
+    };
+    while !SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
+        glommio::timer::sleep(SHUTDOWN_TICK).await;
+    }
+    drop(accept);
+    // Let in-flight appends finish (their futures run on this executor).
+    glommio::timer::sleep(SHUTDOWN_TICK).await;
+    shard.close_all();
+}
+
+fn block_signals() -> Option<libc::sigset_t> {
+    // SAFETY: plain libc signal-mask calls on a local sigset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return None;
+        }
+        Some(set)
+    }
+}
+
+fn wait_for_signal(set: &libc::sigset_t) {
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `set` is initialised; sigwait writes the signal number.
+    unsafe {
+        libc::sigwait(set, &mut sig);
+    }
+}

@@ -1,0 +1,283 @@
+//! The controller role (shard 0): validates topic changes, persists them and
+//! produces the next [`MetadataImage`]. Publishing the image to the shards is
+//! done by `shard::Shard::publish_metadata`.
+//!
+//! On-disk state under the data directory:
+//! - `meta.properties` — Kafka's file: `version=1`, `node.id`, `cluster.id`.
+//! - `__cluster_metadata/<topic>.topic` — one file per topic: `topic.id=<uuid>`,
+//!   `partitions=<n>`, then `config.<kafka name>=<value>` lines. Written to a
+//!   temporary file, fsynced and renamed, so a crash leaves the old or the new
+//!   file.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::metadata::{MetadataImage, TopicMeta};
+use crate::error::MetadataError;
+
+/// Directory holding the topic registry, beside the partition directories.
+pub const METADATA_DIR: &str = "__cluster_metadata";
+
+/// Reads or creates `meta.properties` in `data_dir`; returns the cluster id.
+/// A `node.id` in the file that differs from the configured one is an error
+/// (Kafka refuses to start in that case too).
+pub fn load_or_create_meta(data_dir: &Path, node_id: i32, cluster_id: Option<&str>) -> std::io::Result<String> {
+    let path = data_dir.join("meta.properties");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let mut found_cluster = None;
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("cluster.id=") {
+                found_cluster = Some(v.trim().to_string());
+            }
+            if let Some(v) = line.strip_prefix("node.id=") {
+                if v.trim() != node_id.to_string() {
+                    return Err(std::io::Error::other(format!(
+                        "{} has node.id={} but the configuration says node.id={node_id}; \
+                         use the matching node.id or another log.dirs",
+                        path.display(),
+                        v.trim()
+                    )));
+                }
+            }
+        }
+        if let Some(c) = found_cluster {
+            return Ok(c);
+        }
+    }
+    let cluster = cluster_id
+        .map(str::to_string)
+        .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
+    write_atomic(
+        &path,
+        format!("#Written by fjord\nversion=1\nnode.id={node_id}\ncluster.id={cluster}\n").as_bytes(),
+    )?;
+    Ok(cluster)
+}
+
+/// Writes `bytes` to `path` atomically: temp file, fsync, rename, fsync dir.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+fn topic_file(data_dir: &Path, name: &str) -> PathBuf {
+    data_dir.join(METADATA_DIR).join(format!("{name}.topic"))
+}
+
+fn encode_topic(t: &TopicMeta) -> String {
+    let mut s = format!("topic.id={}\npartitions={}\n", t.id, t.partitions);
+    for (k, v) in &t.configs {
+        s.push_str(&format!("config.{k}={v}\n"));
+    }
+    s
+}
+
+fn decode_topic(name: &str, text: &str) -> Option<TopicMeta> {
+    let mut id = None;
+    let mut partitions = None;
+    let mut configs = BTreeMap::new();
+    for line in text.lines() {
+        let (k, v) = line.split_once('=')?;
+        match k {
+            "topic.id" => id = Uuid::parse_str(v).ok(),
+            "partitions" => partitions = v.parse().ok(),
+            _ => {
+                if let Some(c) = k.strip_prefix("config.") {
+                    configs.insert(c.to_string(), v.to_string());
+                }
+            }
+        }
+    }
+    Some(TopicMeta {
+        name: Arc::from(name),
+        id: id?,
+        partitions: partitions?,
+        configs,
+    })
+}
+
+/// Loads every persisted topic into `image`. Unreadable files are logged and
+/// skipped (their partition directories stay on disk untouched).
+pub fn load_topics(data_dir: &Path, mut image: MetadataImage) -> std::io::Result<MetadataImage> {
+    let dir = data_dir.join(METADATA_DIR);
+    std::fs::create_dir_all(&dir)?;
+    for entry in std::fs::read_dir(&dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".topic"))
+        else {
+            continue;
+        };
+        match std::fs::read_to_string(&path).ok().and_then(|t| decode_topic(name, &t)) {
+            Some(t) => image = image.with_topic(t),
+            None => log::warn!("skipping unreadable topic file {}", path.display()),
+        }
+    }
+    Ok(image)
+}
+
+/// The controller's state: the latest image and where to persist changes.
+#[derive(Debug)]
+pub struct Controller {
+    data_dir: PathBuf,
+    image: Arc<MetadataImage>,
+}
+
+impl Controller {
+    /// A controller over `image`, persisting under `data_dir`.
+    pub fn new(data_dir: PathBuf, image: Arc<MetadataImage>) -> Controller {
+        Controller { data_dir, image }
+    }
+
+    /// The latest image.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.image.clone()
+    }
+
+    /// Validates and persists a new topic; returns the next image.
+    /// Errors: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
+    /// INVALID_PARTITIONS (count < 1 or > 1,000,000), KAFKA_STORAGE_ERROR.
+    /// With `validate_only` nothing is persisted and the image is unchanged.
+    pub fn create_topic(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, MetadataError> {
+        super::topic_name::validate(name)?;
+        if self.image.topic(name).is_some() {
+            return Err(MetadataError::TopicAlreadyExists(name.to_string()));
+        }
+        if !(1..=1_000_000).contains(&partitions) {
+            return Err(MetadataError::InvalidPartitions(format!(
+                "number of partitions must be in [1, 1000000], got {partitions}"
+            )));
+        }
+        let topic = TopicMeta {
+            name: Arc::from(name),
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+        };
+        if validate_only {
+            return Ok(Arc::new(topic));
+        }
+        write_atomic(&topic_file(&self.data_dir, name), encode_topic(&topic).as_bytes())
+            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        self.image = Arc::new(self.image.with_topic(topic));
+        self.image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)
+    }
+
+    /// Removes a topic from the registry; returns it. The shards delete its
+    /// partition directories when they apply the next image.
+    pub fn delete_topic(&mut self, name: &str) -> Result<Arc<TopicMeta>, MetadataError> {
+        let topic = self
+            .image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        std::fs::remove_file(topic_file(&self.data_dir, name))
+            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        self.image = Arc::new(self.image.without_topic(name));
+        Ok(topic)
+    }
+
+    /// Raises a topic's partition count to `count` (CreatePartitions).
+    /// Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS when `count` is
+    /// not larger than the current count.
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, MetadataError> {
+        let current = self
+            .image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        if count <= current.partitions {
+            return Err(MetadataError::InvalidPartitions(format!(
+                "topic currently has {} partitions, {count} would not be an increase",
+                current.partitions
+            )));
+        }
+        if count > 1_000_000 {
+            return Err(MetadataError::InvalidPartitions(format!("{count} partitions is more than 1000000")));
+        }
+        let mut next = (*current).clone();
+        next.partitions = count;
+        if validate_only {
+            return Ok(Arc::new(next));
+        }
+        write_atomic(&topic_file(&self.data_dir, name), encode_topic(&next).as_bytes())
+            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        self.image = Arc::new(self.image.with_topic(next));
+        self.image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::metadata::BrokerMeta;
+
+    fn image() -> MetadataImage {
+        MetadataImage::empty("c".into(), 1, BrokerMeta { node_id: 1, host: "h".into(), port: 1, rack: None })
+    }
+
+    #[test]
+    fn create_persist_reload_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(METADATA_DIR)).unwrap();
+        let mut c = Controller::new(dir.path().to_path_buf(), Arc::new(image()));
+        let mut cfg = BTreeMap::new();
+        cfg.insert("cleanup.policy".to_string(), "compact".to_string());
+        let t = c.create_topic("orders", 3, cfg, false).unwrap();
+        assert!(matches!(c.create_topic("orders", 3, BTreeMap::new(), false), Err(MetadataError::TopicAlreadyExists(_))));
+        assert!(matches!(c.create_topic("bad name", 3, BTreeMap::new(), false), Err(MetadataError::InvalidTopic(_))));
+        assert!(matches!(c.create_topic("x", 0, BTreeMap::new(), false), Err(MetadataError::InvalidPartitions(_))));
+        c.create_partitions("orders", 5, false).unwrap();
+        assert!(c.create_partitions("orders", 5, false).is_err());
+        let reloaded = load_topics(dir.path(), image()).unwrap();
+        let r = reloaded.topic("orders").unwrap();
+        assert_eq!((r.id, r.partitions), (t.id, 5));
+        assert_eq!(r.configs.get("cleanup.policy").map(String::as_str), Some("compact"));
+        c.delete_topic("orders").unwrap();
+        assert!(load_topics(dir.path(), image()).unwrap().topic("orders").is_none());
+    }
+
+    #[test]
+    fn meta_properties_keeps_cluster_id_and_checks_node_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = load_or_create_meta(dir.path(), 1, None).unwrap();
+        let b = load_or_create_meta(dir.path(), 1, None).unwrap();
+        assert_eq!(a, b);
+        assert!(load_or_create_meta(dir.path(), 2, None).is_err());
+    }
+}

@@ -1,0 +1,379 @@
+//! Broker configuration with Kafka's property names.
+//!
+//! Sources, later ones win: built-in defaults (Kafka's defaults), a
+//! `server.properties`-style file (`--config`), then CLI flags and
+//! `--override key=value`. Every value is validated at start; an invalid value
+//! is rejected with a [`ConfigError`] naming the key, the value and the allowed
+//! range.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::storage::{LogConfig, TimestampType};
+
+/// A configuration error found at start. The message names the key, the value
+/// and what is allowed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file given with `--config` could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    File {
+        /// Path of the file.
+        path: PathBuf,
+        /// Underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A line of the file is not `key=value`.
+    #[error("{path}:{line}: expected `key=value`, got {text:?}")]
+    Syntax {
+        /// Path of the file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The offending text.
+        text: String,
+    },
+    /// A key has a value outside its allowed range or of the wrong type.
+    #[error("invalid value {value:?} for {key}: {allowed}")]
+    Invalid {
+        /// Kafka property name.
+        key: String,
+        /// The rejected value.
+        value: String,
+        /// What the key accepts.
+        allowed: String,
+    },
+    /// A key this broker does not know. Kafka logs unknown keys and goes on; we
+    /// do the same for keys that look like Kafka's, but reject obvious typos of
+    /// known keys. (Not used for unknown keys: see [`Config::unknown_keys`].)
+    #[error("unknown config key {0}")]
+    Unknown(String),
+}
+
+/// One listener, `PLAINTEXT://host:port` in Kafka's `listeners` syntax.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listener {
+    /// Listener name (`PLAINTEXT`); only PLAINTEXT is supported.
+    pub name: String,
+    /// Address to bind; port 0 picks a free port.
+    pub addr: SocketAddr,
+}
+
+/// Typed broker configuration. Field docs name the Kafka property.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `node.id`: this broker's id in Metadata responses. Default 1.
+    pub node_id: i32,
+    /// `listeners`: where to accept Kafka clients. Default `PLAINTEXT://127.0.0.1:9092`.
+    pub listeners: Vec<Listener>,
+    /// `advertised.listeners`: host:port given to clients in Metadata. Default: the bound listener.
+    pub advertised: Option<(String, u16)>,
+    /// `log.dirs` (or `log.dir`): data directory. Default `./data`. Only the first is used.
+    pub log_dirs: Vec<PathBuf>,
+    /// Number of shards (pinned executors). Default: every CPU the process may use.
+    pub shards: Option<usize>,
+    /// `num.partitions`: partitions of auto-created topics and of CreateTopics with -1. Default 1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`: only 1 is possible on one node. Default 1.
+    pub default_replication_factor: i16,
+    /// `auto.create.topics.enable`: Metadata may create unknown topics. Default true.
+    pub auto_create_topics_enable: bool,
+    /// `message.max.bytes`: largest record batch accepted (bytes). Default 1048588.
+    pub message_max_bytes: usize,
+    /// `socket.request.max.bytes`: largest request frame (bytes). Default 104857600.
+    pub socket_request_max_bytes: usize,
+    /// `log.segment.bytes`: roll a segment at this size (bytes). Default 1 GiB.
+    pub log_segment_bytes: u64,
+    /// `log.roll.ms` / `log.roll.hours`: roll a segment this old (ms). Default 168 h.
+    pub log_roll_ms: u64,
+    /// `log.index.interval.bytes`: bytes between sparse index entries. Default 4096.
+    pub log_index_interval_bytes: u32,
+    /// `log.index.size.max.bytes`: index size that forces a roll (bytes). Default 10 MiB.
+    pub log_index_size_max_bytes: u32,
+    /// `log.flush.interval.messages`: fdatasync after this many messages; None = page cache only (Kafka's default, Long.MAX_VALUE).
+    pub log_flush_interval_messages: Option<u64>,
+    /// `log.flush.interval.ms`: fdatasync data older than this (ms); None = page cache only.
+    pub log_flush_interval_ms: Option<u64>,
+    /// `log.message.timestamp.type`: CreateTime or LogAppendTime. Default CreateTime.
+    pub log_message_timestamp_type: TimestampType,
+    /// `delete.topic.enable`. Default true.
+    pub delete_topic_enable: bool,
+    /// `cluster.id` override; otherwise read from or written to `meta.properties`.
+    pub cluster_id: Option<String>,
+    /// Keys given that this broker does not use (logged at start, like Kafka).
+    pub unknown_keys: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            node_id: 1,
+            listeners: vec![Listener {
+                name: "PLAINTEXT".into(),
+                addr: SocketAddr::from(([127, 0, 0, 1], 9092)),
+            }],
+            advertised: None,
+            log_dirs: vec![PathBuf::from("./data")],
+            shards: None,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            auto_create_topics_enable: true,
+            message_max_bytes: 1_048_588,
+            socket_request_max_bytes: 104_857_600,
+            log_segment_bytes: 1 << 30,
+            log_roll_ms: 168 * 3_600_000,
+            log_index_interval_bytes: 4096,
+            log_index_size_max_bytes: 10 * 1024 * 1024,
+            log_flush_interval_messages: None,
+            log_flush_interval_ms: None,
+            log_message_timestamp_type: TimestampType::CreateTime,
+            delete_topic_enable: true,
+            cluster_id: None,
+            unknown_keys: Vec::new(),
+        }
+    }
+}
+
+/// Reads a `server.properties` file into ordered key/value pairs. `#` and `!`
+/// start comments, as in Java properties files.
+pub fn read_properties(path: &std::path::Path) -> Result<Vec<(String, String)>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::File {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once(['=', ':']) else {
+            return Err(ConfigError::Syntax {
+                path: path.to_path_buf(),
+                line: i + 1,
+                text: raw.to_string(),
+            });
+        };
+        out.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    Ok(out)
+}
+
+fn invalid(key: &str, value: &str, allowed: &str) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        value: value.to_string(),
+        allowed: allowed.to_string(),
+    }
+}
+
+fn parse_int<T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy>(
+    key: &str,
+    value: &str,
+    min: T,
+    max: T,
+) -> Result<T, ConfigError> {
+    let allowed = format!("an integer in [{min}, {max}]");
+    let v: T = value.parse().map_err(|_| invalid(key, value, &allowed))?;
+    if v < min || v > max {
+        return Err(invalid(key, value, &allowed));
+    }
+    Ok(v)
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(invalid(key, value, "true or false")),
+    }
+}
+
+/// Parses `PLAINTEXT://host:port[,…]` (Kafka's `listeners` syntax).
+pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigError> {
+    let allowed = "a comma-separated list of PLAINTEXT://host:port";
+    let mut out = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, hostport) = item.split_once("://").unwrap_or(("PLAINTEXT", item));
+        if !name.eq_ignore_ascii_case("PLAINTEXT") {
+            return Err(invalid(key, value, "PLAINTEXT listeners only (TLS/SASL are not supported yet)"));
+        }
+        let addr = resolve(hostport).ok_or_else(|| invalid(key, value, allowed))?;
+        out.push(Listener {
+            name: name.to_ascii_uppercase(),
+            addr,
+        });
+    }
+    if out.is_empty() {
+        return Err(invalid(key, value, allowed));
+    }
+    Ok(out)
+}
+
+fn resolve(hostport: &str) -> Option<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let hp = if let Some(rest) = hostport.strip_prefix(':') {
+        format!("0.0.0.0:{rest}")
+    } else {
+        hostport.to_string()
+    };
+    hp.to_socket_addrs().ok()?.next()
+}
+
+impl Config {
+    /// Applies one `key=value` with Kafka's property name. Unknown keys are
+    /// remembered in [`Config::unknown_keys`] and logged at start.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        const I64MAX: u64 = i64::MAX as u64;
+        match key {
+            "node.id" | "broker.id" => self.node_id = parse_int(key, value, 0, i32::MAX)?,
+            "listeners" => self.listeners = parse_listeners(key, value)?,
+            "advertised.listeners" => {
+                let l = value.split(',').next().unwrap_or("").trim();
+                let hp = l.split_once("://").map(|x| x.1).unwrap_or(l);
+                let (h, p) = hp
+                    .rsplit_once(':')
+                    .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
+                let port = parse_int(key, p, 1u16, u16::MAX)?;
+                self.advertised = Some((h.to_string(), port));
+            }
+            "log.dirs" | "log.dir" => {
+                let dirs: Vec<PathBuf> = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(PathBuf::from)
+                    .collect();
+                if dirs.is_empty() {
+                    return Err(invalid(key, value, "one or more directories"));
+                }
+                self.log_dirs = dirs;
+            }
+            "num.partitions" => self.num_partitions = parse_int(key, value, 1, 1_000_000)?,
+            "default.replication.factor" => {
+                self.default_replication_factor = parse_int(key, value, 1, 1)?
+            }
+            "auto.create.topics.enable" => self.auto_create_topics_enable = parse_bool(key, value)?,
+            "delete.topic.enable" => self.delete_topic_enable = parse_bool(key, value)?,
+            "message.max.bytes" => {
+                self.message_max_bytes = parse_int(key, value, 0usize, i32::MAX as usize)?
+            }
+            "socket.request.max.bytes" => {
+                self.socket_request_max_bytes = parse_int(key, value, 1024usize, i32::MAX as usize)?
+            }
+            "log.segment.bytes" => {
+                self.log_segment_bytes = parse_int(key, value, 14u64, i32::MAX as u64)?
+            }
+            "log.roll.ms" => self.log_roll_ms = parse_int(key, value, 1u64, I64MAX)?,
+            "log.roll.hours" => {
+                self.log_roll_ms = parse_int(key, value, 1u64, 1_000_000)? * 3_600_000
+            }
+            "log.index.interval.bytes" => {
+                self.log_index_interval_bytes = parse_int(key, value, 0u32, i32::MAX as u32)?
+            }
+            "log.index.size.max.bytes" => {
+                self.log_index_size_max_bytes = parse_int(key, value, 4u32, i32::MAX as u32)?
+            }
+            "log.flush.interval.messages" => {
+                let v = parse_int(key, value, 1u64, I64MAX)?;
+                self.log_flush_interval_messages = (v != I64MAX).then_some(v);
+            }
+            "log.flush.interval.ms" => {
+                let v = parse_int(key, value, 0u64, I64MAX)?;
+                self.log_flush_interval_ms = (v != I64MAX).then_some(v);
+            }
+            "log.message.timestamp.type" => {
+                self.log_message_timestamp_type = match value {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => return Err(invalid(key, value, "CreateTime or LogAppendTime")),
+                }
+            }
+            "cluster.id" => self.cluster_id = Some(value.to_string()),
+            "fjord.shards" => self.shards = Some(parse_int(key, value, 1usize, 1024)?),
+            _ => self.unknown_keys.push(key.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Applies pairs in order (later wins).
+    pub fn apply<'a>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), ConfigError> {
+        for (k, v) in pairs {
+            self.set(k, v)?;
+        }
+        Ok(())
+    }
+
+    /// The data directory (first of `log.dirs`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.log_dirs.first().cloned().unwrap_or_else(|| PathBuf::from("./data"))
+    }
+
+    /// The broker-level log settings handed to every partition log.
+    pub fn log_config(&self) -> LogConfig {
+        LogConfig {
+            segment_bytes: self.log_segment_bytes,
+            segment_ms: Some(self.log_roll_ms),
+            index_interval_bytes: self.log_index_interval_bytes,
+            segment_index_bytes: self.log_index_size_max_bytes,
+            message_timestamp_type: self.log_message_timestamp_type,
+        }
+    }
+
+    /// The broker's settings as `(Kafka name, value)` pairs, for DescribeConfigs and logs.
+    pub fn describe(&self) -> BTreeMap<&'static str, String> {
+        let mut m = BTreeMap::new();
+        m.insert("node.id", self.node_id.to_string());
+        m.insert("num.partitions", self.num_partitions.to_string());
+        m.insert("message.max.bytes", self.message_max_bytes.to_string());
+        m.insert("log.segment.bytes", self.log_segment_bytes.to_string());
+        m.insert(
+            "log.flush.interval.messages",
+            self.log_flush_interval_messages.unwrap_or(i64::MAX as u64).to_string(),
+        );
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_kafka() {
+        let c = Config::default();
+        assert_eq!(c.message_max_bytes, 1_048_588);
+        assert_eq!(c.log_segment_bytes, 1_073_741_824);
+        assert_eq!(c.listeners[0].addr.to_string(), "127.0.0.1:9092");
+        assert!(c.log_flush_interval_messages.is_none());
+    }
+
+    #[test]
+    fn invalid_value_names_key_and_range() {
+        let mut c = Config::default();
+        let e = c.set("num.partitions", "0").unwrap_err().to_string();
+        assert!(e.contains("num.partitions") && e.contains("\"0\"") && e.contains("[1,"), "{e}");
+        let e = c.set("auto.create.topics.enable", "yes").unwrap_err().to_string();
+        assert!(e.contains("true or false"), "{e}");
+    }
+
+    #[test]
+    fn listeners_parse() {
+        let l = parse_listeners("listeners", "PLAINTEXT://127.0.0.1:0").unwrap();
+        assert_eq!(l[0].addr.port(), 0);
+        assert!(parse_listeners("listeners", "SSL://127.0.0.1:1").is_err());
+    }
+
+    #[test]
+    fn flush_interval_max_means_unset() {
+        let mut c = Config::default();
+        c.set("log.flush.interval.messages", "1").unwrap();
+        assert_eq!(c.log_flush_interval_messages, Some(1));
+        c.set("log.flush.interval.messages", &i64::MAX.to_string()).unwrap();
+        assert_eq!(c.log_flush_interval_messages, None);
+    }
+}

@@ -1,0 +1,35 @@
+//! DescribeCluster (key 60), v0–v1 (KIP-700): brokers, cluster id, controller.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{respond, HandlerResult};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers DescribeCluster from the shard's metadata image.
+pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let _req: DescribeClusterRequest = frame.decode()?;
+    let image = shard.metadata();
+    let mut resp = DescribeClusterResponse::default();
+    resp.cluster_id = StrBytes::from_string(image.cluster_id.clone());
+    resp.controller_id = BrokerId(image.controller_id);
+    resp.endpoint_type = 1;
+    resp.cluster_authorized_operations = i32::MIN;
+    resp.brokers = image
+        .brokers
+        .iter()
+        .map(|b| {
+            let mut rb = DescribeClusterBroker::default();
+            rb.broker_id = BrokerId(b.node_id);
+            rb.host = StrBytes::from_string(b.host.clone());
+            rb.port = b.port;
+            rb.rack = b.rack.clone().map(StrBytes::from_string);
+            rb
+        })
+        .collect();
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,102 @@
+//! ListOffsets (key 2), v1–v8: earliest (-2, the log start offset), latest
+//! (-1, the high watermark; the LSO under READ_COMMITTED, equal to it until
+//! transactions exist), max-timestamp (-3, KIP-734, v7+) and by timestamp
+//! (the first offset whose timestamp is >= the one given; -1/-1 when none).
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+
+use super::{respond, HandlerResult};
+use crate::error::{codes, KafkaCode};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+use crate::storage::StorageError;
+
+/// Special timestamps of ListOffsets.
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+#[derive(Debug, Clone, Copy)]
+struct Answer {
+    error_code: i16,
+    timestamp: i64,
+    offset: i64,
+}
+
+fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
+    let none = Answer { error_code: 0, timestamp: -1, offset: -1 };
+    let Some(part) = shard.partition(topic, partition) else {
+        return Answer { error_code: codes::UNKNOWN_TOPIC_OR_PARTITION, ..none };
+    };
+    let log = part.log.borrow();
+    let r: Result<Answer, StorageError> = match ts {
+        LATEST => Ok(Answer { offset: log.high_watermark(), ..none }),
+        EARLIEST => Ok(Answer { offset: log.log_start_offset(), ..none }),
+        MAX_TIMESTAMP => log
+            .max_timestamp_offset()
+            .map(|o| o.map_or(none, |(offset, timestamp)| Answer { offset, timestamp, error_code: 0 })),
+        t if t >= 0 => log
+            .offset_for_timestamp(t)
+            .map(|o| o.map_or(none, |(offset, timestamp)| Answer { offset, timestamp, error_code: 0 })),
+        _ => return Answer { error_code: codes::INVALID_REQUEST, ..none },
+    };
+    r.unwrap_or_else(|e| Answer { error_code: e.code(), ..none })
+}
+
+/// Answers ListOffsets.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: ListOffsetsRequest = frame.decode()?;
+    let image = shard.metadata();
+    let mut answers: Vec<Vec<Answer>> = Vec::new();
+    for t in &req.topics {
+        let name = t.name.0.as_str();
+        let meta = image.topic(name);
+        let mut row = Vec::new();
+        for p in &t.partitions {
+            let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
+            if !known {
+                row.push(Answer { error_code: codes::UNKNOWN_TOPIC_OR_PARTITION, timestamp: -1, offset: -1 });
+                continue;
+            }
+            let topic: Arc<str> = Arc::from(name);
+            let (pi, ts) = (p.partition_index, p.timestamp);
+            let owner = shard.owner(name, pi);
+            let a = shard
+                .invoke_on(owner, move |s| async move { lookup(&s, &topic, pi, ts) })
+                .await
+                .unwrap_or_else(|e| Answer { error_code: e.code(), timestamp: -1, offset: -1 });
+            row.push(a);
+        }
+        answers.push(row);
+    }
+    let mut resp = ListOffsetsResponse::default();
+    resp.topics = req
+        .topics
+        .iter()
+        .zip(answers)
+        .map(|(t, row)| {
+            let mut tr = ListOffsetsTopicResponse::default();
+            tr.name = t.name.clone();
+            tr.partitions = t
+                .partitions
+                .iter()
+                .zip(row)
+                .map(|(p, a)| {
+                    let mut pr = ListOffsetsPartitionResponse::default();
+                    pr.partition_index = p.partition_index;
+                    pr.error_code = a.error_code;
+                    pr.timestamp = a.timestamp;
+                    pr.offset = a.offset;
+                    pr.leader_epoch = if a.offset >= 0 { 0 } else { -1 };
+                    pr
+                })
+                .collect();
+            tr
+        })
+        .collect();
+    Ok(respond(frame, &resp))
+}

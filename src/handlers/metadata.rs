@@ -1,0 +1,135 @@
+//! Metadata (key 3), v0–v12, with topic ids (v10+). Unknown topics are
+//! auto-created with `num.partitions` partitions when
+//! `auto.create.topics.enable=true` and the request allows it
+//! (`allow_auto_topic_creation`, v4+; always allowed before v4, as in Kafka).
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+use super::{respond, with_controller, HandlerResult};
+use crate::cluster::metadata::{MetadataImage, TopicMeta};
+use crate::cluster::topic_name;
+use crate::error::{codes, KafkaCode, MetadataError};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Builds the response topic for an existing topic.
+fn topic_entry(image: &MetadataImage, t: &TopicMeta) -> MetadataResponseTopic {
+    let mut rt = MetadataResponseTopic::default();
+    rt.name = Some(TopicName(StrBytes::from_string(t.name.to_string())));
+    rt.topic_id = t.id;
+    rt.is_internal = topic_name::is_internal(&t.name);
+    rt.topic_authorized_operations = i32::MIN;
+    rt.partitions = (0..t.partitions)
+        .map(|p| {
+            let leader = image.leader();
+            let mut rp = MetadataResponsePartition::default();
+            rp.partition_index = p;
+            rp.leader_id = BrokerId(leader);
+            rp.leader_epoch = image.leader_epoch(&t.name, p);
+            rp.replica_nodes = vec![BrokerId(leader)];
+            rp.isr_nodes = vec![BrokerId(leader)];
+            rp
+        })
+        .collect();
+    rt
+}
+
+fn error_entry(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTopic {
+    let mut rt = MetadataResponseTopic::default();
+    rt.name = name.map(|n| TopicName(StrBytes::from_string(n)));
+    rt.topic_id = id;
+    rt.error_code = code;
+    rt.topic_authorized_operations = i32::MIN;
+    rt
+}
+
+/// Answers a Metadata request.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: MetadataRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let allow_create = shard.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
+
+    // Resolve which topics to describe; auto-create the unknown ones first.
+    let mut image = shard.metadata();
+    let requested: Option<Vec<(Option<String>, Uuid)>> = req.topics.as_ref().map(|ts| {
+        ts.iter()
+            .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id))
+            .collect()
+    });
+    if let Some(list) = &requested {
+        let to_create: Vec<String> = list
+            .iter()
+            .filter_map(|(n, _)| n.clone())
+            .filter(|n| image.topic(n).is_none() && topic_name::validate(n).is_ok() && !topic_name::is_internal(n))
+            .collect();
+        if allow_create && !to_create.is_empty() {
+            let partitions = shard.config.num_partitions;
+            let created = with_controller(shard, move |c| {
+                for name in to_create {
+                    match c.create_topic(&name, partitions, BTreeMap::new(), false) {
+                        Ok(_) => log::info!("auto-created topic {name} with {partitions} partitions"),
+                        Err(MetadataError::TopicAlreadyExists(_)) => {}
+                        Err(e) => log::warn!("auto-creating {name} failed: {e}"),
+                    }
+                }
+            })
+            .await;
+            if let Err(e) = created {
+                log::warn!("auto-creation failed: {e}");
+            }
+            image = shard.metadata();
+        }
+    }
+
+    let mut resp = MetadataResponse::default();
+    let broker = &image.brokers;
+    resp.brokers = broker
+        .iter()
+        .map(|b| {
+            let mut rb = MetadataResponseBroker::default();
+            rb.node_id = BrokerId(b.node_id);
+            rb.host = StrBytes::from_string(b.host.clone());
+            rb.port = b.port;
+            rb.rack = b.rack.clone().map(StrBytes::from_string);
+            rb
+        })
+        .collect();
+    resp.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
+    resp.controller_id = BrokerId(image.controller_id);
+    resp.cluster_authorized_operations = i32::MIN;
+    resp.topics = match requested {
+        // v0: an empty list means all topics; v1+: null means all topics.
+        None => image.topics.values().map(|t| topic_entry(&image, t)).collect(),
+        Some(list) if list.is_empty() && version == 0 => {
+            image.topics.values().map(|t| topic_entry(&image, t)).collect()
+        }
+        Some(list) => list
+            .into_iter()
+            .map(|(name, id)| match name {
+                Some(n) => match image.topic(&n) {
+                    Some(t) => topic_entry(&image, t),
+                    None => {
+                        let code = match topic_name::validate(&n) {
+                            Err(e) => e.code(),
+                            Ok(()) => codes::UNKNOWN_TOPIC_OR_PARTITION,
+                        };
+                        error_entry(Some(n), Uuid::nil(), code)
+                    }
+                },
+                None => match image.topic_by_id(&id) {
+                    Some(t) => topic_entry(&image, t),
+                    None => error_entry(None, id, codes::UNKNOWN_TOPIC_ID),
+                },
+            })
+            .collect(),
+    };
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,25 @@
+//! Fjord: a Kafka-wire-compatible message broker, thread-per-core on io_uring.
+//!
+//! Crate map (see docs/ARCHITECTURE.md for the request flows):
+//! - [`boot`] — config → data dir → executors (one pinned glommio executor per
+//!   core, a *shard*) → channel mesh → recovery → listeners → signals.
+//! - [`net`] — per-shard accept, framing, in-order responses, sendfile.
+//! - [`protocol`] — the Kafka wire protocol (the `kafka-protocol` crate,
+//!   wrapped), the table of supported API versions.
+//! - [`handlers`] — dispatch and one file per Kafka API.
+//! - [`shard`] — shard-local state, partition ownership, cross-shard calls.
+//! - [`storage`] — the partition log in Kafka's segment format.
+//! - [`cluster`] — metadata images, topic registry, the controller role.
+//! - [`config`] — Kafka-named configuration.
+//! - [`error`] — errors per layer and their Kafka error codes.
+
+pub mod alloc;
+pub mod boot;
+pub mod cluster;
+pub mod config;
+pub mod error;
+pub mod handlers;
+pub mod net;
+pub mod protocol;
+pub mod shard;
+pub mod storage;

@@ -1,0 +1,260 @@
+//! Shards: one pinned glommio executor per core, each owning a disjoint set of
+//! partitions. Work for a partition owned by another shard travels over the
+//! glommio channel mesh as a boxed task with a reply channel
+//! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
+
+pub mod notify;
+pub mod partition;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_channel::oneshot;
+use glommio::channels::channel_mesh::{Receivers, Senders};
+
+use crate::cluster::controller::Controller;
+use crate::cluster::metadata::{owner_shard, MetadataImage};
+use crate::cluster::topic_config;
+use crate::config::Config;
+use crate::error::ShardError;
+use crate::storage::{PartitionLog, StorageError};
+use partition::Partition;
+
+/// A unit of work sent to another shard: runs there, replies through the
+/// channel it captured. `Send` because it crosses threads; the future it
+/// builds is shard-local.
+pub type Task = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// Topic name + partition index.
+pub type TopicPartition = (Arc<str>, i32);
+
+/// The state of one shard. Reached from tasks with [`current`].
+pub struct Shard {
+    /// This shard's index (its place in the channel mesh), 0..shards.
+    pub id: usize,
+    /// Number of shards.
+    pub shards: usize,
+    /// Broker configuration.
+    pub config: Arc<Config>,
+    /// The latest metadata image this shard applied.
+    metadata: RefCell<Arc<MetadataImage>>,
+    /// Partitions this shard owns.
+    partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// The controller role (shard 0 only).
+    pub controller: Option<RefCell<Controller>>,
+    senders: Senders<Task>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<Shard>>> = const { RefCell::new(None) };
+}
+
+/// The shard running on this thread. Errors when called off a shard thread.
+pub fn current() -> Result<Rc<Shard>, ShardError> {
+    CURRENT.with(|c| c.borrow().clone()).ok_or(ShardError::Unavailable(usize::MAX))
+}
+
+impl Shard {
+    /// Creates the shard, registers it as this thread's current shard and
+    /// spawns the loops that run tasks sent by other shards.
+    pub fn install(
+        config: Arc<Config>,
+        image: Arc<MetadataImage>,
+        senders: Senders<Task>,
+        receivers: Receivers<Task>,
+    ) -> Rc<Shard> {
+        let id = senders.peer_id();
+        let shards = senders.nr_consumers();
+        let controller = (id == 0).then(|| RefCell::new(Controller::new(config.data_dir(), image.clone())));
+        let shard = Rc::new(Shard {
+            id,
+            shards,
+            config,
+            metadata: RefCell::new(Arc::new(MetadataImage {
+                topics: Default::default(),
+                topic_ids: Default::default(),
+                ..(*image).clone()
+            })),
+            partitions: RefCell::new(HashMap::new()),
+            controller,
+            senders,
+        });
+        CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
+        let mut receivers = receivers;
+        for (_peer, rx) in receivers.streams() {
+            glommio::spawn_local(async move {
+                while let Some(task) = rx.recv().await {
+                    glommio::spawn_local(task()).detach();
+                }
+            })
+            .detach();
+        }
+        shard
+    }
+
+    /// Runs `f` on shard `target` and returns its result. Local work runs
+    /// inline; remote work is boxed, sent over the mesh, and answered through a
+    /// oneshot channel. Errors with [`ShardError::Unavailable`] when the target
+    /// shard is gone.
+    pub async fn invoke_on<R, F, Fut>(&self, target: usize, f: F) -> Result<R, ShardError>
+    where
+        R: Send + 'static,
+        F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + 'static,
+    {
+        if target == self.id {
+            return Ok(f(current()?).await);
+        }
+        let (tx, rx) = oneshot::channel();
+        let task: Task = Box::new(move || {
+            Box::pin(async move {
+                if let Ok(shard) = current() {
+                    let _ = tx.send(f(shard).await);
+                }
+            })
+        });
+        self.senders
+            .send_to(target, task)
+            .await
+            .map_err(|_| ShardError::Unavailable(target))?;
+        rx.await.map_err(|_| ShardError::Unavailable(target))
+    }
+
+    /// The owner shard of a partition.
+    pub fn owner(&self, topic: &str, partition: i32) -> usize {
+        owner_shard(topic, partition, self.shards)
+    }
+
+    /// The metadata image this shard last applied.
+    pub fn metadata(&self) -> Arc<MetadataImage> {
+        self.metadata.borrow().clone()
+    }
+
+    /// A partition owned by this shard.
+    pub fn partition(&self, topic: &str, partition: i32) -> Option<Rc<Partition>> {
+        let key: TopicPartition = (Arc::from(topic), partition);
+        self.partitions.borrow().get(&key).cloned()
+    }
+
+    fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
+        self.config.data_dir().join(format!("{topic}-{partition}"))
+    }
+
+    /// Applies a newer image: opens (recovering) the logs of partitions this
+    /// shard owns that it does not have yet, deletes the logs of topics that
+    /// are gone, and updates topic settings. Older images are ignored.
+    pub fn apply_metadata(&self, image: Arc<MetadataImage>) -> Result<(), StorageError> {
+        if image.version <= self.metadata.borrow().version && image.version != 0 {
+            return Ok(());
+        }
+        let previous = self.metadata.replace(image.clone());
+        // Topics removed, or re-created under a new id: drop their partitions.
+        let gone: Vec<TopicPartition> = self
+            .partitions
+            .borrow()
+            .iter()
+            .filter(|((t, _), p)| image.topic(t).is_none_or(|m| m.id != p.topic_id))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in gone {
+            let removed = self.partitions.borrow_mut().remove(&key);
+            if let Some(p) = removed {
+                self.delete_partition_dir(&p);
+            }
+        }
+        let _ = previous;
+        let mut first_error = None;
+        for topic in image.topics.values() {
+            let settings = topic_config::settings(&self.config, &topic.configs);
+            for p in 0..topic.partitions {
+                if self.owner(&topic.name, p) != self.id {
+                    continue;
+                }
+                let key: TopicPartition = (topic.name.clone(), p);
+                if let Some(existing) = self.partitions.borrow().get(&key) {
+                    if existing.settings() != settings {
+                        existing.set_settings(settings.clone());
+                    }
+                    continue;
+                }
+                let dir = self.partition_dir(&topic.name, p);
+                match PartitionLog::open(&dir, settings.log.clone()) {
+                    Ok(log) => {
+                        let part = Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
+                        self.partitions.borrow_mut().insert(key, Rc::new(part));
+                    }
+                    Err(e) => {
+                        log::error!("cannot open {}: {e}", dir.display());
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn delete_partition_dir(&self, p: &Partition) {
+        let dir = self.partition_dir(&p.topic, p.index);
+        // Kafka renames to `<dir>.<id>-delete` first so a crash mid-delete
+        // leaves a directory that startup recognises and finishes deleting.
+        let tomb = dir.with_file_name(format!("{}-{}.{}-delete", p.topic, p.index, p.topic_id.simple()));
+        match std::fs::rename(&dir, &tomb) {
+            Ok(()) => {
+                if let Err(e) = std::fs::remove_dir_all(&tomb) {
+                    log::warn!("cannot remove {}: {e}", tomb.display());
+                }
+            }
+            Err(e) => log::warn!("cannot rename {} for deletion: {e}", dir.display()),
+        }
+    }
+
+    /// Sends `image` to every shard (this one inline) and waits until all
+    /// applied it. Used by the controller after a topic change.
+    pub async fn publish_metadata(&self, image: Arc<MetadataImage>) -> Result<(), ShardError> {
+        let mut waits = Vec::new();
+        for target in 0..self.shards {
+            let img = image.clone();
+            let me = current()?;
+            waits.push(glommio::spawn_local(async move {
+                me.invoke_on(target, move |s| async move {
+                    if let Err(e) = s.apply_metadata(img) {
+                        log::error!("shard {} failed to apply metadata: {e}", s.id);
+                    }
+                })
+                .await
+            }));
+        }
+        for w in waits {
+            w.await?;
+        }
+        Ok(())
+    }
+
+    /// Closes every partition log cleanly (flush, indexes, clean-shutdown
+    /// marker). Called once at shutdown.
+    pub fn close_all(&self) {
+        let parts: Vec<_> = self.partitions.borrow_mut().drain().collect();
+        for (_, p) in parts {
+            match Rc::try_unwrap(p) {
+                Ok(p) => {
+                    if let Err(e) = p.log.into_inner().close() {
+                        log::warn!("close failed: {e}");
+                    }
+                }
+                Err(p) => {
+                    if let Err(e) = p.log.borrow_mut().flush() {
+                        log::warn!("flush failed: {e}");
+                    }
+                }
+            }
+        }
+    }
+}

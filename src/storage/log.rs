@@ -1,0 +1,952 @@
+//! [`PartitionLog`]: the segments of one partition, with append (offset
+//! assignment), fetch reads (as sendfile regions) and ListOffsets lookups.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::batch::{
+    log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
+};
+use super::recovery;
+use super::segment::{Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES};
+use super::StorageError;
+
+/// Which timestamp a batch carries (Kafka `log.message.timestamp.type` /
+/// topic `message.timestamp.type`; attributes bit 3 of a batch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    /// The producer's record timestamps are kept.
+    CreateTime,
+    /// The broker stamps each batch's max timestamp with its append time (ms).
+    LogAppendTime,
+}
+
+/// Per-partition log settings, with Kafka's config names and defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogConfig {
+    /// Max `.log` size in bytes before rolling (`log.segment.bytes` /
+    /// `segment.bytes`, default 1073741824). Capped at `i32::MAX`.
+    pub segment_bytes: u64,
+    /// Max segment age in ms before rolling (`log.roll.ms` / `segment.ms`,
+    /// default 604800000 = 7 days); None disables time-based rolling.
+    pub segment_ms: Option<u64>,
+    /// Bytes between `.index` entries (`log.index.interval.bytes`, default 4096).
+    pub index_interval_bytes: u32,
+    /// Max bytes of each index file (`log.index.size.max.bytes` /
+    /// `segment.index.bytes`, default 10485760); the segment rolls when full.
+    pub segment_index_bytes: u32,
+    /// CreateTime or LogAppendTime (`log.message.timestamp.type`, default CreateTime).
+    pub message_timestamp_type: TimestampType,
+}
+
+impl Default for LogConfig {
+    /// Gives Kafka's broker defaults.
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1_073_741_824,
+            segment_ms: Some(604_800_000),
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10_485_760,
+            message_timestamp_type: TimestampType::CreateTime,
+        }
+    }
+}
+
+/// A byte range of one segment's `.log` file, to be sent with sendfile(2).
+/// Always whole batches.
+#[derive(Clone, Debug)]
+pub struct FileRegion {
+    /// The `.log` file (shared; stays valid even if the segment is later deleted).
+    pub file: Arc<File>,
+    /// Start of the range in the file (bytes).
+    pub position: u64,
+    /// Length of the range (bytes).
+    pub len: u64,
+}
+
+/// What [`PartitionLog::append`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppendResult {
+    /// Offset assigned to the first record of the first batch (-1 for an empty append).
+    pub base_offset: i64,
+    /// Offset of the last record appended (-1 for an empty append).
+    pub last_offset: i64,
+    /// The broker time (ms) stamped into the batches under LogAppendTime; -1 under CreateTime.
+    pub log_append_time: i64,
+    /// Log start offset after the append (for the Produce response, KIP-107).
+    pub log_start_offset: i64,
+    /// Bytes written to the `.log`.
+    pub bytes: u64,
+    /// Records appended (sum of recordsCount).
+    pub records: u64,
+}
+
+/// What [`PartitionLog::read`] found.
+#[derive(Clone, Debug)]
+pub struct ReadResult {
+    /// File ranges holding whole batches, in offset order (empty: nothing to return).
+    pub regions: Vec<FileRegion>,
+    /// Total bytes of all regions.
+    pub bytes: u64,
+    /// High watermark at read time.
+    pub high_watermark: i64,
+    /// Log start offset at read time.
+    pub log_start_offset: i64,
+    /// Log end offset (LEO) at read time.
+    pub log_end_offset: i64,
+}
+
+/// The log of one partition: its directory and segments, oldest first, the
+/// last one being the active segment that receives appends.
+#[derive(Debug)]
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    /// Inactive segments, sorted by base offset.
+    older: Vec<Segment>,
+    /// The segment receiving appends (highest base offset).
+    active: Segment,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    high_watermark: i64,
+}
+
+impl PartitionLog {
+    /// Takes the partition directory (`<topic>-<partition>`, created if
+    /// missing) and the config; opens and recovers it (see
+    /// [`super::recovery`]) and gives the log. I/O failures → `Io`,
+    /// unrecoverable layouts → `Corrupt` (both KAFKA_STORAGE_ERROR).
+    pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, StorageError> {
+        let (older, active) = recovery::recover(dir, &config)?;
+        let log_start_offset = older.first().unwrap_or(&active).base_offset();
+        let log_end_offset = active.next_offset();
+        Ok(PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            older,
+            active,
+            log_start_offset,
+            log_end_offset,
+            high_watermark: log_end_offset,
+        })
+    }
+
+    /// Takes a new config (e.g. after an AlterConfigs); it applies to later
+    /// appends, rolls and index entries.
+    pub fn set_config(&mut self, config: LogConfig) {
+        for seg in self.older.iter_mut() {
+            seg.set_index_max_bytes(config.segment_index_bytes);
+        }
+        self.active.set_index_max_bytes(config.segment_index_bytes);
+        self.config = config;
+    }
+
+    /// Gives the current config.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Gives the partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Gives all segments, oldest first (the active one last).
+    fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.older.iter().chain(std::iter::once(&self.active))
+    }
+
+    /// Takes the Produce `records` bytes, the batches found in them by
+    /// [`super::validate_batches`] and the broker time `now_ms` (ms); appends
+    /// them and gives the offsets assigned.
+    ///
+    /// Each batch's base offset is set to the current LEO (then advanced by
+    /// lastOffsetDelta + 1) without copying record bytes: one pwritev(2) per
+    /// call (split only past 1024 iovecs) whose iovecs per batch are
+    /// `[8-byte new base offset][batch 8..end]`, or under LogAppendTime
+    /// `[8-byte base offset][new header 8..61][batch 61..end]` (see
+    /// [`log_append_time_header`]; the new header's 8..61 holds the new CRC,
+    /// which sits at 17..21). Short writes are resumed.
+    ///
+    /// Rolls a new segment first (Kafka `LogSegment.shouldRoll`) when the
+    /// active segment is non-empty and: it would exceed `segment_bytes`; an
+    /// index is full (`segment_index_bytes`); `segment_ms` elapsed since its
+    /// first append (or, after a restart, since its first batch's max
+    /// timestamp); or relative offsets would overflow i32.
+    ///
+    /// Empty `batches` writes nothing and gives base/last offset -1.
+    /// Batches not lying inside `records` → `Batch(CorruptMessage)`. A failed
+    /// `.log` write is cut back and gives `Io` with nothing appended; a failed
+    /// index write gives `Io` AFTER the data was appended (the index is
+    /// rebuilt on the next open) — treat both as KAFKA_STORAGE_ERROR.
+    pub fn append(
+        &mut self,
+        records: &[u8],
+        batches: &[ValidatedBatch],
+        now_ms: i64,
+    ) -> Result<AppendResult, StorageError> {
+        if batches.is_empty() {
+            return Ok(AppendResult {
+                base_offset: -1,
+                last_offset: -1,
+                log_append_time: -1,
+                log_start_offset: self.log_start_offset,
+                bytes: 0,
+                records: 0,
+            });
+        }
+        // Re-read each header from the bytes being written so the offsets we
+        // assign always match what lands on disk.
+        let mut parts: Vec<(&[u8], BatchHeader)> = Vec::with_capacity(batches.len());
+        let mut total_bytes: u64 = 0;
+        let mut offsets_needed: i64 = 0;
+        let mut record_count: u64 = 0;
+        for b in batches {
+            let bytes = b
+                .position
+                .checked_add(b.size)
+                .and_then(|end| records.get(b.position..end))
+                .ok_or_else(|| {
+                    super::BatchError::CorruptMessage(format!(
+                        "batch at {} of {} bytes is outside the {}-byte records",
+                        b.position,
+                        b.size,
+                        records.len()
+                    ))
+                })?;
+            let h = BatchHeader::parse(bytes)?;
+            if h.total_size() != b.size || h.last_offset_delta < 0 {
+                return Err(super::BatchError::CorruptMessage(format!(
+                    "batch at {} does not match its validated size",
+                    b.position
+                ))
+                .into());
+            }
+            total_bytes += b.size as u64;
+            offsets_needed += i64::from(h.last_offset_delta) + 1;
+            record_count += u64::try_from(h.records_count).unwrap_or(0);
+            parts.push((bytes, h));
+        }
+
+        self.maybe_roll(total_bytes, offsets_needed, now_ms)?;
+
+        let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let leo = self.log_end_offset;
+        let interval = self.config.index_interval_bytes;
+
+        let mut base_bufs: Vec<[u8; 8]> = Vec::with_capacity(parts.len());
+        let mut lat_headers: Vec<[u8; RECORD_BATCH_HEADER_BYTES]> = Vec::new();
+        let mut next = leo;
+        for (bytes, h) in &parts {
+            base_bufs.push(next.to_be_bytes());
+            if lat {
+                lat_headers.push(log_append_time_header(bytes, now_ms));
+            }
+            next += i64::from(h.last_offset_delta) + 1;
+        }
+        let mut slices: Vec<&[u8]> = Vec::with_capacity(parts.len() * if lat { 3 } else { 2 });
+        for (i, (bytes, _)) in parts.iter().enumerate() {
+            slices.push(&base_bufs[i]);
+            if lat {
+                // The new header's bytes 8..61 (batchLength, leader epoch
+                // and magic copied, new CRC at 17..21, new attributes and
+                // max timestamp).
+                slices.push(&lat_headers[i][8..]);
+                slices.push(&bytes[RECORD_BATCH_HEADER_BYTES..]);
+            } else {
+                slices.push(&bytes[8..]);
+            }
+        }
+
+        let seg = &mut self.active;
+        if seg.size() + total_bytes > MAX_SEGMENT_BYTES {
+            return Err(StorageError::Inconsistent(format!(
+                "append of {total_bytes} bytes does not fit a segment"
+            )));
+        }
+        seg.write_at_end(&slices)?;
+        if seg.roll_base_ms.is_none() {
+            seg.roll_base_ms = Some(now_ms);
+        }
+        let mut pos = seg.size();
+        let mut next = leo;
+        let mut index_err: Option<std::io::Error> = None;
+        for (bytes, h) in &parts {
+            let last = next + i64::from(h.last_offset_delta);
+            let max_ts = if lat { now_ms } else { h.max_timestamp };
+            let size = bytes.len() as u64;
+            if let Err(e) = seg.note_batch(pos, size, last, max_ts, interval) {
+                ::log::error!("{}: index write failed: {e}", seg.log_path().display());
+                index_err.get_or_insert(e);
+            }
+            pos += size;
+            next = last + 1;
+        }
+        self.log_end_offset = next;
+        self.high_watermark = next;
+        if let Some(e) = index_err {
+            return Err(e.into());
+        }
+        Ok(AppendResult {
+            base_offset: leo,
+            last_offset: next - 1,
+            log_append_time: if lat { now_ms } else { -1 },
+            log_start_offset: self.log_start_offset,
+            bytes: total_bytes,
+            records: record_count,
+        })
+    }
+
+    fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {
+        let leo = self.log_end_offset;
+        let cfg = &self.config;
+        let seg = &self.active;
+        if seg.size() == 0 {
+            return Ok(());
+        }
+        let max_bytes = cfg.segment_bytes.min(MAX_SEGMENT_BYTES);
+        let full = seg.size().saturating_add(bytes) > max_bytes;
+        let aged = match (cfg.segment_ms, seg.roll_base_ms) {
+            (Some(ms), Some(base)) => {
+                now_ms.saturating_sub(base) > i64::try_from(ms).unwrap_or(i64::MAX)
+            }
+            _ => false,
+        };
+        let index_full = seg.indexes_full();
+        let overflow = leo + offsets - 1 - seg.base_offset() > MAX_RELATIVE_OFFSET;
+        if full || aged || index_full || overflow {
+            ::log::debug!(
+                "{}: rolling segment at offset {leo} (size {full}, time {aged}, index {index_full}, offsets {overflow})",
+                self.dir.display()
+            );
+            self.roll()?;
+        }
+        Ok(())
+    }
+
+    /// Closes the active segment for appends and starts a new one whose base
+    /// offset is the LEO. Gives the new segment's base offset. (Kafka also
+    /// flushes the old segment asynchronously; here it is flushed at close.)
+    pub fn roll(&mut self) -> Result<i64, StorageError> {
+        let leo = self.log_end_offset;
+        let index_bytes = self.config.segment_index_bytes;
+        if self.active.size() == 0 {
+            return Ok(self.active.base_offset());
+        }
+        self.active.finish_time_index()?;
+        let seg = Segment::create(&self.dir, leo, index_bytes)?;
+        let old = std::mem::replace(&mut self.active, seg);
+        self.older.push(old);
+        Ok(leo)
+    }
+
+    /// Takes a fetch offset, a byte budget (`max_bytes`, the partition's
+    /// `partition_max_bytes` capped by what is left of the request's budget)
+    /// and KIP-74's `min_one_batch`; gives whole batches starting with the
+    /// batch containing `fetch_offset`, within `max_bytes` (the first batch
+    /// even if larger when `min_one_batch`, else nothing), never past the LEO,
+    /// as one region that stops at the end of its segment.
+    /// `fetch_offset == LEO` gives no regions; outside [log start offset, LEO]
+    /// → `OffsetOutOfRange` (OFFSET_OUT_OF_RANGE). Batches are located with
+    /// the sparse index then a forward scan of batch headers (pread, page cache).
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, StorageError> {
+        let mut result = ReadResult {
+            regions: Vec::new(),
+            bytes: 0,
+            high_watermark: self.high_watermark,
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+        };
+        if fetch_offset == self.log_end_offset {
+            return Ok(result);
+        }
+        if fetch_offset < self.log_start_offset || fetch_offset > self.log_end_offset {
+            return Err(self.out_of_range(fetch_offset));
+        }
+        let first = if fetch_offset >= self.active.base_offset() {
+            self.older.len()
+        } else {
+            self.older
+                .partition_point(|s| s.base_offset() <= fetch_offset)
+                .saturating_sub(1)
+        };
+        let candidates = self
+            .older
+            .get(first..)
+            .unwrap_or(&[])
+            .iter()
+            .chain(std::iter::once(&self.active));
+        for seg in candidates {
+            if let Some((pos, header)) = seg.find_batch(fetch_offset)? {
+                let len = seg.region_len(pos, &header, max_bytes, min_one_batch)?;
+                if len > 0 {
+                    result.regions.push(FileRegion {
+                        file: seg.log_file(),
+                        position: pos,
+                        len,
+                    });
+                    result.bytes = len;
+                }
+                return Ok(result);
+            }
+        }
+        Ok(result)
+    }
+
+    fn out_of_range(&self, requested: i64) -> StorageError {
+        StorageError::OffsetOutOfRange {
+            requested,
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.log_end_offset,
+        }
+    }
+
+    /// Gives the log start offset (first offset still in the log; base offset
+    /// of the first segment).
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    /// Gives the log end offset (LEO): the offset the next record will get.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset
+    }
+
+    /// Gives the high watermark. Single replica: equal to the LEO (kept as a
+    /// separate field for replication later).
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    /// Takes a timestamp in ms (ListOffsets with a real timestamp, KIP-79);
+    /// gives (offset, timestamp) of the earliest batch whose max timestamp is
+    /// at least `ts`: its base offset and max timestamp (batch granularity; records
+    /// are not decoded), or None (Kafka answers offset -1, timestamp -1).
+    /// Uses each segment's max timestamp to skip segments, then the time
+    /// index and a header scan.
+    pub fn offset_for_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, StorageError> {
+        for seg in self.segments() {
+            if let Some((off, t)) = seg.find_timestamp(ts)? {
+                return Ok(Some((off.max(self.log_start_offset), t)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// ListOffsets timestamp -3 (KIP-734): gives (offset, timestamp) for the
+    /// largest batch max timestamp (ms) in the log, earliest such batch on a
+    /// tie; None when the log has no batch with a timestamp >= 0.
+    /// Batch granularity: the offset is that batch's LAST offset (what Kafka
+    /// before 3.8 / KAFKA-16310 returned, exact when timestamps increase
+    /// within the batch), not the exact record's offset.
+    pub fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, StorageError> {
+        let mut best: Option<(i64, i64)> = None;
+        for seg in self.segments() {
+            if seg.offset_of_max_timestamp < 0 || seg.max_timestamp < 0 {
+                continue;
+            }
+            if best.is_none_or(|(_, t)| seg.max_timestamp > t) {
+                best = Some((seg.offset_of_max_timestamp, seg.max_timestamp));
+            }
+        }
+        Ok(best)
+    }
+
+    /// fdatasyncs the active segment's `.log` (flush policy: Kafka
+    /// `log.flush.interval.messages` / `log.flush.interval.ms`). A caller may
+    /// instead `sync_data()` the file from [`Self::active_log_file`] on
+    /// another thread. `Io` on failure (KAFKA_STORAGE_ERROR).
+    pub fn flush(&mut self) -> Result<(), StorageError> {
+        self.active.flush_log()?;
+        Ok(())
+    }
+
+    /// Gives a shared handle to the active segment's `.log`.
+    pub fn active_log_file(&self) -> Arc<File> {
+        self.active.log_file()
+    }
+
+    /// Marks a clean shutdown: writes the final time index entry of the
+    /// active segment, fdatasyncs every segment's `.log` and indexes written
+    /// since their last flush, then writes `.clean_shutdown` in the partition
+    /// directory and fsyncs the directory. The next open trusts the files
+    /// (only the tail is checked) and deletes the marker.
+    pub fn close(mut self) -> Result<(), StorageError> {
+        self.active.finish_time_index()?;
+        for seg in self.older.iter_mut() {
+            seg.flush_all()?;
+        }
+        self.active.flush_all()?;
+        recovery::write_clean_shutdown_marker(&self.dir)?;
+        Ok(())
+    }
+
+    /// Gives the total size in bytes of all `.log` files.
+    pub fn size_bytes(&self) -> u64 {
+        self.segments().map(|s| s.size()).sum()
+    }
+
+    /// Gives the number of segments (>= 1).
+    pub fn segment_count(&self) -> usize {
+        self.older.len() + 1
+    }
+
+    /// Gives the base offsets of all segments, oldest first.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments().map(|s| s.base_offset()).collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::error::KafkaCode;
+    use crate::storage::batch::testutil::build_batch;
+    use crate::storage::batch::validate_batches;
+    use crate::storage::segment::segment_file_name;
+    use std::os::unix::fs::FileExt;
+
+    pub fn cfg() -> LogConfig {
+        LogConfig::default()
+    }
+
+    /// Appends one call made of batches with the given record counts.
+    pub fn append_batches(
+        log: &mut PartitionLog,
+        counts: &[i32],
+        base_ts: i64,
+        value_len: usize,
+        now: i64,
+    ) -> AppendResult {
+        let mut buf = Vec::new();
+        for (i, n) in counts.iter().enumerate() {
+            // Producers send base offset 0; the broker rewrites it.
+            buf.extend(build_batch(0, *n, base_ts + i as i64 * 10, value_len));
+        }
+        let v = validate_batches(&buf, usize::MAX).unwrap();
+        log.append(&buf, &v, now).unwrap()
+    }
+
+    /// All batches of one `.log` file (validating CRCs).
+    pub fn file_batches(path: &Path) -> Vec<BatchHeader> {
+        let bytes = std::fs::read(path).unwrap();
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        validate_batches(&bytes, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|b| b.header)
+            .collect()
+    }
+
+    pub fn region_bytes(r: &ReadResult) -> Vec<u8> {
+        let mut out = Vec::new();
+        for reg in &r.regions {
+            let mut b = vec![0u8; reg.len as usize];
+            reg.file.read_exact_at(&mut b, reg.position).unwrap();
+            out.extend(b);
+        }
+        out
+    }
+
+    pub fn read_headers(log: &PartitionLog, off: i64, max: u64, min_one: bool) -> Vec<BatchHeader> {
+        let r = log.read(off, max, min_one).unwrap();
+        let bytes = region_bytes(&r);
+        assert_eq!(bytes.len() as u64, r.bytes);
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        validate_batches(&bytes, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|b| b.header)
+            .collect()
+    }
+
+    #[test]
+    fn append_assigns_contiguous_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        assert_eq!(log.log_end_offset(), 0);
+        let r1 = append_batches(&mut log, &[3], 1000, 5, 1);
+        assert_eq!((r1.base_offset, r1.last_offset, r1.records), (0, 2, 3));
+        assert_eq!(r1.log_append_time, -1);
+        let r2 = append_batches(&mut log, &[2, 5], 1000, 5, 2);
+        assert_eq!((r2.base_offset, r2.last_offset, r2.records), (3, 9, 7));
+        let r3 = append_batches(&mut log, &[1], 1000, 5, 3);
+        assert_eq!((r3.base_offset, r3.last_offset), (10, 10));
+        assert_eq!(log.log_end_offset(), 11);
+        assert_eq!(log.high_watermark(), 11);
+        assert_eq!(log.log_start_offset(), 0);
+        let hs = file_batches(&dir.path().join(segment_file_name(0, "log")));
+        let bases: Vec<i64> = hs.iter().map(|h| h.base_offset).collect();
+        assert_eq!(bases, vec![0, 3, 5, 10]);
+        let lasts: Vec<i64> = hs.iter().map(|h| h.last_offset()).collect();
+        assert_eq!(lasts, vec![2, 4, 9, 10]);
+        assert_eq!(log.size_bytes(), r1.bytes + r2.bytes + r3.bytes);
+        // Empty append is a no-op.
+        let r = log.append(&[], &[], 4).unwrap();
+        assert_eq!((r.base_offset, r.last_offset, r.bytes), (-1, -1, 0));
+        assert_eq!(log.log_end_offset(), 11);
+    }
+
+    #[test]
+    fn append_rejects_batches_outside_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        let b = build_batch(0, 2, 0, 5);
+        let v = validate_batches(&b, usize::MAX).unwrap();
+        let e = log.append(&b[..b.len() - 1], &v, 0).unwrap_err();
+        assert_eq!(e.code(), 2);
+        assert_eq!(log.log_end_offset(), 0);
+        assert_eq!(log.size_bytes(), 0);
+    }
+
+    #[test]
+    fn read_whole_batches_max_bytes_and_kip74() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        for _ in 0..5 {
+            append_batches(&mut log, &[4], 1000, 20, 0);
+        }
+        let s = log.size_bytes() / 5; // all batches have the same size
+        assert_eq!(read_headers(&log, 0, u64::MAX, false).len(), 5);
+        let two = read_headers(&log, 0, 2 * s + s / 2, false);
+        assert_eq!(
+            two.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+            vec![0, 4]
+        );
+        let exact = read_headers(&log, 0, 3 * s, false);
+        assert_eq!(exact.len(), 3);
+        // Offset inside the third batch: starts at that batch.
+        let mid = read_headers(&log, 10, 2 * s, false);
+        assert_eq!(
+            mid.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+            vec![8, 12]
+        );
+        // KIP-74: first batch even if larger than max_bytes, but not a second.
+        let one = read_headers(&log, 5, s - 1, true);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].base_offset, 4);
+        assert!(read_headers(&log, 5, s - 1, false).is_empty());
+        assert_eq!(read_headers(&log, 5, 1, true).len(), 1);
+        // Read at LEO is empty.
+        let r = log.read(20, 1000, true).unwrap();
+        assert!(r.regions.is_empty());
+        assert_eq!((r.bytes, r.log_end_offset, r.high_watermark), (0, 20, 20));
+        // Out of range.
+        match log.read(21, 1000, true) {
+            Err(StorageError::OffsetOutOfRange {
+                requested,
+                log_start_offset,
+                log_end_offset,
+            }) => assert_eq!((requested, log_start_offset, log_end_offset), (21, 0, 20)),
+            other => panic!("{other:?}"),
+        }
+        let e = log.read(-1, 1000, true).unwrap_err();
+        assert_eq!(e.code(), 1);
+    }
+
+    #[test]
+    fn big_first_batch_then_small_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        append_batches(&mut log, &[10], 0, 500, 0);
+        append_batches(&mut log, &[1], 0, 1, 0);
+        let hs = read_headers(&log, 0, 100, true);
+        assert_eq!(hs.len(), 1);
+        assert_eq!(hs[0].records_count, 10);
+    }
+
+    /// Reads the whole log like a consumer; gives every batch header.
+    pub fn consume_all(log: &PartitionLog, max_bytes: u64) -> Vec<BatchHeader> {
+        let mut out = Vec::new();
+        let mut off = log.log_start_offset();
+        while off < log.log_end_offset() {
+            let hs = read_headers(log, off, max_bytes, true);
+            assert!(!hs.is_empty(), "no progress at {off}");
+            assert!(hs[0].base_offset <= off && off <= hs[0].last_offset());
+            off = hs.last().unwrap().last_offset() + 1;
+            out.extend(hs);
+        }
+        out
+    }
+
+    #[test]
+    fn segment_roll_and_reads_across_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = build_batch(0, 2, 0, 30).len() as u64;
+        let config = LogConfig {
+            segment_bytes: 3 * one,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        for _ in 0..10 {
+            append_batches(&mut log, &[2], 0, 30, 0);
+        }
+        assert_eq!(log.segment_count(), 4);
+        assert_eq!(log.segment_base_offsets(), vec![0, 6, 12, 18]);
+        for base in [0, 6, 12, 18] {
+            for ext in ["log", "index", "timeindex"] {
+                assert!(dir.path().join(segment_file_name(base, ext)).exists());
+            }
+        }
+        assert_eq!(
+            file_batches(&dir.path().join(segment_file_name(6, "log"))).len(),
+            3
+        );
+        // A read stops at the end of its segment.
+        let hs = read_headers(&log, 2, u64::MAX, true);
+        assert_eq!(
+            hs.iter().map(|h| h.base_offset).collect::<Vec<_>>(),
+            vec![2, 4]
+        );
+        let all = consume_all(&log, u64::MAX);
+        assert_eq!(all.len(), 10);
+        for (i, h) in all.iter().enumerate() {
+            assert_eq!(h.base_offset, 2 * i as i64);
+        }
+        for o in 0..20 {
+            let hs = read_headers(&log, o, 1, true);
+            assert_eq!(hs.len(), 1);
+            assert_eq!(hs[0].base_offset, o - o % 2);
+        }
+        // A batch bigger than segment_bytes goes into an empty segment alone.
+        append_batches(&mut log, &[50], 0, 30, 0);
+        assert_eq!(log.segment_count(), 5);
+        append_batches(&mut log, &[1], 0, 1, 0);
+        assert_eq!(log.segment_count(), 6);
+    }
+
+    /// Checks every `.index` entry of a segment against the `.log`: entry
+    /// (rel, pos) must be the start of the batch whose last offset is base + rel.
+    pub fn check_index_file(dir: &Path, base: i64) -> usize {
+        let idx = std::fs::read(dir.join(segment_file_name(base, "index"))).unwrap();
+        assert_eq!(idx.len() % 8, 0);
+        let log = std::fs::read(dir.join(segment_file_name(base, "log"))).unwrap();
+        for e in idx.chunks_exact(8) {
+            let rel = u32::from_be_bytes(e[..4].try_into().unwrap()) as i64;
+            let pos = u32::from_be_bytes(e[4..].try_into().unwrap()) as usize;
+            let h = BatchHeader::parse(&log[pos..]).unwrap();
+            assert_eq!(h.last_offset(), base + rel);
+        }
+        idx.len() / 8
+    }
+
+    #[test]
+    fn index_lookups_after_many_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            index_interval_bytes: 100,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        for i in 0..300 {
+            let n = 1 + (i % 7);
+            let counts: Vec<i32> = (0..1 + i % 3).map(|_| n).collect();
+            append_batches(&mut log, &counts, 0, (i % 50) as usize, 0);
+        }
+        let entries = check_index_file(dir.path(), 0);
+        assert!(entries > 100, "{entries}");
+        let all = consume_all(&log, u64::MAX);
+        for h in &all {
+            for o in [h.base_offset, h.last_offset()] {
+                let got = read_headers(&log, o, 1, true);
+                assert_eq!(got[0].base_offset, h.base_offset, "offset {o}");
+            }
+        }
+        // Bounded reads give whole batches only.
+        let mut off = 0;
+        while off < log.log_end_offset() {
+            let r = log.read(off, 700, true).unwrap();
+            let hs = read_headers(&log, off, 700, true);
+            assert!(r.bytes <= 700 || hs.len() == 1);
+            off = hs.last().unwrap().last_offset() + 1;
+        }
+    }
+
+    #[test]
+    fn index_entry_placement_follows_kafka() {
+        // Kafka: an entry is added when MORE than index.interval.bytes were
+        // appended since the last one; it holds (batch last offset, batch start).
+        let dir = tempfile::tempdir().unwrap();
+        let s = build_batch(0, 2, 0, 10).len() as u64;
+        let config = LogConfig {
+            index_interval_bytes: s as u32,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        for _ in 0..6 {
+            append_batches(&mut log, &[2], 0, 10, 0);
+        }
+        let idx = std::fs::read(dir.path().join(segment_file_name(0, "index"))).unwrap();
+        let mut expect = Vec::new();
+        for (last, pos) in [(5u32, 2 * s as u32), (9, 4 * s as u32)] {
+            expect.extend_from_slice(&last.to_be_bytes());
+            expect.extend_from_slice(&pos.to_be_bytes());
+        }
+        assert_eq!(idx, expect);
+        let t = std::fs::read(dir.path().join(segment_file_name(0, "timeindex"))).unwrap();
+        let mut texpect = Vec::new();
+        texpect.extend_from_slice(&1i64.to_be_bytes());
+        texpect.extend_from_slice(&1u32.to_be_bytes());
+        // Timestamps never increase after the first batch: one entry only,
+        // written at the first index moment with (max ts so far, its offset).
+        assert_eq!(t, texpect);
+    }
+
+    #[test]
+    fn offset_for_timestamp_matches_brute_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            index_interval_bytes: 150,
+            segment_bytes: 2000,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        assert_eq!(log.offset_for_timestamp(0).unwrap(), None);
+        assert_eq!(log.max_timestamp_offset().unwrap(), None);
+        for i in 0..60i64 {
+            append_batches(&mut log, &[3], 1000 + i * 100, 10, 0);
+        }
+        assert!(log.segment_count() > 2);
+        let all = consume_all(&log, u64::MAX);
+        let brute = |ts: i64| {
+            all.iter()
+                .find(|h| h.max_timestamp >= ts)
+                .map(|h| (h.base_offset, h.max_timestamp))
+        };
+        for ts in (900..7100).step_by(7) {
+            assert_eq!(log.offset_for_timestamp(ts).unwrap(), brute(ts), "ts {ts}");
+        }
+        assert_eq!(log.offset_for_timestamp(1000).unwrap(), Some((0, 1002)));
+        assert_eq!(log.offset_for_timestamp(1103).unwrap(), Some((6, 1202)));
+        assert_eq!(log.offset_for_timestamp(99_999).unwrap(), None);
+        assert_eq!(log.max_timestamp_offset().unwrap(), Some((179, 6902)));
+    }
+
+    #[test]
+    fn max_timestamp_offset_picks_largest() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 300,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+        append_batches(&mut log, &[2], 100, 10, 0); // 0..1, max 101
+        append_batches(&mut log, &[2], 5000, 10, 0); // 2..3, max 5001
+        append_batches(&mut log, &[2], 200, 10, 0); // 4..5
+        append_batches(&mut log, &[2], 300, 10, 0); // 6..7
+        assert!(log.segment_count() > 1);
+        assert_eq!(log.max_timestamp_offset().unwrap(), Some((3, 5001)));
+        assert_eq!(log.offset_for_timestamp(150).unwrap(), Some((2, 5001)));
+        log.close().unwrap();
+        let log = PartitionLog::open(dir.path(), config).unwrap();
+        assert_eq!(log.max_timestamp_offset().unwrap(), Some((3, 5001)));
+        assert_eq!(log.offset_for_timestamp(150).unwrap(), Some((2, 5001)));
+    }
+
+    #[test]
+    fn reopen_after_close_keeps_leo() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 500,
+            index_interval_bytes: 50,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+        for _ in 0..20 {
+            append_batches(&mut log, &[3, 2], 0, 10, 0);
+        }
+        let segs = log.segment_count();
+        let before = consume_all(&log, 1000);
+        log.close().unwrap();
+        assert!(dir.path().join(".clean_shutdown").exists());
+        let mut log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+        assert!(!dir.path().join(".clean_shutdown").exists());
+        assert_eq!(log.log_end_offset(), 100);
+        assert_eq!(log.high_watermark(), 100);
+        assert_eq!(log.log_start_offset(), 0);
+        assert_eq!(log.segment_count(), segs);
+        assert_eq!(consume_all(&log, 1000), before);
+        let r = append_batches(&mut log, &[4], 0, 10, 0);
+        assert_eq!(r.base_offset, 100);
+        assert_eq!(log.log_end_offset(), 104);
+        for b in log.segment_base_offsets() {
+            check_index_file(dir.path(), b);
+        }
+    }
+
+    #[test]
+    fn log_append_time_rewrites_max_timestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        let r = append_batches(&mut log, &[3, 2], 1000, 10, 5555);
+        assert_eq!(r.log_append_time, 5555);
+        append_batches(&mut log, &[1], 1000, 10, 6666);
+        // file_batches validates the CRC of every stored batch.
+        let hs = file_batches(&dir.path().join(segment_file_name(0, "log")));
+        assert_eq!(hs.len(), 3);
+        assert_eq!(hs[0].max_timestamp, 5555);
+        assert_eq!(hs[1].max_timestamp, 5555);
+        assert_eq!(hs[2].max_timestamp, 6666);
+        assert_eq!(hs[0].base_timestamp, 1000);
+        assert_eq!(hs[1].base_offset, 3);
+        assert!(hs
+            .iter()
+            .all(|h| h.timestamp_type() == TimestampType::LogAppendTime));
+        assert_eq!(log.offset_for_timestamp(6000).unwrap(), Some((5, 6666)));
+        assert_eq!(log.max_timestamp_offset().unwrap(), Some((5, 6666)));
+    }
+
+    #[test]
+    fn time_and_index_based_rolls() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_ms: Some(1000),
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        append_batches(&mut log, &[1], 0, 1, 10_000);
+        append_batches(&mut log, &[1], 0, 1, 10_900);
+        assert_eq!(log.segment_count(), 1);
+        append_batches(&mut log, &[1], 0, 1, 11_001);
+        assert_eq!(log.segment_count(), 2);
+        assert_eq!(log.segment_base_offsets(), vec![0, 2]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            index_interval_bytes: 1,
+            segment_index_bytes: 24, // 3 offset entries, 2 time entries
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        for i in 0..10 {
+            append_batches(&mut log, &[1], i * 10, 1, 0);
+        }
+        assert!(log.segment_count() >= 3, "{}", log.segment_count());
+        assert_eq!(consume_all(&log, u64::MAX).len(), 10);
+    }
+
+    #[test]
+    fn flush_and_active_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        append_batches(&mut log, &[1], 0, 1, 0);
+        log.flush().unwrap();
+        let f = log.active_log_file();
+        assert_eq!(f.metadata().unwrap().len(), log.size_bytes());
+        f.sync_data().unwrap();
+    }
+}

@@ -1,0 +1,57 @@
+//! Fjord storage layer: Kafka's on-disk partition log format.
+//!
+//! A partition log is a directory `<topic>-<partition>/` holding segments
+//! named by their 20-digit zero-padded base offset: `<base>.log` (RecordBatch
+//! v2 bytes exactly as appended, with broker-assigned offsets), `<base>.index`
+//! (sparse offset index) and `<base>.timeindex` (sparse time index).
+//!
+//! - [`batch`]: zero-copy RecordBatch v2 header view and Produce validation.
+//! - [`index`]: `.index` / `.timeindex` files.
+//! - [`segment`]: one segment.
+//! - [`log`]: [`PartitionLog`], append/read/list-offsets.
+//! - [`recovery`]: opening a partition directory after a clean or unclean shutdown.
+
+pub mod batch;
+pub mod index;
+pub mod log;
+pub mod recovery;
+pub mod segment;
+
+pub use self::batch::{
+    log_append_time_header, validate_batches, BatchError, BatchHeader, ValidatedBatch,
+    RECORD_BATCH_HEADER_BYTES,
+};
+pub use self::log::{AppendResult, FileRegion, LogConfig, PartitionLog, ReadResult, TimestampType};
+
+
+/// Errors of the storage layer. `crate::error` maps each variant to
+/// the Kafka error code to answer with.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// An I/O error on a segment or index file. Kafka `KAFKA_STORAGE_ERROR` (56).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A fetch/read offset outside [log start offset, LEO].
+    /// Kafka `OFFSET_OUT_OF_RANGE` (1).
+    #[error("offset {requested} out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        requested: i64,
+        /// Current log start offset.
+        log_start_offset: i64,
+        /// Current log end offset (LEO).
+        log_end_offset: i64,
+    },
+    /// Unrecoverable on-disk state found while opening a log (e.g.
+    /// overlapping segments). Startup diagnostics only; Kafka `KAFKA_STORAGE_ERROR` (56).
+    #[error("corrupt log: {0}")]
+    Corrupt(String),
+    /// The in-memory state and the files disagree at runtime (e.g. a batch
+    /// header not where the index says). Kafka `KAFKA_STORAGE_ERROR` (56).
+    #[error("log inconsistency: {0}")]
+    Inconsistent(String),
+    /// `append` was given batches that do not match the records bytes.
+    /// Maps to the batch error's code (`CORRUPT_MESSAGE` (2) for a mismatch).
+    #[error("invalid batch: {0}")]
+    Batch(#[from] BatchError),
+}

@@ -1,0 +1,478 @@
+//! One log segment: `<base offset, 20 digits>.log` plus its `.index` and
+//! `.timeindex` (Kafka `LogSegment`).
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
+use super::index::{OffsetIndex, TimeIndex};
+use super::StorageError;
+
+/// Suffix of segment data files.
+pub const LOG_SUFFIX: &str = "log";
+/// Suffix of offset index files.
+pub const INDEX_SUFFIX: &str = "index";
+/// Suffix of time index files.
+pub const TIME_INDEX_SUFFIX: &str = "timeindex";
+
+/// Largest relative offset a segment may hold: Kafka rolls when
+/// `offset - base offset` would exceed `Int.MaxValue` (`canConvertToRelativeOffset`).
+pub const MAX_RELATIVE_OFFSET: i64 = i32::MAX as i64;
+
+/// Largest `.log` size in bytes: positions are u32 in the index and Kafka's
+/// `segment.bytes` is an int, so segments are capped at `i32::MAX` bytes.
+pub const MAX_SEGMENT_BYTES: u64 = i32::MAX as u64;
+
+/// Takes a base offset and a suffix ("log", "index", "timeindex"); gives
+/// Kafka's file name: the offset zero-padded to 20 digits, e.g.
+/// `00000000000000000042.log`.
+pub fn segment_file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}.{suffix}")
+}
+
+/// Takes a file name; gives (base offset, suffix) when it is
+/// `<20 digits>.<suffix>`.
+pub fn parse_segment_file_name(name: &str) -> Option<(i64, &str)> {
+    let (stem, suffix) = name.split_once('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let base = stem.parse::<i64>().ok()?;
+    Some((base, suffix))
+}
+
+/// Writes all `slices` contiguously at `offset` with pwritev(2), looping on
+/// short writes and EINTR, at most `IOV_MAX` (1024) iovecs per system call.
+pub fn pwritev_all(file: &File, slices: &[&[u8]], mut offset: u64) -> io::Result<()> {
+    const IOV_MAX: usize = 1024;
+    let fd = file.as_raw_fd();
+    let mut idx = 0usize; // first slice not fully written
+    let mut skip = 0usize; // bytes of slices[idx] already written
+    let mut iovs: Vec<libc::iovec> = Vec::with_capacity(slices.len().min(IOV_MAX));
+    while idx < slices.len() {
+        if slices[idx].len() <= skip {
+            idx += 1;
+            skip = 0;
+            continue;
+        }
+        iovs.clear();
+        for (i, s) in slices[idx..].iter().take(IOV_MAX).enumerate() {
+            let part = if i == 0 { &s[skip..] } else { &s[..] };
+            if part.is_empty() {
+                continue;
+            }
+            iovs.push(libc::iovec {
+                iov_base: part.as_ptr() as *mut libc::c_void,
+                iov_len: part.len(),
+            });
+        }
+        let off = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file offset overflow"))?;
+        // SAFETY: every iovec points into a live borrowed slice (`slices`)
+        // for its full length; the kernel only reads from them. `iovs.len()`
+        // is at most IOV_MAX so it fits in c_int.
+        let n = unsafe { libc::pwritev(fd, iovs.as_ptr(), iovs.len() as libc::c_int, off) };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "pwritev wrote 0 bytes",
+            ));
+        }
+        let mut left = n as usize;
+        offset += left as u64;
+        while left > 0 && idx < slices.len() {
+            let avail = slices[idx].len() - skip;
+            if left >= avail {
+                left -= avail;
+                idx += 1;
+                skip = 0;
+            } else {
+                skip += left;
+                left = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One segment of a partition log, with its open files and in-memory state.
+#[derive(Debug)]
+pub struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    log: Arc<File>,
+    /// Bytes of valid data in the `.log`.
+    size: u64,
+    /// Offset after the last batch (the LEO if this is the active segment).
+    next_offset: i64,
+    pub(crate) offset_index: OffsetIndex,
+    pub(crate) time_index: TimeIndex,
+    pub(crate) bytes_since_last_index_entry: u64,
+    /// Largest batch max timestamp (ms) seen, -1 if none.
+    pub(crate) max_timestamp: i64,
+    /// Last offset of the batch carrying `max_timestamp`, -1 if none.
+    pub(crate) offset_of_max_timestamp: i64,
+    /// Time (ms) the `segment.ms` roll clock starts from.
+    pub(crate) roll_base_ms: Option<i64>,
+    log_dirty: bool,
+}
+
+impl Segment {
+    /// Takes the partition dir, a base offset and `segment.index.bytes`;
+    /// creates a fresh empty segment (existing files of that name are emptied).
+    pub fn create(dir: &Path, base_offset: i64, index_max_bytes: u32) -> io::Result<Segment> {
+        let log_path = dir.join(segment_file_name(base_offset, LOG_SUFFIX));
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)?;
+        let mut seg = Self::with_log(dir, base_offset, log_path, log, index_max_bytes)?;
+        seg.offset_index.reset()?;
+        seg.time_index.reset()?;
+        Ok(seg)
+    }
+
+    /// Takes the partition dir, a base offset and `segment.index.bytes`;
+    /// opens an existing segment's files as they are (recovery fixes them up:
+    /// `size` is the file length and `next_offset` the base offset until then).
+    pub fn open_existing(
+        dir: &Path,
+        base_offset: i64,
+        index_max_bytes: u32,
+    ) -> io::Result<Segment> {
+        let log_path = dir.join(segment_file_name(base_offset, LOG_SUFFIX));
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(false)
+            .open(&log_path)?;
+        Self::with_log(dir, base_offset, log_path, log, index_max_bytes)
+    }
+
+    fn with_log(
+        dir: &Path,
+        base_offset: i64,
+        log_path: PathBuf,
+        log: File,
+        index_max_bytes: u32,
+    ) -> io::Result<Segment> {
+        let size = log.metadata()?.len();
+        let offset_index = OffsetIndex::open(
+            &dir.join(segment_file_name(base_offset, INDEX_SUFFIX)),
+            base_offset,
+            index_max_bytes,
+        )?;
+        let time_index = TimeIndex::open(
+            &dir.join(segment_file_name(base_offset, TIME_INDEX_SUFFIX)),
+            base_offset,
+            index_max_bytes,
+        )?;
+        Ok(Segment {
+            base_offset,
+            log_path,
+            log: Arc::new(log),
+            size,
+            next_offset: base_offset,
+            offset_index,
+            time_index,
+            bytes_since_last_index_entry: 0,
+            max_timestamp: -1,
+            offset_of_max_timestamp: -1,
+            roll_base_ms: None,
+            log_dirty: false,
+        })
+    }
+
+    /// Gives the base offset (first offset this segment may hold).
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Gives the `.log` size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Gives the offset after the last batch.
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Gives a shared handle to the `.log` file (for sendfile or fdatasync).
+    pub fn log_file(&self) -> Arc<File> {
+        Arc::clone(&self.log)
+    }
+
+    /// Gives the `.log` path.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    pub(crate) fn set_size(&mut self, size: u64) {
+        self.size = size;
+    }
+
+    pub(crate) fn set_next_offset(&mut self, next: i64) {
+        self.next_offset = next;
+    }
+
+    /// Takes `segment.index.bytes`; updates both indexes' entry limits.
+    pub fn set_index_max_bytes(&mut self, max_bytes: u32) {
+        self.offset_index.set_max_bytes(max_bytes);
+        self.time_index.set_max_bytes(max_bytes);
+    }
+
+    /// Gives whether either index is full (Kafka rolls then).
+    pub fn indexes_full(&self) -> bool {
+        self.offset_index.is_full() || self.time_index.is_full()
+    }
+
+    /// Takes a byte position; gives the 61-byte batch header stored there.
+    /// A header not wholly inside the valid size is a
+    /// [`StorageError::Inconsistent`] (KAFKA_STORAGE_ERROR).
+    pub fn read_header(&self, position: u64) -> Result<BatchHeader, StorageError> {
+        if position + RECORD_BATCH_HEADER_BYTES as u64 > self.size {
+            return Err(StorageError::Inconsistent(format!(
+                "{}: no whole batch header at position {position} (size {})",
+                self.log_path.display(),
+                self.size
+            )));
+        }
+        let mut buf = [0u8; RECORD_BATCH_HEADER_BYTES];
+        self.log.read_exact_at(&mut buf, position)?;
+        let h = BatchHeader::parse(&buf)
+            .map_err(|e| StorageError::Inconsistent(format!("{}: {e}", self.log_path.display())))?;
+        let total = h.total_size() as u64;
+        if total < RECORD_BATCH_HEADER_BYTES as u64 || position + total > self.size {
+            return Err(StorageError::Inconsistent(format!(
+                "{}: bad batch length {} at position {position}",
+                self.log_path.display(),
+                h.batch_length
+            )));
+        }
+        Ok(h)
+    }
+
+    /// Takes an absolute offset; gives (position, header) of the first batch
+    /// whose last offset >= target, found via the offset index then a forward
+    /// header scan; None when no batch of this segment reaches it.
+    pub fn find_batch(&self, target: i64) -> Result<Option<(u64, BatchHeader)>, StorageError> {
+        let pos = u64::from(self.offset_index.lookup(target));
+        self.scan_from(pos.min(self.size), |h| h.last_offset() >= target)
+    }
+
+    /// Scans batch headers forward from `pos` (a batch start); gives the first
+    /// (position, header) for which `stop` is true.
+    fn scan_from(
+        &self,
+        mut pos: u64,
+        mut stop: impl FnMut(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, StorageError> {
+        while pos < self.size {
+            let h = self.read_header(pos)?;
+            if stop(&h) {
+                return Ok(Some((pos, h)));
+            }
+            pos += h.total_size() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Takes the position and header of the first batch to return, a byte
+    /// budget and KIP-74's `min_one_batch`; gives the length in bytes of the
+    /// whole batches from `start` that fit in `max_bytes` (the first one even
+    /// if larger when `min_one_batch`), never past this segment's end; 0 when
+    /// the first batch does not fit and `min_one_batch` is false.
+    pub fn region_len(
+        &self,
+        start: u64,
+        first: &BatchHeader,
+        max_bytes: u64,
+        min_one_batch: bool,
+    ) -> Result<u64, StorageError> {
+        let first_size = first.total_size() as u64;
+        if first_size > max_bytes {
+            return Ok(if min_one_batch { first_size } else { 0 });
+        }
+        let limit = start.saturating_add(max_bytes).min(self.size);
+        let mut end = start + first_size;
+        // Jump close to the limit with the index (entries are batch starts),
+        // then walk the last few headers.
+        if let Some(p) = self.offset_index.floor_position(limit) {
+            end = end.max(u64::from(p));
+        }
+        while end < limit {
+            let h = self.read_header(end)?;
+            let next = end + h.total_size() as u64;
+            if next > limit {
+                break;
+            }
+            end = next;
+        }
+        Ok(end - start)
+    }
+
+    /// Takes a timestamp (ms); gives (offset, timestamp) for the first batch
+    /// whose max timestamp >= ts: its base offset and max timestamp. Starts
+    /// from the time index entry below ts, mapped to a position with the
+    /// offset index.
+    pub fn find_timestamp(&self, ts: i64) -> Result<Option<(i64, i64)>, StorageError> {
+        if self.max_timestamp < ts {
+            return Ok(None);
+        }
+        let start = match self.time_index.lookup_before(ts) {
+            Some(off) => u64::from(self.offset_index.lookup(off)),
+            None => 0,
+        };
+        Ok(self
+            .scan_from(start.min(self.size), |h| h.max_timestamp >= ts)?
+            .map(|(_, h)| (h.base_offset.max(self.base_offset), h.max_timestamp)))
+    }
+
+    /// Takes the slices making up new batches (already carrying their
+    /// assigned offsets) and writes them at the end of the `.log` with
+    /// pwritev. On error the file is cut back to its previous size.
+    pub fn write_at_end(&mut self, slices: &[&[u8]]) -> io::Result<()> {
+        let at = self.size;
+        if let Err(e) = pwritev_all(&self.log, slices, at) {
+            if let Err(e2) = self.log.set_len(at) {
+                ::log::error!(
+                    "{}: could not cut back partial write to {at}: {e2}",
+                    self.log_path.display()
+                );
+            }
+            return Err(e);
+        }
+        self.log_dirty = true;
+        Ok(())
+    }
+
+    /// Takes the start position, total size (bytes), last offset and max
+    /// timestamp (ms) of a batch just written, plus `index.interval.bytes`;
+    /// advances size/next offset and adds index entries as Kafka's
+    /// `LogSegment.append` does: when more than `index_interval_bytes` were
+    /// appended since the last entry, add (last offset, batch start) to the
+    /// `.index` and (max timestamp so far, its offset) to the `.timeindex`.
+    pub fn note_batch(
+        &mut self,
+        position: u64,
+        size: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+        index_interval_bytes: u32,
+    ) -> io::Result<()> {
+        if max_timestamp > self.max_timestamp {
+            self.max_timestamp = max_timestamp;
+            self.offset_of_max_timestamp = last_offset;
+        }
+        if self.bytes_since_last_index_entry > u64::from(index_interval_bytes) {
+            if let Ok(pos32) = u32::try_from(position) {
+                self.offset_index.append(last_offset, pos32)?;
+                self.time_index.maybe_append(
+                    self.max_timestamp,
+                    self.offset_of_max_timestamp,
+                    false,
+                )?;
+            }
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += size;
+        self.size = position + size;
+        self.next_offset = last_offset + 1;
+        Ok(())
+    }
+
+    /// Called when the segment stops being the active one (roll) or at close:
+    /// appends the final (max timestamp, offset) entry to the `.timeindex`
+    /// so it knows the segment's true max timestamp (Kafka `onBecomeInactiveSegment`).
+    pub fn finish_time_index(&mut self) -> io::Result<()> {
+        if self.max_timestamp >= 0 || self.offset_of_max_timestamp >= 0 {
+            self.time_index
+                .maybe_append(self.max_timestamp, self.offset_of_max_timestamp, true)?;
+        }
+        Ok(())
+    }
+
+    /// fdatasyncs the `.log` if written since the last flush.
+    pub fn flush_log(&mut self) -> io::Result<()> {
+        if self.log_dirty {
+            self.log.sync_data()?;
+            self.log_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// fdatasyncs the `.log` and both indexes (those written since their last flush).
+    pub fn flush_all(&mut self) -> io::Result<()> {
+        self.flush_log()?;
+        self.offset_index.flush()?;
+        self.time_index.flush()
+    }
+
+    /// Takes a byte position; cuts the `.log` there and drops index entries
+    /// at or past it (used by recovery).
+    pub fn truncate_to(&mut self, position: u64, next_offset: i64) -> io::Result<()> {
+        self.log.set_len(position)?;
+        self.log_dirty = true;
+        self.size = position;
+        self.next_offset = next_offset;
+        self.offset_index.truncate_to_position(position)?;
+        self.time_index.truncate_to_offset(next_offset)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_roundtrip() {
+        assert_eq!(segment_file_name(42, "log"), "00000000000000000042.log");
+        assert_eq!(
+            parse_segment_file_name("00000000000000000042.timeindex"),
+            Some((42, "timeindex"))
+        );
+        assert_eq!(parse_segment_file_name("0042.log"), None);
+        assert_eq!(parse_segment_file_name("0000000000000000004x.log"), None);
+        assert_eq!(
+            parse_segment_file_name("00000000000000000042.log.swap"),
+            Some((42, "log.swap"))
+        );
+    }
+
+    #[test]
+    fn pwritev_many_slices_and_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(dir.path().join("f"))
+            .unwrap();
+        // More than IOV_MAX slices, some empty.
+        let data: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| vec![(i % 251) as u8; (i % 7) as usize])
+            .collect();
+        let slices: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
+        f.write_all_at(b"XY", 0).unwrap();
+        pwritev_all(&f, &slices, 2).unwrap();
+        let expect: Vec<u8> = b"XY".iter().copied().chain(data.concat()).collect();
+        let got = std::fs::read(dir.path().join("f")).unwrap();
+        assert_eq!(got, expect);
+    }
+}
