@@ -32,7 +32,11 @@ unsafe impl GlobalAlloc for WireSafeAlloc {
                     0,
                 )
             };
-            return if p == libc::MAP_FAILED { std::ptr::null_mut() } else { p as *mut u8 };
+            return if p == libc::MAP_FAILED {
+                std::ptr::null_mut()
+            } else {
+                p as *mut u8
+            };
         }
         // SAFETY: forwarded unchanged.
         unsafe { System.alloc(layout) }

@@ -51,7 +51,11 @@ pub enum BootError {
 const IO_MEMORY: usize = 1 << 20;
 
 fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootError> {
-    let domain = if addr.is_ipv4() { socket2::Domain::IPV4 } else { socket2::Domain::IPV6 };
+    let domain = if addr.is_ipv4() {
+        socket2::Domain::IPV4
+    } else {
+        socket2::Domain::IPV6
+    };
     let bind = |addr: SocketAddr| -> std::io::Result<(socket2::Socket, SocketAddr)> {
         let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
         s.set_reuse_address(true)?;
@@ -76,20 +80,37 @@ pub fn run(config: Config) -> Result<(), BootError> {
     if config.log_dirs.len() > 1 {
         log::warn!("only the first of log.dirs is used: {}", data_dir.display());
     }
-    let dd = |source| BootError::DataDir { path: data_dir.clone(), source };
+    let dd = |source| BootError::DataDir {
+        path: data_dir.clone(),
+        source,
+    };
     std::fs::create_dir_all(&data_dir).map_err(dd)?;
-    let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref()).map_err(dd)?;
+    let cluster_id =
+        load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref()).map_err(dd)?;
 
     // Resolve the port once (port 0 in tests) and keep it reserved until every
     // shard listens on it with SO_REUSEPORT.
     let listen = config.listeners[0].addr;
     let (reservation, bound) = reserve_port(listen)?;
     let (adv_host, adv_port) = config.advertised.clone().unwrap_or_else(|| {
-        let host = if bound.ip().is_unspecified() { "127.0.0.1".to_string() } else { bound.ip().to_string() };
+        let host = if bound.ip().is_unspecified() {
+            "127.0.0.1".to_string()
+        } else {
+            bound.ip().to_string()
+        };
         (host, bound.port())
     });
-    let broker = BrokerMeta { node_id: config.node_id, host: adv_host, port: adv_port as i32, rack: None };
-    let image = load_topics(&data_dir, MetadataImage::empty(cluster_id, config.node_id, broker)).map_err(dd)?;
+    let broker = BrokerMeta {
+        node_id: config.node_id,
+        host: adv_host,
+        port: adv_port as i32,
+        rack: None,
+    };
+    let image = load_topics(
+        &data_dir,
+        MetadataImage::empty(cluster_id, config.node_id, broker),
+    )
+    .map_err(dd)?;
     let image = Arc::new(image);
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
@@ -105,13 +126,21 @@ pub fn run(config: Config) -> Result<(), BootError> {
             Some(c) if shards <= cores.len() => Placement::Fixed(c.id),
             _ => Placement::Unbound,
         };
-        let (config, image, mesh, ready) = (config.clone(), image.clone(), mesh.clone(), ready_tx.clone());
+        let (config, image, mesh, ready) = (
+            config.clone(),
+            image.clone(),
+            mesh.clone(),
+            ready_tx.clone(),
+        );
         let builder = LocalExecutorBuilder::new(placement)
             .name(&format!("fjord-shard-{i}"))
             .io_memory(IO_MEMORY);
         let h = builder
             .spawn(move || async move { shard_main(config, image, mesh, bound, ready).await })
-            .map_err(|e| BootError::Executor { shard: i, reason: e.to_string() })?;
+            .map_err(|e| BootError::Executor {
+                shard: i,
+                reason: e.to_string(),
+            })?;
         handles.push(h);
     }
     drop(ready_tx);
@@ -119,12 +148,26 @@ pub fn run(config: Config) -> Result<(), BootError> {
     while ready < shards {
         match ready_rx.recv() {
             Ok(Ok(_)) => ready += 1,
-            Ok(Err(reason)) => return Err(BootError::Executor { shard: ready, reason }),
-            Err(_) => return Err(BootError::Executor { shard: ready, reason: "shard exited during boot".into() }),
+            Ok(Err(reason)) => {
+                return Err(BootError::Executor {
+                    shard: ready,
+                    reason,
+                })
+            }
+            Err(_) => {
+                return Err(BootError::Executor {
+                    shard: ready,
+                    reason: "shard exited during boot".into(),
+                })
+            }
         }
     }
     drop(reservation);
-    println!("fjord {} listening on {bound} ({shards} shards, data in {})", env!("CARGO_PKG_VERSION"), data_dir.display());
+    println!(
+        "fjord {} listening on {bound} ({shards} shards, data in {})",
+        env!("CARGO_PKG_VERSION"),
+        data_dir.display()
+    );
     use std::io::Write;
     let _ = std::io::stdout().flush();
 
@@ -187,9 +230,12 @@ async fn shard_main(
             loop {
                 match listener.accept().await {
                     Ok(stream) => {
-                        let peer = stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                        let peer = stream
+                            .peer_addr()
+                            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                         let s = shard.clone();
-                        glommio::spawn_local(crate::net::connection::serve(s, stream, peer)).detach();
+                        glommio::spawn_local(crate::net::connection::serve(s, stream, peer))
+                            .detach();
                     }
                     Err(e) => {
                         log::warn!("accept failed: {e}");

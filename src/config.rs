@@ -197,7 +197,11 @@ pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigEr
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, hostport) = item.split_once("://").unwrap_or(("PLAINTEXT", item));
         if !name.eq_ignore_ascii_case("PLAINTEXT") {
-            return Err(invalid(key, value, "PLAINTEXT listeners only (TLS/SASL are not supported yet)"));
+            return Err(invalid(
+                key,
+                value,
+                "PLAINTEXT listeners only (TLS/SASL are not supported yet)",
+            ));
         }
         let addr = resolve(hostport).ok_or_else(|| invalid(key, value, allowed))?;
         out.push(Listener {
@@ -310,7 +314,10 @@ impl Config {
 
     /// The data directory (first of `log.dirs`).
     pub fn data_dir(&self) -> PathBuf {
-        self.log_dirs.first().cloned().unwrap_or_else(|| PathBuf::from("./data"))
+        self.log_dirs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from("./data"))
     }
 
     /// The broker-level log settings handed to every partition log.
@@ -333,7 +340,9 @@ impl Config {
         m.insert("log.segment.bytes", self.log_segment_bytes.to_string());
         m.insert(
             "log.flush.interval.messages",
-            self.log_flush_interval_messages.unwrap_or(i64::MAX as u64).to_string(),
+            self.log_flush_interval_messages
+                .unwrap_or(i64::MAX as u64)
+                .to_string(),
         );
         m
     }
@@ -356,8 +365,14 @@ mod tests {
     fn invalid_value_names_key_and_range() {
         let mut c = Config::default();
         let e = c.set("num.partitions", "0").unwrap_err().to_string();
-        assert!(e.contains("num.partitions") && e.contains("\"0\"") && e.contains("[1,"), "{e}");
-        let e = c.set("auto.create.topics.enable", "yes").unwrap_err().to_string();
+        assert!(
+            e.contains("num.partitions") && e.contains("\"0\"") && e.contains("[1,"),
+            "{e}"
+        );
+        let e = c
+            .set("auto.create.topics.enable", "yes")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("true or false"), "{e}");
     }
 
@@ -373,7 +388,8 @@ mod tests {
         let mut c = Config::default();
         c.set("log.flush.interval.messages", "1").unwrap();
         assert_eq!(c.log_flush_interval_messages, Some(1));
-        c.set("log.flush.interval.messages", &i64::MAX.to_string()).unwrap();
+        c.set("log.flush.interval.messages", &i64::MAX.to_string())
+            .unwrap();
         assert_eq!(c.log_flush_interval_messages, None);
     }
 }

@@ -10,7 +10,11 @@ use fjord::config::{read_properties, Config};
 static GLOBAL: fjord::alloc::WireSafeAlloc = fjord::alloc::WireSafeAlloc;
 
 #[derive(Parser, Debug)]
-#[command(name = "fjord", version, about = "A Kafka-wire-compatible broker, thread-per-core on io_uring")]
+#[command(
+    name = "fjord",
+    version,
+    about = "A Kafka-wire-compatible broker, thread-per-core on io_uring"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -56,7 +60,9 @@ fn build_config(args: &ServeArgs) -> Result<Config, String> {
         config.set("log.dirs", d).map_err(|e| e.to_string())?;
     }
     if let Some(n) = args.shards {
-        config.set("fjord.shards", &n.to_string()).map_err(|e| e.to_string())?;
+        config
+            .set("fjord.shards", &n.to_string())
+            .map_err(|e| e.to_string())?;
     }
     for o in &args.overrides {
         let (k, v) = o

@@ -25,7 +25,11 @@ pub const METADATA_DIR: &str = "__cluster_metadata";
 /// Reads or creates `meta.properties` in `data_dir`; returns the cluster id.
 /// A `node.id` in the file that differs from the configured one is an error
 /// (Kafka refuses to start in that case too).
-pub fn load_or_create_meta(data_dir: &Path, node_id: i32, cluster_id: Option<&str>) -> std::io::Result<String> {
+pub fn load_or_create_meta(
+    data_dir: &Path,
+    node_id: i32,
+    cluster_id: Option<&str>,
+) -> std::io::Result<String> {
     let path = data_dir.join("meta.properties");
     if let Ok(text) = std::fs::read_to_string(&path) {
         let mut found_cluster = None;
@@ -53,7 +57,8 @@ pub fn load_or_create_meta(data_dir: &Path, node_id: i32, cluster_id: Option<&st
         .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
     write_atomic(
         &path,
-        format!("#Written by fjord\nversion=1\nnode.id={node_id}\ncluster.id={cluster}\n").as_bytes(),
+        format!("#Written by fjord\nversion=1\nnode.id={node_id}\ncluster.id={cluster}\n")
+            .as_bytes(),
     )?;
     Ok(cluster)
 }
@@ -126,7 +131,10 @@ pub fn load_topics(data_dir: &Path, mut image: MetadataImage) -> std::io::Result
         else {
             continue;
         };
-        match std::fs::read_to_string(&path).ok().and_then(|t| decode_topic(name, &t)) {
+        match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| decode_topic(name, &t))
+        {
             Some(t) => image = image.with_topic(t),
             None => log::warn!("skipping unreadable topic file {}", path.display()),
         }
@@ -181,8 +189,11 @@ impl Controller {
         if validate_only {
             return Ok(Arc::new(topic));
         }
-        write_atomic(&topic_file(&self.data_dir, name), encode_topic(&topic).as_bytes())
-            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        write_atomic(
+            &topic_file(&self.data_dir, name),
+            encode_topic(&topic).as_bytes(),
+        )
+        .map_err(|e| MetadataError::Storage(e.to_string()))?;
         self.image = Arc::new(self.image.with_topic(topic));
         self.image
             .topic(name)
@@ -225,15 +236,20 @@ impl Controller {
             )));
         }
         if count > 1_000_000 {
-            return Err(MetadataError::InvalidPartitions(format!("{count} partitions is more than 1000000")));
+            return Err(MetadataError::InvalidPartitions(format!(
+                "{count} partitions is more than 1000000"
+            )));
         }
         let mut next = (*current).clone();
         next.partitions = count;
         if validate_only {
             return Ok(Arc::new(next));
         }
-        write_atomic(&topic_file(&self.data_dir, name), encode_topic(&next).as_bytes())
-            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        write_atomic(
+            &topic_file(&self.data_dir, name),
+            encode_topic(&next).as_bytes(),
+        )
+        .map_err(|e| MetadataError::Storage(e.to_string()))?;
         self.image = Arc::new(self.image.with_topic(next));
         self.image
             .topic(name)
@@ -248,7 +264,16 @@ mod tests {
     use crate::cluster::metadata::BrokerMeta;
 
     fn image() -> MetadataImage {
-        MetadataImage::empty("c".into(), 1, BrokerMeta { node_id: 1, host: "h".into(), port: 1, rack: None })
+        MetadataImage::empty(
+            "c".into(),
+            1,
+            BrokerMeta {
+                node_id: 1,
+                host: "h".into(),
+                port: 1,
+                rack: None,
+            },
+        )
     }
 
     #[test]
@@ -259,17 +284,32 @@ mod tests {
         let mut cfg = BTreeMap::new();
         cfg.insert("cleanup.policy".to_string(), "compact".to_string());
         let t = c.create_topic("orders", 3, cfg, false).unwrap();
-        assert!(matches!(c.create_topic("orders", 3, BTreeMap::new(), false), Err(MetadataError::TopicAlreadyExists(_))));
-        assert!(matches!(c.create_topic("bad name", 3, BTreeMap::new(), false), Err(MetadataError::InvalidTopic(_))));
-        assert!(matches!(c.create_topic("x", 0, BTreeMap::new(), false), Err(MetadataError::InvalidPartitions(_))));
+        assert!(matches!(
+            c.create_topic("orders", 3, BTreeMap::new(), false),
+            Err(MetadataError::TopicAlreadyExists(_))
+        ));
+        assert!(matches!(
+            c.create_topic("bad name", 3, BTreeMap::new(), false),
+            Err(MetadataError::InvalidTopic(_))
+        ));
+        assert!(matches!(
+            c.create_topic("x", 0, BTreeMap::new(), false),
+            Err(MetadataError::InvalidPartitions(_))
+        ));
         c.create_partitions("orders", 5, false).unwrap();
         assert!(c.create_partitions("orders", 5, false).is_err());
         let reloaded = load_topics(dir.path(), image()).unwrap();
         let r = reloaded.topic("orders").unwrap();
         assert_eq!((r.id, r.partitions), (t.id, 5));
-        assert_eq!(r.configs.get("cleanup.policy").map(String::as_str), Some("compact"));
+        assert_eq!(
+            r.configs.get("cleanup.policy").map(String::as_str),
+            Some("compact")
+        );
         c.delete_topic("orders").unwrap();
-        assert!(load_topics(dir.path(), image()).unwrap().topic("orders").is_none());
+        assert!(load_topics(dir.path(), image())
+            .unwrap()
+            .topic("orders")
+            .is_none());
     }
 
     #[test]

@@ -129,9 +129,19 @@ mod tests {
 
     #[test]
     fn with_and_without_topic() {
-        let b = BrokerMeta { node_id: 1, host: "h".into(), port: 1, rack: None };
+        let b = BrokerMeta {
+            node_id: 1,
+            host: "h".into(),
+            port: 1,
+            rack: None,
+        };
         let img = MetadataImage::empty("c".into(), 1, b);
-        let t = TopicMeta { name: "a".into(), id: Uuid::new_v4(), partitions: 2, configs: BTreeMap::new() };
+        let t = TopicMeta {
+            name: "a".into(),
+            id: Uuid::new_v4(),
+            partitions: 2,
+            configs: BTreeMap::new(),
+        };
         let id = t.id;
         let img2 = img.with_topic(t);
         assert_eq!(img2.topic_by_id(&id).map(|t| t.partitions), Some(2));

@@ -84,7 +84,11 @@ pub fn validate(key: &str, value: &str) -> Result<(), MetadataError> {
         }
         "compression.type" => match value {
             "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
-            _ => Err(bad(key, value, "producer, uncompressed, gzip, snappy, lz4 or zstd")),
+            _ => Err(bad(
+                key,
+                value,
+                "producer, uncompressed, gzip, snappy, lz4 or zstd",
+            )),
         },
         _ => Err(MetadataError::InvalidConfig(format!(
             "unknown topic config {key}; supported: {}",
@@ -114,7 +118,9 @@ pub fn settings(broker: &Config, topic: &BTreeMap<String, String>) -> TopicSetti
                 s.log.index_interval_bytes = v.parse().unwrap_or(s.log.index_interval_bytes)
             }
             "max.message.bytes" => s.max_message_bytes = v.parse().unwrap_or(s.max_message_bytes),
-            "flush.messages" => s.flush_messages = v.parse().ok().filter(|&n: &u64| n != i64::MAX as u64),
+            "flush.messages" => {
+                s.flush_messages = v.parse().ok().filter(|&n: &u64| n != i64::MAX as u64)
+            }
             "flush.ms" => s.flush_ms = v.parse().ok().filter(|&n: &u64| n != i64::MAX as u64),
             "message.timestamp.type" => {
                 s.log.message_timestamp_type = if v == "LogAppendTime" {
@@ -148,7 +154,10 @@ mod tests {
         let mut t = BTreeMap::new();
         t.insert("segment.bytes".to_string(), "1000".to_string());
         t.insert("flush.messages".to_string(), "1".to_string());
-        t.insert("message.timestamp.type".to_string(), "LogAppendTime".to_string());
+        t.insert(
+            "message.timestamp.type".to_string(),
+            "LogAppendTime".to_string(),
+        );
         let s = settings(&Config::default(), &t);
         assert_eq!(s.log.segment_bytes, 1000);
         assert_eq!(s.flush_messages, Some(1));

@@ -12,7 +12,9 @@ pub fn validate(name: &str) -> Result<(), MetadataError> {
         return Err(MetadataError::InvalidTopic("topic name is empty".into()));
     }
     if name == "." || name == ".." {
-        return Err(MetadataError::InvalidTopic(format!("topic name cannot be {name:?}")));
+        return Err(MetadataError::InvalidTopic(format!(
+            "topic name cannot be {name:?}"
+        )));
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
         return Err(MetadataError::InvalidTopic(format!(

@@ -21,10 +21,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .iter()
         .map(|t| {
             let bad_assignment = t.assignments.as_ref().is_some_and(|a| {
-                a.iter().any(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != node)
+                a.iter()
+                    .any(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != node)
             });
-            let err = bad_assignment
-                .then(|| MetadataError::InvalidReplicaAssignment("assignments may only name this broker".into()));
+            let err = bad_assignment.then(|| {
+                MetadataError::InvalidReplicaAssignment(
+                    "assignments may only name this broker".into(),
+                )
+            });
             (t.name.0.to_string(), t.count, err)
         })
         .collect();
@@ -47,7 +51,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let mut r = CreatePartitionsTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(name.clone()));
             let outcome = match &results {
-                Ok(v) => v.get(i).cloned().unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
+                Ok(v) => v
+                    .get(i)
+                    .cloned()
+                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
                 Err(e) => Err(MetadataError::Storage(e.to_string())),
             };
             if let Err(e) = outcome {

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
@@ -34,12 +36,22 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .iter()
         .map(|t| {
             let name = t.name.0.to_string();
-            let partitions = if t.num_partitions == -1 { cfg.num_partitions } else { t.num_partitions };
-            let rf = if t.replication_factor == -1 { cfg.default_replication_factor } else { t.replication_factor };
+            let partitions = if t.num_partitions == -1 {
+                cfg.num_partitions
+            } else {
+                t.num_partitions
+            };
+            let rf = if t.replication_factor == -1 {
+                cfg.default_replication_factor
+            } else {
+                t.replication_factor
+            };
             let mut configs = BTreeMap::new();
             let mut early_error = None;
             if !seen.insert(name.clone()) {
-                early_error = Some(MetadataError::InvalidRequest(format!("topic {name} appears more than once")));
+                early_error = Some(MetadataError::InvalidRequest(format!(
+                    "topic {name} appears more than once"
+                )));
             }
             if rf != 1 {
                 early_error.get_or_insert(MetadataError::InvalidReplicationFactor(format!(
@@ -47,7 +59,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 )));
             }
             if !t.assignments.is_empty() {
-                let ok = t.assignments.iter().all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == cfg.node_id);
+                let ok = t
+                    .assignments
+                    .iter()
+                    .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == cfg.node_id);
                 if !ok || t.num_partitions != -1 {
                     early_error.get_or_insert(MetadataError::InvalidReplicaAssignment(
                         "assignments must name only this broker, with num_partitions = -1".into(),
@@ -56,27 +71,44 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }
             for c in &t.configs {
                 let k = c.name.to_string();
-                match &c.value {
-                    Some(v) => match topic_config::validate(&k, v) {
+                if let Some(v) = &c.value {
+                    match topic_config::validate(&k, v) {
                         Ok(()) => {
                             configs.insert(k, v.to_string());
                         }
                         Err(e) => {
                             early_error.get_or_insert(e);
                         }
-                    },
-                    None => {}
+                    }
                 }
             }
-            let partitions = if t.assignments.is_empty() { partitions } else { t.assignments.len() as i32 };
-            Plan { name, partitions, replication_factor: rf, configs, early_error }
+            let partitions = if t.assignments.is_empty() {
+                partitions
+            } else {
+                t.assignments.len() as i32
+            };
+            Plan {
+                name,
+                partitions,
+                replication_factor: rf,
+                configs,
+                early_error,
+            }
         })
         .collect();
 
     let validate_only = req.validate_only;
-    let inputs: Vec<(String, i32, BTreeMap<String, String>, Option<MetadataError>)> = plans
+    type Input = (String, i32, BTreeMap<String, String>, Option<MetadataError>);
+    let inputs: Vec<Input> = plans
         .iter()
-        .map(|p| (p.name.clone(), p.partitions, p.configs.clone(), p.early_error.clone()))
+        .map(|p| {
+            (
+                p.name.clone(),
+                p.partitions,
+                p.configs.clone(),
+                p.early_error.clone(),
+            )
+        })
         .collect();
     let results = with_controller(shard, move |c| {
         inputs
@@ -97,7 +129,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let mut r = CreatableTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(p.name.clone()));
             let outcome = match &results {
-                Ok(v) => v.get(i).cloned().unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
+                Ok(v) => v
+                    .get(i)
+                    .cloned()
+                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
                 Err(e) => Err(MetadataError::Storage(e.to_string())),
             };
             match outcome {

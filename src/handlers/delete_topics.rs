@@ -21,9 +21,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let image = shard.metadata();
     // v1–v5 name topics in `topic_names`; v6 uses `topics` (name or id).
     let wanted: Vec<(Option<String>, Uuid)> = if version >= 6 {
-        req.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id)).collect()
+        req.topics
+            .iter()
+            .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id))
+            .collect()
     } else {
-        req.topic_names.iter().map(|n| (Some(n.0.to_string()), Uuid::nil())).collect()
+        req.topic_names
+            .iter()
+            .map(|n| (Some(n.0.to_string()), Uuid::nil()))
+            .collect()
     };
     let resolved: Vec<Result<String, MetadataError>> = wanted
         .iter()
@@ -63,7 +69,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .map(|n| TopicName(StrBytes::from_string(n.clone())));
             r.topic_id = *id;
             let outcome = match &results {
-                Ok(v) => v.get(i).cloned().unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
+                Ok(v) => v
+                    .get(i)
+                    .cloned()
+                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
                 Err(e) => Err(MetadataError::Storage(e.to_string())),
             };
             match outcome {

@@ -6,7 +6,9 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{respond, HandlerResult};
@@ -28,28 +30,58 @@ struct Answer {
 }
 
 fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
-    let none = Answer { error_code: 0, timestamp: -1, offset: -1 };
+    let none = Answer {
+        error_code: 0,
+        timestamp: -1,
+        offset: -1,
+    };
     let Some(part) = shard.partition(topic, partition) else {
-        return Answer { error_code: codes::UNKNOWN_TOPIC_OR_PARTITION, ..none };
+        return Answer {
+            error_code: codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ..none
+        };
     };
     let log = part.log.borrow();
     let r: Result<Answer, StorageError> = match ts {
-        LATEST => Ok(Answer { offset: log.high_watermark(), ..none }),
-        EARLIEST => Ok(Answer { offset: log.log_start_offset(), ..none }),
-        MAX_TIMESTAMP => log
-            .max_timestamp_offset()
-            .map(|o| o.map_or(none, |(offset, timestamp)| Answer { offset, timestamp, error_code: 0 })),
-        t if t >= 0 => log
-            .offset_for_timestamp(t)
-            .map(|o| o.map_or(none, |(offset, timestamp)| Answer { offset, timestamp, error_code: 0 })),
-        _ => return Answer { error_code: codes::INVALID_REQUEST, ..none },
+        LATEST => Ok(Answer {
+            offset: log.high_watermark(),
+            ..none
+        }),
+        EARLIEST => Ok(Answer {
+            offset: log.log_start_offset(),
+            ..none
+        }),
+        MAX_TIMESTAMP => log.max_timestamp_offset().map(|o| {
+            o.map_or(none, |(offset, timestamp)| Answer {
+                offset,
+                timestamp,
+                error_code: 0,
+            })
+        }),
+        t if t >= 0 => log.offset_for_timestamp(t).map(|o| {
+            o.map_or(none, |(offset, timestamp)| Answer {
+                offset,
+                timestamp,
+                error_code: 0,
+            })
+        }),
+        _ => {
+            return Answer {
+                error_code: codes::INVALID_REQUEST,
+                ..none
+            }
+        }
     };
-    r.unwrap_or_else(|e| Answer { error_code: e.code(), ..none })
+    r.unwrap_or_else(|e| Answer {
+        error_code: e.code(),
+        ..none
+    })
 }
 
 /// Answers ListOffsets.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: ListOffsetsRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
     let image = shard.metadata();
     let mut answers: Vec<Vec<Answer>> = Vec::new();
     for t in &req.topics {
@@ -59,7 +91,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         for p in &t.partitions {
             let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
             if !known {
-                row.push(Answer { error_code: codes::UNKNOWN_TOPIC_OR_PARTITION, timestamp: -1, offset: -1 });
+                row.push(Answer {
+                    error_code: codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    timestamp: -1,
+                    offset: -1,
+                });
                 continue;
             }
             let topic: Arc<str> = Arc::from(name);
@@ -68,7 +104,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let a = shard
                 .invoke_on(owner, move |s| async move { lookup(&s, &topic, pi, ts) })
                 .await
-                .unwrap_or_else(|e| Answer { error_code: e.code(), timestamp: -1, offset: -1 });
+                .unwrap_or_else(|e| Answer {
+                    error_code: e.code(),
+                    timestamp: -1,
+                    offset: -1,
+                });
             row.push(a);
         }
         answers.push(row);
@@ -91,7 +131,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     pr.error_code = a.error_code;
                     pr.timestamp = a.timestamp;
                     pr.offset = a.offset;
-                    pr.leader_epoch = if a.offset >= 0 { 0 } else { -1 };
+                    // leader_epoch exists from v4 (KIP-320); the crate rejects it earlier.
+                    pr.leader_epoch = if version >= 4 && a.offset >= 0 { 0 } else { -1 };
                     pr
                 })
                 .collect();

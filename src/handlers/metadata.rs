@@ -55,7 +55,8 @@ fn error_entry(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: MetadataRequest = frame.decode()?;
     let version = frame.prefix.api_version;
-    let allow_create = shard.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
+    let allow_create =
+        shard.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
 
     // Resolve which topics to describe; auto-create the unknown ones first.
     let mut image = shard.metadata();
@@ -68,14 +69,20 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let to_create: Vec<String> = list
             .iter()
             .filter_map(|(n, _)| n.clone())
-            .filter(|n| image.topic(n).is_none() && topic_name::validate(n).is_ok() && !topic_name::is_internal(n))
+            .filter(|n| {
+                image.topic(n).is_none()
+                    && topic_name::validate(n).is_ok()
+                    && !topic_name::is_internal(n)
+            })
             .collect();
         if allow_create && !to_create.is_empty() {
             let partitions = shard.config.num_partitions;
             let created = with_controller(shard, move |c| {
                 for name in to_create {
                     match c.create_topic(&name, partitions, BTreeMap::new(), false) {
-                        Ok(_) => log::info!("auto-created topic {name} with {partitions} partitions"),
+                        Ok(_) => {
+                            log::info!("auto-created topic {name} with {partitions} partitions")
+                        }
                         Err(MetadataError::TopicAlreadyExists(_)) => {}
                         Err(e) => log::warn!("auto-creating {name} failed: {e}"),
                     }
@@ -107,10 +114,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.cluster_authorized_operations = i32::MIN;
     resp.topics = match requested {
         // v0: an empty list means all topics; v1+: null means all topics.
-        None => image.topics.values().map(|t| topic_entry(&image, t)).collect(),
-        Some(list) if list.is_empty() && version == 0 => {
-            image.topics.values().map(|t| topic_entry(&image, t)).collect()
-        }
+        None => image
+            .topics
+            .values()
+            .map(|t| topic_entry(&image, t))
+            .collect(),
+        Some(list) if list.is_empty() && version == 0 => image
+            .topics
+            .values()
+            .map(|t| topic_entry(&image, t))
+            .collect(),
         Some(list) => list
             .into_iter()
             .map(|(name, id)| match name {

@@ -40,7 +40,12 @@ pub enum Outcome {
 /// Encodes `body` as the response to `frame`, or closes the connection when
 /// encoding fails.
 pub fn respond<T: Encodable>(frame: &RequestFrame, body: &T) -> Outcome {
-    match encode_response(frame.api_key, frame.prefix.api_version, frame.prefix.correlation_id, body) {
+    match encode_response(
+        frame.api_key,
+        frame.prefix.api_version,
+        frame.prefix.correlation_id,
+        body,
+    ) {
         Ok(r) => Outcome::Respond(r),
         Err(e) => Outcome::Close(e.to_string()),
     }
@@ -49,7 +54,8 @@ pub fn respond<T: Encodable>(frame: &RequestFrame, body: &T) -> Outcome {
 /// Handles one request on `shard` (the shard that owns the connection).
 pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
     let version = frame.prefix.api_version;
-    let supported = supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
+    let supported =
+        supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
     if !supported {
         if frame.api_key == ApiKey::ApiVersions {
             return api_versions::unsupported_version(&frame);

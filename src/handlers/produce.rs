@@ -62,7 +62,11 @@ fn now_ms() -> i64 {
 /// Runs on the owner shard: validates and appends each partition's batches.
 /// With `wait_for_flush` (acks=all), waits for the flush policy before
 /// answering.
-pub async fn append_on_owner(shard: Rc<Shard>, work: Vec<PartitionAppend>, wait_for_flush: bool) -> Vec<PartitionAppendResult> {
+pub async fn append_on_owner(
+    shard: Rc<Shard>,
+    work: Vec<PartitionAppend>,
+    wait_for_flush: bool,
+) -> Vec<PartitionAppendResult> {
     let mut out = Vec::with_capacity(work.len());
     let mut flushes = Vec::new();
     for w in work {
@@ -141,7 +145,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 log_start_offset: -1,
                 ..Default::default()
             });
-            let known = image.topic(name).is_some_and(|m| (0..m.partitions).contains(&p.index));
+            let known = image
+                .topic(name)
+                .is_some_and(|m| (0..m.partitions).contains(&p.index));
             if !(acks == 0 || acks == 1 || acks == -1) {
                 results[slot].error_code = codes::INVALID_REQUIRED_ACKS;
             } else if !known {
@@ -153,8 +159,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     continue;
                 };
                 let owner = shard.owner(name, p.index);
-                let topic: Arc<str> = image.topic(name).map(|m| m.name.clone()).unwrap_or_else(|| Arc::from(name));
-                by_owner[owner].push(PartitionAppend { slot, topic, partition: p.index, records });
+                let topic: Arc<str> = image
+                    .topic(name)
+                    .map(|m| m.name.clone())
+                    .unwrap_or_else(|| Arc::from(name));
+                by_owner[owner].push(PartitionAppend {
+                    slot,
+                    topic,
+                    partition: p.index,
+                    records,
+                });
             }
         }
     }
@@ -168,7 +182,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
         let me = shard.clone();
         tasks.push(glommio::spawn_local(async move {
-            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush)).await
+            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
+                .await
         }));
     }
     for t in tasks {
@@ -183,7 +198,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }
             Err(e) => {
                 // Outcome unknown: REQUEST_TIMED_OUT for partitions without an answer.
-                for r in results.iter_mut().filter(|r| r.error_code == 0 && r.base_offset < 0) {
+                for r in results
+                    .iter_mut()
+                    .filter(|r| r.error_code == 0 && r.base_offset < 0)
+                {
                     r.error_code = e.code();
                 }
             }

@@ -10,8 +10,14 @@ use crate::protocol::{supported_range, RequestFrame};
 pub fn handle(frame: &RequestFrame) -> Outcome {
     let v = frame.prefix.api_version;
     let reason = match supported_range(frame.api_key) {
-        Some((lo, hi)) => format!("{:?} v{v} is not supported (supported: v{lo}-v{hi})", frame.api_key),
-        None => format!("{:?} (key {}) is not supported by this broker", frame.api_key, frame.prefix.api_key),
+        Some((lo, hi)) => format!(
+            "{:?} v{v} is not supported (supported: v{lo}-v{hi})",
+            frame.api_key
+        ),
+        None => format!(
+            "{:?} (key {}) is not supported by this broker",
+            frame.api_key, frame.prefix.api_key
+        ),
     };
     Outcome::Close(reason)
 }

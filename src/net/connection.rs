@@ -34,7 +34,10 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
         while buf.len() >= 4 {
             let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as i64;
             if size < 8 || size as usize > max {
-                log::warn!("closing connection from {peer}: {}", ProtocolError::FrameSize { size, max });
+                log::warn!(
+                    "closing connection from {peer}: {}",
+                    ProtocolError::FrameSize { size, max }
+                );
                 return;
             }
             let size = size as usize;

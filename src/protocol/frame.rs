@@ -81,7 +81,10 @@ impl RequestFrame {
     pub fn decode<T: Decodable>(&self) -> Result<T, ProtocolError> {
         let mut buf = self.body.clone();
         T::decode(&mut buf, self.prefix.api_version).map_err(|e| {
-            ProtocolError::Malformed(format!("{:?} v{}: {e}", self.api_key, self.prefix.api_version))
+            ProtocolError::Malformed(format!(
+                "{:?} v{}: {e}",
+                self.api_key, self.prefix.api_version
+            ))
         })
     }
 }
@@ -177,7 +180,10 @@ mod tests {
     #[test]
     fn unknown_api_key_is_reported() {
         let f = Bytes::from_static(&[0x7f, 0x00, 0, 0, 0, 0, 0, 1, 0xff, 0xff]);
-        assert!(matches!(RequestFrame::parse(f), Err(ProtocolError::UnknownApiKey(0x7f00))));
+        assert!(matches!(
+            RequestFrame::parse(f),
+            Err(ProtocolError::UnknownApiKey(0x7f00))
+        ));
     }
 
     #[test]
@@ -197,8 +203,11 @@ mod tests {
 
     #[test]
     fn api_versions_uses_header_v0_even_when_flexible() {
-        let r = encode_response(ApiKey::ApiVersions, 3, 5, &ApiVersionsResponse::default()).unwrap();
-        let ResponseChunk::Bytes(b) = &r.chunks[0] else { panic!() };
+        let r =
+            encode_response(ApiKey::ApiVersions, 3, 5, &ApiVersionsResponse::default()).unwrap();
+        let ResponseChunk::Bytes(b) = &r.chunks[0] else {
+            panic!()
+        };
         let size = i32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
         assert_eq!(size, b.len() - 4);
         assert_eq!(&b[4..8], &5i32.to_be_bytes());

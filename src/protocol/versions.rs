@@ -35,7 +35,10 @@ mod tests {
     fn table_is_within_crate_ranges() {
         for &(k, lo, hi) in SUPPORTED_APIS {
             let r = k.valid_versions();
-            assert!(lo >= r.min && hi <= r.max && lo <= hi, "{k:?} {lo}..{hi} vs {r}");
+            assert!(
+                lo >= r.min && hi <= r.max && lo <= hi,
+                "{k:?} {lo}..{hi} vs {r}"
+            );
         }
     }
 }

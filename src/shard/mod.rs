@@ -56,7 +56,9 @@ thread_local! {
 
 /// The shard running on this thread. Errors when called off a shard thread.
 pub fn current() -> Result<Rc<Shard>, ShardError> {
-    CURRENT.with(|c| c.borrow().clone()).ok_or(ShardError::Unavailable(usize::MAX))
+    CURRENT
+        .with(|c| c.borrow().clone())
+        .ok_or(ShardError::Unavailable(usize::MAX))
 }
 
 impl Shard {
@@ -70,7 +72,8 @@ impl Shard {
     ) -> Rc<Shard> {
         let id = senders.peer_id();
         let shards = senders.nr_consumers();
-        let controller = (id == 0).then(|| RefCell::new(Controller::new(config.data_dir(), image.clone())));
+        let controller =
+            (id == 0).then(|| RefCell::new(Controller::new(config.data_dir(), image.clone())));
         let shard = Rc::new(Shard {
             id,
             shards,
@@ -185,7 +188,8 @@ impl Shard {
                 let dir = self.partition_dir(&topic.name, p);
                 match PartitionLog::open(&dir, settings.log.clone()) {
                     Ok(log) => {
-                        let part = Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
+                        let part =
+                            Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
                         self.partitions.borrow_mut().insert(key, Rc::new(part));
                     }
                     Err(e) => {
@@ -205,7 +209,12 @@ impl Shard {
         let dir = self.partition_dir(&p.topic, p.index);
         // Kafka renames to `<dir>.<id>-delete` first so a crash mid-delete
         // leaves a directory that startup recognises and finishes deleting.
-        let tomb = dir.with_file_name(format!("{}-{}.{}-delete", p.topic, p.index, p.topic_id.simple()));
+        let tomb = dir.with_file_name(format!(
+            "{}-{}.{}-delete",
+            p.topic,
+            p.index,
+            p.topic_id.simple()
+        ));
         match std::fs::rename(&dir, &tomb) {
             Ok(()) => {
                 if let Err(e) = std::fs::remove_dir_all(&tomb) {

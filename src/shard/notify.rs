@@ -100,7 +100,10 @@ mod tests {
             let n = Rc::new(Notify::default());
             let g = n.generation();
             let n2 = n.clone();
-            let t = glommio::spawn_local(async move { any_changed(vec![(n2, g)]).await; 7 });
+            let t = glommio::spawn_local(async move {
+                any_changed(vec![(n2, g)]).await;
+                7
+            });
             glommio::yield_if_needed().await;
             glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
             assert_eq!(n.wakers.borrow().len(), 1);

@@ -13,6 +13,9 @@ use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::{AppendResult, PartitionLog, ReadResult, StorageError, ValidatedBatch};
 
+/// Someone waiting until every offset below `.0` is durable.
+type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
+
 /// A partition owned by this shard. Only this shard touches it, so plain
 /// `RefCell`/`Cell` suffice; no borrow is held across an `.await`.
 pub struct Partition {
@@ -34,12 +37,18 @@ pub struct Partition {
     flushed_offset: Cell<i64>,
     flushing: Cell<bool>,
     flush_timer_armed: Cell<bool>,
-    flush_waiters: RefCell<Vec<(i64, oneshot::Sender<Result<(), String>>)>>,
+    flush_waiters: RefCell<Vec<FlushWaiter>>,
 }
 
 impl Partition {
     /// Wraps an opened log.
-    pub fn new(topic: Arc<str>, index: i32, topic_id: Uuid, log: PartitionLog, settings: TopicSettings) -> Partition {
+    pub fn new(
+        topic: Arc<str>,
+        index: i32,
+        topic_id: Uuid,
+        log: PartitionLog,
+        settings: TopicSettings,
+    ) -> Partition {
         let leo = log.log_end_offset();
         Partition {
             topic,
@@ -87,7 +96,7 @@ impl Partition {
         let (result, rolled_from) = {
             let mut log = self.log.borrow_mut();
             let before = log.active_log_file();
-            let r = log.append(records, batches, now_ms)?;
+            let r = log.append(records, batches, self.leader_epoch, now_ms)?;
             let after = log.active_log_file();
             (r, (!Arc::ptr_eq(&before, &after)).then_some(before))
         };
@@ -177,7 +186,11 @@ impl Partition {
                 }
                 let more = !me.flush_waiters.borrow().is_empty()
                     || (me.unflushed_messages.get() > 0
-                        && me.settings.borrow().flush_messages.is_some_and(|m| me.unflushed_messages.get() >= m));
+                        && me
+                            .settings
+                            .borrow()
+                            .flush_messages
+                            .is_some_and(|m| me.unflushed_messages.get() >= m));
                 if !more {
                     break;
                 }
@@ -188,7 +201,12 @@ impl Partition {
     }
 
     /// Reads whole batches (see `storage::PartitionLog::read`).
-    pub fn read(&self, offset: i64, max_bytes: u64, min_one_batch: bool) -> Result<ReadResult, StorageError> {
+    pub fn read(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, StorageError> {
         self.log.borrow().read(offset, max_bytes, min_one_batch)
     }
 }

@@ -91,7 +91,6 @@ pub enum BatchError {
     UnsupportedMagic(i8),
 }
 
-
 /// The 61-byte RecordBatch v2 header, decoded (values copied out of the wire bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchHeader {

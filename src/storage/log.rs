@@ -184,6 +184,7 @@ impl PartitionLog {
         &mut self,
         records: &[u8],
         batches: &[ValidatedBatch],
+        leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendResult, StorageError> {
         if batches.is_empty() {
@@ -235,11 +236,18 @@ impl PartitionLog {
         let leo = self.log_end_offset;
         let interval = self.config.index_interval_bytes;
 
-        let mut base_bufs: Vec<[u8; 8]> = Vec::with_capacity(parts.len());
+        // Per batch a 16-byte prefix: the assigned base offset, the batch's
+        // own batchLength, and the partition leader epoch (both outside the
+        // CRC, which starts at the attributes).
+        let mut base_bufs: Vec<[u8; 16]> = Vec::with_capacity(parts.len());
         let mut lat_headers: Vec<[u8; RECORD_BATCH_HEADER_BYTES]> = Vec::new();
         let mut next = leo;
         for (bytes, h) in &parts {
-            base_bufs.push(next.to_be_bytes());
+            let mut prefix = [0u8; 16];
+            prefix[..8].copy_from_slice(&next.to_be_bytes());
+            prefix[8..12].copy_from_slice(&bytes[8..12]);
+            prefix[12..].copy_from_slice(&leader_epoch.to_be_bytes());
+            base_bufs.push(prefix);
             if lat {
                 lat_headers.push(log_append_time_header(bytes, now_ms));
             }
@@ -249,13 +257,12 @@ impl PartitionLog {
         for (i, (bytes, _)) in parts.iter().enumerate() {
             slices.push(&base_bufs[i]);
             if lat {
-                // The new header's bytes 8..61 (batchLength, leader epoch
-                // and magic copied, new CRC at 17..21, new attributes and
+                // The new header's bytes 16..61 (magic copied, new CRC at 17..21, new attributes and
                 // max timestamp).
-                slices.push(&lat_headers[i][8..]);
+                slices.push(&lat_headers[i][16..]);
                 slices.push(&bytes[RECORD_BATCH_HEADER_BYTES..]);
             } else {
-                slices.push(&bytes[8..]);
+                slices.push(&bytes[16..]);
             }
         }
 
@@ -530,7 +537,30 @@ pub(crate) mod tests {
             buf.extend(build_batch(0, *n, base_ts + i as i64 * 10, value_len));
         }
         let v = validate_batches(&buf, usize::MAX).unwrap();
-        log.append(&buf, &v, now).unwrap()
+        log.append(&buf, &v, 0, now).unwrap()
+    }
+
+    #[test]
+    fn append_stamps_leader_epoch_and_keeps_crc_valid() {
+        for lat in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut c = cfg();
+            if lat {
+                c.message_timestamp_type = TimestampType::LogAppendTime;
+            }
+            let mut log = PartitionLog::open(dir.path(), c).unwrap();
+            let mut buf = build_batch(0, 3, 1_000, 10);
+            buf[12..16].copy_from_slice(&(-1i32).to_be_bytes());
+            let v = validate_batches(&buf, usize::MAX).unwrap();
+            log.append(&buf, &v, 7, 5_000).unwrap();
+            let path = dir.path().join(segment_file_name(0, "log"));
+            let headers = file_batches(&path);
+            assert_eq!(headers[0].partition_leader_epoch, 7);
+            assert_eq!(
+                headers[0].max_timestamp,
+                if lat { 5_000 } else { headers[0].max_timestamp }
+            );
+        }
     }
 
     /// All batches of one `.log` file (validating CRCs).
@@ -592,7 +622,7 @@ pub(crate) mod tests {
         assert_eq!(lasts, vec![2, 4, 9, 10]);
         assert_eq!(log.size_bytes(), r1.bytes + r2.bytes + r3.bytes);
         // Empty append is a no-op.
-        let r = log.append(&[], &[], 4).unwrap();
+        let r = log.append(&[], &[], 0, 4).unwrap();
         assert_eq!((r.base_offset, r.last_offset, r.bytes), (-1, -1, 0));
         assert_eq!(log.log_end_offset(), 11);
     }
@@ -603,7 +633,7 @@ pub(crate) mod tests {
         let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
         let b = build_batch(0, 2, 0, 5);
         let v = validate_batches(&b, usize::MAX).unwrap();
-        let e = log.append(&b[..b.len() - 1], &v, 0).unwrap_err();
+        let e = log.append(&b[..b.len() - 1], &v, 0, 0).unwrap_err();
         assert_eq!(e.code(), 2);
         assert_eq!(log.log_end_offset(), 0);
         assert_eq!(log.size_bytes(), 0);

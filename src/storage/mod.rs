@@ -23,7 +23,6 @@ pub use self::batch::{
 };
 pub use self::log::{AppendResult, FileRegion, LogConfig, PartitionLog, ReadResult, TimestampType};
 
-
 /// Errors of the storage layer. `crate::error` maps each variant to
 /// the Kafka error code to answer with.
 #[derive(Debug, thiserror::Error)]

@@ -51,6 +51,7 @@ pub fn write_clean_shutdown_marker(dir: &Path) -> io::Result<()> {
 /// (inactive segments oldest first, active segment), recovered as described
 /// in the module docs. Overlapping segments → `Corrupt`; I/O → `Io`.
 pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment), StorageError> {
+    let fresh = !dir.exists();
     fs::create_dir_all(dir)?;
     let marker = dir.join(CLEAN_SHUTDOWN_FILE);
     let clean = marker.exists();
@@ -126,6 +127,8 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
         active.next_offset(),
         if clean {
             ""
+        } else if fresh {
+            " (new)"
         } else {
             " (recovered after unclean shutdown)"
         }

@@ -111,7 +111,11 @@ pub fn encode_fetch_response(
     topics: &[FetchTopicOut],
     isolation_level: i8,
 ) -> Response {
-    let mut w = Writer { flexible: version >= 12, buf: BytesMut::with_capacity(256), chunks: Vec::new() };
+    let mut w = Writer {
+        flexible: version >= 12,
+        buf: BytesMut::with_capacity(256),
+        chunks: Vec::new(),
+    };
     put_response_header(&mut w.buf, ApiKey::Fetch, version, correlation_id);
     w.buf.put_i32(0); // throttle_time_ms
     if version >= 7 {
@@ -178,7 +182,8 @@ mod tests {
                 ResponseChunk::Bytes(b) => out.put_slice(b),
                 ResponseChunk::File(f) => {
                     let mut buf = vec![0u8; f.len as usize];
-                    std::os::unix::fs::FileExt::read_exact_at(&*f.file, &mut buf, f.position).unwrap();
+                    std::os::unix::fs::FileExt::read_exact_at(&*f.file, &mut buf, f.position)
+                        .unwrap();
                     out.put_slice(&buf);
                 }
             }
@@ -203,11 +208,26 @@ mod tests {
                         last_stable_offset: 10,
                         log_start_offset: 2,
                         regions: vec![
-                            FileRegion { file: file.clone(), position: 16, len: 8 },
-                            FileRegion { file: file.clone(), position: 0, len: 4 },
+                            FileRegion {
+                                file: file.clone(),
+                                position: 16,
+                                len: 8,
+                            },
+                            FileRegion {
+                                file: file.clone(),
+                                position: 0,
+                                len: 4,
+                            },
                         ],
                     },
-                    FetchPartitionOut { partition: 4, error_code: 1, high_watermark: -1, last_stable_offset: -1, log_start_offset: -1, regions: vec![] },
+                    FetchPartitionOut {
+                        partition: 4,
+                        error_code: 1,
+                        high_watermark: -1,
+                        last_stable_offset: -1,
+                        log_start_offset: -1,
+                        regions: vec![],
+                    },
                 ],
             }];
             let resp = encode_fetch_response(version, 99, 0, &topics, 0);
@@ -226,7 +246,10 @@ mod tests {
             }
             assert_eq!(t.partitions[0].partition_index, 3);
             assert_eq!(t.partitions[0].high_watermark, 10);
-            assert_eq!(t.partitions[0].records.as_deref(), Some(&b"RECORDS!0123"[..]));
+            assert_eq!(
+                t.partitions[0].records.as_deref(),
+                Some(&b"RECORDS!0123"[..])
+            );
             assert_eq!(t.partitions[1].error_code, 1);
             if version >= 5 {
                 assert_eq!(t.partitions[0].log_start_offset, 2);

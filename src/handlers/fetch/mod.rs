@@ -60,11 +60,21 @@ pub struct PartitionReadResult {
 }
 
 /// Runs on the owner: reads each partition while `budget` lasts.
-pub fn read_on_owner(shard: &Shard, reads: &[PartitionRead], mut budget: u64, mut allow_oversize: bool) -> Vec<PartitionReadResult> {
+pub fn read_on_owner(
+    shard: &Shard,
+    reads: &[PartitionRead],
+    mut budget: u64,
+    mut allow_oversize: bool,
+) -> Vec<PartitionReadResult> {
     reads
         .iter()
         .map(|r| {
-            let mut out = PartitionReadResult { high_watermark: -1, last_stable_offset: -1, log_start_offset: -1, ..Default::default() };
+            let mut out = PartitionReadResult {
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                ..Default::default()
+            };
             let Some(part) = shard.partition(&r.topic, r.partition) else {
                 out.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
                 return out;
@@ -84,7 +94,12 @@ pub fn read_on_owner(shard: &Shard, reads: &[PartitionRead], mut budget: u64, mu
                     }
                 }
                 Err(e) => {
-                    if let StorageError::OffsetOutOfRange { log_start_offset, log_end_offset, .. } = &e {
+                    if let StorageError::OffsetOutOfRange {
+                        log_start_offset,
+                        log_end_offset,
+                        ..
+                    } = &e
+                    {
                         out.high_watermark = *log_end_offset;
                         out.last_stable_offset = *log_end_offset;
                         out.log_start_offset = *log_start_offset;
@@ -113,25 +128,40 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     // KIP-227: we never create sessions; a request naming one we did not
     // create gets FETCH_SESSION_ID_NOT_FOUND.
     if req.session_id != 0 {
-        let resp = encode_fetch_response(version, frame.prefix.correlation_id, ResponseError::FetchSessionIdNotFound.code(), &[], req.isolation_level);
+        let resp = encode_fetch_response(
+            version,
+            frame.prefix.correlation_id,
+            ResponseError::FetchSessionIdNotFound.code(),
+            &[],
+            req.isolation_level,
+        );
         return Ok(Outcome::Respond(resp));
     }
 
     let mut topics_out: Vec<(Option<Arc<str>>, Uuid)> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for t in &req.topics {
-        let meta = if version >= 13 { image.topic_by_id(&t.topic_id) } else { image.topic(t.topic.0.as_str()) };
+        let meta = if version >= 13 {
+            image.topic_by_id(&t.topic_id)
+        } else {
+            image.topic(t.topic.0.as_str())
+        };
         let topic_index = topics_out.len();
         topics_out.push((
-            meta.map(|m| m.name.clone()).or_else(|| (version < 13).then(|| Arc::from(t.topic.0.as_str()))),
+            meta.map(|m| m.name.clone())
+                .or_else(|| (version < 13).then(|| Arc::from(t.topic.0.as_str()))),
             t.topic_id,
         ));
         for p in &t.partitions {
-            let name: Arc<str> = meta.map(|m| m.name.clone()).unwrap_or_else(|| Arc::from(t.topic.0.as_str()));
+            let name: Arc<str> = meta
+                .map(|m| m.name.clone())
+                .unwrap_or_else(|| Arc::from(t.topic.0.as_str()));
             let error_code = match meta {
                 None if version >= 13 => codes::UNKNOWN_TOPIC_ID,
                 None => codes::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(m) if !(0..m.partitions).contains(&p.partition) => codes::UNKNOWN_TOPIC_OR_PARTITION,
+                Some(m) if !(0..m.partitions).contains(&p.partition) => {
+                    codes::UNKNOWN_TOPIC_OR_PARTITION
+                }
                 Some(_) => codes::NONE,
             };
             slots.push(Slot {
@@ -148,7 +178,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
 
-    let max_bytes = if req.max_bytes <= 0 { i32::MAX as u64 } else { req.max_bytes as u64 };
+    let max_bytes = if req.max_bytes <= 0 {
+        i32::MAX as u64
+    } else {
+        req.max_bytes as u64
+    };
     let min_bytes = req.min_bytes.max(0) as u64;
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
 
@@ -157,7 +191,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let total: u64 = results.iter().map(|r| r.bytes).sum();
         let any_error = results.iter().any(|r| r.error_code != 0);
         let now = Instant::now();
-        if total >= min_bytes.max(1) || any_error || now >= deadline || slots.is_empty() || min_bytes == 0 {
+        if total >= min_bytes.max(1)
+            || any_error
+            || now >= deadline
+            || slots.is_empty()
+            || min_bytes == 0
+        {
             break results;
         }
         wait_for_appends(shard, &slots, &results, deadline).await;
@@ -170,7 +209,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     // Group back into topics in request order.
     let mut topics: Vec<FetchTopicOut> = topics_out
         .into_iter()
-        .map(|(name, id)| FetchTopicOut { name, topic_id: id, partitions: Vec::new() })
+        .map(|(name, id)| FetchTopicOut {
+            name,
+            topic_id: id,
+            partitions: Vec::new(),
+        })
         .collect();
     for (slot, r) in slots.iter().zip(results) {
         if let Some(t) = topics.get_mut(slot.topic_index) {
@@ -184,7 +227,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             });
         }
     }
-    Ok(Outcome::Respond(encode_fetch_response(version, frame.prefix.correlation_id, 0, &topics, req.isolation_level)))
+    Ok(Outcome::Respond(encode_fetch_response(
+        version,
+        frame.prefix.correlation_id,
+        0,
+        &topics,
+        req.isolation_level,
+    )))
 }
 
 /// Reads every slot: runs of consecutive same-owner partitions, one call each,
@@ -195,7 +244,13 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
     let mut i = 0;
     while i < slots.len() {
         if slots[i].error_code != 0 {
-            out.push(PartitionReadResult { error_code: slots[i].error_code, high_watermark: -1, last_stable_offset: -1, log_start_offset: -1, ..Default::default() });
+            out.push(PartitionReadResult {
+                error_code: slots[i].error_code,
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                ..Default::default()
+            });
             i += 1;
             continue;
         }
@@ -208,7 +263,9 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
         let n = reads.len();
         let allow_oversize = out.iter().all(|r| r.bytes == 0);
         let res = shard
-            .invoke_on(owner, move |s| async move { read_on_owner(&s, &reads, budget, allow_oversize) })
+            .invoke_on(owner, move |s| async move {
+                read_on_owner(&s, &reads, budget, allow_oversize)
+            })
             .await;
         match res {
             Ok(rs) => {
@@ -219,7 +276,13 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
             }
             Err(e) => {
                 for _ in 0..n {
-                    out.push(PartitionReadResult { error_code: e.code(), high_watermark: -1, last_stable_offset: -1, log_start_offset: -1, ..Default::default() });
+                    out.push(PartitionReadResult {
+                        error_code: e.code(),
+                        high_watermark: -1,
+                        last_stable_offset: -1,
+                        log_start_offset: -1,
+                        ..Default::default()
+                    });
                 }
             }
         }
@@ -230,8 +293,14 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
 
 /// Waits until any fetched partition gets an append after the generation seen
 /// at read time, or until `deadline`. One wait per owner shard, raced.
-async fn wait_for_appends(shard: &Rc<Shard>, slots: &[Slot], results: &[PartitionReadResult], deadline: Instant) {
-    let mut per_owner: Vec<Vec<(Arc<str>, i32, u64)>> = (0..shard.shards).map(|_| Vec::new()).collect();
+async fn wait_for_appends(
+    shard: &Rc<Shard>,
+    slots: &[Slot],
+    results: &[PartitionReadResult],
+    deadline: Instant,
+) {
+    let mut per_owner: Vec<Vec<(Arc<str>, i32, u64)>> =
+        (0..shard.shards).map(|_| Vec::new()).collect();
     for (s, r) in slots.iter().zip(results) {
         if s.error_code == 0 {
             per_owner[s.owner].push((s.read.topic.clone(), s.read.partition, r.generation));
@@ -252,9 +321,15 @@ async fn wait_for_appends(shard: &Rc<Shard>, slots: &[Slot], results: &[Partitio
                 .invoke_on(owner, move |s| async move {
                     let signals = parts
                         .iter()
-                        .filter_map(|(t, p, g)| s.partition(t, *p).map(|part| (part.appended.clone(), *g)))
+                        .filter_map(|(t, p, g)| {
+                            s.partition(t, *p).map(|part| (part.appended.clone(), *g))
+                        })
                         .collect();
-                    futures_lite::future::or(any_changed(signals), glommio::timer::sleep(remaining)).await;
+                    futures_lite::future::or(
+                        any_changed(signals),
+                        glommio::timer::sleep(remaining),
+                    )
+                    .await;
                 })
                 .await;
             if let Some(tx) = tx.borrow_mut().take() {
