@@ -15,7 +15,8 @@ use super::{respond, HandlerResult};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
-use crate::storage::StorageError;
+use crate::storage::{PartitionLog, StorageError};
+use kafka_protocol::records::{RecordBatchDecoder, TimestampType as RecordTimestampType};
 
 /// Special timestamps of ListOffsets.
 const LATEST: i64 = -1;
@@ -51,19 +52,31 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
             offset: log.log_start_offset(),
             ..none
         }),
-        MAX_TIMESTAMP => log.max_timestamp_offset().map(|o| {
-            o.map_or(none, |(offset, timestamp)| Answer {
-                offset,
-                timestamp,
-                error_code: 0,
-            })
+        MAX_TIMESTAMP => log.max_timestamp_offset().and_then(|o| match o {
+            None => Ok(none),
+            Some((last_offset, max_ts)) => {
+                // The batch holding the largest timestamp ends at `last_offset`;
+                // find the first record in it carrying that timestamp.
+                let exact = first_record_at_or_after(&log, last_offset, max_ts, true)?;
+                let (offset, timestamp) = exact.unwrap_or((last_offset, max_ts));
+                Ok(Answer {
+                    offset,
+                    timestamp,
+                    error_code: 0,
+                })
+            }
         }),
-        t if t >= 0 => log.offset_for_timestamp(t).map(|o| {
-            o.map_or(none, |(offset, timestamp)| Answer {
-                offset,
-                timestamp,
-                error_code: 0,
-            })
+        t if t >= 0 => log.offset_for_timestamp(t).and_then(|o| match o {
+            None => Ok(none),
+            Some((base_offset, batch_max_ts)) => {
+                let exact = first_record_at_or_after(&log, base_offset, t, false)?;
+                let (offset, timestamp) = exact.unwrap_or((base_offset, batch_max_ts));
+                Ok(Answer {
+                    offset,
+                    timestamp,
+                    error_code: 0,
+                })
+            }
         }),
         _ => {
             return Answer {
@@ -76,6 +89,46 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
         error_code: e.code(),
         ..none
     })
+}
+
+/// Record-level answer inside one batch: decodes the batch containing
+/// `offset` (decompressing it with the protocol crate's codecs, as Kafka does
+/// for this lookup) and returns the first record whose timestamp is >= `ts`
+/// (or == `ts` with `exact`). LogAppendTime batches answer with the batch's
+/// timestamp for every record. `None` when the batch cannot be decoded.
+fn first_record_at_or_after(
+    log: &PartitionLog,
+    offset: i64,
+    ts: i64,
+    exact: bool,
+) -> Result<Option<(i64, i64)>, StorageError> {
+    let read = log.read(offset, 1, true)?;
+    let mut bytes = Vec::with_capacity(read.bytes as usize);
+    for r in &read.regions {
+        let start = bytes.len();
+        bytes.resize(start + r.len as usize, 0);
+        std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut bytes[start..], r.position)?;
+    }
+    let mut buf = bytes::Bytes::from(bytes);
+    let set = match RecordBatchDecoder::decode(&mut buf) {
+        Ok(set) => set,
+        Err(e) => {
+            log::warn!("ListOffsets: cannot decode batch at offset {offset}: {e}");
+            return Ok(None);
+        }
+    };
+    Ok(set
+        .records
+        .iter()
+        .find(|r| {
+            r.timestamp_type == RecordTimestampType::LogAppend
+                || if exact {
+                    r.timestamp == ts
+                } else {
+                    r.timestamp >= ts
+                }
+        })
+        .map(|r| (r.offset, r.timestamp)))
 }
 
 /// Answers ListOffsets.
