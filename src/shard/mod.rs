@@ -44,7 +44,8 @@ pub struct Shard {
     /// The latest metadata image this shard applied.
     metadata: RefCell<Arc<MetadataImage>>,
     /// Partitions this shard owns.
-    partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// Keyed by topic, then partition index, so lookups by `&str` allocate nothing.
+    partitions: RefCell<HashMap<Arc<str>, HashMap<i32, Rc<Partition>>>>,
     /// The controller role (shard 0 only).
     pub controller: Option<RefCell<Controller>>,
     senders: Senders<Task>,
@@ -140,8 +141,7 @@ impl Shard {
 
     /// A partition owned by this shard.
     pub fn partition(&self, topic: &str, partition: i32) -> Option<Rc<Partition>> {
-        let key: TopicPartition = (Arc::from(topic), partition);
-        self.partitions.borrow().get(&key).cloned()
+        self.partitions.borrow().get(topic).and_then(|m| m.get(&partition)).cloned()
     }
 
     fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
@@ -155,22 +155,29 @@ impl Shard {
         if image.version <= self.metadata.borrow().version && image.version != 0 {
             return Ok(());
         }
-        let previous = self.metadata.replace(image.clone());
+        self.metadata.replace(image.clone());
         // Topics removed, or re-created under a new id: drop their partitions.
         let gone: Vec<TopicPartition> = self
             .partitions
             .borrow()
             .iter()
-            .filter(|((t, _), p)| image.topic(t).is_none_or(|m| m.id != p.topic_id))
-            .map(|(k, _)| k.clone())
+            .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
+            .filter(|(t, _, p)| image.topic(t).is_none_or(|m| m.id != p.topic_id))
+            .map(|(t, i, _)| (t.clone(), *i))
             .collect();
-        for key in gone {
-            let removed = self.partitions.borrow_mut().remove(&key);
+        for (topic, index) in gone {
+            let removed = {
+                let mut map = self.partitions.borrow_mut();
+                let removed = map.get_mut(&topic).and_then(|m| m.remove(&index));
+                if map.get(&topic).is_some_and(|m| m.is_empty()) {
+                    map.remove(&topic);
+                }
+                removed
+            };
             if let Some(p) = removed {
                 self.delete_partition_dir(&p);
             }
         }
-        let _ = previous;
         let mut first_error = None;
         for topic in image.topics.values() {
             let settings = topic_config::settings(&self.config, &topic.configs);
@@ -178,8 +185,7 @@ impl Shard {
                 if self.owner(&topic.name, p) != self.id {
                     continue;
                 }
-                let key: TopicPartition = (topic.name.clone(), p);
-                if let Some(existing) = self.partitions.borrow().get(&key) {
+                if let Some(existing) = self.partition(&topic.name, p) {
                     if existing.settings() != settings {
                         existing.set_settings(settings.clone());
                     }
@@ -190,7 +196,11 @@ impl Shard {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
-                        self.partitions.borrow_mut().insert(key, Rc::new(part));
+                        self.partitions
+                            .borrow_mut()
+                            .entry(topic.name.clone())
+                            .or_default()
+                            .insert(p, Rc::new(part));
                     }
                     Err(e) => {
                         log::error!("cannot open {}: {e}", dir.display());
@@ -250,8 +260,13 @@ impl Shard {
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown
     /// marker). Called once at shutdown.
     pub fn close_all(&self) {
-        let parts: Vec<_> = self.partitions.borrow_mut().drain().collect();
-        for (_, p) in parts {
+        let parts: Vec<Rc<Partition>> = self
+            .partitions
+            .borrow_mut()
+            .drain()
+            .flat_map(|(_, m)| m.into_values())
+            .collect();
+        for p in parts {
             match Rc::try_unwrap(p) {
                 Ok(p) => {
                     if let Err(e) = p.log.into_inner().close() {
