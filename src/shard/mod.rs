@@ -79,7 +79,10 @@ impl Shard {
             id,
             shards,
             config,
+            // Start from an empty image at version 0 so that applying the
+            // loaded image (any version) opens every partition this shard owns.
             metadata: RefCell::new(Arc::new(MetadataImage {
+                version: 0,
                 topics: Default::default(),
                 topic_ids: Default::default(),
                 ..(*image).clone()

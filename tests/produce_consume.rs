@@ -1,0 +1,431 @@
+//! Produce and consume through librdkafka (rdkafka crate) against a real
+//! broker process: ordering, offsets, payload fidelity, compression, acks,
+//! watermarks, ListOffsets by timestamp, seek and long-poll wake-up.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::{Offset, Timestamp, TopicPartitionList};
+
+/// One record as sent, for comparison with what comes back.
+#[derive(Debug, Clone, PartialEq)]
+struct Sent {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    headers: Vec<(String, Option<Vec<u8>>)>,
+    timestamp: i64,
+}
+
+fn headers_of(m: &OwnedMessage) -> Vec<(String, Option<Vec<u8>>)> {
+    match m.headers() {
+        None => Vec::new(),
+        Some(h) => h
+            .iter()
+            .map(|h| (h.key.to_string(), h.value.map(|v| v.to_vec())))
+            .collect(),
+    }
+}
+
+fn owned_headers(hs: &[(String, Option<Vec<u8>>)]) -> OwnedHeaders {
+    let mut out = OwnedHeaders::new_with_capacity(hs.len());
+    for (k, v) in hs {
+        out = out.insert(Header {
+            key: k.as_str(),
+            value: v.as_deref(),
+        });
+    }
+    out
+}
+
+fn record_for(i: usize, base_ts: i64) -> Sent {
+    // Values of varying size, including empty ones; repeated keys.
+    let len = (i * 7919) % 300;
+    let value: Vec<u8> = (0..len).map(|j| ((i * 31 + j * 17) % 256) as u8).collect();
+    let mut headers = vec![
+        ("seq".to_string(), Some(i.to_string().into_bytes())),
+        ("bin".to_string(), Some(vec![0u8, 255, (i % 256) as u8])),
+    ];
+    if i % 3 == 0 {
+        headers.push(("null".to_string(), None));
+    }
+    Sent {
+        key: format!("key-{}", i % 97).into_bytes(),
+        value,
+        headers,
+        timestamp: base_ts + i as i64,
+    }
+}
+
+/// Sends all `records` asynchronously and returns `(partition, offset)` per
+/// record, in the same order. Panics on any delivery error.
+async fn produce_all(producer: &FutureProducer, topic: &str, records: &[Sent]) -> Vec<(i32, i64)> {
+    let mut futures = Vec::with_capacity(records.len());
+    for r in records {
+        let rec = FutureRecord::to(topic)
+            .key(&r.key)
+            .payload(&r.value)
+            .headers(owned_headers(&r.headers))
+            .timestamp(r.timestamp);
+        let fut = producer
+            .send_result(rec)
+            .map_err(|(e, _)| e)
+            .expect("enqueue record");
+        futures.push(fut);
+    }
+    let mut out = Vec::with_capacity(records.len());
+    for f in futures {
+        let d = tokio::time::timeout(Duration::from_secs(60), f)
+            .await
+            .expect("delivery report within 60 s")
+            .expect("delivery future not cancelled")
+            .unwrap_or_else(|(e, _)| panic!("delivery failed: {e}"));
+        out.push((d.partition, d.offset));
+    }
+    out
+}
+
+fn assert_matches_sent(got: &OwnedMessage, want: &Sent) {
+    let where_ = format!("{}-{}@{}", got.topic(), got.partition(), got.offset());
+    assert_eq!(got.key(), Some(&want.key[..]), "key at {where_}");
+    // An empty payload may come back as Some(&[]) or None.
+    assert_eq!(
+        got.payload().unwrap_or(&[]),
+        &want.value[..],
+        "value at {where_}"
+    );
+    assert_eq!(headers_of(got), want.headers, "headers at {where_}");
+    assert_eq!(
+        got.timestamp(),
+        Timestamp::CreateTime(want.timestamp),
+        "timestamp at {where_}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_keyed_records_round_trip() {
+    let broker = Broker::start();
+    let topic = "keyed";
+    broker.create_topic(topic, 3).await;
+
+    let base_ts = now_ms() - 3_600_000;
+    let records: Vec<Sent> = (0..10_000).map(|i| record_for(i, base_ts)).collect();
+    let producer = broker.producer(&[("acks", "all")]);
+    let placed = produce_all(&producer, topic, &records).await;
+
+    // Same key -> same partition.
+    let mut key_part: HashMap<&[u8], i32> = HashMap::new();
+    for (r, &(p, _)) in records.iter().zip(&placed) {
+        let prev = *key_part.entry(&r.key).or_insert(p);
+        assert_eq!(
+            prev,
+            p,
+            "key {:?} went to partitions {prev} and {p}",
+            String::from_utf8_lossy(&r.key)
+        );
+    }
+    // Offsets per partition are exactly 0..n.
+    let mut per_part: HashMap<i32, Vec<i64>> = HashMap::new();
+    for &(p, o) in &placed {
+        assert!((0..3).contains(&p), "partition {p}");
+        per_part.entry(p).or_default().push(o);
+    }
+    assert_eq!(
+        per_part.len(),
+        3,
+        "97 keys should spread over all 3 partitions"
+    );
+    for (p, offs) in per_part.iter_mut() {
+        offs.sort_unstable();
+        let want: Vec<i64> = (0..offs.len() as i64).collect();
+        assert_eq!(*offs, want, "offsets of partition {p} are not 0..n");
+    }
+
+    // Watermarks match the counts.
+    let consumer = broker.assigned_consumer(topic, &[0, 1, 2], Offset::Beginning);
+    for (p, offs) in &per_part {
+        assert_eq!(
+            watermarks(&consumer, topic, *p),
+            (0, offs.len() as i64),
+            "watermarks of {p}"
+        );
+    }
+
+    // Consume everything back and compare byte for byte.
+    let by_pos: HashMap<(i32, i64), usize> =
+        placed.iter().enumerate().map(|(i, &po)| (po, i)).collect();
+    let got = consume_n(&consumer, records.len(), Duration::from_secs(60));
+    let mut seen = BTreeSet::new();
+    let mut last: HashMap<i32, i64> = HashMap::new();
+    for m in &got {
+        let pos = (m.partition(), m.offset());
+        assert!(seen.insert(pos), "duplicate {pos:?}");
+        let prev = last.insert(m.partition(), m.offset());
+        assert!(
+            prev.is_none_or(|o| o < m.offset()),
+            "out of order in partition {}",
+            m.partition()
+        );
+        let i = *by_pos
+            .get(&pos)
+            .unwrap_or_else(|| panic!("consumed unknown {pos:?}"));
+        assert_matches_sent(m, &records[i]);
+    }
+    assert_no_more(&consumer, Duration::from_millis(300));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_compression_codec_round_trips() {
+    let broker = Broker::start();
+    let base_ts = now_ms() - 60_000;
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
+        let topic = format!("codec-{codec}");
+        broker.create_topic(&topic, 1).await;
+        let producer = broker.producer(&[("compression.type", codec), ("linger.ms", "20")]);
+        // Compressible values so every codec actually compresses.
+        let records: Vec<Sent> = (0..500)
+            .map(|i| Sent {
+                key: format!("k{i}").into_bytes(),
+                value: format!("{codec} value {i} ")
+                    .repeat(1 + i % 20)
+                    .into_bytes(),
+                headers: vec![("codec".to_string(), Some(codec.as_bytes().to_vec()))],
+                timestamp: base_ts + i as i64,
+            })
+            .collect();
+        let placed = produce_all(&producer, &topic, &records).await;
+        let offsets: Vec<i64> = placed.iter().map(|&(_, o)| o).collect();
+        let mut sorted = offsets.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..500).collect::<Vec<i64>>(), "{codec}: offsets");
+
+        let consumer = broker.assigned_consumer(&topic, &[0], Offset::Beginning);
+        let got = consume_n(&consumer, records.len(), Duration::from_secs(30));
+        for m in &got {
+            let i = offsets
+                .iter()
+                .position(|&o| o == m.offset())
+                .unwrap_or_else(|| panic!("{codec}: unknown offset {}", m.offset()));
+            assert_matches_sent(m, &records[i]);
+        }
+        assert_eq!(
+            watermarks(&consumer, &topic, 0),
+            (0, 500),
+            "{codec}: watermarks"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_zero_one_and_all() {
+    let broker = Broker::start();
+    let base_ts = now_ms();
+    for acks in ["0", "1", "all"] {
+        let topic = format!("acks-{acks}");
+        broker.create_topic(&topic, 1).await;
+        let producer = broker.producer(&[("acks", acks)]);
+        let records: Vec<Sent> = (0..300)
+            .map(|i| Sent {
+                key: format!("k{i}").into_bytes(),
+                value: format!("acks={acks} #{i}").into_bytes(),
+                headers: Vec::new(),
+                timestamp: base_ts + i as i64,
+            })
+            .collect();
+        let placed = produce_all(&producer, &topic, &records).await;
+        if acks != "0" {
+            let offsets: Vec<i64> = placed.iter().map(|&(_, o)| o).collect();
+            assert_eq!(
+                offsets,
+                (0..300).collect::<Vec<i64>>(),
+                "acks={acks}: offsets in send order"
+            );
+        }
+        producer.flush(Duration::from_secs(10)).expect("flush");
+
+        let consumer = broker.assigned_consumer(&topic, &[0], Offset::Beginning);
+        let got = consume_n(&consumer, records.len(), Duration::from_secs(30));
+        let got_values: Vec<Vec<u8>> = got.iter().map(|m| m.payload().unwrap().to_vec()).collect();
+        let want_values: Vec<Vec<u8>> = records.iter().map(|r| r.value.clone()).collect();
+        assert_eq!(
+            got_values, want_values,
+            "acks={acks}: consumed records in order"
+        );
+        let offs: Vec<i64> = got.iter().map(|m| m.offset()).collect();
+        assert_eq!(
+            offs,
+            (0..300).collect::<Vec<i64>>(),
+            "acks={acks}: consumed offsets"
+        );
+        assert_eq!(
+            watermarks(&consumer, &topic, 0),
+            (0, 300),
+            "acks={acks}: watermarks"
+        );
+        assert_no_more(&consumer, Duration::from_millis(200));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_offsets_by_timestamp() {
+    let broker = Broker::start();
+    let topic = "times";
+    broker.create_topic(topic, 1).await;
+    let base_ts = now_ms() - 600_000;
+    // Timestamps base, base+10, ..., base+190 at offsets 0..19, sent as
+    // several batches.
+    let producer = broker.producer(&[("linger.ms", "0")]);
+    let records: Vec<Sent> = (0..20)
+        .map(|i| Sent {
+            key: b"k".to_vec(),
+            value: format!("v{i}").into_bytes(),
+            headers: Vec::new(),
+            timestamp: base_ts + 10 * i as i64,
+        })
+        .collect();
+    for chunk in records.chunks(5) {
+        let placed = produce_all(&producer, topic, chunk).await;
+        assert!(placed.iter().all(|&(p, _)| p == 0));
+    }
+    let consumer = broker.consumer(&[]);
+    assert_eq!(watermarks(&consumer, topic, 0), (0, 20));
+
+    let cases: [(i64, Offset); 7] = [
+        (base_ts - 100_000, Offset::Offset(0)),
+        (base_ts, Offset::Offset(0)),
+        (base_ts + 1, Offset::Offset(1)),
+        (base_ts + 55, Offset::Offset(6)),
+        (base_ts + 60, Offset::Offset(6)),
+        (base_ts + 190, Offset::Offset(19)),
+        (base_ts + 191, Offset::End),
+    ];
+    // Collect every mismatch so one run shows the whole picture.
+    let mut wrong = Vec::new();
+    for (ts, want) in cases {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, 0, Offset::Offset(ts))
+            .unwrap();
+        let res = consumer
+            .offsets_for_times(tpl, CLIENT_TIMEOUT)
+            .unwrap_or_else(|e| panic!("offsets_for_times({ts}): {e}"));
+        let e = res.find_partition(topic, 0).expect("partition in result");
+        assert!(
+            e.error().is_ok(),
+            "offsets_for_times({ts}) error: {:?}",
+            e.error()
+        );
+        if e.offset() != want {
+            wrong.push(format!(
+                "timestamp base+{}: want {want:?}, got {:?}",
+                ts - base_ts,
+                e.offset()
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "ListOffsets by timestamp (first offset with timestamp >= t):\n{}",
+        wrong.join("\n")
+    );
+    // A timestamp far in the future: no such record.
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(now_ms() + 86_400_000))
+        .unwrap();
+    let res = consumer
+        .offsets_for_times(tpl, CLIENT_TIMEOUT)
+        .expect("offsets_for_times(future)");
+    let e = res.find_partition(topic, 0).unwrap();
+    assert_eq!(e.offset(), Offset::End, "future timestamp");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seek_reads_from_middle_offset() {
+    let broker = Broker::start();
+    let topic = "seek";
+    broker.create_topic(topic, 1).await;
+    let base_ts = now_ms();
+    let records: Vec<Sent> = (0..200)
+        .map(|i| Sent {
+            key: format!("k{i}").into_bytes(),
+            value: format!("v{i}").into_bytes(),
+            headers: Vec::new(),
+            timestamp: base_ts + i as i64,
+        })
+        .collect();
+    let producer = broker.producer(&[]);
+    produce_all(&producer, topic, &records).await;
+
+    let consumer = broker.assigned_consumer(topic, &[0], Offset::Beginning);
+    let first = consume_n(&consumer, 5, Duration::from_secs(30));
+    assert_eq!(
+        first.iter().map(|m| m.offset()).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4]
+    );
+
+    consumer
+        .seek(topic, 0, Offset::Offset(123), CLIENT_TIMEOUT)
+        .expect("seek");
+    let rest = consume_n(&consumer, 200 - 123, Duration::from_secs(30));
+    let offs: Vec<i64> = rest.iter().map(|m| m.offset()).collect();
+    assert_eq!(offs, (123..200).collect::<Vec<i64>>(), "records after seek");
+    for m in &rest {
+        assert_matches_sent(m, &records[m.offset() as usize]);
+    }
+
+    // Seeking backwards works too.
+    consumer
+        .seek(topic, 0, Offset::Offset(7), CLIENT_TIMEOUT)
+        .expect("seek back");
+    let again = consume_n(&consumer, 3, Duration::from_secs(30));
+    assert_eq!(
+        again.iter().map(|m| m.offset()).collect::<Vec<_>>(),
+        vec![7, 8, 9]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_consumer_wakes_up_on_produce() {
+    let broker = Broker::start();
+    let topic = "longpoll";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("linger.ms", "0")]);
+    let first = vec![Sent {
+        key: b"k".to_vec(),
+        value: b"first".to_vec(),
+        headers: Vec::new(),
+        timestamp: now_ms(),
+    }];
+    produce_all(&producer, topic, &first).await;
+
+    // A long fetch.wait.max.ms: without a wake-up the second record would
+    // only arrive after 20 s.
+    let consumer = broker.consumer(&[("fetch.wait.max.ms", "20000")]);
+    assign(&consumer, topic, &[0], Offset::Beginning);
+    let got = consume_n(&consumer, 1, Duration::from_secs(30));
+    assert_eq!(got[0].payload(), Some(&b"first"[..]));
+    // Let the consumer park a fetch at the log end.
+    assert_no_more(&consumer, Duration::from_millis(1000));
+
+    let second = vec![Sent {
+        key: b"k".to_vec(),
+        value: b"second".to_vec(),
+        headers: Vec::new(),
+        timestamp: now_ms(),
+    }];
+    let t0 = Instant::now();
+    let placed = produce_all(&producer, topic, &second).await;
+    assert_eq!(placed, vec![(0, 1)]);
+    let got = consume_n(&consumer, 1, Duration::from_secs(30));
+    let waited = t0.elapsed();
+    assert_eq!(got[0].payload(), Some(&b"second"[..]));
+    assert_eq!(got[0].offset(), 1);
+    assert!(
+        waited < Duration::from_secs(10),
+        "record produced while a fetch was parked arrived after {waited:?}; the parked fetch was not woken"
+    );
+}

@@ -1,0 +1,296 @@
+//! Durability across restarts: clean SIGTERM shutdown, a torn last batch,
+//! a corrupted last batch after an unclean shutdown, and kill -9 with
+//! per-message flushing.
+
+mod common;
+
+use std::fs::OpenOptions;
+use std::time::Duration;
+
+use common::*;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::Offset;
+
+fn value(i: usize) -> Vec<u8> {
+    format!("record number {i} ").repeat(1 + i % 5).into_bytes()
+}
+
+/// Sends values `range` to partition 0 concurrently; returns their offsets in
+/// send order.
+async fn produce_range(
+    producer: &FutureProducer,
+    topic: &str,
+    range: std::ops::Range<usize>,
+) -> Vec<i64> {
+    let values: Vec<Vec<u8>> = range.clone().map(value).collect();
+    let keys: Vec<String> = range.map(|i| format!("k{i}")).collect();
+    let mut futs = Vec::new();
+    for (k, v) in keys.iter().zip(&values) {
+        let rec = FutureRecord::to(topic).partition(0).key(k).payload(v);
+        futs.push(
+            producer
+                .send_result(rec)
+                .map_err(|(e, _)| e)
+                .expect("enqueue"),
+        );
+    }
+    let mut out = Vec::new();
+    for f in futs {
+        let d = tokio::time::timeout(Duration::from_secs(60), f)
+            .await
+            .expect("delivery within 60 s")
+            .expect("not cancelled")
+            .unwrap_or_else(|(e, _)| panic!("delivery failed: {e}"));
+        assert_eq!(d.partition, 0);
+        out.push(d.offset);
+    }
+    out
+}
+
+/// Waits until metadata lists `topic` with at least `partitions` partitions,
+/// with a clear failure message naming the restart.
+fn wait_topic(broker: &Broker, topic: &str, partitions: usize) {
+    let c = broker.consumer(&[]);
+    let deadline = std::time::Instant::now() + CLIENT_TIMEOUT;
+    loop {
+        let md = c.fetch_metadata(None, CLIENT_TIMEOUT).expect("metadata");
+        let found = md
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .map(|t| t.partitions().len());
+        if found.is_some_and(|n| n >= partitions) {
+            return;
+        }
+        let listed: Vec<&str> = md.topics().iter().map(|t| t.name()).collect();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "after restart, Metadata (all topics) lists {listed:?}: topic {topic:?} with {partitions} partition(s) is missing"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Consumes offsets `range` of partition 0 and checks each value.
+fn check_range(broker: &Broker, topic: &str, range: std::ops::Range<usize>) {
+    let consumer = broker.assigned_consumer(topic, &[0], Offset::Offset(range.start as i64));
+    let got = consume_n(&consumer, range.len(), Duration::from_secs(30));
+    for (m, i) in got.iter().zip(range.clone()) {
+        assert_eq!(m.offset(), i as i64, "offset order");
+        assert_eq!(m.payload(), Some(&value(i)[..]), "value at offset {i}");
+        assert_eq!(
+            m.key(),
+            Some(format!("k{i}").as_bytes()),
+            "key at offset {i}"
+        );
+    }
+    assert_no_more(&consumer, Duration::from_millis(200));
+}
+
+fn high_watermark(broker: &Broker, topic: &str) -> i64 {
+    wait_topic(broker, topic, 1);
+    let c = broker.consumer(&[]);
+    let (lo, hi) = watermarks(&c, topic, 0);
+    assert_eq!(lo, 0, "log start offset");
+    hi
+}
+
+/// Minimal reproducer: a topic created before a clean restart must be served
+/// after it. (The detailed restart tests below depend on this.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_survive_restart() {
+    let mut broker = Broker::start();
+    broker.create_topic("kept", 3).await;
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, "kept", 0..10).await;
+    assert_eq!(offs, (0..10).collect::<Vec<i64>>());
+    drop(producer);
+    broker.stop();
+    assert!(broker
+        .data_dir()
+        .join("__cluster_metadata/kept.topic")
+        .exists());
+    assert!(broker.data_dir().join("kept-2").is_dir());
+
+    broker.restart();
+    wait_topic(&broker, "kept", 3);
+    assert_eq!(high_watermark(&broker, "kept"), 10);
+    check_range(&broker, "kept", 0..10);
+    broker.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_restart_keeps_everything() {
+    let mut broker = Broker::start();
+    let topic = "durable";
+    broker.create_topic(topic, 2).await;
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, 0..1000).await;
+    assert_eq!(offs, (0..1000).collect::<Vec<i64>>());
+    drop(producer);
+
+    broker.stop(); // asserts exit status 0
+    broker.restart();
+    wait_topic(&broker, topic, 2);
+
+    assert_eq!(high_watermark(&broker, topic), 1000);
+    let c = broker.consumer(&[]);
+    assert_eq!(
+        partition_count(&c, topic),
+        Some(2),
+        "topic keeps its 2 partitions"
+    );
+    assert_eq!(
+        watermarks(&c, topic, 1),
+        (0, 0),
+        "untouched partition stays empty"
+    );
+    check_range(&broker, topic, 0..1000);
+
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, 1000..1100).await;
+    assert_eq!(
+        offs,
+        (1000..1100).collect::<Vec<i64>>(),
+        "offsets continue after restart"
+    );
+    check_range(&broker, topic, 0..1100);
+
+    // A second restart cycle in a row is just as clean.
+    broker.restart();
+    assert_eq!(high_watermark(&broker, topic), 1100);
+    broker.stop();
+}
+
+/// Produces `groups` batches of 1..=groups records each (every group is
+/// awaited before the next, so each ends up in its own batch) and returns
+/// the total record count.
+async fn produce_batches(producer: &FutureProducer, topic: &str, groups: usize) -> usize {
+    let mut next = 0;
+    for g in 1..=groups {
+        let offs = produce_range(producer, topic, next..next + g).await;
+        assert_eq!(offs, (next as i64..(next + g) as i64).collect::<Vec<i64>>());
+        next += g;
+    }
+    next
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_last_batch_is_truncated_on_restart() {
+    let mut broker = Broker::start();
+    let topic = "torn";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("acks", "all"), ("linger.ms", "1")]);
+    let total = produce_batches(&producer, topic, 8).await;
+    drop(producer);
+    broker.stop();
+
+    let seg = broker.segment_path(topic, 0);
+    let batches = segment_batches(&seg);
+    let file_len = std::fs::metadata(&seg).unwrap().len() as usize;
+    let &(pos, base, count, len) = batches.last().expect("at least one batch");
+    assert_eq!(
+        pos + len,
+        file_len,
+        "segment ends with a whole batch after a clean stop"
+    );
+    assert_eq!((base + count) as usize, total, "batches cover every record");
+    assert!(
+        batches.len() >= 2,
+        "need several batches, got {}",
+        batches.len()
+    );
+
+    // Tear the last batch: cut its final 5 bytes.
+    OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len((file_len - 5) as u64)
+        .unwrap();
+
+    broker.restart();
+    assert_eq!(
+        high_watermark(&broker, topic),
+        base,
+        "log recovered to the last whole batch"
+    );
+    check_range(&broker, topic, 0..base as usize);
+    assert_eq!(
+        std::fs::metadata(&seg).unwrap().len() as usize,
+        pos,
+        "the torn bytes are gone from the segment"
+    );
+
+    // Producing continues at the recovered end; the lost records are
+    // produced again with their original values.
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, base as usize..total).await;
+    assert_eq!(offs, (base..total as i64).collect::<Vec<i64>>());
+    check_range(&broker, topic, 0..total);
+    broker.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupt_last_batch_is_dropped_after_unclean_shutdown() {
+    let mut broker = Broker::start();
+    let topic = "crc";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("acks", "all"), ("linger.ms", "1")]);
+    let total = produce_batches(&producer, topic, 6).await;
+    drop(producer);
+    broker.stop();
+
+    let seg = broker.segment_path(topic, 0);
+    let batches = segment_batches(&seg);
+    let &(pos, base, _, len) = batches.last().unwrap();
+    // Flip one byte in the last record's value: the CRC32C no longer
+    // matches. Remove the clean-shutdown marker so recovery validates CRCs.
+    let mut data = std::fs::read(&seg).unwrap();
+    data[pos + len - 3] ^= 0xff;
+    std::fs::write(&seg, &data).unwrap();
+    let marker = seg.parent().unwrap().join(".clean_shutdown");
+    if marker.exists() {
+        std::fs::remove_file(&marker).unwrap();
+    }
+
+    broker.restart();
+    assert_eq!(
+        high_watermark(&broker, topic),
+        base,
+        "recovery stops before the corrupt batch"
+    );
+    check_range(&broker, topic, 0..base as usize);
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, base as usize..total).await;
+    assert_eq!(offs, (base..total as i64).collect::<Vec<i64>>());
+    check_range(&broker, topic, 0..total);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill9_keeps_acknowledged_records() {
+    let mut broker = Broker::start_with(&["log.flush.interval.messages=1"]);
+    let topic = "kill9";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, 0..500).await;
+    assert_eq!(offs, (0..500).collect::<Vec<i64>>());
+    drop(producer);
+
+    broker.kill9();
+    broker.restart();
+
+    assert_eq!(
+        high_watermark(&broker, topic),
+        500,
+        "every acknowledged record survives kill -9"
+    );
+    check_range(&broker, topic, 0..500);
+    let producer = broker.producer(&[("acks", "all")]);
+    let offs = produce_range(&producer, topic, 500..600).await;
+    assert_eq!(offs, (500..600).collect::<Vec<i64>>());
+    check_range(&broker, topic, 0..600);
+    broker.stop();
+}
