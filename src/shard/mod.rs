@@ -33,6 +33,9 @@ pub type Task = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 /// Topic name + partition index.
 pub type TopicPartition = (Arc<str>, i32);
 
+/// Partitions of one shard: topic → partition index → partition.
+type PartitionMap = HashMap<Arc<str>, HashMap<i32, Rc<Partition>>>;
+
 /// The state of one shard. Reached from tasks with [`current`].
 pub struct Shard {
     /// This shard's index (its place in the channel mesh), 0..shards.
@@ -45,7 +48,7 @@ pub struct Shard {
     metadata: RefCell<Arc<MetadataImage>>,
     /// Partitions this shard owns.
     /// Keyed by topic, then partition index, so lookups by `&str` allocate nothing.
-    partitions: RefCell<HashMap<Arc<str>, HashMap<i32, Rc<Partition>>>>,
+    partitions: RefCell<PartitionMap>,
     /// The controller role (shard 0 only).
     pub controller: Option<RefCell<Controller>>,
     senders: Senders<Task>,
