@@ -216,6 +216,7 @@ async fn shard_main(
     if let Err(e) = shard.apply_metadata(image) {
         log::error!("shard {}: recovery failed: {e}", shard.id);
     }
+    crate::group::GroupCoordinator::start(&shard);
     let listener = match TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) => {

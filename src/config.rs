@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::group::GroupConfig;
 use crate::storage::{LogConfig, TimestampType};
 
 /// A configuration error found at start. The message names the key, the value
@@ -101,6 +102,8 @@ pub struct Config {
     pub delete_topic_enable: bool,
     /// `cluster.id` override; otherwise read from or written to `meta.properties`.
     pub cluster_id: Option<String>,
+    /// Group coordinator settings (`group.*`, `offsets.*`).
+    pub group: GroupConfig,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -130,6 +133,7 @@ impl Default for Config {
             log_message_timestamp_type: TimestampType::CreateTime,
             delete_topic_enable: true,
             cluster_id: None,
+            group: GroupConfig::default(),
             unknown_keys: Vec::new(),
         }
     }
@@ -296,6 +300,37 @@ impl Config {
             }
             "cluster.id" => self.cluster_id = Some(value.to_string()),
             "fjord.shards" => self.shards = Some(parse_int(key, value, 1usize, 1024)?),
+            "group.min.session.timeout.ms" => {
+                self.group.min_session_timeout_ms = parse_int(key, value, 0, i32::MAX)?
+            }
+            "group.max.session.timeout.ms" => {
+                self.group.max_session_timeout_ms = parse_int(key, value, 0, i32::MAX)?
+            }
+            "group.initial.rebalance.delay.ms" => {
+                self.group.initial_rebalance_delay_ms = parse_int(key, value, 0, i32::MAX)?
+            }
+            "group.max.size" => {
+                self.group.max_size = parse_int(key, value, 1usize, i32::MAX as usize)?
+            }
+            "offsets.topic.num.partitions" => {
+                self.group.offsets_topic_partitions = parse_int(key, value, 1, 100_000)?
+            }
+            "offsets.topic.segment.bytes" => {
+                self.group.offsets_topic_segment_bytes =
+                    parse_int(key, value, 14u64, i32::MAX as u64)?
+            }
+            "offsets.retention.minutes" => {
+                self.group.offsets_retention_ms =
+                    parse_int(key, value, 1i64, i64::MAX / 60_000)? * 60_000
+            }
+            "offsets.retention.check.interval.ms" => {
+                self.group.offsets_retention_check_interval_ms =
+                    parse_int(key, value, 1u64, I64MAX)?
+            }
+            "offset.metadata.max.bytes" => {
+                self.group.offset_metadata_max_bytes =
+                    parse_int(key, value, 0usize, i32::MAX as usize)?
+            }
             _ => self.unknown_keys.push(key.to_string()),
         }
         Ok(())

@@ -9,6 +9,7 @@
 //! - [`handlers`] — dispatch and one file per Kafka API.
 //! - [`shard`] — shard-local state, partition ownership, cross-shard calls.
 //! - [`storage`] — the partition log in Kafka's segment format.
+//! - [`group`] — the consumer-group coordinator and committed offsets.
 //! - [`cluster`] — metadata images, topic registry, the controller role.
 //! - [`config`] — Kafka-named configuration.
 //! - [`error`] — errors per layer and their Kafka error codes.
@@ -18,6 +19,7 @@ pub mod boot;
 pub mod cluster;
 pub mod config;
 pub mod error;
+pub mod group;
 pub mod handlers;
 pub mod net;
 pub mod protocol;

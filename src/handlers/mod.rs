@@ -5,12 +5,23 @@
 mod api_versions;
 mod create_partitions;
 mod create_topics;
+mod delete_groups;
 mod delete_topics;
 mod describe_cluster;
+mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+mod heartbeat;
+mod join_group;
+mod leave_group;
+mod list_groups;
 mod list_offsets;
 mod metadata;
+mod offset_commit;
+mod offset_delete;
+mod offset_fetch;
 pub mod produce;
+mod sync_group;
 mod unsupported;
 
 use std::rc::Rc;
@@ -72,6 +83,17 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::Produce => produce::handle(shard, &frame).await,
         ApiKey::Fetch => fetch::handle(shard, &frame).await,
         ApiKey::ListOffsets => list_offsets::handle(shard, &frame).await,
+        ApiKey::FindCoordinator => find_coordinator::handle(shard, &frame).await,
+        ApiKey::JoinGroup => join_group::handle(shard, &frame).await,
+        ApiKey::SyncGroup => sync_group::handle(shard, &frame).await,
+        ApiKey::Heartbeat => heartbeat::handle(shard, &frame).await,
+        ApiKey::LeaveGroup => leave_group::handle(shard, &frame).await,
+        ApiKey::OffsetCommit => offset_commit::handle(shard, &frame).await,
+        ApiKey::OffsetFetch => offset_fetch::handle(shard, &frame).await,
+        ApiKey::ListGroups => list_groups::handle(shard, &frame).await,
+        ApiKey::DescribeGroups => describe_groups::handle(shard, &frame).await,
+        ApiKey::DeleteGroups => delete_groups::handle(shard, &frame).await,
+        ApiKey::OffsetDelete => offset_delete::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {
@@ -111,3 +133,37 @@ where
 
 /// Decode errors close the connection; this alias keeps handler signatures short.
 pub type HandlerResult = Result<Outcome, ProtocolError>;
+
+/// The shard coordinating `group_id`: the owner of its `__consumer_offsets`
+/// partition. Errors with COORDINATOR_NOT_AVAILABLE while that topic does not
+/// exist yet (FindCoordinator creates it).
+pub fn group_owner(shard: &Shard, group_id: &str) -> Result<usize, i16> {
+    let n = shard.config.group.offsets_topic_partitions;
+    if shard
+        .metadata()
+        .topic(crate::group::OFFSETS_TOPIC)
+        .is_none()
+    {
+        return Err(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+    }
+    let p = crate::group::records::partition_for_group(group_id, n);
+    Ok(shard.owner(crate::group::OFFSETS_TOPIC, p))
+}
+
+/// The client id of a request, or "".
+pub fn client_id(frame: &RequestFrame) -> String {
+    frame
+        .header
+        .client_id
+        .as_ref()
+        .map(|c| c.to_string())
+        .unwrap_or_default()
+}
+
+/// The client host as Kafka shows it (`/ip`).
+pub fn client_host(frame: &RequestFrame) -> String {
+    frame
+        .peer
+        .map(|p| format!("/{}", p.ip()))
+        .unwrap_or_default()
+}

@@ -48,7 +48,10 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             buf.advance(4);
             let frame = buf.split_to(size).freeze();
             let request = match RequestFrame::parse(frame) {
-                Ok(r) => r,
+                Ok(mut r) => {
+                    r.peer = Some(peer);
+                    r
+                }
                 Err(e) => {
                     log::warn!("closing connection from {peer}: {e}");
                     return;

@@ -39,6 +39,9 @@ pub struct RequestFrame {
     pub header: RequestHeader,
     /// The request body, starting right after the header.
     pub body: Bytes,
+    /// The client's address (set by the connection; shown as a member's
+    /// client host by the group coordinator).
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl RequestPrefix {
@@ -73,6 +76,7 @@ impl RequestFrame {
             api_key,
             header,
             body: buf,
+            peer: None,
         })
     }
 

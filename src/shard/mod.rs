@@ -22,6 +22,7 @@ use crate::cluster::metadata::{owner_shard, MetadataImage};
 use crate::cluster::topic_config;
 use crate::config::Config;
 use crate::error::ShardError;
+use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::storage::{PartitionLog, StorageError};
 use partition::Partition;
 
@@ -49,6 +50,9 @@ pub struct Shard {
     /// Partitions this shard owns.
     /// Keyed by topic, then partition index, so lookups by `&str` allocate nothing.
     partitions: RefCell<PartitionMap>,
+    /// Consumer groups coordinated here (those whose `__consumer_offsets`
+    /// partition this shard owns).
+    pub groups: GroupCoordinator,
     /// The controller role (shard 0 only).
     pub controller: Option<RefCell<Controller>>,
     senders: Senders<Task>,
@@ -91,6 +95,7 @@ impl Shard {
                 ..(*image).clone()
             })),
             partitions: RefCell::new(HashMap::new()),
+            groups: GroupCoordinator::default(),
             controller,
             senders,
         });
@@ -147,7 +152,11 @@ impl Shard {
 
     /// A partition owned by this shard.
     pub fn partition(&self, topic: &str, partition: i32) -> Option<Rc<Partition>> {
-        self.partitions.borrow().get(topic).and_then(|m| m.get(&partition)).cloned()
+        self.partitions
+            .borrow()
+            .get(topic)
+            .and_then(|m| m.get(&partition))
+            .cloned()
     }
 
     fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
@@ -202,6 +211,9 @@ impl Shard {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
+                        if &*topic.name == OFFSETS_TOPIC {
+                            self.groups.load(&part);
+                        }
                         self.partitions
                             .borrow_mut()
                             .entry(topic.name.clone())

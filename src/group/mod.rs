@@ -1,0 +1,282 @@
+//! The group coordinator (classic protocol) and committed offsets.
+//!
+//! A group lives on the shard that owns its `__consumer_offsets` partition
+//! (`records::partition_for_group`, Kafka's formula); handlers on any shard
+//! forward group requests there with `Shard::invoke_on`. Membership, the
+//! rebalance state machine and session/rebalance deadlines (glommio timers,
+//! no polling) are in [`coordinator`]; committed offsets and group metadata are
+//! written to `__consumer_offsets` in Kafka's record schemas ([`records`]) and
+//! replayed when the shard opens its partitions.
+
+pub mod coordinator;
+pub mod records;
+pub mod state;
+
+use bytes::Bytes;
+
+pub use coordinator::GroupCoordinator;
+
+/// The internal topic holding committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Group coordinator settings, with Kafka's names and defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupConfig {
+    /// `group.min.session.timeout.ms` (default 6000).
+    pub min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms` (default 1800000).
+    pub max_session_timeout_ms: i32,
+    /// `group.initial.rebalance.delay.ms` (default 3000).
+    pub initial_rebalance_delay_ms: i32,
+    /// `group.max.size` (default unbounded).
+    pub max_size: usize,
+    /// `offsets.topic.num.partitions` (default 50).
+    pub offsets_topic_partitions: i32,
+    /// `offsets.topic.segment.bytes` (default 104857600).
+    pub offsets_topic_segment_bytes: u64,
+    /// `offsets.retention.minutes` in ms (default 7 days).
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms` (default 600000).
+    pub offsets_retention_check_interval_ms: u64,
+    /// `offset.metadata.max.bytes` (default 4096).
+    pub offset_metadata_max_bytes: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            min_session_timeout_ms: 6_000,
+            max_session_timeout_ms: 1_800_000,
+            initial_rebalance_delay_ms: 3_000,
+            max_size: usize::MAX,
+            offsets_topic_partitions: 50,
+            offsets_topic_segment_bytes: 100 * 1024 * 1024,
+            offsets_retention_ms: 7 * 24 * 3_600_000,
+            offsets_retention_check_interval_ms: 600_000,
+            offset_metadata_max_bytes: 4096,
+        }
+    }
+}
+
+/// A JoinGroup request, as the coordinator needs it.
+#[derive(Debug, Clone)]
+pub struct JoinArgs {
+    /// Group id.
+    pub group_id: String,
+    /// Member id; empty on the first join.
+    pub member_id: String,
+    /// Static membership id (v5+, KIP-345).
+    pub group_instance_id: Option<String>,
+    /// Client id from the request header.
+    pub client_id: String,
+    /// Client address (`/ip`).
+    pub client_host: String,
+    /// Session timeout (ms).
+    pub session_timeout_ms: i32,
+    /// Rebalance timeout (ms); v0 uses the session timeout.
+    pub rebalance_timeout_ms: i32,
+    /// Protocol type (`consumer`).
+    pub protocol_type: String,
+    /// (assignor name, metadata), in the member's preference order.
+    pub protocols: Vec<(String, Bytes)>,
+    /// v4+: an unknown member gets MEMBER_ID_REQUIRED first (KIP-394).
+    pub require_known_member_id: bool,
+}
+
+/// The coordinator's answer to a JoinGroup.
+#[derive(Debug, Clone, Default)]
+pub struct JoinResult {
+    /// Kafka error code.
+    pub error_code: i16,
+    /// Generation joined.
+    pub generation_id: i32,
+    /// Protocol type.
+    pub protocol_type: Option<String>,
+    /// Selected protocol.
+    pub protocol_name: Option<String>,
+    /// Leader member id.
+    pub leader: String,
+    /// This member's id.
+    pub member_id: String,
+    /// (member id, instance id, metadata) — only for the leader.
+    pub members: Vec<(String, Option<String>, Bytes)>,
+    /// v9+: the leader may skip computing an assignment (static rejoin).
+    pub skip_assignment: bool,
+}
+
+impl JoinResult {
+    /// An error answer.
+    pub fn error(code: i16, member_id: &str) -> JoinResult {
+        JoinResult {
+            error_code: code,
+            generation_id: -1,
+            member_id: member_id.to_string(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A SyncGroup request.
+#[derive(Debug, Clone)]
+pub struct SyncArgs {
+    /// Group id.
+    pub group_id: String,
+    /// Generation the member joined.
+    pub generation_id: i32,
+    /// Member id.
+    pub member_id: String,
+    /// Static membership id.
+    pub group_instance_id: Option<String>,
+    /// v5+: protocol type the member expects.
+    pub protocol_type: Option<String>,
+    /// v5+: protocol the member expects.
+    pub protocol_name: Option<String>,
+    /// The leader's assignments (member id, assignment); empty for followers.
+    pub assignments: Vec<(String, Bytes)>,
+}
+
+/// The coordinator's answer to a SyncGroup.
+#[derive(Debug, Clone, Default)]
+pub struct SyncResult {
+    /// Kafka error code.
+    pub error_code: i16,
+    /// Protocol type.
+    pub protocol_type: Option<String>,
+    /// Protocol name.
+    pub protocol_name: Option<String>,
+    /// This member's assignment.
+    pub assignment: Bytes,
+}
+
+/// A member to remove with LeaveGroup.
+#[derive(Debug, Clone)]
+pub struct LeavingMember {
+    /// Member id (may be empty for static members named by instance id).
+    pub member_id: String,
+    /// Static membership id.
+    pub group_instance_id: Option<String>,
+}
+
+/// One partition of an OffsetCommit.
+#[derive(Debug, Clone)]
+pub struct CommitPartition {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset to commit.
+    pub offset: i64,
+    /// Leader epoch (-1 unknown).
+    pub leader_epoch: i32,
+    /// Client metadata.
+    pub metadata: Option<String>,
+    /// Error found before routing (unknown topic), or 0.
+    pub error_code: i16,
+}
+
+/// One committed offset as OffsetFetch returns it.
+#[derive(Debug, Clone)]
+pub struct FetchedOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Committed offset, -1 when none.
+    pub offset: i64,
+    /// Leader epoch, -1 when unknown.
+    pub leader_epoch: i32,
+    /// Metadata.
+    pub metadata: String,
+}
+
+/// A group as DescribeGroups shows it.
+#[derive(Debug, Clone, Default)]
+pub struct GroupDescription {
+    /// Kafka error code.
+    pub error_code: i16,
+    /// Group id.
+    pub group_id: String,
+    /// State name ("Dead" for unknown groups).
+    pub state: String,
+    /// Protocol type.
+    pub protocol_type: String,
+    /// Protocol (assignor) name.
+    pub protocol: String,
+    /// (member id, instance id, client id, client host, metadata, assignment).
+    pub members: Vec<DescribedMember>,
+}
+
+/// A member as DescribeGroups shows it.
+#[derive(Debug, Clone, Default)]
+pub struct DescribedMember {
+    /// Member id.
+    pub member_id: String,
+    /// Static membership id.
+    pub group_instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Metadata for the selected protocol.
+    pub metadata: Bytes,
+    /// Current assignment.
+    pub assignment: Bytes,
+}
+
+/// A group as ListGroups shows it.
+#[derive(Debug, Clone)]
+pub struct ListedGroup {
+    /// Group id.
+    pub group_id: String,
+    /// Protocol type ("" for groups that only commit offsets).
+    pub protocol_type: String,
+    /// State name.
+    pub state: String,
+}
+
+/// Topics a member subscribed to, read from its `consumer` protocol metadata
+/// (ConsumerProtocolSubscription: version i16, topics as an array of strings).
+/// Empty when the metadata is not of that shape.
+pub fn subscribed_topics(metadata: &[u8]) -> Vec<String> {
+    let mut out = Vec::new();
+    if metadata.len() < 6 {
+        return out;
+    }
+    let n = i32::from_be_bytes([metadata[2], metadata[3], metadata[4], metadata[5]]);
+    let mut pos = 6usize;
+    for _ in 0..n.max(0) {
+        let Some(len) = metadata
+            .get(pos..pos + 2)
+            .map(|b| i16::from_be_bytes([b[0], b[1]]))
+        else {
+            break;
+        };
+        pos += 2;
+        let Some(s) = metadata.get(pos..pos + len.max(0) as usize) else {
+            break;
+        };
+        out.push(String::from_utf8_lossy(s).into_owned());
+        pos += len.max(0) as usize;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscription_topics_parse() {
+        let mut m = vec![0u8, 1, 0, 0, 0, 2];
+        for t in ["a", "bc"] {
+            m.extend((t.len() as i16).to_be_bytes());
+            m.extend(t.as_bytes());
+        }
+        m.extend([0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(
+            subscribed_topics(&m),
+            vec!["a".to_string(), "bc".to_string()]
+        );
+        assert!(subscribed_topics(&[0, 1, 0, 0, 0, 9, 0]).is_empty());
+    }
+}

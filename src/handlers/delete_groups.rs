@@ -1,0 +1,35 @@
+//! DeleteGroups (key 42), v0–v2: deletes Empty groups and their committed
+//! offsets (tombstones in `__consumer_offsets`); NON_EMPTY_GROUP for groups
+//! with members, GROUP_ID_NOT_FOUND for unknown ones.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+
+use super::{group_owner, respond, HandlerResult};
+use crate::error::KafkaCode;
+use crate::group::coordinator;
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers DeleteGroups.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: DeleteGroupsRequest = frame.decode()?;
+    let mut resp = DeleteGroupsResponse::default();
+    for gid in &req.groups_names {
+        let group = gid.0.to_string();
+        let code = match group_owner(shard, &group) {
+            Err(code) => code,
+            Ok(owner) => shard
+                .invoke_on(owner, move |s| coordinator::delete_group(s, group))
+                .await
+                .unwrap_or_else(|e| e.code()),
+        };
+        let mut r = DeletableGroupResult::default();
+        r.group_id = gid.clone();
+        r.error_code = code;
+        resp.results.push(r);
+    }
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,64 @@
+//! DescribeGroups (key 15), v0–v5: state, protocol, and each member with its
+//! metadata and assignment. An unknown group is described as "Dead" with no
+//! error, as Kafka does before v6.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{group_owner, respond, HandlerResult};
+use crate::error::KafkaCode;
+use crate::group::{coordinator, GroupDescription};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers DescribeGroups.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: DescribeGroupsRequest = frame.decode()?;
+    let mut resp = DescribeGroupsResponse::default();
+    for gid in &req.groups {
+        let group = gid.0.to_string();
+        let d = match group_owner(shard, &group) {
+            Err(code) => GroupDescription {
+                error_code: code,
+                group_id: group.clone(),
+                ..Default::default()
+            },
+            Ok(owner) => {
+                let g = group.clone();
+                shard
+                    .invoke_on(owner, move |s| async move { coordinator::describe(&s, &g) })
+                    .await
+                    .unwrap_or_else(|e| GroupDescription {
+                        error_code: e.code(),
+                        group_id: group.clone(),
+                        ..Default::default()
+                    })
+            }
+        };
+        let mut w = DescribedGroup::default();
+        w.error_code = d.error_code;
+        w.group_id = gid.clone();
+        w.group_state = StrBytes::from_string(d.state);
+        w.protocol_type = StrBytes::from_string(d.protocol_type);
+        w.protocol_data = StrBytes::from_string(d.protocol);
+        w.members = d
+            .members
+            .into_iter()
+            .map(|m| {
+                let mut wm = DescribedGroupMember::default();
+                wm.member_id = StrBytes::from_string(m.member_id);
+                wm.group_instance_id = m.group_instance_id.map(StrBytes::from_string);
+                wm.client_id = StrBytes::from_string(m.client_id);
+                wm.client_host = StrBytes::from_string(m.client_host);
+                wm.member_metadata = m.metadata;
+                wm.member_assignment = m.assignment;
+                wm
+            })
+            .collect();
+        resp.groups.push(w);
+    }
+    Ok(respond(frame, &resp))
+}

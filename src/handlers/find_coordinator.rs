@@ -1,0 +1,110 @@
+//! FindCoordinator (key 10), v0–v4 (v4: batched `coordinator_keys`, KIP-699).
+//! Every group's coordinator is this broker; the connection's shard forwards
+//! group requests to the owning shard itself. The first group lookup creates
+//! `__consumer_offsets` (`offsets.topic.num.partitions`, compacted), as Kafka
+//! does. Transaction coordinators (key type 1) are not served yet:
+//! COORDINATOR_NOT_AVAILABLE.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as E;
+
+use super::{respond, with_controller, HandlerResult};
+use crate::error::MetadataError;
+use crate::group::OFFSETS_TOPIC;
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Creates `__consumer_offsets` when missing. Errors with the Kafka code.
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+    if shard.metadata().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    let g = shard.config.group.clone();
+    let mut configs = BTreeMap::new();
+    configs.insert("cleanup.policy".to_string(), "compact".to_string());
+    configs.insert(
+        "segment.bytes".to_string(),
+        g.offsets_topic_segment_bytes.to_string(),
+    );
+    let r = with_controller(shard, move |c| {
+        match c.create_topic(OFFSETS_TOPIC, g.offsets_topic_partitions, configs, false) {
+            Ok(_) | Err(MetadataError::TopicAlreadyExists(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    })
+    .await;
+    match r {
+        Ok(Ok(())) => {
+            log::info!(
+                "created {OFFSETS_TOPIC} with {} partitions",
+                shard.config.group.offsets_topic_partitions
+            );
+            Ok(())
+        }
+        Ok(Err(e)) => {
+            log::error!("cannot create {OFFSETS_TOPIC}: {e}");
+            Err(E::CoordinatorNotAvailable.code())
+        }
+        Err(_) => Err(E::CoordinatorNotAvailable.code()),
+    }
+}
+
+/// Answers FindCoordinator.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: FindCoordinatorRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let image = shard.metadata();
+    let (host, port) = image
+        .brokers
+        .first()
+        .map(|b| (b.host.clone(), b.port))
+        .unwrap_or_default();
+    let node = image.controller_id;
+    let code = if req.key_type == 0 {
+        ensure_offsets_topic(shard).await.err().unwrap_or(0)
+    } else {
+        E::CoordinatorNotAvailable.code()
+    };
+    let mut resp = FindCoordinatorResponse::default();
+    if version >= 4 {
+        resp.coordinators = req
+            .coordinator_keys
+            .iter()
+            .map(|k| {
+                let mut c = Coordinator::default();
+                c.key = k.clone();
+                c.error_code = code;
+                if code == 0 {
+                    c.node_id = BrokerId(node);
+                    c.host = StrBytes::from_string(host.clone());
+                    c.port = port;
+                } else {
+                    c.node_id = BrokerId(-1);
+                    c.port = -1;
+                }
+                c
+            })
+            .collect();
+    } else {
+        resp.error_code = code;
+        if code == 0 {
+            resp.node_id = BrokerId(node);
+            resp.host = StrBytes::from_string(host);
+            resp.port = port;
+        } else {
+            resp.node_id = BrokerId(-1);
+            resp.port = -1;
+            if version >= 1 {
+                resp.error_message = Some(StrBytes::from_static_str(
+                    "The coordinator is not available.",
+                ));
+            }
+        }
+    }
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,51 @@
+//! ListGroups (key 16), v0–v5: every group on every shard; v4 filters by state
+//! (KIP-518), v5 by type (every group here is "classic").
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::list_groups_response::ListedGroup as WireGroup;
+use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{respond, HandlerResult};
+use crate::group::coordinator;
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers ListGroups.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: ListGroupsRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let states: Vec<String> = req.states_filter.iter().map(|s| s.to_string()).collect();
+    let types: Vec<String> = req.types_filter.iter().map(|s| s.to_string()).collect();
+    let mut resp = ListGroupsResponse::default();
+    for target in 0..shard.shards {
+        let (st, ty) = (states.clone(), types.clone());
+        match shard
+            .invoke_on(
+                target,
+                move |s| async move { coordinator::list(&s, &st, &ty) },
+            )
+            .await
+        {
+            Ok(groups) => {
+                for g in groups {
+                    let mut w = WireGroup::default();
+                    w.group_id = GroupId(StrBytes::from_string(g.group_id));
+                    w.protocol_type = StrBytes::from_string(g.protocol_type);
+                    if version >= 4 {
+                        w.group_state = StrBytes::from_string(g.state);
+                    }
+                    if version >= 5 {
+                        w.group_type = StrBytes::from_static_str("classic");
+                    }
+                    resp.groups.push(w);
+                }
+            }
+            Err(e) => {
+                resp.error_code = crate::error::KafkaCode::code(&e);
+            }
+        }
+    }
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,83 @@
+//! OffsetCommit (key 8), v2–v9 (the protocol crate starts at v2). Offsets are
+//! written to `__consumer_offsets` (Kafka's OffsetCommitValue v3, with leader
+//! epoch and metadata) before the response; a commit with generation -1 and
+//! no member id is a "simple" commit, allowed for groups without members.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+
+use super::{group_owner, respond, HandlerResult};
+use crate::error::{codes, KafkaCode};
+use crate::group::{coordinator, CommitPartition};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers OffsetCommit.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: OffsetCommitRequest = frame.decode()?;
+    let image = shard.metadata();
+    let group = req.group_id.0.to_string();
+    let mut parts = Vec::new();
+    for t in &req.topics {
+        let name = t.name.0.to_string();
+        let meta = image.topic(&name);
+        for p in &t.partitions {
+            let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
+            parts.push(CommitPartition {
+                topic: name.clone(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                error_code: if known {
+                    0
+                } else {
+                    codes::UNKNOWN_TOPIC_OR_PARTITION
+                },
+            });
+        }
+    }
+    let n = parts.len();
+    let codes_out: Vec<i16> = match group_owner(shard, &group) {
+        Err(code) => vec![code; n],
+        Ok(owner) => {
+            let (generation, member, instance) = (
+                req.generation_id_or_member_epoch,
+                req.member_id.to_string(),
+                req.group_instance_id.as_ref().map(|s| s.to_string()),
+            );
+            shard
+                .invoke_on(owner, move |s| {
+                    coordinator::commit(s, group, generation, member, instance, parts)
+                })
+                .await
+                .unwrap_or_else(|e| vec![e.code(); n])
+        }
+    };
+    let mut it = codes_out.into_iter();
+    let mut resp = OffsetCommitResponse::default();
+    resp.topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut rt = OffsetCommitResponseTopic::default();
+            rt.name = t.name.clone();
+            rt.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut rp = OffsetCommitResponsePartition::default();
+                    rp.partition_index = p.partition_index;
+                    rp.error_code = it.next().unwrap_or(0);
+                    rp
+                })
+                .collect();
+            rt
+        })
+        .collect();
+    Ok(respond(frame, &resp))
+}
