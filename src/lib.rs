@@ -1,6 +1,7 @@
 //! Fjord: a Kafka-wire-compatible message broker, thread-per-core on io_uring.
 //!
 //! Crate map (see docs/ARCHITECTURE.md for the request flows):
+//! - [`admin`] — operator commands (`fjord groups …`) over the Kafka protocol.
 //! - [`boot`] — config → data dir → executors (one pinned glommio executor per
 //!   core, a *shard*) → channel mesh → recovery → listeners → signals.
 //! - [`net`] — per-shard accept, framing, in-order responses, sendfile.
@@ -14,6 +15,7 @@
 //! - [`config`] — Kafka-named configuration.
 //! - [`error`] — errors per layer and their Kafka error codes.
 
+pub mod admin;
 pub mod alloc;
 pub mod boot;
 pub mod cluster;

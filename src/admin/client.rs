@@ -1,0 +1,180 @@
+//! A small blocking Kafka protocol client for the operator commands
+//! (`fjord groups …`). It speaks to any Kafka-compatible broker: it negotiates
+//! versions with ApiVersions, finds group coordinators with FindCoordinator and
+//! partition leaders with Metadata, and connects to them as needed.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+/// Errors of the operator client.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Could not connect or talk to a broker.
+    #[error("{addr}: {source}")]
+    Io {
+        /// Broker address.
+        addr: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A request or response could not be encoded/decoded.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The broker does not support an API this command needs.
+    #[error("the broker does not support {0:?}")]
+    Unsupported(ApiKey),
+    /// The broker answered with a Kafka error code.
+    #[error("{what}: {error}")]
+    Kafka {
+        /// What failed.
+        what: String,
+        /// The Kafka error.
+        error: kafka_protocol::ResponseError,
+    },
+}
+
+impl ClientError {
+    /// Wraps a non-zero Kafka error code.
+    pub fn kafka(what: impl Into<String>, code: i16) -> ClientError {
+        ClientError::Kafka {
+            what: what.into(),
+            error: kafka_protocol::ResponseError::try_from_code(code)
+                .unwrap_or(kafka_protocol::ResponseError::Unknown(code)),
+        }
+    }
+}
+
+/// One connection to one broker, with the versions it supports.
+pub struct Connection {
+    addr: String,
+    stream: TcpStream,
+    correlation: i32,
+    versions: HashMap<i16, (i16, i16)>,
+}
+
+impl Connection {
+    /// Connects to `addr` (host:port) and negotiates API versions.
+    pub fn connect(addr: &str) -> Result<Connection, ClientError> {
+        let io = |source| ClientError::Io {
+            addr: addr.to_string(),
+            source,
+        };
+        let stream = TcpStream::connect(addr).map_err(io)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(io)?;
+        let _ = stream.set_nodelay(true);
+        let mut c = Connection {
+            addr: addr.to_string(),
+            stream,
+            correlation: 0,
+            versions: HashMap::new(),
+        };
+        let mut req = ApiVersionsRequest::default();
+        req.client_software_name = StrBytes::from_static_str("fjord-cli");
+        req.client_software_version = StrBytes::from_static_str(env!("CARGO_PKG_VERSION"));
+        let resp: ApiVersionsResponse = c.send(ApiKey::ApiVersions, 3, &req)?;
+        if resp.error_code != 0 {
+            return Err(ClientError::kafka("ApiVersions", resp.error_code));
+        }
+        c.versions = resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, (k.min_version, k.max_version)))
+            .collect();
+        Ok(c)
+    }
+
+    /// The address this connection goes to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The highest version of `key` both sides support, up to `ours`.
+    pub fn version(&self, key: ApiKey, ours: i16) -> Result<i16, ClientError> {
+        let (lo, hi) = self
+            .versions
+            .get(&(key as i16))
+            .copied()
+            .ok_or(ClientError::Unsupported(key))?;
+        let v = hi.min(ours);
+        if v < lo {
+            return Err(ClientError::Unsupported(key));
+        }
+        Ok(v)
+    }
+
+    /// Sends one request at `version` and decodes its response.
+    pub fn send<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+    ) -> Result<Resp, ClientError> {
+        let proto =
+            |e: &dyn std::fmt::Display| ClientError::Protocol(format!("{key:?} v{version}: {e}"));
+        self.correlation += 1;
+        let mut header = RequestHeader::default();
+        header.request_api_key = key as i16;
+        header.request_api_version = version;
+        header.correlation_id = self.correlation;
+        header.client_id = Some(StrBytes::from_static_str("fjord-cli"));
+        let mut body = BytesMut::new();
+        body.put_i32(0);
+        header
+            .encode(&mut body, key.request_header_version(version))
+            .map_err(|e| proto(&e))?;
+        req.encode(&mut body, version).map_err(|e| proto(&e))?;
+        let len = (body.len() - 4) as i32;
+        body[0..4].copy_from_slice(&len.to_be_bytes());
+        let io = |source| ClientError::Io {
+            addr: self.addr.clone(),
+            source,
+        };
+        self.stream.write_all(&body).map_err(io)?;
+        let mut size = [0u8; 4];
+        self.stream
+            .read_exact(&mut size)
+            .map_err(|source| ClientError::Io {
+                addr: self.addr.clone(),
+                source,
+            })?;
+        let size = i32::from_be_bytes(size);
+        if !(4..=(256 << 20)).contains(&size) {
+            return Err(ClientError::Protocol(format!(
+                "{key:?}: response size {size}"
+            )));
+        }
+        let mut buf = vec![0u8; size as usize];
+        self.stream
+            .read_exact(&mut buf)
+            .map_err(|source| ClientError::Io {
+                addr: self.addr.clone(),
+                source,
+            })?;
+        let mut buf = Bytes::from(buf);
+        let hv = if key == ApiKey::ApiVersions {
+            0
+        } else {
+            key.response_header_version(version)
+        };
+        let h = ResponseHeader::decode(&mut buf, hv).map_err(|e| proto(&e))?;
+        if h.correlation_id != self.correlation {
+            return Err(ClientError::Protocol(format!(
+                "{key:?}: correlation id {} != {}",
+                h.correlation_id, self.correlation
+            )));
+        }
+        let resp = Resp::decode(&mut buf, version).map_err(|e| proto(&e))?;
+        let _ = buf.remaining();
+        Ok(resp)
+    }
+}
