@@ -12,6 +12,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::client::{ClientError, Connection};
 
+/// The outcome for one group of a multi-group operation.
+pub type GroupResult = Result<(), ClientError>;
+
 /// Connections to a cluster: the bootstrap broker, and the others on demand.
 pub struct Cluster {
     bootstrap: String,
@@ -418,7 +421,7 @@ impl Cluster {
     pub fn delete_groups(
         &mut self,
         groups: &[String],
-    ) -> Result<Vec<(String, Result<(), ClientError>)>, ClientError> {
+    ) -> Result<Vec<(String, GroupResult)>, ClientError> {
         let mut out = Vec::new();
         for g in groups {
             let c = self.coordinator(g)?;
