@@ -217,6 +217,7 @@ async fn shard_main(
         log::error!("shard {}: recovery failed: {e}", shard.id);
     }
     crate::group::GroupCoordinator::start(&shard);
+    shard.start_retention();
     let listener = match TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) => {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::cluster::topic_config;
 use crate::group::GroupConfig;
 use crate::storage::{LogConfig, TimestampType};
 
@@ -104,6 +105,12 @@ pub struct Config {
     pub cluster_id: Option<String>,
     /// Group coordinator settings (`group.*`, `offsets.*`).
     pub group: GroupConfig,
+    /// Broker-level defaults of topic configs, keyed by the topic-level name
+    /// (`log.retention.ms=…` is stored as `retention.ms`); see
+    /// `cluster::topic_config`.
+    pub topic_defaults: BTreeMap<String, String>,
+    /// `log.retention.check.interval.ms`: how often retention runs (ms). Default 300000.
+    pub log_retention_check_interval_ms: u64,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -134,6 +141,8 @@ impl Default for Config {
             delete_topic_enable: true,
             cluster_id: None,
             group: GroupConfig::default(),
+            topic_defaults: BTreeMap::new(),
+            log_retention_check_interval_ms: 300_000,
             unknown_keys: Vec::new(),
         }
     }
@@ -234,7 +243,66 @@ impl Config {
     /// remembered in [`Config::unknown_keys`] and logged at start.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         const I64MAX: u64 = i64::MAX as u64;
+        // Broker-level defaults of topic configs (log.retention.ms, …).
+        let (topic_key, topic_value) = match key {
+            "log.retention.minutes" => (
+                "retention.ms",
+                parse_int(key, value, -1i64, i64::MAX / 60_000)?
+                    .saturating_mul(60_000)
+                    .to_string(),
+            ),
+            "log.retention.hours" => (
+                "retention.ms",
+                parse_int(key, value, -1i64, i64::MAX / 3_600_000)?
+                    .saturating_mul(3_600_000)
+                    .to_string(),
+            ),
+            "log.roll.hours" => (
+                "segment.ms",
+                (parse_int(key, value, 1i64, 1_000_000)? * 3_600_000).to_string(),
+            ),
+            _ => match topic_config::def_by_broker_key(key) {
+                Some(d) => {
+                    topic_config::check(d, key, value).map_err(|e| ConfigError::Invalid {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        allowed: e.to_string(),
+                    })?;
+                    (d.name, value.to_string())
+                }
+                None => ("", String::new()),
+            },
+        };
+        let minus_one_minutes = key == "log.retention.minutes" || key == "log.retention.hours";
+        if !topic_key.is_empty() {
+            let v = if minus_one_minutes && topic_value.starts_with('-') {
+                "-1".to_string()
+            } else {
+                topic_value
+            };
+            self.topic_defaults.insert(topic_key.to_string(), v);
+            if matches!(
+                key,
+                "log.retention.ms"
+                    | "log.retention.minutes"
+                    | "log.retention.hours"
+                    | "log.retention.bytes"
+                    | "log.cleanup.policy"
+                    | "log.cleaner.min.compaction.lag.ms"
+                    | "log.cleaner.max.compaction.lag.ms"
+                    | "log.cleaner.delete.retention.ms"
+                    | "log.cleaner.min.cleanable.ratio"
+                    | "log.segment.delete.delay.ms"
+                    | "min.insync.replicas"
+                    | "compression.type"
+            ) {
+                return Ok(());
+            }
+        }
         match key {
+            "log.retention.check.interval.ms" => {
+                self.log_retention_check_interval_ms = parse_int(key, value, 1u64, I64MAX)?
+            }
             "node.id" | "broker.id" => self.node_id = parse_int(key, value, 0, i32::MAX)?,
             "listeners" => self.listeners = parse_listeners(key, value)?,
             "advertised.listeners" => {
@@ -366,19 +434,50 @@ impl Config {
         }
     }
 
-    /// The broker's settings as `(Kafka name, value)` pairs, for DescribeConfigs and logs.
+    /// The broker's settings as `(Kafka name, value)` pairs, for
+    /// DescribeConfigs on the broker resource.
     pub fn describe(&self) -> BTreeMap<&'static str, String> {
         let mut m = BTreeMap::new();
         m.insert("node.id", self.node_id.to_string());
+        m.insert("log.dirs", self.data_dir().display().to_string());
         m.insert("num.partitions", self.num_partitions.to_string());
-        m.insert("message.max.bytes", self.message_max_bytes.to_string());
-        m.insert("log.segment.bytes", self.log_segment_bytes.to_string());
         m.insert(
-            "log.flush.interval.messages",
-            self.log_flush_interval_messages
-                .unwrap_or(i64::MAX as u64)
-                .to_string(),
+            "auto.create.topics.enable",
+            self.auto_create_topics_enable.to_string(),
         );
+        m.insert("delete.topic.enable", self.delete_topic_enable.to_string());
+        m.insert(
+            "socket.request.max.bytes",
+            self.socket_request_max_bytes.to_string(),
+        );
+        m.insert(
+            "log.retention.check.interval.ms",
+            self.log_retention_check_interval_ms.to_string(),
+        );
+        m.insert(
+            "group.initial.rebalance.delay.ms",
+            self.group.initial_rebalance_delay_ms.to_string(),
+        );
+        m.insert(
+            "group.min.session.timeout.ms",
+            self.group.min_session_timeout_ms.to_string(),
+        );
+        m.insert(
+            "group.max.session.timeout.ms",
+            self.group.max_session_timeout_ms.to_string(),
+        );
+        m.insert(
+            "offsets.topic.num.partitions",
+            self.group.offsets_topic_partitions.to_string(),
+        );
+        for d in topic_config::TOPIC_CONFIGS {
+            let v = self
+                .topic_defaults
+                .get(d.name)
+                .cloned()
+                .unwrap_or_else(|| d.default.to_string());
+            m.insert(d.broker_key, v);
+        }
         m
     }
 }

@@ -215,6 +215,41 @@ impl Controller {
         Ok(topic)
     }
 
+    /// Replaces a topic's config overrides (AlterConfigs semantics; the
+    /// caller computes the new set for IncrementalAlterConfigs). Every value
+    /// is validated (INVALID_CONFIG naming the key); UNKNOWN_TOPIC_OR_PARTITION
+    /// for unknown topics. Persisted, then published as a new image.
+    pub fn alter_topic_configs(
+        &mut self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<TopicMeta>, MetadataError> {
+        let current = self
+            .image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        for (k, v) in &configs {
+            super::topic_config::validate(k, v)?;
+        }
+        let mut next = (*current).clone();
+        next.configs = configs;
+        if validate_only || next == *current {
+            return Ok(Arc::new(next));
+        }
+        write_atomic(
+            &topic_file(&self.data_dir, name),
+            encode_topic(&next).as_bytes(),
+        )
+        .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        self.image = Arc::new(self.image.with_topic(next));
+        self.image
+            .topic(name)
+            .cloned()
+            .ok_or(MetadataError::UnknownTopicOrPartition)
+    }
+
     /// Raises a topic's partition count to `count` (CreatePartitions).
     /// Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS when `count` is
     /// not larger than the current count.

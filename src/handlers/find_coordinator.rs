@@ -33,19 +33,21 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
     );
     let r = with_controller(shard, move |c| {
         match c.create_topic(OFFSETS_TOPIC, g.offsets_topic_partitions, configs, false) {
-            Ok(_) | Err(MetadataError::TopicAlreadyExists(_)) => Ok(()),
+            Ok(_) => Ok(true),
+            Err(MetadataError::TopicAlreadyExists(_)) => Ok(false),
             Err(e) => Err(e),
         }
     })
     .await;
     match r {
-        Ok(Ok(())) => {
+        Ok(Ok(true)) => {
             log::info!(
                 "created {OFFSETS_TOPIC} with {} partitions",
                 shard.config.group.offsets_topic_partitions
             );
             Ok(())
         }
+        Ok(Ok(false)) => Ok(()),
         Ok(Err(e)) => {
             log::error!("cannot create {OFFSETS_TOPIC}: {e}");
             Err(E::CoordinatorNotAvailable.code())

@@ -2,13 +2,17 @@
 //! in `protocol::versions`, decodes the body with the protocol crate, calls the
 //! API's handler and encodes its response.
 
+mod alter_configs;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
+mod delete_records;
 mod delete_topics;
 mod describe_cluster;
+mod describe_configs;
 mod describe_groups;
+mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
 mod heartbeat;
@@ -94,6 +98,11 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::DescribeGroups => describe_groups::handle(shard, &frame).await,
         ApiKey::DeleteGroups => delete_groups::handle(shard, &frame).await,
         ApiKey::OffsetDelete => offset_delete::handle(shard, &frame).await,
+        ApiKey::DescribeConfigs => describe_configs::handle(shard, &frame).await,
+        ApiKey::AlterConfigs => alter_configs::handle_alter(shard, &frame).await,
+        ApiKey::IncrementalAlterConfigs => alter_configs::handle_incremental(shard, &frame).await,
+        ApiKey::DeleteRecords => delete_records::handle(shard, &frame).await,
+        ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {

@@ -275,6 +275,39 @@ impl Shard {
         Ok(())
     }
 
+    /// Every partition this shard owns.
+    pub fn owned_partitions(&self) -> Vec<Rc<Partition>> {
+        self.partitions
+            .borrow()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
+    /// Starts the retention timer: every `log.retention.check.interval.ms`
+    /// each owned partition applies its retention settings.
+    pub fn start_retention(self: &Rc<Self>) {
+        let me = Rc::downgrade(self);
+        let every =
+            std::time::Duration::from_millis(self.config.log_retention_check_interval_ms.max(1));
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                let Some(shard) = me.upgrade() else { break };
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or(0);
+                for p in shard.owned_partitions() {
+                    if let Err(e) = p.apply_retention(now) {
+                        log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
+                    }
+                }
+            }
+        })
+        .detach();
+    }
+
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown
     /// marker). Called once at shutdown.
     pub fn close_all(&self) {

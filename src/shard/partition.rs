@@ -200,6 +200,41 @@ impl Partition {
         .detach();
     }
 
+    /// Runs retention (`retention.ms`, `retention.bytes`) when the topic's
+    /// `cleanup.policy` includes `delete`; removed files are unlinked after
+    /// `file.delete.delay.ms`. Gives the number of segments removed.
+    pub fn apply_retention(&self, now_ms: i64) -> Result<usize, StorageError> {
+        let s = self.settings();
+        if !s.delete || (s.retention_ms.is_none() && s.retention_bytes.is_none()) {
+            return Ok(0);
+        }
+        let (deleted, reason) =
+            self.log
+                .borrow_mut()
+                .apply_retention(now_ms, s.retention_ms, s.retention_bytes)?;
+        if deleted.segments > 0 {
+            log::info!(
+                "{}-{}: retention ({reason:?}) deleted {} segment(s), {} bytes; log start offset now {}",
+                self.topic,
+                self.index,
+                deleted.segments,
+                deleted.bytes,
+                self.log.borrow().log_start_offset()
+            );
+        }
+        let n = deleted.segments;
+        remove_later(deleted.files, s.file_delete_delay_ms);
+        Ok(n)
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (-1 = high
+    /// watermark); gives the new low watermark.
+    pub fn delete_records(&self, offset: i64) -> Result<i64, StorageError> {
+        let (low, deleted) = self.log.borrow_mut().delete_records_before(offset)?;
+        remove_later(deleted.files, self.settings().file_delete_delay_ms);
+        Ok(low)
+    }
+
     /// Reads whole batches (see `storage::PartitionLog::read`).
     pub fn read(
         &self,
@@ -209,4 +244,21 @@ impl Partition {
     ) -> Result<ReadResult, StorageError> {
         self.log.borrow().read(offset, max_bytes, min_one_batch)
     }
+}
+
+/// Unlinks `*.deleted` files after `delay_ms` (Kafka's `file.delete.delay.ms`)
+/// so that fetches already reading them finish first.
+fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
+    if files.is_empty() {
+        return;
+    }
+    glommio::spawn_local(async move {
+        glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
+        for f in files {
+            if let Err(e) = std::fs::remove_file(&f) {
+                log::warn!("cannot remove {}: {e}", f.display());
+            }
+        }
+    })
+    .detach();
 }

@@ -101,15 +101,15 @@ pub struct ReadResult {
 /// last one being the active segment that receives appends.
 #[derive(Debug)]
 pub struct PartitionLog {
-    dir: PathBuf,
-    config: LogConfig,
+    pub(super) dir: PathBuf,
+    pub(super) config: LogConfig,
     /// Inactive segments, sorted by base offset.
-    older: Vec<Segment>,
+    pub(super) older: Vec<Segment>,
     /// The segment receiving appends (highest base offset).
-    active: Segment,
-    log_start_offset: i64,
-    log_end_offset: i64,
-    high_watermark: i64,
+    pub(super) active: Segment,
+    pub(super) log_start_offset: i64,
+    pub(super) log_end_offset: i64,
+    pub(super) high_watermark: i64,
 }
 
 impl PartitionLog {
@@ -119,8 +119,15 @@ impl PartitionLog {
     /// unrecoverable layouts → `Corrupt` (both KAFKA_STORAGE_ERROR).
     pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, StorageError> {
         let (older, active) = recovery::recover(dir, &config)?;
-        let log_start_offset = older.first().unwrap_or(&active).base_offset();
         let log_end_offset = active.next_offset();
+        // The first segment's base offset, or the DeleteRecords checkpoint
+        // when that is further (never past the LEO).
+        let log_start_offset = older
+            .first()
+            .unwrap_or(&active)
+            .base_offset()
+            .max(super::retention::read_log_start_checkpoint(dir).unwrap_or(i64::MIN))
+            .min(log_end_offset);
         Ok(PartitionLog {
             dir: dir.to_path_buf(),
             config,
@@ -163,11 +170,12 @@ impl PartitionLog {
     ///
     /// Each batch's base offset is set to the current LEO (then advanced by
     /// lastOffsetDelta + 1) without copying record bytes: one pwritev(2) per
-    /// call (split only past 1024 iovecs) whose iovecs per batch are
-    /// `[8-byte new base offset][batch 8..end]`, or under LogAppendTime
-    /// `[8-byte base offset][new header 8..61][batch 61..end]` (see
-    /// [`log_append_time_header`]; the new header's 8..61 holds the new CRC,
-    /// which sits at 17..21). Short writes are resumed.
+    /// call (split only past 1024 iovecs) whose iovecs per batch are a
+    /// 16-byte prefix (new base offset, the batch's own batchLength, and
+    /// `leader_epoch` as partitionLeaderEpoch — all outside the CRC) then
+    /// `[batch 16..end]`, or under LogAppendTime `[prefix][new header
+    /// 16..61][batch 61..end]` (see [`log_append_time_header`]; the new
+    /// header holds the new CRC at 17..21). Short writes are resumed.
     ///
     /// Rolls a new segment first (Kafka `LogSegment.shouldRoll`) when the
     /// active segment is non-empty and: it would exceed `segment_bytes`; an

@@ -15,6 +15,7 @@ pub mod batch;
 pub mod index;
 pub mod log;
 pub mod recovery;
+pub mod retention;
 pub mod segment;
 
 pub use self::batch::{

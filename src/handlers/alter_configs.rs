@@ -1,0 +1,229 @@
+//! AlterConfigs (key 33), v0–v2, and IncrementalAlterConfigs (key 44),
+//! v0–v1 (KIP-339: SET, DELETE, APPEND, SUBTRACT). Topic configs are
+//! validated (INVALID_CONFIG naming the key and the allowed values),
+//! persisted and applied by every shard without a restart. Broker configs
+//! are static (read from `server.properties` and flags): altering them is
+//! refused with INVALID_REQUEST.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse as IncResponse;
+use kafka_protocol::messages::{
+    AlterConfigsRequest, AlterConfigsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::{respond, with_controller, HandlerResult};
+use crate::cluster::topic_config::{self, ConfigType};
+use crate::error::{codes, KafkaCode, MetadataError};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// Applies KIP-339 operations to a topic's current overrides.
+fn incremental(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, i8, Option<String>)],
+) -> Result<BTreeMap<String, String>, MetadataError> {
+    let mut next = current.clone();
+    for (name, op, value) in ops {
+        let d = topic_config::def(name)
+            .ok_or_else(|| MetadataError::InvalidConfig(format!("unknown topic config {name}")))?;
+        let list_op = || -> Result<Vec<String>, MetadataError> {
+            if d.ty != ConfigType::List {
+                return Err(MetadataError::InvalidConfig(format!(
+                    "{name} is not a list: APPEND and SUBTRACT apply to list configs only"
+                )));
+            }
+            let cur = next
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or_else(|| d.default.to_string());
+            Ok(cur
+                .split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty())
+                .collect())
+        };
+        match *op {
+            OP_SET => {
+                let v = value.clone().ok_or_else(|| {
+                    MetadataError::InvalidConfig(format!("SET {name} needs a value"))
+                })?;
+                next.insert(name.clone(), v);
+            }
+            OP_DELETE => {
+                next.remove(name.as_str());
+            }
+            OP_APPEND => {
+                let mut items = list_op()?;
+                for v in value
+                    .as_deref()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                {
+                    if !items.iter().any(|i| i == v) {
+                        items.push(v.to_string());
+                    }
+                }
+                next.insert(name.clone(), items.join(","));
+            }
+            OP_SUBTRACT => {
+                let remove: Vec<&str> = value
+                    .as_deref()
+                    .unwrap_or("")
+                    .split(',')
+                    .map(str::trim)
+                    .collect();
+                let items: Vec<String> = list_op()?
+                    .into_iter()
+                    .filter(|i| !remove.contains(&i.as_str()))
+                    .collect();
+                next.insert(name.clone(), items.join(","));
+            }
+            other => {
+                return Err(MetadataError::InvalidRequest(format!(
+                    "unknown config operation {other}"
+                )))
+            }
+        }
+    }
+    Ok(next)
+}
+
+async fn alter_topic(
+    shard: &Rc<Shard>,
+    topic: String,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, MetadataError>
+        + Send
+        + 'static,
+    validate_only: bool,
+) -> Result<(), MetadataError> {
+    with_controller(shard, move |c| {
+        let current = c
+            .image()
+            .topic(&topic)
+            .map(|t| t.configs.clone())
+            .ok_or(MetadataError::UnknownTopicOrPartition)?;
+        let next = change(&current)?;
+        c.alter_topic_configs(&topic, next, validate_only).map(drop)
+    })
+    .await
+    .map_err(|e| MetadataError::Storage(e.to_string()))?
+}
+
+fn outcome(resource_type: i8, r: Result<(), MetadataError>) -> (i16, Option<StrBytes>) {
+    match (resource_type, r) {
+        (_, Ok(())) => (0, None),
+        (_, Err(e)) => (e.code(), Some(StrBytes::from_string(e.to_string()))),
+    }
+}
+
+/// Answers AlterConfigs (replaces a topic's whole override set).
+pub async fn handle_alter(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: AlterConfigsRequest = frame.decode()?;
+    let mut resp = AlterConfigsResponse::default();
+    for r in &req.resources {
+        let result = match r.resource_type {
+            RESOURCE_TOPIC => {
+                let configs: BTreeMap<String, String> = r
+                    .configs
+                    .iter()
+                    .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                    .collect();
+                alter_topic(shard, r.resource_name.to_string(), move |_| Ok(configs), req.validate_only).await
+            }
+            RESOURCE_BROKER => Err(MetadataError::InvalidRequest(
+                "broker configs are static in this broker: set them in server.properties or with --override".into(),
+            )),
+            other => Err(MetadataError::InvalidRequest(format!("resource type {other} is not supported"))),
+        };
+        let (code, msg) = outcome(r.resource_type, result);
+        let mut out = AlterConfigsResourceResponse::default();
+        out.error_code = code;
+        out.error_message = msg;
+        out.resource_type = r.resource_type;
+        out.resource_name = r.resource_name.clone();
+        resp.responses.push(out);
+    }
+    Ok(respond(frame, &resp))
+}
+
+/// Answers IncrementalAlterConfigs.
+pub async fn handle_incremental(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: IncrementalAlterConfigsRequest = frame.decode()?;
+    let mut resp = IncrementalAlterConfigsResponse::default();
+    for r in &req.resources {
+        let result = match r.resource_type {
+            RESOURCE_TOPIC => {
+                let ops: Vec<(String, i8, Option<String>)> = r
+                    .configs
+                    .iter()
+                    .map(|c| (c.name.to_string(), c.config_operation, c.value.as_ref().map(|v| v.to_string())))
+                    .collect();
+                alter_topic(shard, r.resource_name.to_string(), move |cur| incremental(cur, &ops), req.validate_only).await
+            }
+            RESOURCE_BROKER => Err(MetadataError::InvalidRequest(
+                "broker configs are static in this broker: set them in server.properties or with --override".into(),
+            )),
+            other => Err(MetadataError::InvalidRequest(format!("resource type {other} is not supported"))),
+        };
+        let (code, msg) = outcome(r.resource_type, result);
+        let mut out = IncResponse::default();
+        out.error_code = if code == 0 { codes::NONE } else { code };
+        out.error_message = msg;
+        out.resource_type = r.resource_type;
+        out.resource_name = r.resource_name.clone();
+        resp.responses.push(out);
+    }
+    Ok(respond(frame, &resp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kip339_operations() {
+        let mut cur = BTreeMap::new();
+        cur.insert("retention.ms".to_string(), "1000".to_string());
+        let next = incremental(
+            &cur,
+            &[
+                ("cleanup.policy".into(), OP_APPEND, Some("compact".into())),
+                ("retention.ms".into(), OP_DELETE, None),
+                ("segment.bytes".into(), OP_SET, Some("2048".into())),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            next.get("cleanup.policy").map(String::as_str),
+            Some("delete,compact")
+        );
+        assert!(!next.contains_key("retention.ms"));
+        let next = incremental(
+            &next,
+            &[("cleanup.policy".into(), OP_SUBTRACT, Some("delete".into()))],
+        )
+        .unwrap();
+        assert_eq!(
+            next.get("cleanup.policy").map(String::as_str),
+            Some("compact")
+        );
+        assert!(incremental(
+            &next,
+            &[("segment.bytes".into(), OP_APPEND, Some("1".into()))]
+        )
+        .is_err());
+    }
+}

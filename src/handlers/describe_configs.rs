@@ -1,0 +1,121 @@
+//! DescribeConfigs (key 32), v1–v4: a topic's configs with value, source
+//! (topic override, broker setting or Kafka default), synonyms (v1+ when
+//! asked), type and documentation (v3+), as Kafka reports them; a broker's
+//! settings (read-only: they come from `server.properties` and flags).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{respond, HandlerResult};
+use crate::cluster::topic_config::{value_of, ConfigSource, TOPIC_CONFIGS};
+use crate::error::codes;
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Kafka's resource types.
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's resource types.
+pub const RESOURCE_BROKER: i8 = 4;
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(v.into())
+}
+
+/// Answers DescribeConfigs.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: DescribeConfigsRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let image = shard.metadata();
+    let cfg = &shard.config;
+    let mut resp = DescribeConfigsResponse::default();
+    for r in &req.resources {
+        let mut out = DescribeConfigsResult::default();
+        out.resource_type = r.resource_type;
+        out.resource_name = r.resource_name.clone();
+        let wanted = |name: &str| {
+            r.configuration_keys
+                .as_ref()
+                .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+        };
+        match r.resource_type {
+            RESOURCE_TOPIC => match image.topic(r.resource_name.as_str()) {
+                None => {
+                    out.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+                    out.error_message =
+                        Some(s(format!("topic {} does not exist", r.resource_name)));
+                }
+                Some(t) => {
+                    for d in TOPIC_CONFIGS.iter().filter(|d| wanted(d.name)) {
+                        let (value, source) = value_of(cfg, &t.configs, d);
+                        let mut e = DescribeConfigsResourceResult::default();
+                        e.name = s(d.name);
+                        e.value = Some(s(value));
+                        e.config_source = source as i8;
+                        if req.include_synonyms {
+                            if let Some(v) = t.configs.get(d.name) {
+                                let mut syn = DescribeConfigsSynonym::default();
+                                syn.name = s(d.name);
+                                syn.value = Some(s(v.clone()));
+                                syn.source = ConfigSource::Topic as i8;
+                                e.synonyms.push(syn);
+                            }
+                            if let Some(v) = cfg.topic_defaults.get(d.name) {
+                                let mut syn = DescribeConfigsSynonym::default();
+                                syn.name = s(d.broker_key);
+                                syn.value = Some(s(v.clone()));
+                                syn.source = ConfigSource::StaticBroker as i8;
+                                e.synonyms.push(syn);
+                            }
+                            let mut syn = DescribeConfigsSynonym::default();
+                            syn.name = s(d.broker_key);
+                            syn.value = Some(s(d.default));
+                            syn.source = ConfigSource::Default as i8;
+                            e.synonyms.push(syn);
+                        }
+                        if version >= 3 {
+                            e.config_type = d.ty as i8;
+                            if req.include_documentation {
+                                e.documentation = Some(s(d.doc));
+                            }
+                        }
+                        out.configs.push(e);
+                    }
+                }
+            },
+            RESOURCE_BROKER => {
+                let me = cfg.node_id.to_string();
+                if !r.resource_name.is_empty() && r.resource_name.as_str() != me {
+                    out.error_code = codes::INVALID_REQUEST;
+                    out.error_message =
+                        Some(s(format!("this is broker {me}, not {}", r.resource_name)));
+                } else {
+                    for (k, v) in cfg.describe() {
+                        if !wanted(k) {
+                            continue;
+                        }
+                        let mut e = DescribeConfigsResourceResult::default();
+                        e.name = s(k);
+                        e.value = Some(s(v));
+                        e.read_only = true;
+                        e.config_source = ConfigSource::StaticBroker as i8;
+                        if version >= 3 {
+                            e.config_type = 2;
+                        }
+                        out.configs.push(e);
+                    }
+                }
+            }
+            other => {
+                out.error_code = codes::INVALID_REQUEST;
+                out.error_message = Some(s(format!("resource type {other} is not supported")));
+            }
+        }
+        resp.results.push(out);
+    }
+    Ok(respond(frame, &resp))
+}

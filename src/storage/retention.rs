@@ -1,0 +1,243 @@
+//! Retention and DeleteRecords: removing whole segments from the start of a
+//! partition log and advancing its log start offset.
+//!
+//! Deleted segments are renamed `*.deleted` at once (readers holding the file
+//! keep reading it) and removed later by the caller after
+//! `file.delete.delay.ms`; recovery removes leftovers. A log start offset that
+//! falls inside a segment (DeleteRecords) is persisted in the partition's
+//! `log-start-offset` file (Kafka keeps one `log-start-offset-checkpoint` per
+//! log dir; one file per partition keeps shards from sharing a file).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::log::PartitionLog;
+use super::segment::Segment;
+use super::StorageError;
+
+/// Name of the per-partition log start offset checkpoint.
+pub const LOG_START_CHECKPOINT: &str = "log-start-offset";
+
+/// Reads the checkpointed log start offset of a partition directory.
+pub fn read_log_start_checkpoint(dir: &Path) -> Option<i64> {
+    fs::read_to_string(dir.join(LOG_START_CHECKPOINT))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn write_log_start_checkpoint(dir: &Path, offset: i64) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{LOG_START_CHECKPOINT}.tmp"));
+    fs::write(&tmp, format!("{offset}\n"))?;
+    fs::File::open(&tmp)?.sync_all()?;
+    fs::rename(&tmp, dir.join(LOG_START_CHECKPOINT))?;
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Why segments were deleted (for logs and metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteReason {
+    /// `retention.ms` passed since the segment's newest record.
+    Time,
+    /// The partition was larger than `retention.bytes`.
+    Size,
+    /// DeleteRecords moved the log start offset past the segment.
+    LogStart,
+}
+
+/// What a retention pass or DeleteRecords removed.
+#[derive(Debug, Default)]
+pub struct Deleted {
+    /// Files renamed to `*.deleted`, to remove after `file.delete.delay.ms`.
+    pub files: Vec<PathBuf>,
+    /// Number of segments removed.
+    pub segments: usize,
+    /// Bytes of `.log` removed.
+    pub bytes: u64,
+}
+
+fn rename_deleted(seg: &Segment, out: &mut Deleted) {
+    let log = seg.log_path().to_path_buf();
+    for path in [
+        log.with_extension("log"),
+        log.with_extension("index"),
+        log.with_extension("timeindex"),
+    ] {
+        let target = PathBuf::from(format!("{}.deleted", path.display()));
+        match fs::rename(&path, &target) {
+            Ok(()) => out.files.push(target),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => ::log::warn!("cannot rename {} for deletion: {e}", path.display()),
+        }
+    }
+    out.segments += 1;
+    out.bytes += seg.size();
+}
+
+impl PartitionLog {
+    /// Applies `retention.ms` (`retention_ms`, None = forever, against each
+    /// segment's largest timestamp) and `retention.bytes` (None = no limit) at
+    /// `now_ms`: deletes the oldest segments that are expired, oldest first,
+    /// stopping at the first one that is not. The active segment is rolled
+    /// first when it is itself expired and not empty (Kafka does the same),
+    /// so an idle partition's data ages out too. Advances the log start
+    /// offset. Gives what was removed.
+    pub fn apply_retention(
+        &mut self,
+        now_ms: i64,
+        retention_ms: Option<i64>,
+        retention_bytes: Option<i64>,
+    ) -> Result<(Deleted, Option<DeleteReason>), StorageError> {
+        let expired_by_time = |seg: &Segment| {
+            retention_ms.is_some_and(|ms| {
+                seg.size() > 0
+                    && seg.max_timestamp >= 0
+                    && now_ms.saturating_sub(seg.max_timestamp) > ms
+            })
+        };
+        if self.older.iter().all(&expired_by_time) && expired_by_time(&self.active) {
+            self.roll()?;
+        }
+        let mut out = Deleted::default();
+        let mut reason = None;
+        let mut total: i64 = self.size_bytes() as i64;
+        while let Some(first) = self.older.first() {
+            let by_time = expired_by_time(first);
+            let by_size = retention_bytes.is_some_and(|max| total - first.size() as i64 >= max);
+            if !by_time && !by_size {
+                break;
+            }
+            reason.get_or_insert(if by_time {
+                DeleteReason::Time
+            } else {
+                DeleteReason::Size
+            });
+            let seg = self.older.remove(0);
+            total -= seg.size() as i64;
+            rename_deleted(&seg, &mut out);
+        }
+        if out.segments > 0 {
+            let next_base = self.older.first().unwrap_or(&self.active).base_offset();
+            self.log_start_offset = self.log_start_offset.max(next_base);
+        }
+        Ok((out, reason))
+    }
+
+    /// DeleteRecords: moves the log start offset to `offset` (-1 means the
+    /// high watermark) and deletes the segments entirely below it.
+    /// OFFSET_OUT_OF_RANGE when `offset` is past the high watermark. Gives the
+    /// new log start offset (the low watermark) and what was removed.
+    pub fn delete_records_before(&mut self, offset: i64) -> Result<(i64, Deleted), StorageError> {
+        let target = if offset == -1 {
+            self.high_watermark
+        } else {
+            offset
+        };
+        if target < 0 || target > self.high_watermark {
+            return Err(StorageError::OffsetOutOfRange {
+                requested: offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.high_watermark,
+            });
+        }
+        let mut out = Deleted::default();
+        if target <= self.log_start_offset {
+            return Ok((self.log_start_offset, out));
+        }
+        if target == self.log_end_offset && self.active.size() > 0 {
+            self.roll()?;
+        }
+        while self
+            .older
+            .first()
+            .is_some_and(|s| s.next_offset() <= target)
+        {
+            let seg = self.older.remove(0);
+            rename_deleted(&seg, &mut out);
+        }
+        self.log_start_offset = target;
+        write_log_start_checkpoint(&self.dir, target)?;
+        Ok((target, out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::log::tests::{append_batches, cfg};
+    use crate::storage::LogConfig;
+
+    fn small() -> LogConfig {
+        LogConfig {
+            segment_bytes: 300,
+            ..cfg()
+        }
+    }
+
+    #[test]
+    fn time_and_size_retention_delete_oldest_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small()).unwrap();
+        for i in 0..6 {
+            append_batches(&mut log, &[3], 1_000 * (i + 1), 50, 0);
+        }
+        let segs = log.segment_count();
+        assert!(segs >= 3, "{segs}");
+        // Nothing is older than 10 s at t = 5 s.
+        let (d, _) = log.apply_retention(5_000, Some(10_000), None).unwrap();
+        assert_eq!(d.segments, 0);
+        // At t = 3.5 s + 1 ms with retention 1 s: segments whose newest record is
+        // before 2.5 s go.
+        let (d, why) = log.apply_retention(3_501, Some(1_000), None).unwrap();
+        assert!(d.segments >= 1 && why == Some(DeleteReason::Time));
+        assert!(log.log_start_offset() > 0);
+        assert!(d
+            .files
+            .iter()
+            .all(|f| f.to_string_lossy().ends_with(".deleted") && f.exists()));
+        // Size: keep at most ~one segment.
+        let (d, why) = log.apply_retention(3_501, None, Some(1)).unwrap();
+        assert!(d.segments >= 1 && why == Some(DeleteReason::Size));
+        assert_eq!(log.segment_count(), 1);
+        // Reads below the new start are out of range; reopening keeps it.
+        let start = log.log_start_offset();
+        assert!(log.read(0, 1000, true).is_err());
+        drop(log);
+        let log = PartitionLog::open(dir.path(), small()).unwrap();
+        assert_eq!(log.log_start_offset(), start);
+    }
+
+    #[test]
+    fn expired_active_segment_is_rolled_and_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        append_batches(&mut log, &[5], 1_000, 10, 0);
+        let (d, _) = log.apply_retention(100_000, Some(1_000), None).unwrap();
+        assert_eq!(d.segments, 1);
+        assert_eq!(log.log_start_offset(), 5);
+        assert_eq!(log.log_end_offset(), 5);
+    }
+
+    #[test]
+    fn delete_records_moves_log_start_and_checkpoints_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), small()).unwrap();
+        for _ in 0..6 {
+            append_batches(&mut log, &[3], 1_000, 50, 0);
+        }
+        assert!(log.delete_records_before(1_000).is_err());
+        let (low, d) = log.delete_records_before(7).unwrap();
+        assert_eq!(low, 7);
+        assert!(d.segments >= 1);
+        assert_eq!(log.log_start_offset(), 7);
+        assert!(log.read(6, 1000, true).is_err());
+        assert!(log.read(7, 1000, true).is_ok());
+        drop(log);
+        let log = PartitionLog::open(dir.path(), small()).unwrap();
+        assert_eq!(log.log_start_offset(), 7);
+        let mut log = log;
+        let (low, _) = log.delete_records_before(-1).unwrap();
+        assert_eq!(low, log.high_watermark());
+    }
+}
