@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::{Buf, BytesMut};
-use futures_lite::AsyncReadExt;
 use glommio::net::TcpStream;
+use std::os::fd::AsRawFd;
 
 use super::sendfile::write_response;
 use crate::error::ProtocolError;
@@ -21,14 +21,64 @@ use crate::handlers::{dispatch, Outcome};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
-const READ_CHUNK: usize = 64 * 1024;
+/// Receive buffer growth step (bytes). Large, so that a frame cut by the end
+/// of the buffer (whose prefix must then move) is rare relative to the bytes
+/// received.
+const READ_CHUNK: usize = 1 << 20;
+
+/// Receives into the spare capacity of `buf` without zero-filling it first:
+/// recv(2) with MSG_DONTWAIT straight into the buffer's uninitialised tail
+/// (through a raw pointer, so no `&mut [u8]` to uninitialised memory is
+/// formed), and when nothing is there, a 1-byte MSG_PEEK through glommio to
+/// wait until the socket is readable. Gives the bytes received, 0 at EOF.
+async fn recv_into(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    max_frame: usize,
+) -> std::io::Result<usize> {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
+    }
+    loop {
+        let spare = buf.spare_capacity_mut();
+        let fd = stream.as_raw_fd();
+        // SAFETY: the pointer and length describe `buf`'s spare capacity,
+        // which recv writes at most `len` bytes into; `set_len` below covers
+        // only the `n` bytes the kernel initialised.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                spare.as_mut_ptr() as *mut libc::c_void,
+                spare.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            let n = n as usize;
+            // SAFETY: recv initialised the first `n` bytes of the spare capacity.
+            unsafe { buf.set_len(buf.len() + n) };
+            return Ok(n);
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EAGAIN) => {
+                let mut probe = [0u8; 1];
+                if stream.peek(&mut probe).await? == 0 {
+                    return Ok(0);
+                }
+            }
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
+        }
+    }
+}
 
 /// Serves one connection until the peer closes it, an I/O error occurs or a
 /// request forces a close.
 pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let max = shard.config.socket_request_max_bytes;
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
         // Dispatch every complete frame already buffered.
         while buf.len() >= 4 {
@@ -42,7 +92,8 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             }
             let size = size as usize;
             if buf.len() < 4 + size {
-                buf.reserve(4 + size - buf.len());
+                // Room for the whole frame and then some, so it is read in place.
+                buf.reserve((4 + size - buf.len()).max(READ_CHUNK.min(max + 4)));
                 break;
             }
             buf.advance(4);
@@ -74,13 +125,9 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             }
         }
         // Read more bytes at the end of the buffer.
-        let len = buf.len();
-        let spare = buf.capacity() - len;
-        let want = spare.max(READ_CHUNK.min(max + 4));
-        buf.resize(len + want, 0);
-        match stream.read(&mut buf[len..]).await {
+        match recv_into(&mut stream, &mut buf, max).await {
             Ok(0) => return,
-            Ok(n) => buf.truncate(len + n),
+            Ok(_) => {}
             Err(e) => {
                 log::debug!("connection from {peer} read error: {e}");
                 return;

@@ -1,0 +1,362 @@
+//! Machine ceilings: what the hardware and kernel allow on this box, with
+//! no broker in the way. Each figure bounds one broker workload.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::wire::Res;
+use crate::workloads::pin;
+
+const MIB: usize = 1 << 20;
+
+pub struct LimitsCfg {
+    pub duration: Duration,
+    pub short: Duration,
+    pub server_core: usize,
+    pub client_core: usize,
+    pub dir: PathBuf,
+    pub file_mib: usize,
+    pub fsync_samples: usize,
+    pub small_append: usize,
+}
+
+fn mbps(bytes: u64, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+/// A sender thread (client core) writing 1 MiB writes for `d`; the
+/// closure receives on the calling thread (server core).
+fn with_loopback_sender<T>(
+    cfg: &LimitsCfg,
+    d: Duration,
+    recv: impl FnOnce(TcpStream) -> T,
+) -> Res<T> {
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let cc = cfg.client_core;
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        pin(&[cc], 0);
+        let mut s = TcpStream::connect(addr)?;
+        let buf = vec![0xabu8; MIB];
+        let end = Instant::now() + d;
+        while Instant::now() < end {
+            s.write_all(&buf)?;
+        }
+        Ok(())
+    });
+    let (s, _) = l.accept()?;
+    pin(&[cfg.server_core], 0);
+    let out = recv(s);
+    let _ = sender.join();
+    Ok(out)
+}
+
+fn read_chunk(s: &mut TcpStream, buf: &mut [u8]) -> usize {
+    let mut got = 0;
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    got
+}
+
+pub fn loopback_tcp(cfg: &LimitsCfg) -> Res<f64> {
+    with_loopback_sender(cfg, cfg.short, |mut s| {
+        let mut buf = vec![0u8; MIB];
+        let t0 = Instant::now();
+        let mut total = 0u64;
+        loop {
+            let n = read_chunk(&mut s, &mut buf);
+            total += n as u64;
+            if n < MIB {
+                break;
+            }
+        }
+        mbps(total, t0.elapsed())
+    })
+}
+
+/// Receive 1 MiB writes, CRC32C them, append to a file (rolled every
+/// 1 GiB like a segment). Returns (MB/s, per-second timeline).
+pub fn pipeline(cfg: &LimitsCfg) -> Res<(f64, Vec<f64>)> {
+    let path = cfg.dir.join("pipeline.log");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let r = with_loopback_sender(cfg, cfg.duration, |mut s| -> Res<(f64, Vec<f64>)> {
+        let mut buf = vec![0u8; MIB];
+        let t0 = Instant::now();
+        let (mut total, mut in_file, mut sec_bytes) = (0u64, 0u64, 0u64);
+        let mut tick = t0 + Duration::from_secs(1);
+        let mut timeline = Vec::new();
+        let mut crc = 0u32;
+        loop {
+            let n = read_chunk(&mut s, &mut buf);
+            if n == 0 {
+                break;
+            }
+            crc ^= crc32c::crc32c(&buf[..n]);
+            f.write_all(&buf[..n])?;
+            total += n as u64;
+            in_file += n as u64;
+            sec_bytes += n as u64;
+            if in_file >= (1 << 30) {
+                f.set_len(0)?;
+                f.seek(SeekFrom::Start(0))?;
+                in_file = 0;
+            }
+            let now = Instant::now();
+            if now >= tick {
+                let mb = sec_bytes as f64 / 1e6;
+                eprintln!(
+                    "[pipeline {:4.0}s] {:9.1} MB/s",
+                    (now - t0).as_secs_f64(),
+                    mb
+                );
+                timeline.push(mb);
+                sec_bytes = 0;
+                tick += Duration::from_secs(1);
+            }
+            if n < MIB {
+                break;
+            }
+        }
+        std::hint::black_box(crc);
+        Ok((mbps(total, t0.elapsed()), timeline))
+    })?;
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+/// Page-cache write then read of a `file_mib` file.
+pub fn page_cache(cfg: &LimitsCfg) -> Res<(f64, f64)> {
+    pin(&[cfg.server_core], 0);
+    let path = cfg.dir.join("pagecache.dat");
+    let buf = vec![0x5au8; MIB];
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)?;
+    let t0 = Instant::now();
+    for _ in 0..cfg.file_mib {
+        f.write_all(&buf)?;
+    }
+    let w = mbps((cfg.file_mib * MIB) as u64, t0.elapsed());
+    let mut rb = vec![0u8; MIB];
+    // Warm pass, then timed passes for `short`.
+    for i in 0..cfg.file_mib {
+        f.read_exact_at(&mut rb, (i * MIB) as u64)?;
+    }
+    let t0 = Instant::now();
+    let mut total = 0u64;
+    'outer: loop {
+        for i in 0..cfg.file_mib {
+            f.read_exact_at(&mut rb, (i * MIB) as u64)?;
+            total += MIB as u64;
+            if t0.elapsed() >= cfg.short {
+                break 'outer;
+            }
+        }
+    }
+    let r = mbps(total, t0.elapsed());
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    Ok((w, r))
+}
+
+/// fdatasync after each small append: (median µs, p90 µs, samples).
+pub fn fdatasync(cfg: &LimitsCfg) -> Res<(f64, f64, usize)> {
+    let path = cfg.dir.join("fsync.dat");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let buf = vec![0x11u8; cfg.small_append];
+    let mut v = Vec::new();
+    let t_end = Instant::now() + cfg.short * 2;
+    while v.len() < cfg.fsync_samples && Instant::now() < t_end {
+        f.write_all(&buf)?;
+        let t0 = Instant::now();
+        f.sync_data()?;
+        v.push(t0.elapsed().as_nanos() as f64 / 1e3);
+    }
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok((v[v.len() / 2], v[v.len() * 9 / 10], v.len()))
+}
+
+/// CRC32C MB/s on each listed core (1 MiB buffer, `d` per core).
+pub fn crc32c_per_core(cores: &[usize], d: Duration) -> Vec<(usize, f64)> {
+    cores
+        .iter()
+        .map(|&c| {
+            let h = std::thread::spawn(move || {
+                pin(&[c], 0);
+                let buf: Vec<u8> = (0..MIB).map(|i| (i * 31) as u8).collect();
+                let t0 = Instant::now();
+                let mut total = 0u64;
+                let mut acc = 0u32;
+                while t0.elapsed() < d {
+                    acc ^= crc32c::crc32c(&buf);
+                    total += MIB as u64;
+                }
+                std::hint::black_box(acc);
+                mbps(total, t0.elapsed())
+            });
+            (c, h.join().unwrap_or(0.0))
+        })
+        .collect()
+}
+
+/// sendfile(2) from a page-cached file to one loopback connection; the
+/// receiver (client core) reads and discards.
+pub fn sendfile(cfg: &LimitsCfg) -> Res<f64> {
+    let path = cfg.dir.join("sendfile.dat");
+    let size = (cfg.file_mib.min(512) * MIB) as u64;
+    {
+        let mut f = File::create(&path)?;
+        let buf = vec![0x77u8; MIB];
+        for _ in 0..size / MIB as u64 {
+            f.write_all(&buf)?;
+        }
+    }
+    let f = File::open(&path)?;
+    warm(&f, size)?;
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let cc = cfg.client_core;
+    let receiver = std::thread::spawn(move || -> u64 {
+        pin(&[cc], 0);
+        let mut s = match TcpStream::connect(addr) {
+            Ok(s) => s,
+            Err(_) => return 0,
+        };
+        let mut buf = vec![0u8; MIB];
+        let mut total = 0u64;
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    });
+    let (s, _) = l.accept()?;
+    pin(&[cfg.server_core], 0);
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    let mut off: libc::off_t = 0;
+    while t0.elapsed() < cfg.short {
+        if off as u64 >= size {
+            off = 0;
+        }
+        let want = (size - off as u64).min(8 * MIB as u64) as usize;
+        let n = unsafe { libc::sendfile(s.as_raw_fd(), f.as_raw_fd(), &mut off, want) };
+        if n <= 0 {
+            return Err(format!("sendfile: {}", std::io::Error::last_os_error()).into());
+        }
+        sent += n as u64;
+    }
+    let el = t0.elapsed();
+    drop(s);
+    let _ = receiver.join();
+    let _ = std::fs::remove_file(&path);
+    Ok(mbps(sent, el))
+}
+
+fn warm(f: &File, size: u64) -> Res<()> {
+    let mut b = vec![0u8; MIB];
+    let mut off = 0;
+    while off < size {
+        f.read_exact_at(&mut b, off)?;
+        off += MIB as u64;
+    }
+    Ok(())
+}
+
+pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
+    std::fs::create_dir_all(&cfg.dir)?;
+    println!(
+        "machine ceilings (server core {}, client core {})",
+        cfg.server_core, cfg.client_core
+    );
+    let tcp = loopback_tcp(cfg)?;
+    println!("{:<44}{:>12.1} MB/s", "loopback TCP, 1 MiB writes", tcp);
+    let (pipe, timeline) = pipeline(cfg)?;
+    println!(
+        "{:<44}{:>12.1} MB/s",
+        "receive + CRC32C + append (pipeline)", pipe
+    );
+    let (pw, pr) = page_cache(cfg)?;
+    println!(
+        "{:<44}{:>12.1} MB/s",
+        format!("page-cache write ({} MiB file)", cfg.file_mib),
+        pw
+    );
+    println!("{:<44}{:>12.1} MB/s", "page-cache read (cached)", pr);
+    let (fmed, fp90, n) = fdatasync(cfg)?;
+    println!(
+        "{:<44}{:>12.1} µs median, {:.1} µs p90 (n={n})",
+        format!("fdatasync after a {} B append", cfg.small_append),
+        fmed,
+        fp90
+    );
+    let crc = crc32c_per_core(&[cfg.server_core, cfg.client_core], Duration::from_secs(1));
+    for (c, v) in &crc {
+        println!("{:<44}{:>12.1} MB/s", format!("CRC32C on core {c}"), v);
+    }
+    let sf = sendfile(cfg)?;
+    println!(
+        "{:<44}{:>12.1} MB/s",
+        "sendfile, cached file -> 1 loopback conn", sf
+    );
+    let flush_64k = 65536.0 / (fmed / 1e6) / 1e6;
+    println!(
+        "{:<44}{:>12.1} MB/s",
+        "flush-per-batch ceiling (64 KiB / fdatasync)", flush_64k
+    );
+    let _ = std::fs::remove_dir(&cfg.dir);
+    let v = json!({
+        "loopback_tcp_mb_s": tcp,
+        "pipeline_mb_s": pipe,
+        "pipeline_timeline_mb_s": timeline,
+        "pagecache_write_mb_s": pw,
+        "pagecache_read_mb_s": pr,
+        "fdatasync_median_us": fmed,
+        "fdatasync_p90_us": fp90,
+        "fdatasync_samples": n,
+        "crc32c_mb_s_per_core": crc.iter().map(|(c, v)| json!({"core": c, "mb_s": v})).collect::<Vec<_>>(),
+        "sendfile_mb_s": sf,
+        "flush_ceiling_64k_mb_s": flush_64k,
+        "params": {"duration_s": cfg.duration.as_secs_f64(), "short_s": cfg.short.as_secs_f64(),
+                   "server_core": cfg.server_core, "client_core": cfg.client_core,
+                   "file_mib": cfg.file_mib, "small_append": cfg.small_append},
+    });
+    if let Some(p) = json_path {
+        std::fs::write(p, serde_json::to_string_pretty(&v)?)?;
+        eprintln!("wrote {p}");
+    }
+    Ok(v)
+}
+
+/// Directory for scratch files: `$TMPDIR/fjord-perf-limits-<pid>` unless given.
+pub fn default_dir(given: Option<&Path>) -> PathBuf {
+    given.map(Path::to_path_buf).unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("fjord-perf-limits-{}", std::process::id()))
+    })
+}

@@ -1,0 +1,614 @@
+//! fjord-perf: a load generator and latency meter for any broker that
+//! speaks the Kafka protocol, plus a `limits` mode that measures what this
+//! machine allows without a broker. See docs/PERFORMANCE.md.
+
+mod batch;
+mod limits;
+mod rate;
+mod stats;
+mod wire;
+mod workloads;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+
+use stats::{cpu_seconds, load_ceilings, merge, Counters, Report, Timeline};
+use wire::{create_topic, Conn, Res, Versions};
+use workloads::{
+    fetch_version, offsets, produce_version, start_consumers, start_producers, ConsumerCfg,
+    ProducerCfg,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "fjord-perf",
+    about = "Kafka-protocol benchmark harness",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Produce pre-built batches as fast as possible or at a target rate.
+    Produce(ProduceArgs),
+    /// Fetch from the log start (cold / catch-up) or tail the end (hot).
+    Consume(ConsumeArgs),
+    /// Produce at a fixed rate and consume; latency from intended send time.
+    EndToEnd(EndToEndArgs),
+    /// Measure this machine's ceilings (TCP, pipeline, page cache, fsync, CRC, sendfile).
+    Limits(LimitsArgs),
+}
+
+#[derive(Args, Clone)]
+struct Common {
+    /// Broker address host:port.
+    #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[arg(long, default_value = "fjord-perf")]
+    topic: String,
+    #[arg(long, default_value_t = 1)]
+    partitions: i32,
+    /// Do not create the topic (CreateTopics) first.
+    #[arg(long)]
+    no_create: bool,
+    /// Topic configs for CreateTopics, key=value (repeatable).
+    #[arg(long = "topic-config")]
+    topic_config: Vec<String>,
+    /// Cores for client threads: "1", "1,2" or "1-3".
+    #[arg(long, default_value = "1")]
+    client_cores: String,
+    /// Broker process id: report its CPU seconds per GB moved.
+    #[arg(long)]
+    broker_pid: Option<u32>,
+    /// Seconds of load.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Write the result (timeline, percentiles) as JSON.
+    #[arg(long)]
+    json: Option<String>,
+    /// Write an SVG plot: throughput over time and latency percentiles.
+    #[arg(long)]
+    plot: Option<String>,
+    /// `limits --json` output: print figures as a percentage of the ceiling.
+    #[arg(long)]
+    ceiling_json: Option<String>,
+}
+
+#[derive(Args, Clone)]
+struct ProduceOpts {
+    /// Record value size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    record_size: usize,
+    /// Batch size in bytes (records per batch = batch / record size).
+    #[arg(long, default_value_t = 65536)]
+    batch_size: usize,
+    /// 0, 1 or all.
+    #[arg(long, default_value = "1")]
+    acks: String,
+    /// none, gzip, snappy, lz4, zstd.
+    #[arg(long, default_value = "none")]
+    compression: String,
+    /// Compressible (text-like) values instead of random bytes.
+    #[arg(long)]
+    compressible: bool,
+    /// Producer connections.
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
+    /// Requests written ahead of their responses, per connection.
+    #[arg(long, default_value_t = 8)]
+    inflight: usize,
+}
+
+#[derive(Args, Clone)]
+struct ProduceArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    p: ProduceOpts,
+    /// Target MB/s over all connections (default: unlimited).
+    #[arg(long)]
+    rate: Option<f64>,
+}
+
+#[derive(Args, Clone)]
+struct FetchOpts {
+    /// Consumer connections (partitions are spread over them).
+    #[arg(long, default_value_t = 1)]
+    consumers: usize,
+    /// Fetch max_bytes.
+    #[arg(long, default_value_t = 52_428_800)]
+    fetch_max_bytes: i32,
+    /// Fetch partition_max_bytes.
+    #[arg(long, default_value_t = 8_388_608)]
+    partition_max_bytes: i32,
+    /// Fetch max_wait_ms.
+    #[arg(long, default_value_t = 500)]
+    max_wait_ms: i32,
+    /// Fetch min_bytes.
+    #[arg(long, default_value_t = 1)]
+    min_bytes: i32,
+}
+
+#[derive(Args, Clone)]
+struct ConsumeArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    f: FetchOpts,
+    /// start: read the existing log once from the beginning (cold /
+    /// catch-up); end: tail new data (hot; something else must produce).
+    #[arg(long, default_value = "start")]
+    from: String,
+    /// With --from start: when caught up, rewind to the log start and read
+    /// again until --duration (measures fetch of page-cached data).
+    #[arg(long)]
+    rewind: bool,
+    /// Produce this many MB first when the topic has less (cold read input).
+    #[arg(long, default_value_t = 0.0)]
+    fill_mb: f64,
+}
+
+#[derive(Args, Clone)]
+struct EndToEndArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    p: ProduceOpts,
+    #[command(flatten)]
+    f: FetchOpts,
+    /// Target MB/s over all producer connections (required).
+    #[arg(long)]
+    rate: f64,
+}
+
+#[derive(Args, Clone)]
+struct LimitsArgs {
+    /// Seconds for the receive+CRC+append pipeline (with timeline).
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Seconds for each of the other measurements.
+    #[arg(long, default_value_t = 3.0)]
+    short: f64,
+    /// Core standing in for the broker.
+    #[arg(long, default_value_t = 0)]
+    server_core: usize,
+    /// Core standing in for the client.
+    #[arg(long, default_value_t = 1)]
+    client_core: usize,
+    /// Scratch directory (default under $TMPDIR).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Size of the page-cache / sendfile file in MiB.
+    #[arg(long, default_value_t = 512)]
+    file_mib: usize,
+    /// fdatasync samples.
+    #[arg(long, default_value_t = 200)]
+    fsync_samples: usize,
+    /// Append size before each fdatasync, bytes.
+    #[arg(long, default_value_t = 4096)]
+    small_append: usize,
+    #[arg(long)]
+    json: Option<String>,
+}
+
+fn parse_cores(s: &str) -> Res<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.trim().parse::<usize>()?..=b.trim().parse::<usize>()?),
+            None => out.push(part.trim().parse()?),
+        }
+    }
+    Ok(out)
+}
+
+fn parse_acks(s: &str) -> Res<i16> {
+    Ok(match s {
+        "0" => 0,
+        "1" => 1,
+        "all" | "-1" => -1,
+        _ => return Err(format!("acks must be 0, 1 or all, not {s}").into()),
+    })
+}
+
+/// Connects, negotiates versions, creates the topic.
+fn prepare(c: &Common) -> Res<Versions> {
+    let mut conn = Conn::connect(&c.bootstrap)?;
+    let v = Versions::fetch(&mut conn)?;
+    if !c.no_create {
+        let cfgs: Vec<(String, String)> = c
+            .topic_config
+            .iter()
+            .filter_map(|kv| {
+                kv.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+            })
+            .collect();
+        create_topic(&mut conn, &v, &c.topic, c.partitions, &cfgs)?;
+    }
+    Ok(v)
+}
+
+fn ceiling(c: &Common, key: &str, label: &str) -> Res<Option<(String, f64)>> {
+    match &c.ceiling_json {
+        None => Ok(None),
+        Some(p) => {
+            let j = load_ceilings(p)?;
+            Ok(j[key].as_f64().map(|v| (label.to_string(), v)))
+        }
+    }
+}
+
+struct CpuProbe(Option<(u32, f64)>);
+
+impl CpuProbe {
+    fn start(pid: Option<u32>) -> CpuProbe {
+        CpuProbe(pid.and_then(|p| cpu_seconds(p).ok().map(|c| (p, c))))
+    }
+    fn stop(&self) -> Option<f64> {
+        self.0
+            .and_then(|(p, c0)| cpu_seconds(p).ok().map(|c1| c1 - c0))
+    }
+}
+
+fn producer_cfg(
+    c: &Common,
+    p: &ProduceOpts,
+    v: &Versions,
+    rate: Option<f64>,
+    stamp: bool,
+) -> Res<ProducerCfg> {
+    Ok(ProducerCfg {
+        bootstrap: c.bootstrap.clone(),
+        topic: c.topic.clone(),
+        partitions: c.partitions,
+        connections: p.connections.max(1),
+        record_size: p.record_size,
+        batch_bytes: p.batch_size,
+        acks: parse_acks(&p.acks)?,
+        compression: batch::parse_compression(&p.compression)?,
+        compressible: p.compressible,
+        inflight: p.inflight,
+        rate: rate.map(|mb| mb * 1e6),
+        duration: Duration::from_secs_f64(c.duration),
+        cores: parse_cores(&c.client_cores)?,
+        stamp,
+        version: produce_version(v)?,
+    })
+}
+
+fn run_produce(a: &ProduceArgs) -> Res<Report> {
+    let c = &a.common;
+    let v = prepare(c)?;
+    let cfg = producer_cfg(c, &a.p, &v, a.rate, false)?;
+    let counters = Arc::new(Counters::default());
+    let cpu = CpuProbe::start(c.broker_pid);
+    let tl = Timeline::start("produce", counters.clone());
+    let start = Instant::now();
+    let mut ti = 0;
+    let run = start_producers(&cfg, counters.clone(), start, &mut ti)?;
+    let hists: Vec<_> = run
+        .handles
+        .into_iter()
+        .filter_map(|h| h.join().ok())
+        .collect();
+    let elapsed = start.elapsed().as_secs_f64();
+    let broker_cpu_s = cpu.stop();
+    let timeline = tl.finish();
+    Ok(Report {
+        workload: format!(
+            "produce acks={} {}B x {}B batches",
+            a.p.acks, a.p.record_size, a.p.batch_size
+        ),
+        params: json!({"bootstrap": c.bootstrap, "topic": c.topic, "partitions": c.partitions,
+            "record_size": a.p.record_size, "batch_size": a.p.batch_size, "acks": a.p.acks,
+            "compression": a.p.compression, "connections": cfg.connections, "inflight": a.p.inflight,
+            "rate_mb_s": a.rate, "duration_s": c.duration, "produce_version": cfg.version}),
+        elapsed_s: elapsed,
+        bytes: counters.bytes.load(Ordering::Relaxed),
+        records: counters.records.load(Ordering::Relaxed),
+        errors: counters.errors.load(Ordering::Relaxed),
+        timeline,
+        hists: vec![("produce ack".into(), merge(hists.iter()))],
+        broker_cpu_s,
+        ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
+    })
+}
+
+fn consumer_cfg(c: &Common, f: &FetchOpts, v: &Versions, stamps: bool) -> Res<ConsumerCfg> {
+    Ok(ConsumerCfg {
+        bootstrap: c.bootstrap.clone(),
+        topic: c.topic.clone(),
+        partitions: c.partitions,
+        consumers: f.consumers.max(1),
+        max_bytes: f.fetch_max_bytes,
+        partition_max_bytes: f.partition_max_bytes,
+        max_wait_ms: f.max_wait_ms,
+        min_bytes: f.min_bytes,
+        cores: parse_cores(&c.client_cores)?,
+        version: fetch_version(v)?,
+        rewind: false,
+        stop_at: None,
+        stamps,
+    })
+}
+
+fn run_consume(a: &ConsumeArgs) -> Res<Report> {
+    let c = &a.common;
+    let v = prepare(c)?;
+    let mut cfg = consumer_cfg(c, &a.f, &v, false)?;
+    let mut start_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -2)?;
+    let mut end_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -1)?;
+    let have: i64 = (0..c.partitions)
+        .map(|p| end_offs[&p] - start_offs[&p])
+        .sum();
+    if a.fill_mb > 0.0 && a.from == "start" {
+        let want_records = (a.fill_mb * 1e6 / 1024.0) as i64;
+        if have < want_records {
+            eprintln!("filling topic with {:.0} MB first", a.fill_mb);
+            let mut pc = producer_cfg(
+                c,
+                &ProduceOpts {
+                    record_size: 1024,
+                    batch_size: 65536,
+                    acks: "1".into(),
+                    compression: "none".into(),
+                    compressible: false,
+                    connections: 1,
+                    inflight: 8,
+                },
+                &v,
+                None,
+                false,
+            )?;
+            pc.duration = Duration::from_secs(3600);
+            // Produce until enough records are acknowledged.
+            let counters = Arc::new(Counters::default());
+            let stop_dur = fill(&pc, counters, want_records - have)?;
+            eprintln!("filled in {stop_dur:.1} s");
+            start_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -2)?;
+            end_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -1)?;
+        }
+    }
+    let from = match a.from.as_str() {
+        "start" => {
+            if a.rewind {
+                cfg.rewind = true;
+            } else {
+                cfg.stop_at = Some(end_offs.clone());
+            }
+            start_offs.clone()
+        }
+        "end" => end_offs.clone(),
+        other => return Err(format!("--from start|end, not {other}").into()),
+    };
+    let counters = Arc::new(Counters::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu = CpuProbe::start(c.broker_pid);
+    let tl = Timeline::start("consume", counters.clone());
+    let start = Instant::now();
+    let mut ti = 0;
+    let handles = start_consumers(
+        &cfg,
+        &from,
+        &start_offs,
+        counters.clone(),
+        stop.clone(),
+        &mut ti,
+    )?;
+    let deadline = start + Duration::from_secs_f64(c.duration);
+    while Instant::now() < deadline && handles.iter().any(|h| !h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let outs: Vec<_> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    let elapsed = start.elapsed().as_secs_f64();
+    let broker_cpu_s = cpu.stop();
+    let timeline = tl.finish();
+    let mode = match (a.from.as_str(), a.rewind) {
+        ("start", false) => "cold (from start, once)",
+        ("start", true) => "hot (page-cached, rewinding)",
+        _ => "tailing",
+    };
+    Ok(Report {
+        workload: format!("consume {mode}"),
+        params: json!({"bootstrap": c.bootstrap, "topic": c.topic, "partitions": c.partitions,
+            "consumers": cfg.consumers, "fetch_max_bytes": cfg.max_bytes,
+            "partition_max_bytes": cfg.partition_max_bytes, "max_wait_ms": cfg.max_wait_ms,
+            "from": a.from, "rewind": a.rewind, "duration_s": c.duration, "fetch_version": cfg.version}),
+        elapsed_s: elapsed,
+        bytes: counters.bytes.load(Ordering::Relaxed),
+        records: counters.records.load(Ordering::Relaxed),
+        errors: counters.errors.load(Ordering::Relaxed),
+        timeline,
+        hists: vec![(
+            "fetch round trip".into(),
+            merge(outs.iter().map(|o| &o.fetch_rtt)),
+        )],
+        broker_cpu_s,
+        ceiling: ceiling(c, "sendfile_mb_s", "sendfile ceiling")?,
+    })
+}
+
+/// Produces unlimited until `records` are acknowledged; returns seconds.
+fn fill(cfg: &ProducerCfg, counters: Arc<Counters>, records: i64) -> Res<f64> {
+    let mut cfg = cfg.clone();
+    let start = Instant::now();
+    // Run in 1 s slices until enough is acknowledged.
+    cfg.duration = Duration::from_secs(1);
+    loop {
+        let mut ti = 0;
+        let run = start_producers(&cfg, counters.clone(), Instant::now(), &mut ti)?;
+        for h in run.handles {
+            let _ = h.join();
+        }
+        if counters.records.load(Ordering::Relaxed) as i64 >= records {
+            return Ok(start.elapsed().as_secs_f64());
+        }
+        if counters.errors.load(Ordering::Relaxed) > 0 {
+            return Err("produce errors while filling".into());
+        }
+    }
+}
+
+fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
+    let c = &a.common;
+    let v = prepare(c)?;
+    let pcfg = producer_cfg(c, &a.p, &v, Some(a.rate), true)?;
+    let mut ccfg = consumer_cfg(c, &a.f, &v, true)?;
+    // Consumers keep their own cores list; producers and consumers share it.
+    ccfg.rewind = false;
+    let start_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -2)?;
+    let end_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -1)?;
+    let pcounters = Arc::new(Counters::default());
+    let ccounters = Arc::new(Counters::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu = CpuProbe::start(c.broker_pid);
+    let mut ti = 0;
+    let consumers = start_consumers(
+        &ccfg,
+        &end_offs,
+        &start_offs,
+        ccounters.clone(),
+        stop.clone(),
+        &mut ti,
+    )?;
+    let tl = Timeline::start("end-to-end (consumed)", ccounters.clone());
+    let start = Instant::now() + Duration::from_millis(50);
+    let run = start_producers(&pcfg, pcounters.clone(), start, &mut ti)?;
+    let acked = run.acked_records.clone();
+    let phists: Vec<_> = run
+        .handles
+        .into_iter()
+        .filter_map(|h| h.join().ok())
+        .collect();
+    // Drain: wait until everything acknowledged was consumed (max 5 s).
+    let drain_end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < drain_end
+        && ccounters.records.load(Ordering::Relaxed) < acked.load(Ordering::Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let outs: Vec<_> = consumers
+        .into_iter()
+        .filter_map(|h| h.join().ok())
+        .collect();
+    let elapsed = c.duration;
+    let broker_cpu_s = cpu.stop();
+    let timeline = tl.finish();
+    let produced = acked.load(Ordering::Relaxed);
+    let consumed = ccounters.records.load(Ordering::Relaxed);
+    if consumed < produced {
+        eprintln!("warning: consumed {consumed} of {produced} acknowledged records");
+    }
+    Ok(Report {
+        workload: format!("end-to-end at {:.1} MB/s target, acks={}", a.rate, a.p.acks),
+        params: json!({"bootstrap": c.bootstrap, "topic": c.topic, "partitions": c.partitions,
+            "record_size": a.p.record_size, "batch_size": a.p.batch_size, "acks": a.p.acks,
+            "connections": pcfg.connections, "consumers": ccfg.consumers, "rate_mb_s": a.rate,
+            "duration_s": c.duration, "produced_records": produced, "consumed_records": consumed,
+            "produce_version": pcfg.version, "fetch_version": ccfg.version,
+            "max_wait_ms": ccfg.max_wait_ms}),
+        elapsed_s: elapsed,
+        bytes: ccounters.bytes.load(Ordering::Relaxed),
+        records: consumed,
+        errors: pcounters.errors.load(Ordering::Relaxed) + ccounters.errors.load(Ordering::Relaxed),
+        timeline,
+        hists: vec![
+            ("end-to-end".into(), merge(outs.iter().map(|o| &o.e2e))),
+            ("produce ack".into(), merge(phists.iter())),
+        ],
+        broker_cpu_s,
+        ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
+    })
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match &cli.cmd {
+        Cmd::Produce(a) => run_produce(a).map(|r| (r, a.common.clone())),
+        Cmd::Consume(a) => run_consume(a).map(|r| (r, a.common.clone())),
+        Cmd::EndToEnd(a) => run_end_to_end(a).map(|r| (r, a.common.clone())),
+        Cmd::Limits(a) => {
+            let cfg = limits::LimitsCfg {
+                duration: Duration::from_secs_f64(a.duration),
+                short: Duration::from_secs_f64(a.short),
+                server_core: a.server_core,
+                client_core: a.client_core,
+                dir: limits::default_dir(a.dir.as_deref()),
+                file_mib: a.file_mib.max(1),
+                fsync_samples: a.fsync_samples.max(1),
+                small_append: a.small_append.max(1),
+            };
+            match limits::run(&cfg, a.json.as_deref()) {
+                Ok(_) => return,
+                Err(e) => {
+                    eprintln!("fjord-perf limits: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    };
+    match r {
+        Ok((report, common)) => {
+            report.print();
+            if let Err(e) = report.write_outputs(common.json.as_deref(), common.plot.as_deref()) {
+                eprintln!("fjord-perf: writing outputs: {e}");
+                std::process::exit(1);
+            }
+            if report.errors > 0 {
+                std::process::exit(2);
+            }
+        }
+        Err(e) => {
+            eprintln!("fjord-perf: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_lists() {
+        assert_eq!(parse_cores("1").unwrap(), vec![1]);
+        assert_eq!(parse_cores("1,3").unwrap(), vec![1, 3]);
+        assert_eq!(parse_cores("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cores("x").is_err());
+    }
+
+    #[test]
+    fn acks_values() {
+        assert_eq!(parse_acks("all").unwrap(), -1);
+        assert_eq!(parse_acks("0").unwrap(), 0);
+        assert!(parse_acks("2").is_err());
+    }
+
+    #[test]
+    fn cli_parses() {
+        Cli::try_parse_from([
+            "fjord-perf",
+            "produce",
+            "-b",
+            "h:1",
+            "--acks",
+            "all",
+            "--rate",
+            "50",
+        ])
+        .unwrap();
+        Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "limits", "--duration", "2"]).unwrap();
+    }
+}
