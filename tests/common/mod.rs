@@ -625,3 +625,125 @@ pub fn segment_batches(path: &Path) -> Vec<(usize, i64, i64, usize)> {
     }
     out
 }
+
+// ---------------------------------------------------------------------------
+// Consumer-group helpers.
+// ---------------------------------------------------------------------------
+
+/// Client settings for a consumer that joins `group` (subscribe), with short
+/// heartbeats so rebalances are noticed quickly; `extra` wins.
+pub fn group_client_config(bootstrap: &str, group: &str, extra: &[(&str, &str)]) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("socket.timeout.ms", "30000")
+        .set("reconnect.backoff.ms", "50")
+        .set("reconnect.backoff.max.ms", "500")
+        .set("log_level", "4")
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "300")
+        .set("max.poll.interval.ms", "20000")
+        .set("fetch.wait.max.ms", "100");
+    for (k, v) in extra {
+        c.set(*k, *v);
+    }
+    c
+}
+
+impl Broker {
+    /// Settings for a group member of `group` (see [`group_client_config`]).
+    pub fn group_config(&self, group: &str, extra: &[(&str, &str)]) -> ClientConfig {
+        group_client_config(&self.bootstrap(), group, extra)
+    }
+
+    /// A `BaseConsumer` in `group` (not yet subscribed).
+    pub fn group_consumer(&self, group: &str, extra: &[(&str, &str)]) -> BaseConsumer {
+        self.group_config(group, extra)
+            .create()
+            .expect("create group consumer")
+    }
+}
+
+/// Calls `f` every 50 ms until it gives `Ok`; after `limit` panics with `what`
+/// and the last `Err` text (the state seen last).
+pub fn poll_until<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(last) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out after {limit:?} waiting for {what}; last seen: {last}"
+                );
+            }
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends one request encoded by the `kafka-protocol` crate (header version
+/// chosen for `version`) and decodes the response, checking the correlation
+/// id and that the whole frame was consumed.
+pub fn kp_call<R: kafka_protocol::protocol::Request>(
+    s: &mut TcpStream,
+    version: i16,
+    correlation_id: i32,
+    req: &R,
+) -> R::Response {
+    kp_send(s, version, correlation_id, req);
+    kp_recv::<R>(s, version, correlation_id)
+}
+
+/// Writes one request encoded by the `kafka-protocol` crate without waiting
+/// for the answer (for requests the broker parks, such as JoinGroup).
+pub fn kp_send<R: kafka_protocol::protocol::Request>(
+    s: &mut TcpStream,
+    version: i16,
+    correlation_id: i32,
+    req: &R,
+) {
+    use kafka_protocol::messages::RequestHeader;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+
+    let mut buf = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("fjord-it")))
+        .encode(&mut buf, R::header_version(version))
+        .expect("encode request header");
+    req.encode(&mut buf, version).expect("encode request");
+    let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&buf);
+    s.write_all(&frame).expect("write request");
+}
+
+/// Reads and decodes the response to a request sent with [`kp_send`].
+pub fn kp_recv<R: kafka_protocol::protocol::Request>(
+    s: &mut TcpStream,
+    version: i16,
+    correlation_id: i32,
+) -> R::Response {
+    use bytes::Buf;
+    use kafka_protocol::messages::ResponseHeader;
+    use kafka_protocol::protocol::{Decodable, HeaderVersion};
+
+    let mut resp = bytes::Bytes::from(read_frame(s).expect("read response"));
+    let header = ResponseHeader::decode(&mut resp, R::Response::header_version(version))
+        .expect("decode response header");
+    assert_eq!(header.correlation_id, correlation_id, "correlation id");
+    let body = R::Response::decode(&mut resp, version)
+        .unwrap_or_else(|e| panic!("decode response to api key {} v{version}: {e}", R::KEY));
+    assert_eq!(
+        resp.remaining(),
+        0,
+        "trailing bytes after the response to api key {} v{version}",
+        R::KEY
+    );
+    body
+}
