@@ -494,7 +494,6 @@ fn try_complete_join(shard: &Rc<Shard>, g: &GroupRef, force: bool) {
             );
             grp.remove_member(&id);
         }
-        grp.pending_members.clear();
         grp.generation += 1;
         let now = now_ms();
         if grp.members.is_empty() {
@@ -661,6 +660,20 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
     };
     match step {
         JoinStep::Answer(r) => {
+            if r.error_code == E::MemberIdRequired.code() {
+                // KIP-394: the id handed out stays pending until the member
+                // joins with it, or for one session timeout.
+                let weak = Rc::downgrade(&g);
+                let id = r.member_id.clone();
+                let timeout = Duration::from_millis(args.session_timeout_ms.max(1) as u64);
+                glommio::spawn_local(async move {
+                    glommio::timer::sleep(timeout).await;
+                    if let Some(g) = weak.upgrade() {
+                        g.borrow_mut().pending_members.remove(&id);
+                    }
+                })
+                .detach();
+            }
             if r.error_code == 0 && args.member_id.is_empty() {
                 // A static member replaced its old id without a rebalance:
                 // watch its session and persist the new id.
