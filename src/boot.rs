@@ -218,6 +218,7 @@ async fn shard_main(
     }
     crate::group::GroupCoordinator::start(&shard);
     shard.start_retention();
+    shard.start_cleaner();
     let listener = match TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) => {

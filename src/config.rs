@@ -111,6 +111,8 @@ pub struct Config {
     pub topic_defaults: BTreeMap<String, String>,
     /// `log.retention.check.interval.ms`: how often retention runs (ms). Default 300000.
     pub log_retention_check_interval_ms: u64,
+    /// `log.cleaner.backoff.ms`: how often the cleaner looks for work (ms). Default 15000.
+    pub log_cleaner_backoff_ms: u64,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -143,6 +145,7 @@ impl Default for Config {
             group: GroupConfig::default(),
             topic_defaults: BTreeMap::new(),
             log_retention_check_interval_ms: 300_000,
+            log_cleaner_backoff_ms: 15_000,
             unknown_keys: Vec::new(),
         }
     }
@@ -300,6 +303,9 @@ impl Config {
             }
         }
         match key {
+            "log.cleaner.backoff.ms" => {
+                self.log_cleaner_backoff_ms = parse_int(key, value, 1u64, I64MAX)?
+            }
             "log.retention.check.interval.ms" => {
                 self.log_retention_check_interval_ms = parse_int(key, value, 1u64, I64MAX)?
             }

@@ -308,6 +308,39 @@ impl Shard {
         .detach();
     }
 
+    /// Starts the log cleaner: every `log.cleaner.backoff.ms` each owned
+    /// partition with `cleanup.policy=compact` gets a compaction pass, one
+    /// segment rewrite at a time with a yield in between so produce and fetch
+    /// on this shard keep running.
+    pub fn start_cleaner(self: &Rc<Self>) {
+        let me = Rc::downgrade(self);
+        let every = std::time::Duration::from_millis(self.config.log_cleaner_backoff_ms.max(1));
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                let Some(shard) = me.upgrade() else { break };
+                for p in shard.owned_partitions() {
+                    loop {
+                        let now = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_millis() as i64)
+                            .unwrap_or(0);
+                        match p.compact(now, 1) {
+                            Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
+                            Ok(_) => break,
+                            Err(e) => {
+                                log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
+                                break;
+                            }
+                        }
+                    }
+                    glommio::yield_if_needed().await;
+                }
+            }
+        })
+        .detach();
+    }
+
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown
     /// marker). Called once at shutdown.
     pub fn close_all(&self) {

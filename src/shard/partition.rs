@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
+use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::{AppendResult, PartitionLog, ReadResult, StorageError, ValidatedBatch};
 
 /// Someone waiting until every offset below `.0` is durable.
@@ -225,6 +226,35 @@ impl Partition {
         let n = deleted.segments;
         remove_later(deleted.files, s.file_delete_delay_ms);
         Ok(n)
+    }
+
+    /// One compaction pass (at most `max_segments` segments rewritten) when
+    /// `cleanup.policy` includes `compact`. Gives what was done.
+    pub fn compact(&self, now_ms: i64, max_segments: usize) -> Result<CleanStats, StorageError> {
+        let s = self.settings();
+        if !s.compact {
+            return Ok(CleanStats::default());
+        }
+        let cfg = CompactionConfig {
+            min_compaction_lag_ms: s.min_compaction_lag_ms,
+            max_compaction_lag_ms: s.max_compaction_lag_ms,
+            min_cleanable_dirty_ratio: s.min_cleanable_dirty_ratio,
+            delete_retention_ms: s.delete_retention_ms,
+        };
+        let stats = self.log.borrow_mut().compact(now_ms, cfg, max_segments)?;
+        if stats.segments > 0 {
+            log::info!(
+                "{}-{}: compacted {} segment(s), {} -> {} bytes ({} superseded records, {} tombstones removed)",
+                self.topic,
+                self.index,
+                stats.segments,
+                stats.bytes_before,
+                stats.bytes_after,
+                stats.superseded,
+                stats.tombstones
+            );
+        }
+        Ok(stats)
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1 = high

@@ -12,6 +12,7 @@
 //! - [`recovery`]: opening a partition directory after a clean or unclean shutdown.
 
 pub mod batch;
+pub mod cleaner;
 pub mod index;
 pub mod log;
 pub mod recovery;

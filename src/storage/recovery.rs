@@ -235,6 +235,18 @@ fn scan(
     Ok(out)
 }
 
+/// Reopens a segment whose `.log` was replaced (compaction swap): opens the
+/// files and rebuilds both indexes from the log.
+pub(crate) fn reopen_segment(
+    dir: &Path,
+    base_offset: i64,
+    config: &LogConfig,
+) -> io::Result<Segment> {
+    let mut seg = Segment::open_existing(dir, base_offset, config.segment_index_bytes)?;
+    full_scan(&mut seg, config, false)?;
+    Ok(seg)
+}
+
 /// Rebuilds both indexes of `seg` from byte 0 (validating CRCs when
 /// `check_crc`) and truncates the `.log` at the first bad or partial batch.
 fn full_scan(seg: &mut Segment, config: &LogConfig, check_crc: bool) -> io::Result<()> {
