@@ -11,6 +11,7 @@
 //! - [`shard`] — shard-local state, partition ownership, cross-shard calls.
 //! - [`storage`] — the partition log in Kafka's segment format.
 //! - [`group`] — the consumer-group coordinator and committed offsets.
+//! - [`txn`] — producer ids and per-partition producer state (idempotence).
 //! - [`cluster`] — metadata images, topic registry, the controller role.
 //! - [`config`] — Kafka-named configuration.
 //! - [`error`] — errors per layer and their Kafka error codes.
@@ -27,3 +28,4 @@ pub mod net;
 pub mod protocol;
 pub mod shard;
 pub mod storage;
+pub mod txn;

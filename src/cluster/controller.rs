@@ -147,12 +147,31 @@ pub fn load_topics(data_dir: &Path, mut image: MetadataImage) -> std::io::Result
 pub struct Controller {
     data_dir: PathBuf,
     image: Arc<MetadataImage>,
+    producer_ids: Option<crate::txn::producer_ids::ProducerIdManager>,
 }
 
 impl Controller {
     /// A controller over `image`, persisting under `data_dir`.
     pub fn new(data_dir: PathBuf, image: Arc<MetadataImage>) -> Controller {
-        Controller { data_dir, image }
+        Controller {
+            data_dir,
+            image,
+            producer_ids: None,
+        }
+    }
+
+    /// A producer id never handed out before (InitProducerId), from blocks
+    /// persisted under `__cluster_metadata/producer-ids`.
+    pub fn allocate_producer_id(&mut self) -> std::io::Result<i64> {
+        if self.producer_ids.is_none() {
+            let dir = self.data_dir.join(METADATA_DIR);
+            std::fs::create_dir_all(&dir)?;
+            self.producer_ids = Some(crate::txn::producer_ids::ProducerIdManager::open(&dir)?);
+        }
+        match self.producer_ids.as_mut() {
+            Some(m) => m.allocate(),
+            None => Err(std::io::Error::other("producer id manager unavailable")),
+        }
     }
 
     /// The latest image.

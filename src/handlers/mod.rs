@@ -16,6 +16,7 @@ mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
 mod heartbeat;
+mod init_producer_id;
 mod join_group;
 mod leave_group;
 mod list_groups;
@@ -103,6 +104,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::IncrementalAlterConfigs => alter_configs::handle_incremental(shard, &frame).await,
         ApiKey::DeleteRecords => delete_records::handle(shard, &frame).await,
         ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, &frame).await,
+        ApiKey::InitProducerId => init_producer_id::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {

@@ -21,6 +21,7 @@ use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::storage::validate_batches;
+use crate::txn::producer_state::Check;
 
 /// One partition's share of a Produce request, sent to its owner shard.
 #[derive(Debug)]
@@ -59,6 +60,17 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The idempotence check for one partition's batches. The borrow ends here,
+/// before the append updates the state.
+fn check_producers(
+    part: &crate::shard::partition::Partition,
+    batches: &[crate::storage::ValidatedBatch],
+) -> Result<Check, i16> {
+    let headers: Vec<_> = batches.iter().map(|b| b.header).collect();
+    let state = part.producers.borrow();
+    state.check(&headers)
+}
+
 /// Runs on the owner shard: validates and appends each partition's batches.
 /// With `wait_for_flush` (acks=all), waits for the flush policy before
 /// answering.
@@ -93,22 +105,34 @@ pub async fn append_on_owner(
                 r.error_code = codes::CORRUPT_MESSAGE;
                 r.error_message = Some("no record batch in the request".into());
             }
-            Ok(batches) => match part.append(&w.records, &batches, now_ms()) {
-                Ok((res, needs_flush)) => {
-                    r.base_offset = res.base_offset;
-                    r.log_append_time = res.log_append_time;
-                    r.log_start_offset = res.log_start_offset;
-                    // acks=all waits when this append made a flush due
-                    // (`flush.messages` reached); see docs/ARCHITECTURE.md.
-                    if wait_for_flush && needs_flush {
-                        flushes.push((out.len(), part.clone(), res.last_offset + 1));
+            Ok(batches) => match check_producers(&part, &batches) {
+                Err(code) => {
+                    r.error_code = code;
+                    r.error_message =
+                        Some("rejected by the idempotent producer checks (KIP-98)".into());
+                }
+                Ok(Check::Duplicate(meta)) => {
+                    // A retry of an appended batch: answer with its offsets.
+                    r.base_offset = meta.first_offset;
+                    r.log_start_offset = part.log.borrow().log_start_offset();
+                }
+                Ok(Check::Append) => match part.append(&w.records, &batches, now_ms()) {
+                    Ok((res, needs_flush)) => {
+                        r.base_offset = res.base_offset;
+                        r.log_append_time = res.log_append_time;
+                        r.log_start_offset = res.log_start_offset;
+                        // acks=all waits when this append made a flush due
+                        // (`flush.messages` reached); see docs/ARCHITECTURE.md.
+                        if wait_for_flush && needs_flush {
+                            flushes.push((out.len(), part.clone(), res.last_offset + 1));
+                        }
                     }
-                }
-                Err(e) => {
-                    log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
-                    r.error_code = e.code();
-                    r.error_message = Some(e.to_string());
-                }
+                    Err(e) => {
+                        log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
+                        r.error_code = e.code();
+                        r.error_message = Some(e.to_string());
+                    }
+                },
             },
         }
         out.push(r);

@@ -33,6 +33,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
+    (ApiKey::InitProducerId, 0, 4),
 ];
 
 /// The supported version range of `key`, or `None` when the API is not served.

@@ -13,6 +13,7 @@ use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::{AppendResult, PartitionLog, ReadResult, StorageError, ValidatedBatch};
+use crate::txn::producer_state::ProducerStateMap;
 
 /// Someone waiting until every offset below `.0` is durable.
 type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
@@ -33,6 +34,8 @@ pub struct Partition {
     /// Bumped after every append (wakes fetches waiting for data).
     pub appended: Rc<Notify>,
     settings: RefCell<TopicSettings>,
+    /// Idempotent producers' sequence state (KIP-98).
+    pub producers: RefCell<ProducerStateMap>,
     unflushed_messages: Cell<u64>,
     /// Every offset below this is on stable storage (fdatasync done).
     flushed_offset: Cell<i64>,
@@ -51,6 +54,15 @@ impl Partition {
         settings: TopicSettings,
     ) -> Partition {
         let leo = log.log_end_offset();
+        let mut producers = ProducerStateMap::default();
+        match log.batch_headers() {
+            Ok(headers) => {
+                for h in &headers {
+                    producers.update(h, h.base_offset);
+                }
+            }
+            Err(e) => log::warn!("{topic}-{index}: cannot rebuild producer state: {e}"),
+        }
         Partition {
             topic,
             index,
@@ -59,6 +71,7 @@ impl Partition {
             log: RefCell::new(log),
             appended: Rc::new(Notify::default()),
             settings: RefCell::new(settings),
+            producers: RefCell::new(producers),
             unflushed_messages: Cell::new(0),
             flushed_offset: Cell::new(leo),
             flushing: Cell::new(false),
@@ -98,6 +111,12 @@ impl Partition {
             let mut log = self.log.borrow_mut();
             let before = log.active_log_file();
             let r = log.append(records, batches, self.leader_epoch, now_ms)?;
+            let mut producers = self.producers.borrow_mut();
+            let mut first = r.base_offset;
+            for b in batches {
+                producers.update(&b.header, first);
+                first += b.header.last_offset_delta as i64 + 1;
+            }
             let after = log.active_log_file();
             (r, (!Arc::ptr_eq(&before, &after)).then_some(before))
         };

@@ -502,6 +502,21 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Gives the header of every batch in the log, oldest first (the offsets
+    /// as stored). Used to rebuild producer state at start-up.
+    pub fn batch_headers(&self) -> Result<Vec<BatchHeader>, StorageError> {
+        let mut out = Vec::new();
+        for seg in self.segments() {
+            let mut pos = 0;
+            while pos < seg.size() {
+                let h = seg.read_header(pos)?;
+                pos += h.total_size() as u64;
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+
     /// Gives the total size in bytes of all `.log` files.
     pub fn size_bytes(&self) -> u64 {
         self.segments().map(|s| s.size()).sum()
