@@ -113,6 +113,14 @@ pub async fn append_on_owner(
                 }
                 Ok(Check::Duplicate(meta)) => {
                     // A retry of an appended batch: answer with its offsets.
+                    log::debug!(
+                        "{}-{}: duplicate batch (sequence {}..{}) answered with offset {}",
+                        w.topic,
+                        w.partition,
+                        meta.first_seq,
+                        meta.last_seq,
+                        meta.first_offset
+                    );
                     r.base_offset = meta.first_offset;
                     r.log_start_offset = part.log.borrow().log_start_offset();
                 }
