@@ -15,6 +15,8 @@ use bytes::{Buf, BytesMut};
 use glommio::net::TcpStream;
 use std::os::fd::AsRawFd;
 
+use futures_lite::AsyncReadExt;
+
 use super::sendfile::write_response;
 use crate::error::ProtocolError;
 use crate::handlers::{dispatch, Outcome};
@@ -26,11 +28,15 @@ use crate::shard::Shard;
 /// received.
 const READ_CHUNK: usize = 1 << 20;
 
+/// Bytes zeroed and read through glommio when the socket had nothing ready.
+const WAIT_WINDOW: usize = 4096;
+
 /// Receives into the spare capacity of `buf` without zero-filling it first:
 /// recv(2) with MSG_DONTWAIT straight into the buffer's uninitialised tail
 /// (through a raw pointer, so no `&mut [u8]` to uninitialised memory is
-/// formed), and when nothing is there, a 1-byte MSG_PEEK through glommio to
-/// wait until the socket is readable. Gives the bytes received, 0 at EOF.
+/// formed); when nothing is ready, glommio's own read (which waits for
+/// readability) fills a small zeroed window. Gives the bytes received, 0 at
+/// EOF.
 async fn recv_into(
     stream: &mut TcpStream,
     buf: &mut BytesMut,
@@ -62,10 +68,21 @@ async fn recv_into(
         let err = std::io::Error::last_os_error();
         match err.raw_os_error() {
             Some(libc::EAGAIN) => {
-                let mut probe = [0u8; 1];
-                if stream.peek(&mut probe).await? == 0 {
-                    return Ok(0);
-                }
+                // Nothing buffered: let glommio wait for readability and read
+                // the first bytes into a small zeroed window; the next call
+                // takes the rest with recv(2) again.
+                let spare = buf.spare_capacity_mut();
+                let k = spare.len().min(WAIT_WINDOW);
+                // SAFETY: `k` bytes of spare capacity are zero-initialised
+                // before a `&mut [u8]` is formed over them.
+                let window = unsafe {
+                    std::ptr::write_bytes(spare.as_mut_ptr(), 0, k);
+                    std::slice::from_raw_parts_mut(spare.as_mut_ptr() as *mut u8, k)
+                };
+                let n = stream.read(window).await?;
+                // SAFETY: the first `n` bytes of the window were written.
+                unsafe { buf.set_len(buf.len() + n) };
+                return Ok(n);
             }
             Some(libc::EINTR) => continue,
             _ => return Err(err),
