@@ -6,32 +6,25 @@ use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fjord::storage::{validate_batches, LogConfig, PartitionLog};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
 /// One uncompressed RecordBatch v2 of `count` records of `value_len` bytes.
 fn batch(count: usize, value_len: usize) -> Bytes {
     let records: Vec<Record> = (0..count)
-        .map(|i| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: 1_700_000_000_000 + i as i64,
-            key: Some(Bytes::from(format!("key-{i}"))),
-            value: Some(Bytes::from(vec![b'x'; value_len])),
-            headers: [(
+        .map(|i| {
+            let mut r = fjord::protocol::plain_record(
+                i as i64,
+                1_700_000_000_000 + i as i64,
+                Some(Bytes::from(format!("key-{i}"))),
+                Some(Bytes::from(vec![b'x'; value_len])),
+            );
+            r.headers = [(
                 StrBytes::from_static_str("h"),
                 Some(Bytes::from_static(b"v")),
             )]
             .into_iter()
-            .collect(),
+            .collect();
+            r
         })
         .collect();
     let mut buf = BytesMut::new();

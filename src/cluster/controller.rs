@@ -208,14 +208,21 @@ impl Controller {
         if validate_only {
             return Ok(Arc::new(topic));
         }
+        self.commit_topic(topic)
+    }
+
+    /// Persists a new or changed topic, then moves the image to a version
+    /// that has it; gives the topic as published.
+    fn commit_topic(&mut self, topic: TopicMeta) -> Result<Arc<TopicMeta>, MetadataError> {
         write_atomic(
-            &topic_file(&self.data_dir, name),
+            &topic_file(&self.data_dir, &topic.name),
             encode_topic(&topic).as_bytes(),
         )
         .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        let name = topic.name.clone();
         self.image = Arc::new(self.image.with_topic(topic));
         self.image
-            .topic(name)
+            .topic(&name)
             .cloned()
             .ok_or(MetadataError::UnknownTopicOrPartition)
     }
@@ -257,16 +264,7 @@ impl Controller {
         if validate_only || next == *current {
             return Ok(Arc::new(next));
         }
-        write_atomic(
-            &topic_file(&self.data_dir, name),
-            encode_topic(&next).as_bytes(),
-        )
-        .map_err(|e| MetadataError::Storage(e.to_string()))?;
-        self.image = Arc::new(self.image.with_topic(next));
-        self.image
-            .topic(name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)
+        self.commit_topic(next)
     }
 
     /// Raises a topic's partition count to `count` (CreatePartitions).
@@ -299,16 +297,7 @@ impl Controller {
         if validate_only {
             return Ok(Arc::new(next));
         }
-        write_atomic(
-            &topic_file(&self.data_dir, name),
-            encode_topic(&next).as_bytes(),
-        )
-        .map_err(|e| MetadataError::Storage(e.to_string()))?;
-        self.image = Arc::new(self.image.with_topic(next));
-        self.image
-            .topic(name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)
+        self.commit_topic(next)
     }
 }
 

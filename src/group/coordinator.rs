@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_channel::oneshot;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 use kafka_protocol::ResponseError as E;
 
 use super::records::{self, GroupValue, OffsetValue, OffsetsRecord, StoredMember};
@@ -278,21 +276,7 @@ async fn write_records(
     let recs: Vec<Record> = records
         .into_iter()
         .enumerate()
-        .map(|(i, (k, v))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1,
-            timestamp: ts,
-            key: Some(k),
-            value: v,
-            headers: Default::default(),
-        })
+        .map(|(i, (k, v))| crate::protocol::plain_record(i as i64, ts, Some(k), v))
         .collect();
     let mut buf = BytesMut::new();
     let opts = RecordEncodeOptions {

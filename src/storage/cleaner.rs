@@ -279,24 +279,15 @@ impl PartitionLog {
 mod tests {
     use super::*;
     use crate::storage::{validate_batches, LogConfig};
-    use kafka_protocol::records::{Record, TimestampType};
+    use kafka_protocol::records::Record;
 
     fn record(offset: i64, key: &str, value: Option<&str>, ts: i64) -> Record {
-        Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
+        crate::protocol::plain_record(
             offset,
-            sequence: -1,
-            timestamp: ts,
-            key: Some(Bytes::from(key.to_string())),
-            value: value.map(|v| Bytes::from(v.to_string())),
-            headers: Default::default(),
-        }
+            ts,
+            Some(Bytes::from(key.to_string())),
+            value.map(|v| Bytes::from(v.to_string())),
+        )
     }
 
     fn append(
@@ -359,7 +350,7 @@ mod tests {
         let mut log = PartitionLog::open(
             dir.path(),
             LogConfig {
-                segment_bytes: 200,
+                segment_bytes: 100,
                 ..LogConfig::default()
             },
         )
@@ -415,7 +406,7 @@ mod tests {
         let log = PartitionLog::open(
             dir.path(),
             LogConfig {
-                segment_bytes: 200,
+                segment_bytes: 100,
                 ..LogConfig::default()
             },
         )
