@@ -27,6 +27,12 @@ pub enum BootError {
         /// Cause.
         source: std::io::Error,
     },
+    /// Another broker process holds the data directory's lock.
+    #[error("data directory {path} is in use by another broker (lock file {path}/.lock); stop it or use another log.dirs")]
+    DataDirLocked {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The listener address could not be bound.
     #[error("cannot listen on {addr}: {source} (is another broker on that port? set listeners=PLAINTEXT://host:port)")]
     Bind {
@@ -36,7 +42,7 @@ pub enum BootError {
         source: std::io::Error,
     },
     /// An executor could not start (io_uring unavailable, memlock too low…).
-    #[error("cannot start shard {shard}: {reason} (io_uring needs Linux 5.8+; if it mentions memory, raise `ulimit -l`)")]
+    #[error("cannot start shard {shard}: {reason}")]
     Executor {
         /// Shard index.
         shard: usize,
@@ -50,7 +56,48 @@ pub enum BootError {
 /// runs under the default `ulimit -l` of 8 MiB.
 const IO_MEMORY: usize = 1 << 20;
 
+/// Takes an exclusive flock on `<dir>/.lock`; errors when another process
+/// holds it.
+fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(".lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| BootError::DataDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    // SAFETY: flock on an fd we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(BootError::DataDirLocked {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(f)
+}
+
+/// Raises the soft open-files limit to the hard limit: every partition keeps
+/// three files open (`.log`, `.index`, `.timeindex`).
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
 fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootError> {
+    // SO_REUSEPORT would let a second broker share a port already in use:
+    // check with a plain bind first (Kafka reports "address in use" too).
+    if addr.port() != 0 {
+        std::net::TcpListener::bind(addr).map_err(|source| BootError::Bind { addr, source })?;
+    }
     let domain = if addr.is_ipv4() {
         socket2::Domain::IPV4
     } else {
@@ -85,6 +132,16 @@ pub fn run(config: Config) -> Result<(), BootError> {
         source,
     };
     std::fs::create_dir_all(&data_dir).map_err(dd)?;
+    // Like Kafka's `.lock`: one broker per data directory. Held (open, flocked)
+    // for the life of the process.
+    let _lock = lock_data_dir(&data_dir)?;
+    raise_fd_limit();
+    if config.listeners.len() > 1 {
+        log::warn!(
+            "only the first listener is used: {}",
+            config.listeners[0].addr
+        );
+    }
     let cluster_id =
         load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref()).map_err(dd)?;
 
@@ -115,6 +172,20 @@ pub fn run(config: Config) -> Result<(), BootError> {
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     let shards = config.shards.unwrap_or(cores.len().max(1)).max(1);
+    if !cores.is_empty() && shards > cores.len() {
+        // A shard is one pinned core; more shards than CPUs share cores
+        // unpinned. A few (tests on small machines) are tolerated.
+        if shards > 4 * cores.len() {
+            return Err(BootError::Executor {
+                shard: shards - 1,
+                reason: format!(
+                    "--shards {shards} is far more than the {} CPUs this process may use; a shard is one pinned core",
+                    cores.len()
+                ),
+            });
+        }
+        log::warn!("--shards {shards} is more than the {} CPUs this process may use: shards will share cores, unpinned", cores.len());
+    }
     let config = Arc::new(config);
     let mesh: MeshBuilder<Task, _> = MeshBuilder::full(shards, 1024);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();

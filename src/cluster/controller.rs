@@ -199,6 +199,19 @@ impl Controller {
                 "number of partitions must be in [1, 1000000], got {partitions}"
             )));
         }
+        // Kafka: '.' and '_' collide in metric names, so such topics cannot coexist.
+        let canonical = name.replace('.', "_");
+        if let Some(other) = self
+            .image
+            .topics
+            .keys()
+            .find(|t| t.replace('.', "_") == canonical)
+        {
+            return Err(MetadataError::InvalidTopic(format!(
+                "topic {name} collides with existing topic {other} ('.' and '_' are equivalent)"
+            )));
+        }
+        self.check_open_files(partitions as i64)?;
         let topic = TopicMeta {
             name: Arc::from(name),
             id: Uuid::new_v4(),
@@ -209,6 +222,34 @@ impl Controller {
             return Ok(Arc::new(topic));
         }
         self.commit_topic(topic)
+    }
+
+    /// Refuses `extra` more partitions when every partition's three open
+    /// files (`.log`, `.index`, `.timeindex`) would not fit in the process's
+    /// open-files limit (`ulimit -n`), keeping room for connections.
+    fn check_open_files(&self, extra: i64) -> Result<(), MetadataError> {
+        // SAFETY: getrlimit on a local struct.
+        let limit = unsafe {
+            let mut l: libc::rlimit = std::mem::zeroed();
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
+                return Ok(());
+            }
+            l.rlim_cur as i64
+        };
+        let existing: i64 = self
+            .image
+            .topics
+            .values()
+            .map(|t| t.partitions as i64)
+            .sum();
+        let needed = (existing + extra) * 3 + 1024;
+        if needed > limit {
+            return Err(MetadataError::InvalidPartitions(format!(
+                "{} partitions in all would need about {needed} open files but the limit (ulimit -n) is {limit}; raise it or use fewer partitions",
+                existing + extra
+            )));
+        }
+        Ok(())
     }
 
     /// Persists a new or changed topic, then moves the image to a version

@@ -184,6 +184,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 results[slot].error_code = codes::INVALID_REQUIRED_ACKS;
             } else if !known {
                 results[slot].error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+            } else if crate::cluster::topic_name::is_internal(name) {
+                // Kafka: clients cannot append to internal topics.
+                results[slot].error_code = codes::INVALID_TOPIC_EXCEPTION;
+                results[slot].error_message =
+                    Some(format!("cannot append to internal topic {name}"));
             } else {
                 let Some(records) = p.records.clone() else {
                     results[slot].error_code = codes::CORRUPT_MESSAGE;

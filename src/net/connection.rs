@@ -109,8 +109,10 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             }
             let size = size as usize;
             if buf.len() < 4 + size {
-                // Room for the whole frame and then some, so it is read in place.
-                buf.reserve((4 + size - buf.len()).max(READ_CHUNK.min(max + 4)));
+                // Grow towards the frame as its bytes arrive, a chunk at a
+                // time: a client that claims a huge frame and sends little
+                // does not make the broker allocate what it claimed.
+                buf.reserve((4 + size - buf.len()).min(READ_CHUNK));
                 break;
             }
             buf.advance(4);
