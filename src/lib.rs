@@ -16,6 +16,8 @@
 //! - [`config`] — Kafka-named configuration.
 //! - [`error`] — errors per layer and their Kafka error codes.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
 pub mod admin;
 pub mod alloc;
 pub mod boot;
