@@ -16,7 +16,10 @@
 //! - [`config`] — Kafka-named configuration.
 //! - [`error`] — errors per layer and their Kafka error codes.
 
-#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 pub mod admin;
 pub mod alloc;

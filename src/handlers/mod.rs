@@ -13,6 +13,7 @@ mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
+mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 mod heartbeat;
@@ -105,6 +106,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::DeleteRecords => delete_records::handle(shard, &frame).await,
         ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, &frame).await,
         ApiKey::InitProducerId => init_producer_id::handle(shard, &frame).await,
+        ApiKey::DescribeProducers => describe_producers::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {

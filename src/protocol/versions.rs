@@ -34,6 +34,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
     (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The supported version range of `key`, or `None` when the API is not served.

@@ -91,6 +91,24 @@ impl ProducerStateMap {
         self.producers.is_empty()
     }
 
+    /// Every producer: (id, epoch, last sequence, last timestamp), by id.
+    pub fn snapshot(&self) -> Vec<(i64, i16, i32, i64)> {
+        let mut v: Vec<_> = self
+            .producers
+            .iter()
+            .map(|(id, e)| {
+                (
+                    *id,
+                    e.epoch,
+                    e.batches.back().map(|b| b.last_seq).unwrap_or(-1),
+                    e.last_timestamp,
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
     /// The entry of a producer.
     pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
         self.producers.get(&producer_id)

@@ -1,0 +1,67 @@
+//! DescribeProducers (key 61), v0 (KIP-664): the idempotent producers a
+//! partition knows, with epoch, last sequence and last timestamp. No
+//! transaction is ever open (transactions are not served yet), so
+//! `current_txn_start_offset` is -1.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_producers_response::{
+    PartitionResponse, ProducerState, TopicResponse,
+};
+use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
+
+use super::{respond, HandlerResult};
+use crate::error::{codes, KafkaCode};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers DescribeProducers.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: DescribeProducersRequest = frame.decode()?;
+    let image = shard.metadata();
+    let mut resp = DescribeProducersResponse::default();
+    for t in &req.topics {
+        let mut rt = TopicResponse::default();
+        rt.name = t.name.clone();
+        let meta = image.topic(t.name.0.as_str());
+        for &p in &t.partition_indexes {
+            let mut rp = PartitionResponse::default();
+            rp.partition_index = p;
+            if !meta.is_some_and(|m| (0..m.partitions).contains(&p)) {
+                rp.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+            } else {
+                let topic: Arc<str> = Arc::from(t.name.0.as_str());
+                let owner = shard.owner(&topic, p);
+                let states = shard
+                    .invoke_on(owner, move |s| async move {
+                        s.partition(&topic, p)
+                            .map(|part| part.producers.borrow().snapshot())
+                    })
+                    .await;
+                match states {
+                    Ok(Some(list)) => {
+                        rp.active_producers = list
+                            .into_iter()
+                            .map(|(id, epoch, last_seq, ts)| {
+                                let mut ps = ProducerState::default();
+                                ps.producer_id = ProducerId(id);
+                                ps.producer_epoch = epoch as i32;
+                                ps.last_sequence = last_seq;
+                                ps.last_timestamp = ts;
+                                ps.coordinator_epoch = -1;
+                                ps.current_txn_start_offset = -1;
+                                ps
+                            })
+                            .collect()
+                    }
+                    Ok(None) => rp.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Err(e) => rp.error_code = e.code(),
+                }
+            }
+            rt.partitions.push(rp);
+        }
+        resp.topics.push(rt);
+    }
+    Ok(respond(frame, &resp))
+}
