@@ -113,6 +113,8 @@ pub struct Config {
     pub log_retention_check_interval_ms: u64,
     /// `log.cleaner.backoff.ms`: how often the cleaner looks for work (ms). Default 15000.
     pub log_cleaner_backoff_ms: u64,
+    /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after this (ms). Default 86400000.
+    pub producer_id_expiration_ms: i64,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -146,6 +148,7 @@ impl Default for Config {
             topic_defaults: BTreeMap::new(),
             log_retention_check_interval_ms: 300_000,
             log_cleaner_backoff_ms: 15_000,
+            producer_id_expiration_ms: 86_400_000,
             unknown_keys: Vec::new(),
         }
     }
@@ -303,6 +306,9 @@ impl Config {
             }
         }
         match key {
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
+            }
             "log.cleaner.backoff.ms" => {
                 self.log_cleaner_backoff_ms = parse_int(key, value, 1u64, I64MAX)?
             }

@@ -1379,7 +1379,12 @@ async fn expire_offsets(shard: &Rc<Shard>) {
                 if g.state != GroupState::Empty {
                     return None;
                 }
-                let offs = offsets.get(&g.group_id)?;
+                let Some(offs) = offsets.get(&g.group_id).filter(|o| !o.is_empty()) else {
+                    // An Empty group without offsets goes once it has been
+                    // Empty for the retention period (Kafka marks it Dead).
+                    let old = now - g.state_timestamp_ms >= retention;
+                    return old.then(|| (g.group_id.clone(), Vec::new(), true));
+                };
                 let expired: Vec<(String, i32)> = offs
                     .iter()
                     .filter(|(_, v)| {
@@ -1406,7 +1411,11 @@ async fn expire_offsets(shard: &Rc<Shard>) {
             recs.push((records::group_key(&gid), None));
         }
         if write_records(shard, &gid, recs).await.is_ok() {
-            log::info!("expired {} committed offset(s) of group {gid}", parts.len());
+            log::info!(
+                "expired {} committed offset(s) of group {gid}{}",
+                parts.len(),
+                if all { "; group removed" } else { "" }
+            );
             if let Some(m) = shard.groups.offsets.borrow_mut().get_mut(&gid) {
                 for k in &parts {
                     m.remove(k);

@@ -36,7 +36,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         protocols: req
             .protocols
             .iter()
-            .map(|p| (p.name.to_string(), p.metadata.clone()))
+            // Copied: a slice would keep the whole receive buffer alive as long as the member.
+            .map(|p| {
+                (
+                    p.name.to_string(),
+                    bytes::Bytes::copy_from_slice(&p.metadata),
+                )
+            })
             .collect(),
         require_known_member_id: version >= 4,
     };

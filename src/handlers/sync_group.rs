@@ -26,7 +26,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         assignments: req
             .assignments
             .iter()
-            .map(|a| (a.member_id.to_string(), a.assignment.clone()))
+            // Copied: a slice would keep the whole receive buffer alive as long as the member.
+            .map(|a| {
+                (
+                    a.member_id.to_string(),
+                    bytes::Bytes::copy_from_slice(&a.assignment),
+                )
+            })
             .collect(),
     };
     let result = match group_owner(shard, &args.group_id) {

@@ -298,10 +298,13 @@ impl Shard {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_millis() as i64)
                     .unwrap_or(0);
+                let producer_expiration = shard.config.producer_id_expiration_ms;
                 for p in shard.owned_partitions() {
                     if let Err(e) = p.apply_retention(now) {
                         log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
                     }
+                    // `producer.id.expiration.ms`: forget idle idempotent producers.
+                    p.producers.borrow_mut().expire(now, producer_expiration);
                 }
             }
         })
@@ -309,8 +312,8 @@ impl Shard {
     }
 
     /// Starts the log cleaner: every `log.cleaner.backoff.ms` each owned
-    /// partition with `cleanup.policy=compact` gets a compaction pass, one
-    /// segment rewrite at a time with a yield in between so produce and fetch
+    /// partition with `cleanup.policy=compact` gets a compaction pass, up to 4
+    /// segment rewrites at a time with a yield in between so produce and fetch
     /// on this shard keep running.
     pub fn start_cleaner(self: &Rc<Self>) {
         let me = Rc::downgrade(self);
@@ -325,7 +328,7 @@ impl Shard {
                             .duration_since(std::time::UNIX_EPOCH)
                             .map(|d| d.as_millis() as i64)
                             .unwrap_or(0);
-                        match p.compact(now, 1) {
+                        match p.compact(now, 4) {
                             Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
                             Ok(_) => break,
                             Err(e) => {

@@ -103,6 +103,35 @@ fn read_batch(seg: &Segment, pos: u64, h: &BatchHeader) -> Result<Bytes, Storage
     Ok(Bytes::from(buf))
 }
 
+/// Sets lastOffsetDelta so the (single) batch in `batch` ends at `last_offset`
+/// and recomputes its CRC32C (attributes..end).
+fn keep_last_offset(batch: &mut [u8], last_offset: i64) {
+    if batch.len() < super::RECORD_BATCH_HEADER_BYTES {
+        return;
+    }
+    let base = i64::from_be_bytes([
+        batch[0], batch[1], batch[2], batch[3], batch[4], batch[5], batch[6], batch[7],
+    ]);
+    let delta = (last_offset - base).clamp(0, i32::MAX as i64) as i32;
+    batch[23..27].copy_from_slice(&delta.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+}
+
+/// A copy of the batch's header with no records (batchLength 49,
+/// recordsCount 0), CRC recomputed.
+fn empty_batch(raw: &[u8]) -> Vec<u8> {
+    let mut b = raw[..super::RECORD_BATCH_HEADER_BYTES.min(raw.len())].to_vec();
+    if b.len() < super::RECORD_BATCH_HEADER_BYTES {
+        return Vec::new();
+    }
+    b[8..12].copy_from_slice(&49i32.to_be_bytes());
+    b[57..61].copy_from_slice(&0i32.to_be_bytes());
+    let crc = crc32c::crc32c(&b[21..]);
+    b[17..21].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
 fn compression_of(h: &BatchHeader) -> Compression {
     match h.compression() {
         1 => Compression::Gzip,
@@ -164,7 +193,9 @@ impl PartitionLog {
                 })?;
                 for r in set.records {
                     if let Some(k) = r.key {
-                        latest.insert(k, r.offset);
+                        // Copied: the decoded key is a slice of the whole
+                        // batch buffer, which must not stay alive.
+                        latest.insert(Bytes::copy_from_slice(&k), r.offset);
                     }
                 }
             }
@@ -174,7 +205,9 @@ impl PartitionLog {
         let dir = self.dir.clone();
         let config = self.config.clone();
         let mut finished = true;
+        let mut removed_empty = 0usize;
         for i in 0..cleanable {
+            let i = i - removed_empty;
             if stats.segments >= max_segments.max(1) {
                 finished = false;
                 break;
@@ -224,12 +257,22 @@ impl PartitionLog {
                             version: 2,
                             compression: compression_of(&h),
                         };
+                        let start = out.len();
                         RecordBatchEncoder::encode(&mut out, keep.iter(), &opts).map_err(|e| {
                             StorageError::Inconsistent(format!(
                                 "re-encoding a batch of {}: {e}",
                                 seg.log_path().display()
                             ))
                         })?;
+                        // Keep the batch's last offset (and so its last
+                        // sequence) as it was, as Kafka's cleaner does, so
+                        // idempotent producer state rebuilt from headers
+                        // still sees the producer's real last sequence.
+                        keep_last_offset(&mut out[start..], h.last_offset());
+                    } else if h.producer_id >= 0 {
+                        // An idempotent producer's batch emptied by cleaning
+                        // stays as a header without records.
+                        out.extend_from_slice(&empty_batch(&raw));
                     }
                 }
             }
@@ -260,10 +303,24 @@ impl PartitionLog {
             stats.bytes_before += before;
             stats.bytes_after += fresh.size();
             self.older[i] = fresh;
+            if i > 0 && self.older[i].size() == 0 {
+                // Nothing left: drop the segment (its offsets become a gap,
+                // which readers skip). The first segment stays so the log
+                // start offset does not move.
+                let gone = self.older.remove(i);
+                for path in [
+                    gone.log_path().with_extension("log"),
+                    gone.log_path().with_extension("index"),
+                    gone.log_path().with_extension("timeindex"),
+                ] {
+                    let _ = fs::remove_file(path);
+                }
+                removed_empty += 1;
+            }
         }
         let cleaned_to = self
             .older
-            .get(cleanable.saturating_sub(1))
+            .get(cleanable.saturating_sub(1 + removed_empty))
             .map(|s| s.next_offset())
             .unwrap_or(first_dirty);
         // Only a pass that went through the whole range marks it clean; a
@@ -418,6 +475,79 @@ mod tests {
             .file_name()
             .to_string_lossy()
             .ends_with(".cleaned")));
+    }
+
+    #[test]
+    fn idempotent_batches_keep_their_last_offset_and_sequence() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig {
+            segment_bytes: 100,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(dir.path(), cfg.clone()).unwrap();
+        // Producer 5 writes c, a, b (sequences 0..2); later a and b are rewritten.
+        let recs: Vec<Record> = ["c", "a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let mut r = record(i as i64, k, Some("1"), 1_000);
+                r.producer_id = 5;
+                r.producer_epoch = 0;
+                r.sequence = i as i32;
+                r
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            recs.iter(),
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            },
+        )
+        .unwrap();
+        let v = validate_batches(&buf, usize::MAX).unwrap();
+        log.append(&buf, &v, 0, 1_000).unwrap();
+        append(
+            &mut log,
+            &[("a", Some("2")), ("b", Some("2"))],
+            1_000,
+            Compression::None,
+        );
+        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None);
+        let cfgc = CompactionConfig {
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.0,
+            delete_retention_ms: 1_000_000,
+        };
+        log.compact(2_000, cfgc, usize::MAX).unwrap();
+        let h = log
+            .batch_headers()
+            .unwrap()
+            .into_iter()
+            .find(|h| h.producer_id == 5)
+            .unwrap();
+        assert_eq!(
+            (
+                h.base_offset,
+                h.last_offset(),
+                h.base_sequence,
+                h.records_count
+            ),
+            (0, 2, 0, 1)
+        );
+        // The rewritten header is consistent after a reopen too.
+        drop(log);
+        let log = PartitionLog::open(dir.path(), cfg).unwrap();
+        let h = log
+            .batch_headers()
+            .unwrap()
+            .into_iter()
+            .find(|h| h.producer_id == 5)
+            .unwrap();
+        assert_eq!(h.last_offset(), 2);
     }
 
     #[test]

@@ -89,11 +89,11 @@ impl PartitionLog {
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
     ) -> Result<(Deleted, Option<DeleteReason>), StorageError> {
+        // An empty closed segment (left by compaction) holds nothing to keep.
         let expired_by_time = |seg: &Segment| {
             retention_ms.is_some_and(|ms| {
-                seg.size() > 0
-                    && seg.max_timestamp >= 0
-                    && now_ms.saturating_sub(seg.max_timestamp) > ms
+                seg.size() == 0
+                    || (seg.max_timestamp >= 0 && now_ms.saturating_sub(seg.max_timestamp) > ms)
             })
         };
         if self.older.iter().all(&expired_by_time) && expired_by_time(&self.active) {

@@ -310,12 +310,17 @@ async fn wait_for_appends(
     let (tx, rx) = futures_channel::oneshot::channel::<()>();
     let tx = Rc::new(std::cell::RefCell::new(Some(tx)));
     let mut tasks = Vec::new();
+    let mut cancels = Vec::new();
     for (owner, parts) in per_owner.into_iter().enumerate() {
         if parts.is_empty() {
             continue;
         }
         let me = shard.clone();
         let tx = tx.clone();
+        // Dropped when this fetch stops waiting, which ends the remote waiter
+        // at once instead of at the deadline.
+        let (cancel_tx, cancel_rx) = futures_channel::oneshot::channel::<()>();
+        cancels.push(cancel_tx);
         tasks.push(glommio::spawn_local(async move {
             let _ = me
                 .invoke_on(owner, move |s| async move {
@@ -325,9 +330,12 @@ async fn wait_for_appends(
                             s.partition(t, *p).map(|part| (part.appended.clone(), *g))
                         })
                         .collect();
+                    let cancelled = async {
+                        let _ = cancel_rx.await;
+                    };
                     futures_lite::future::or(
                         any_changed(signals),
-                        glommio::timer::sleep(remaining),
+                        futures_lite::future::or(glommio::timer::sleep(remaining), cancelled),
                     )
                     .await;
                 })
