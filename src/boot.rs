@@ -308,7 +308,17 @@ async fn shard_main(
                             .peer_addr()
                             .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
                         let s = shard.clone();
-                        glommio::spawn_local(crate::net::connection::serve(s, stream, peer))
+                        // A bug that panics while serving one connection must
+                        // not take the shard (and every other client) down:
+                        // the panic ends that connection only.
+                        let conn = std::panic::AssertUnwindSafe(crate::net::connection::serve(
+                            s, stream, peer,
+                        ));
+                        glommio::spawn_local(async move {
+                            if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
+                                log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
+                            }
+                        })
                             .detach();
                     }
                     Err(e) => {

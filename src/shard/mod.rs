@@ -104,7 +104,17 @@ impl Shard {
         for (_peer, rx) in receivers.streams() {
             glommio::spawn_local(async move {
                 while let Some(task) = rx.recv().await {
-                    glommio::spawn_local(task()).detach();
+                    // A panicking task drops its reply channel (the caller
+                    // answers REQUEST_TIMED_OUT) and leaves the shard running.
+                    let fut = std::panic::AssertUnwindSafe(task());
+                    glommio::spawn_local(async move {
+                        if futures_lite::FutureExt::catch_unwind(fut).await.is_err() {
+                            log::error!(
+                                "a cross-shard task panicked (a bug; see the panic message above)"
+                            );
+                        }
+                    })
+                    .detach();
                 }
             })
             .detach();
