@@ -5,6 +5,7 @@
 mod batch;
 mod limits;
 mod rate;
+mod scale;
 mod stats;
 mod wire;
 mod workloads;
@@ -45,6 +46,96 @@ enum Cmd {
     EndToEnd(EndToEndArgs),
     /// Measure this machine's ceilings (TCP, pipeline, page cache, fsync, CRC, sendfile).
     Limits(LimitsArgs),
+    /// Fixed modest produce load while the broker holds more and more
+    /// partitions, then more and more idle connections; p99 per step.
+    Scale(ScaleArgs),
+}
+
+#[derive(Args, Clone)]
+struct ScaleArgs {
+    /// Broker address host:port.
+    #[arg(long, short = 'b', default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// Topic name prefix (one topic per partition step, deleted after it).
+    #[arg(long, default_value = "fjord-scale")]
+    topic: String,
+    /// Partition counts, comma-separated ("" = skip).
+    #[arg(long, default_value = "1,100,1000,10000")]
+    partition_steps: String,
+    /// Idle connection counts, comma-separated ("" = skip).
+    #[arg(long, default_value = "1,100,1000,10000")]
+    connection_steps: String,
+    /// Active producer connections in every step.
+    #[arg(long, default_value_t = 4)]
+    producers: usize,
+    /// Target MB/s over all producers.
+    #[arg(long, default_value_t = 8.0)]
+    rate: f64,
+    #[arg(long, default_value_t = 512)]
+    record_size: usize,
+    #[arg(long, default_value_t = 4096)]
+    batch_size: usize,
+    /// 0, 1 or all.
+    #[arg(long, default_value = "1")]
+    acks: String,
+    #[arg(long, default_value_t = 8)]
+    inflight: usize,
+    /// Seconds of load per step.
+    #[arg(long, default_value_t = 3.0)]
+    step_duration: f64,
+    /// Threads opening the idle connections.
+    #[arg(long, default_value_t = 4)]
+    connect_threads: usize,
+    /// Cores for client threads.
+    #[arg(long, default_value = "1")]
+    client_cores: String,
+    #[arg(long)]
+    json: Option<String>,
+}
+
+fn parse_steps<T: std::str::FromStr>(s: &str) -> Res<Vec<T>>
+where
+    T::Err: std::fmt::Display,
+{
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<T>().map_err(|e| format!("step {p}: {e}").into()))
+        .collect()
+}
+
+fn run_scale(a: &ScaleArgs) -> Res<()> {
+    let cfg = scale::ScaleCfg {
+        producer: ProducerCfg {
+            bootstrap: a.bootstrap.clone(),
+            topic: a.topic.clone(),
+            partitions: 1,
+            connections: a.producers.max(1),
+            record_size: a.record_size,
+            batch_bytes: a.batch_size,
+            acks: parse_acks(&a.acks)?,
+            compression: kafka_protocol::records::Compression::None,
+            compressible: false,
+            inflight: a.inflight,
+            rate: Some(a.rate * 1e6),
+            duration: Duration::from_secs_f64(a.step_duration),
+            cores: parse_cores(&a.client_cores)?,
+            stamp: false,
+            version: 9,
+        },
+        partition_steps: parse_steps(&a.partition_steps)?,
+        connection_steps: parse_steps(&a.connection_steps)?,
+        connect_threads: a.connect_threads,
+    };
+    let steps = scale::run(&cfg)?;
+    scale::print(&steps);
+    if let Some(p) = &a.json {
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(&scale::to_json(&cfg, &steps))?,
+        )?;
+    }
+    Ok(())
 }
 
 #[derive(Args, Clone)]
@@ -538,6 +629,13 @@ fn main() {
         Cmd::Produce(a) => run_produce(a).map(|r| (r, a.common.clone())),
         Cmd::Consume(a) => run_consume(a).map(|r| (r, a.common.clone())),
         Cmd::EndToEnd(a) => run_end_to_end(a).map(|r| (r, a.common.clone())),
+        Cmd::Scale(a) => {
+            if let Err(e) = run_scale(a) {
+                eprintln!("fjord-perf scale: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
         Cmd::Limits(a) => {
             let cfg = limits::LimitsCfg {
                 duration: Duration::from_secs_f64(a.duration),
@@ -589,6 +687,16 @@ mod tests {
     }
 
     #[test]
+    fn step_lists() {
+        assert_eq!(
+            parse_steps::<i32>("1, 100,1000").unwrap(),
+            vec![1, 100, 1000]
+        );
+        assert!(parse_steps::<usize>("").unwrap().is_empty());
+        assert!(parse_steps::<usize>("1,x").is_err());
+    }
+
+    #[test]
     fn acks_values() {
         assert_eq!(parse_acks("all").unwrap(), -1);
         assert_eq!(parse_acks("0").unwrap(), 0);
@@ -610,5 +718,6 @@ mod tests {
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
         Cli::try_parse_from(["fjord-perf", "limits", "--duration", "2"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "scale", "--partition-steps", ""]).unwrap();
     }
 }

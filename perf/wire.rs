@@ -12,7 +12,8 @@ use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, ListOffsetsRequest, RequestHeader, ResponseHeader, TopicName,
+    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, ListOffsetsRequest, RequestHeader,
+    ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{
     encode_request_header_into_buffer, Decodable, HeaderVersion, Request, StrBytes,
@@ -38,6 +39,23 @@ impl Conn {
             rbuf: BytesMut::with_capacity(1 << 20),
             next_correlation: 1,
         })
+    }
+
+    /// A connection with a small read buffer (for the many idle
+    /// connections of the scale workload).
+    pub fn connect_small(addr: &str) -> Res<Conn> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            stream,
+            rbuf: BytesMut::with_capacity(4096),
+            next_correlation: 1,
+        })
+    }
+
+    /// The socket alone (drops the read buffer).
+    pub fn into_stream(self) -> TcpStream {
+        self.stream
     }
 
     pub fn try_clone(&self) -> Res<Conn> {
@@ -185,6 +203,22 @@ pub fn create_topic(
                 t.error_code, t.error_message
             )
             .into());
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the topic; an unknown topic (error 3) is fine.
+pub fn delete_topic(conn: &mut Conn, versions: &Versions, name: &str) -> Res<()> {
+    // v1..=5 name topics in `topic_names`; v6 moved them into `topics`.
+    let v = versions.pick(ApiKey::DeleteTopics, 5, 1)?;
+    let mut req = DeleteTopicsRequest::default();
+    req.topic_names.push(topic_name(name));
+    req.timeout_ms = 30_000;
+    let resp = conn.call(&req, v)?;
+    for r in resp.responses {
+        if r.error_code != 0 && r.error_code != 3 {
+            return Err(format!("DeleteTopics {name}: error {}", r.error_code).into());
         }
     }
     Ok(())

@@ -109,10 +109,16 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             }
             let size = size as usize;
             if buf.len() < 4 + size {
-                // Grow towards the frame as its bytes arrive, a chunk at a
-                // time: a client that claims a huge frame and sends little
-                // does not make the broker allocate what it claimed.
-                buf.reserve((4 + size - buf.len()).min(READ_CHUNK));
+                // Only when the frame does not fit, grow by at least a whole
+                // chunk: moving the partial frame (what `reserve` does) then
+                // happens about once per chunk, not once per frame. Growth
+                // follows the bytes received (doubling at most), so a client
+                // that claims a huge frame and sends little does not make
+                // the broker allocate what it claimed.
+                let missing = 4 + size - buf.len();
+                if buf.capacity() - buf.len() < missing {
+                    buf.reserve(READ_CHUNK.max(missing.min(buf.len())));
+                }
                 break;
             }
             buf.advance(4);
