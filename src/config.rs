@@ -467,6 +467,14 @@ impl Config {
             self.log_retention_check_interval_ms.to_string(),
         );
         m.insert(
+            "log.cleaner.backoff.ms",
+            self.log_cleaner_backoff_ms.to_string(),
+        );
+        m.insert(
+            "producer.id.expiration.ms",
+            self.producer_id_expiration_ms.to_string(),
+        );
+        m.insert(
             "group.initial.rebalance.delay.ms",
             self.group.initial_rebalance_delay_ms.to_string(),
         );

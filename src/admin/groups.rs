@@ -352,15 +352,33 @@ impl Cluster {
             ResetTarget::Offset(o) => partitions.iter().map(|tp| (tp.clone(), o)).collect(),
             ResetTarget::Timestamp(ts) => self.list_offsets(partitions, ts)?,
         };
+        let by_time = matches!(target, ResetTarget::Timestamp(_));
         Ok(chosen
             .into_iter()
             .map(|(tp, o)| {
                 let lo = earliest.get(&tp).copied().unwrap_or(0);
                 let hi = latest.get(&tp).copied().unwrap_or(o);
-                let o = if o < 0 { hi } else { o.clamp(lo, hi) };
+                // A time past the last record finds nothing (-1): the end.
+                let o = if by_time && o < 0 {
+                    hi
+                } else {
+                    o.clamp(lo, hi)
+                };
                 (tp, o)
             })
             .collect())
+    }
+
+    /// Errors unless the group has no active members (Empty or unknown), as
+    /// Kafka's tool requires before resetting offsets.
+    pub fn ensure_inactive(&mut self, group: &str) -> Result<(), ClientError> {
+        let state = self.describe_group(group)?.group_state.to_string();
+        if state != "Empty" && state != "Dead" {
+            return Err(ClientError::Protocol(format!(
+                "group {group} is {state}; offsets can only be reset when it has no active members (stop its consumers first)"
+            )));
+        }
+        Ok(())
     }
 
     /// Commits `offsets` for an inactive group (generation -1, as Kafka's
@@ -370,12 +388,7 @@ impl Cluster {
         group: &str,
         offsets: &BTreeMap<(String, i32), i64>,
     ) -> Result<(), ClientError> {
-        let state = self.describe_group(group)?.group_state.to_string();
-        if state != "Empty" && state != "Dead" {
-            return Err(ClientError::Protocol(format!(
-                "group {group} is {state}; offsets can only be reset when it has no active members (stop its consumers first)"
-            )));
-        }
+        self.ensure_inactive(group)?;
         let c = self.coordinator(group)?;
         let v = c.version(ApiKey::OffsetCommit, 7)?;
         let mut req = OffsetCommitRequest::default();

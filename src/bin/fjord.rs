@@ -113,11 +113,23 @@ fn run_groups(args: GroupsArgs) -> Result<(), String> {
         }
         GroupsCommand::Describe { group } => {
             let (desc, rows) = c.lag(&group).map_err(|e| e.to_string())?;
+            if desc.group_state.as_str() == "Dead" && rows.is_empty() {
+                println!("group {group} does not exist");
+                return Ok(());
+            }
+            let protocol = [desc.protocol_type.as_str(), desc.protocol_data.as_str()]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ");
             println!(
-                "group {group}: state {}, protocol {} {}, {} member(s)",
+                "group {group}: state {}, protocol {}, {} member(s)",
                 desc.group_state,
-                desc.protocol_type,
-                desc.protocol_data,
+                if protocol.is_empty() {
+                    "-"
+                } else {
+                    protocol.as_str()
+                },
                 desc.members.len()
             );
             for m in &desc.members {
@@ -206,6 +218,10 @@ fn run_groups(args: GroupsArgs) -> Result<(), String> {
                     ),
                 };
                 partitions.extend(ps.into_iter().map(|p| (t.clone(), p)));
+            }
+            if execute {
+                // Refuse before printing a plan that will not be applied.
+                c.ensure_inactive(&group).map_err(|e| e.to_string())?;
             }
             let plan = c
                 .plan_reset(&partitions, target)

@@ -102,7 +102,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         e.name = s(k);
                         e.value = Some(s(v));
                         e.read_only = true;
-                        e.config_source = ConfigSource::StaticBroker as i8;
+                        // Topic defaults not set in the file or flags are
+                        // Kafka's defaults; the rest comes from the config.
+                        let defaulted = crate::cluster::topic_config::def_by_broker_key(k)
+                            .is_some_and(|d| !cfg.topic_defaults.contains_key(d.name));
+                        e.config_source = if defaulted {
+                            ConfigSource::Default
+                        } else {
+                            ConfigSource::StaticBroker
+                        } as i8;
                         if version >= 3 {
                             e.config_type = 2;
                         }

@@ -119,7 +119,7 @@ fn keep_last_offset(batch: &mut [u8], last_offset: i64) {
 }
 
 /// A copy of the batch's header with no records (batchLength 49,
-/// recordsCount 0), CRC recomputed.
+/// recordsCount 0, compression none), CRC recomputed.
 fn empty_batch(raw: &[u8]) -> Vec<u8> {
     let mut b = raw[..super::RECORD_BATCH_HEADER_BYTES.min(raw.len())].to_vec();
     if b.len() < super::RECORD_BATCH_HEADER_BYTES {
@@ -127,6 +127,10 @@ fn empty_batch(raw: &[u8]) -> Vec<u8> {
     }
     b[8..12].copy_from_slice(&49i32.to_be_bytes());
     b[57..61].copy_from_slice(&0i32.to_be_bytes());
+    // No records, so no codec: clients would try to decompress an empty
+    // payload (Kafka writes these headers uncompressed too).
+    let attributes = i16::from_be_bytes([b[21], b[22]]) & !0x7;
+    b[21..23].copy_from_slice(&attributes.to_be_bytes());
     let crc = crc32c::crc32c(&b[21..]);
     b[17..21].copy_from_slice(&crc.to_be_bytes());
     b
@@ -386,6 +390,13 @@ mod tests {
                 reg.file.read_exact_at(&mut b, reg.position).unwrap();
                 bytes.extend(b);
             }
+            // Advance by batch headers too: a batch may hold no records.
+            let mut pos = 0;
+            while pos + 61 <= bytes.len() {
+                let h = BatchHeader::parse(&bytes[pos..]).unwrap();
+                off = off.max(h.last_offset() + 1);
+                pos += h.total_size();
+            }
             let mut b = Bytes::from(bytes);
             for set in RecordBatchDecoder::decode_all(&mut b).unwrap() {
                 for r in set.records {
@@ -548,6 +559,65 @@ mod tests {
             .find(|h| h.producer_id == 5)
             .unwrap();
         assert_eq!(h.last_offset(), 2);
+    }
+
+    #[test]
+    fn emptied_compressed_batch_keeps_no_codec() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig {
+            segment_bytes: 100,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(dir.path(), cfg).unwrap();
+        let recs: Vec<Record> = ["a", "b"]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let mut r = record(i as i64, k, Some("1"), 1_000);
+                r.producer_id = 9;
+                r.producer_epoch = 0;
+                r.sequence = i as i32;
+                r
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            recs.iter(),
+            &RecordEncodeOptions {
+                version: 2,
+                compression: Compression::Lz4,
+            },
+        )
+        .unwrap();
+        let v = validate_batches(&buf, usize::MAX).unwrap();
+        log.append(&buf, &v, 0, 1_000).unwrap();
+        append(
+            &mut log,
+            &[("a", Some("2")), ("b", Some("2"))],
+            1_000,
+            Compression::None,
+        );
+        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None);
+        let cfgc = CompactionConfig {
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.0,
+            delete_retention_ms: 1_000_000,
+        };
+        log.compact(2_000, cfgc, usize::MAX).unwrap();
+        let h = log
+            .batch_headers()
+            .unwrap()
+            .into_iter()
+            .find(|h| h.producer_id == 9)
+            .unwrap();
+        assert_eq!(
+            (h.records_count, h.compression(), h.last_offset()),
+            (0, 0, 1)
+        );
+        // Readers can decode it (no payload to decompress).
+        assert!(!all_records(&log).iter().any(|r| r.0 < 2));
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
         match parse_segment_file_name(&name) {
             Some((base, LOG_SUFFIX)) => log_bases.push(base),
             Some((base, INDEX_SUFFIX | TIME_INDEX_SUFFIX)) => index_files.push((base, path)),
+            _ if name == super::retention::LOG_START_CHECKPOINT
+                || name == super::cleaner::CLEANER_CHECKPOINT => {}
             _ => ::log::info!("{}: ignoring unknown file", path.display()),
         }
     }
