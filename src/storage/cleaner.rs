@@ -488,21 +488,21 @@ mod tests {
             .ends_with(".cleaned")));
     }
 
-    #[test]
-    fn idempotent_batches_keep_their_last_offset_and_sequence() {
-        let dir = tempfile::tempdir().unwrap();
-        let cfg = LogConfig {
-            segment_bytes: 100,
-            ..LogConfig::default()
-        };
-        let mut log = PartitionLog::open(dir.path(), cfg.clone()).unwrap();
-        // Producer 5 writes c, a, b (sequences 0..2); later a and b are rewritten.
-        let recs: Vec<Record> = ["c", "a", "b"]
+    /// Producer `pid` writes one batch with `keys` (sequences from 0) in
+    /// `compression`; later `a` and `b` are rewritten and `z` written, and a
+    /// compaction pass runs over everything.
+    fn idempotent_then_superseded(
+        log: &mut PartitionLog,
+        keys: &[&str],
+        pid: i64,
+        compression: Compression,
+    ) {
+        let recs: Vec<Record> = keys
             .iter()
             .enumerate()
             .map(|(i, k)| {
                 let mut r = record(i as i64, k, Some("1"), 1_000);
-                r.producer_id = 5;
+                r.producer_id = pid;
                 r.producer_epoch = 0;
                 r.sequence = i as i32;
                 r
@@ -514,19 +514,19 @@ mod tests {
             recs.iter(),
             &RecordEncodeOptions {
                 version: 2,
-                compression: Compression::None,
+                compression,
             },
         )
         .unwrap();
         let v = validate_batches(&buf, usize::MAX).unwrap();
         log.append(&buf, &v, 0, 1_000).unwrap();
         append(
-            &mut log,
+            log,
             &[("a", Some("2")), ("b", Some("2"))],
             1_000,
             Compression::None,
         );
-        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None);
+        append(log, &[("z", Some("1"))], 1_000, Compression::None);
         let cfgc = CompactionConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
@@ -534,6 +534,18 @@ mod tests {
             delete_retention_ms: 1_000_000,
         };
         log.compact(2_000, cfgc, usize::MAX).unwrap();
+    }
+
+    #[test]
+    fn idempotent_batches_keep_their_last_offset_and_sequence() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = LogConfig {
+            segment_bytes: 100,
+            ..LogConfig::default()
+        };
+        let mut log = PartitionLog::open(dir.path(), cfg.clone()).unwrap();
+        // Producer 5 writes c, a, b (sequences 0..2); later a and b are rewritten.
+        idempotent_then_superseded(&mut log, &["c", "a", "b"], 5, Compression::None);
         let h = log
             .batch_headers()
             .unwrap()
@@ -569,43 +581,7 @@ mod tests {
             ..LogConfig::default()
         };
         let mut log = PartitionLog::open(dir.path(), cfg).unwrap();
-        let recs: Vec<Record> = ["a", "b"]
-            .iter()
-            .enumerate()
-            .map(|(i, k)| {
-                let mut r = record(i as i64, k, Some("1"), 1_000);
-                r.producer_id = 9;
-                r.producer_epoch = 0;
-                r.sequence = i as i32;
-                r
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            recs.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::Lz4,
-            },
-        )
-        .unwrap();
-        let v = validate_batches(&buf, usize::MAX).unwrap();
-        log.append(&buf, &v, 0, 1_000).unwrap();
-        append(
-            &mut log,
-            &[("a", Some("2")), ("b", Some("2"))],
-            1_000,
-            Compression::None,
-        );
-        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None);
-        let cfgc = CompactionConfig {
-            min_compaction_lag_ms: 0,
-            max_compaction_lag_ms: i64::MAX,
-            min_cleanable_dirty_ratio: 0.0,
-            delete_retention_ms: 1_000_000,
-        };
-        log.compact(2_000, cfgc, usize::MAX).unwrap();
+        idempotent_then_superseded(&mut log, &["a", "b"], 9, Compression::Lz4);
         let h = log
             .batch_headers()
             .unwrap()
