@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::cluster::topic_config;
 use crate::group::GroupConfig;
-use crate::storage::{LogConfig, TimestampType};
+use crate::storage::TimestampType;
 
 /// A configuration error found at start. The message names the key, the value
 /// and what is allowed.
@@ -433,17 +433,6 @@ impl Config {
             .first()
             .cloned()
             .unwrap_or_else(|| PathBuf::from("./data"))
-    }
-
-    /// The broker-level log settings handed to every partition log.
-    pub fn log_config(&self) -> LogConfig {
-        LogConfig {
-            segment_bytes: self.log_segment_bytes,
-            segment_ms: Some(self.log_roll_ms),
-            index_interval_bytes: self.log_index_interval_bytes,
-            segment_index_bytes: self.log_index_size_max_bytes,
-            message_timestamp_type: self.log_message_timestamp_type,
-        }
     }
 
     /// The broker's settings as `(Kafka name, value)` pairs, for

@@ -21,18 +21,11 @@ use kafka_protocol::ResponseError as E;
 use super::records::{self, GroupValue, OffsetValue, OffsetsRecord, StoredMember};
 use super::state::{Group, GroupState, Member};
 use super::*;
-use crate::shard::Shard;
+use crate::shard::{now_ms, Shard};
 use crate::storage::validate_batches;
 
 type GroupRef = Rc<RefCell<Group>>;
 type OffsetMap = HashMap<(String, i32), OffsetValue>;
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 /// Groups and committed offsets of the `__consumer_offsets` partitions this
 /// shard owns.

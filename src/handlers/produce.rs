@@ -19,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{respond, HandlerResult, Outcome};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
-use crate::shard::Shard;
+use crate::shard::{now_ms, Shard};
 use crate::storage::validate_batches;
 use crate::txn::producer_state::Check;
 
@@ -51,13 +51,6 @@ pub struct PartitionAppendResult {
     pub log_append_time: i64,
     /// Log start offset after the append.
     pub log_start_offset: i64,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The idempotence check for one partition's batches. The borrow ends here,

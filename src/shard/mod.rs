@@ -31,6 +31,15 @@ use partition::Partition;
 /// builds is shard-local.
 pub type Task = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
+/// Wall-clock time in ms since the Unix epoch (0 if the clock is before it):
+/// append timestamps, retention, timers' bookkeeping.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// Topic name + partition index.
 pub type TopicPartition = (Arc<str>, i32);
 
@@ -304,10 +313,7 @@ impl Shard {
             loop {
                 glommio::timer::sleep(every).await;
                 let Some(shard) = me.upgrade() else { break };
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_millis() as i64)
-                    .unwrap_or(0);
+                let now = now_ms();
                 let producer_expiration = shard.config.producer_id_expiration_ms;
                 for p in shard.owned_partitions() {
                     if let Err(e) = p.apply_retention(now) {
@@ -334,10 +340,7 @@ impl Shard {
                 let Some(shard) = me.upgrade() else { break };
                 for p in shard.owned_partitions() {
                     loop {
-                        let now = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map(|d| d.as_millis() as i64)
-                            .unwrap_or(0);
+                        let now = now_ms();
                         match p.compact(now, 4) {
                             Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
                             Ok(_) => break,

@@ -28,7 +28,6 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
@@ -69,19 +68,6 @@ pub struct CleanStats {
     pub superseded: u64,
     /// Tombstones dropped after `delete.retention.ms`.
     pub tombstones: u64,
-}
-
-fn read_checkpoint(dir: &Path) -> i64 {
-    fs::read_to_string(dir.join(CLEANER_CHECKPOINT))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn write_checkpoint(dir: &Path, offset: i64) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{CLEANER_CHECKPOINT}.tmp"));
-    fs::write(&tmp, format!("{offset}\n"))?;
-    fs::rename(&tmp, dir.join(CLEANER_CHECKPOINT))
 }
 
 /// The batches of a segment: (position, header).
@@ -166,7 +152,7 @@ impl PartitionLog {
         if cleanable == 0 {
             return Ok(stats);
         }
-        let first_dirty = read_checkpoint(&self.dir);
+        let first_dirty = super::read_offset_file(&self.dir, CLEANER_CHECKPOINT).unwrap_or(0);
         let total: u64 = self.older[..cleanable].iter().map(|s| s.size()).sum();
         let dirty_segs: Vec<&Segment> = self.older[..cleanable]
             .iter()
@@ -330,7 +316,7 @@ impl PartitionLog {
         // Only a pass that went through the whole range marks it clean; a
         // pass cut short by `max_segments` is resumed by the next call.
         if finished {
-            write_checkpoint(&self.dir, cleaned_to.max(first_dirty))?;
+            super::write_offset_file(&self.dir, CLEANER_CHECKPOINT, cleaned_to.max(first_dirty))?;
         }
         Ok(stats)
     }

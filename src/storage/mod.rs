@@ -56,3 +56,27 @@ pub enum StorageError {
     #[error("invalid batch: {0}")]
     Batch(#[from] BatchError),
 }
+
+/// Reads a one-number offset file of a partition directory (the log start
+/// offset and cleaner checkpoints); `None` when missing or unreadable.
+pub(crate) fn read_offset_file(dir: &std::path::Path, name: &str) -> Option<i64> {
+    std::fs::read_to_string(dir.join(name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Writes a one-number offset file atomically and durably: temporary file,
+/// fsync, rename, fsync of the directory.
+pub(crate) fn write_offset_file(
+    dir: &std::path::Path,
+    name: &str,
+    offset: i64,
+) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(&tmp, format!("{offset}\n"))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    std::fs::File::open(dir)?.sync_all()
+}

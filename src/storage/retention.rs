@@ -20,19 +20,7 @@ pub const LOG_START_CHECKPOINT: &str = "log-start-offset";
 
 /// Reads the checkpointed log start offset of a partition directory.
 pub fn read_log_start_checkpoint(dir: &Path) -> Option<i64> {
-    fs::read_to_string(dir.join(LOG_START_CHECKPOINT))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-fn write_log_start_checkpoint(dir: &Path, offset: i64) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{LOG_START_CHECKPOINT}.tmp"));
-    fs::write(&tmp, format!("{offset}\n"))?;
-    fs::File::open(&tmp)?.sync_all()?;
-    fs::rename(&tmp, dir.join(LOG_START_CHECKPOINT))?;
-    fs::File::open(dir)?.sync_all()
+    super::read_offset_file(dir, LOG_START_CHECKPOINT)
 }
 
 /// Why segments were deleted (for logs and metrics).
@@ -157,7 +145,7 @@ impl PartitionLog {
             rename_deleted(&seg, &mut out);
         }
         self.log_start_offset = target;
-        write_log_start_checkpoint(&self.dir, target)?;
+        super::write_offset_file(&self.dir, LOG_START_CHECKPOINT, target)?;
         Ok((target, out))
     }
 }
