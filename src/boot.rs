@@ -288,6 +288,7 @@ async fn shard_main(
         log::error!("shard {}: recovery failed: {e}", shard.id);
     }
     crate::group::GroupCoordinator::start(&shard);
+    crate::txn::TransactionCoordinator::start(&shard);
     shard.start_retention();
     shard.start_cleaner();
     let listener = match TcpListener::bind(addr) {

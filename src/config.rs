@@ -115,6 +115,8 @@ pub struct Config {
     pub log_cleaner_backoff_ms: u64,
     /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after this (ms). Default 86400000.
     pub producer_id_expiration_ms: i64,
+    /// Transaction coordinator settings (`transaction.*`, `transactional.id.*`).
+    pub txn: crate::txn::TxnConfig,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -149,6 +151,7 @@ impl Default for Config {
             log_retention_check_interval_ms: 300_000,
             log_cleaner_backoff_ms: 15_000,
             producer_id_expiration_ms: 86_400_000,
+            txn: crate::txn::TxnConfig::default(),
             unknown_keys: Vec::new(),
         }
     }
@@ -306,6 +309,24 @@ impl Config {
             }
         }
         match key {
+            "transaction.state.log.num.partitions" => {
+                self.txn.state_log_partitions = parse_int(key, value, 1, 100_000)?
+            }
+            "transaction.state.log.segment.bytes" => {
+                self.txn.state_log_segment_bytes = parse_int(key, value, 1024u64, I64MAX)?
+            }
+            "transaction.max.timeout.ms" => {
+                self.txn.max_timeout_ms = parse_int(key, value, 1, i32::MAX)?
+            }
+            "transactional.id.expiration.ms" => {
+                self.txn.id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
+            }
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
+                self.txn.abort_timed_out_interval_ms = parse_int(key, value, 1u64, I64MAX)?
+            }
+            "transaction.remove.expired.transaction.cleanup.interval.ms" => {
+                self.txn.remove_expired_interval_ms = parse_int(key, value, 1u64, I64MAX)?
+            }
             "producer.id.expiration.ms" => {
                 self.producer_id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
             }
@@ -462,6 +483,30 @@ impl Config {
         m.insert(
             "producer.id.expiration.ms",
             self.producer_id_expiration_ms.to_string(),
+        );
+        m.insert(
+            "transaction.state.log.num.partitions",
+            self.txn.state_log_partitions.to_string(),
+        );
+        m.insert(
+            "transaction.state.log.segment.bytes",
+            self.txn.state_log_segment_bytes.to_string(),
+        );
+        m.insert(
+            "transaction.max.timeout.ms",
+            self.txn.max_timeout_ms.to_string(),
+        );
+        m.insert(
+            "transactional.id.expiration.ms",
+            self.txn.id_expiration_ms.to_string(),
+        );
+        m.insert(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            self.txn.abort_timed_out_interval_ms.to_string(),
+        );
+        m.insert(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            self.txn.remove_expired_interval_ms.to_string(),
         );
         m.insert(
             "group.initial.rebalance.delay.ms",

@@ -13,16 +13,15 @@ use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_channel::oneshot;
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 use kafka_protocol::ResponseError as E;
 
 use super::records::{self, GroupValue, OffsetValue, OffsetsRecord, StoredMember};
 use super::state::{Group, GroupState, Member};
 use super::*;
+use crate::shard::internal::{append_records, for_each_record};
 use crate::shard::{now_ms, Shard};
-use crate::storage::validate_batches;
 
 type GroupRef = Rc<RefCell<Group>>;
 type OffsetMap = HashMap<(String, i32), OffsetValue>;
@@ -33,7 +32,20 @@ type OffsetMap = HashMap<(String, i32), OffsetValue>;
 pub struct GroupCoordinator {
     groups: RefCell<HashMap<String, GroupRef>>,
     offsets: RefCell<HashMap<String, OffsetMap>>,
+    /// Offsets written by TxnOffsetCommit, by producer id then group, until
+    /// the transaction's marker (KIP-98).
+    pending_txn: RefCell<HashMap<i64, HashMap<String, OffsetMap>>>,
     member_seq: std::cell::Cell<u64>,
+}
+
+/// The type of a control record: `Some(true)` for COMMIT, `Some(false)` for
+/// ABORT (key: version int16, type int16; KIP-98), `None` otherwise.
+pub fn marker_is_commit(key: &[u8]) -> Option<bool> {
+    match key.get(2..4) {
+        Some([0, 1]) => Some(true),
+        Some([0, 0]) => Some(false),
+        _ => None,
+    }
 }
 
 impl GroupCoordinator {
@@ -142,72 +154,46 @@ impl GroupCoordinator {
     }
 
     /// Replays one `__consumer_offsets` partition from its log start to its
-    /// log end (start-up, before the shard serves requests).
-    pub fn load(&self, part: &crate::shard::partition::Partition) {
-        let (mut offset, end) = {
-            let log = part.log.borrow();
-            (log.log_start_offset(), log.log_end_offset())
-        };
+    /// log end (start-up, before the shard serves requests). Offsets written
+    /// by TxnOffsetCommit (transactional batches) stay pending until their
+    /// producer's COMMIT marker, and are dropped at an ABORT marker.
+    pub fn load(&self, part: &crate::shard::partition::Partition, offsets_partitions: i32) {
         let mut loaded = 0usize;
-        while offset < end {
-            let read = match part.read(offset, 1 << 20, true) {
-                Ok(r) => r,
-                Err(e) => {
-                    log::error!("loading {}-{}: {e}", part.topic, part.index);
-                    return;
+        for_each_record(part, |r| {
+            let Some(key) = &r.key else { return };
+            if r.control {
+                if let Some(commit) = marker_is_commit(key) {
+                    self.complete_txn(r.producer_id, part.index, offsets_partitions, commit);
                 }
-            };
-            if read.bytes == 0 {
-                break;
+                return;
             }
-            let mut bytes = Vec::with_capacity(read.bytes as usize);
-            for r in &read.regions {
-                let start = bytes.len();
-                bytes.resize(start + r.len as usize, 0);
-                if let Err(e) = std::os::unix::fs::FileExt::read_exact_at(
-                    &*r.file,
-                    &mut bytes[start..],
-                    r.position,
-                ) {
-                    log::error!("loading {}-{}: {e}", part.topic, part.index);
-                    return;
+            match records::decode(key, r.value.as_ref()) {
+                Ok(OffsetsRecord::Offset {
+                    group,
+                    topic,
+                    partition,
+                    value: Some(v),
+                }) if r.transactional => {
+                    self.pending_txn
+                        .borrow_mut()
+                        .entry(r.producer_id)
+                        .or_default()
+                        .entry(group)
+                        .or_default()
+                        .insert((topic, partition), v);
                 }
-            }
-            let mut buf = Bytes::from(bytes);
-            let sets = match kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf) {
-                Ok(s) => s,
-                Err(e) => {
-                    log::error!(
-                        "loading {}-{} at offset {offset}: {e}",
-                        part.topic,
-                        part.index
-                    );
-                    return;
+                Ok(rec) => {
+                    self.replay(rec);
+                    loaded += 1;
                 }
-            };
-            let before = offset;
-            for set in sets {
-                for r in set.records {
-                    offset = offset.max(r.offset + 1);
-                    let Some(key) = &r.key else { continue };
-                    match records::decode(key, r.value.as_ref()) {
-                        Ok(rec) => {
-                            self.replay(rec);
-                            loaded += 1;
-                        }
-                        Err(e) => log::warn!(
-                            "skipping record at offset {} of {}-{}: {e}",
-                            r.offset,
-                            part.topic,
-                            part.index
-                        ),
-                    }
-                }
+                Err(e) => log::warn!(
+                    "skipping record at offset {} of {}-{}: {e}",
+                    r.offset,
+                    part.topic,
+                    part.index
+                ),
             }
-            if offset == before {
-                break;
-            }
-        }
+        });
         if loaded > 0 {
             log::info!(
                 "loaded {loaded} record(s) from {}-{}",
@@ -215,6 +201,56 @@ impl GroupCoordinator {
                 part.index
             );
         }
+    }
+
+    /// Ends a transaction's offset commits on `__consumer_offsets` partition
+    /// `partition` (called where its COMMIT/ABORT marker was written, or
+    /// replayed): on commit the pending offsets of `producer_id` for groups
+    /// on that partition become the committed offsets; on abort they are
+    /// dropped. `partitions` is `offsets.topic.num.partitions`.
+    pub fn complete_txn(&self, producer_id: i64, partition: i32, partitions: i32, commit: bool) {
+        let n = partitions;
+        let done: Vec<(String, OffsetMap)> = {
+            let mut pending = self.pending_txn.borrow_mut();
+            let Some(groups) = pending.get_mut(&producer_id) else {
+                return;
+            };
+            let ids: Vec<String> = groups
+                .keys()
+                .filter(|g| records::partition_for_group(g, n) == partition)
+                .cloned()
+                .collect();
+            let done = ids
+                .into_iter()
+                .filter_map(|g| groups.remove(&g).map(|m| (g, m)))
+                .collect();
+            if groups.is_empty() {
+                pending.remove(&producer_id);
+            }
+            done
+        };
+        if !commit {
+            return;
+        }
+        for (group, offsets) in done {
+            self.get_or_create(&group);
+            self.offsets
+                .borrow_mut()
+                .entry(group)
+                .or_default()
+                .extend(offsets);
+        }
+    }
+
+    /// True when a transaction holds uncommitted offsets of `group` for
+    /// this partition (OffsetFetch with `require_stable` answers
+    /// UNSTABLE_OFFSET_COMMIT then, KIP-447).
+    fn has_pending(&self, group: &str, topic: &str, partition: i32) -> bool {
+        self.pending_txn.borrow().values().any(|groups| {
+            groups
+                .get(group)
+                .is_some_and(|m| m.contains_key(&(topic.to_string(), partition)))
+        })
     }
 
     /// After replay: start session timers for members loaded from the log
@@ -257,6 +293,7 @@ async fn write_records(
     shard: &Rc<Shard>,
     group_id: &str,
     records: Vec<(Bytes, Option<Bytes>)>,
+    producer: Option<(i64, i16)>,
 ) -> Result<(), i16> {
     if records.is_empty() {
         return Ok(());
@@ -265,33 +302,7 @@ async fn write_records(
     let Some(part) = shard.partition(OFFSETS_TOPIC, p) else {
         return Err(E::CoordinatorNotAvailable.code());
     };
-    let ts = now_ms();
-    let recs: Vec<Record> = records
-        .into_iter()
-        .enumerate()
-        .map(|(i, (k, v))| crate::protocol::plain_record(i as i64, ts, Some(k), v))
-        .collect();
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).map_err(|e| {
-        log::error!("cannot encode {OFFSETS_TOPIC} records: {e}");
-        E::UnknownServerError.code()
-    })?;
-    let bytes = buf.freeze();
-    let batches = validate_batches(&bytes, usize::MAX).map_err(|_| E::UnknownServerError.code())?;
-    let (res, needs_flush) = part.append(&bytes, &batches, ts).map_err(|e| {
-        log::error!("append to {OFFSETS_TOPIC}-{p} failed: {e}");
-        E::KafkaStorageError.code()
-    })?;
-    if needs_flush {
-        part.wait_flushed(res.last_offset + 1)
-            .await
-            .map_err(|_| E::KafkaStorageError.code())?;
-    }
-    Ok(())
+    append_records(&part, records, producer).await.map(|_| ())
 }
 
 fn group_record(g: &Group) -> (Bytes, Option<Bytes>) {
@@ -331,7 +342,7 @@ fn persist_group_later(shard: &Rc<Shard>, g: &GroupRef) {
     let gid = g.borrow().group_id.clone();
     let s = shard.clone();
     glommio::spawn_local(async move {
-        if let Err(code) = write_records(&s, &gid, vec![rec]).await {
+        if let Err(code) = write_records(&s, &gid, vec![rec], None).await {
             log::warn!("could not persist group {gid}: error {code}");
         }
     })
@@ -950,7 +961,7 @@ pub async fn sync(shard: Rc<Shard>, args: SyncArgs) -> SyncResult {
         }
     };
     if let Some((generation, record)) = leader_sync {
-        let stored = write_records(&shard, &args.group_id, vec![record]).await;
+        let stored = write_records(&shard, &args.group_id, vec![record], None).await;
         let mut grp = g.borrow_mut();
         if grp.state == GroupState::CompletingRebalance && grp.generation == generation {
             let (ptype, pname) = (grp.protocol_type.clone(), grp.protocol_name.clone());
@@ -1066,6 +1077,76 @@ pub fn leave(
 
 // ---------------------------------------------------------------- offsets
 
+/// Checks that a commit may be made for `group_id` by this member and
+/// generation (generation -1 with no member id: a "simple" commit, allowed
+/// for groups without members). Gives the Kafka error code otherwise.
+fn check_commit(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    generation: i32,
+    member_id: &str,
+    instance: &Option<String>,
+) -> Result<(), i16> {
+    if group_id.is_empty() {
+        return Err(E::InvalidGroupId.code());
+    }
+    let g = match shard.groups.group(group_id) {
+        Some(g) => g,
+        None if generation < 0 => shard.groups.get_or_create(group_id),
+        None => return Err(E::IllegalGeneration.code()),
+    };
+    let mut grp = g.borrow_mut();
+    match grp.state {
+        GroupState::Dead => Err(E::CoordinatorNotAvailable.code()),
+        _ if generation < 0 && member_id.is_empty() => {
+            if grp.state != GroupState::Empty {
+                return Err(E::UnknownMemberId.code());
+            }
+            Ok(())
+        }
+        _ => {
+            check_member(&grp, member_id, instance)?;
+            if generation != grp.generation {
+                return Err(E::IllegalGeneration.code());
+            }
+            if grp.state == GroupState::CompletingRebalance {
+                return Err(E::RebalanceInProgress.code());
+            }
+            if let Some(m) = grp.members.get_mut(member_id) {
+                m.last_heartbeat = Instant::now();
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Kafka's checks for TxnOffsetCommit: no member id and generation -1 are
+/// accepted whatever the group's state (pre-KIP-447 producers); a member id
+/// must be a member, and a generation ≥ 0 must be the current one.
+fn check_txn_commit(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    generation: i32,
+    member_id: &str,
+    instance: &Option<String>,
+) -> Result<(), i16> {
+    if group_id.is_empty() {
+        return Err(E::InvalidGroupId.code());
+    }
+    let g = shard.groups.get_or_create(group_id);
+    let grp = g.borrow();
+    if grp.state == GroupState::Dead {
+        return Err(E::CoordinatorNotAvailable.code());
+    }
+    if !member_id.is_empty() {
+        check_member(&grp, member_id, instance)?;
+    }
+    if generation >= 0 && generation != grp.generation {
+        return Err(E::IllegalGeneration.code());
+    }
+    Ok(())
+}
+
 /// Handles an OffsetCommit; gives one error code per partition, in order.
 pub async fn commit(
     shard: Rc<Shard>,
@@ -1075,39 +1156,61 @@ pub async fn commit(
     instance: Option<String>,
     partitions: Vec<CommitPartition>,
 ) -> Vec<i16> {
-    let all = |code: i16| vec![code; partitions.len()];
-    if group_id.is_empty() {
-        return all(E::InvalidGroupId.code());
-    }
-    let g = match shard.groups.group(&group_id) {
-        Some(g) => g,
-        None if generation < 0 => shard.groups.get_or_create(&group_id),
-        None => return all(E::IllegalGeneration.code()),
-    };
-    {
-        let mut grp = g.borrow_mut();
-        match grp.state {
-            GroupState::Dead => return all(E::CoordinatorNotAvailable.code()),
-            _ if generation < 0 && member_id.is_empty() => {
-                if grp.state != GroupState::Empty {
-                    return all(E::UnknownMemberId.code());
-                }
-            }
-            _ => {
-                if let Err(c) = check_member(&grp, &member_id, &instance) {
-                    return all(c);
-                }
-                if generation != grp.generation {
-                    return all(E::IllegalGeneration.code());
-                }
-                if grp.state == GroupState::CompletingRebalance {
-                    return all(E::RebalanceInProgress.code());
-                }
-                if let Some(m) = grp.members.get_mut(&member_id) {
-                    m.last_heartbeat = Instant::now();
-                }
-            }
+    commit_offsets(
+        shard, group_id, generation, member_id, instance, partitions, None,
+    )
+    .await
+}
+
+/// Handles a TxnOffsetCommit (KIP-98, KIP-447): the offsets are written to
+/// `__consumer_offsets` as a transactional batch of `producer` (id, epoch)
+/// and become the group's committed offsets only when the transaction's
+/// COMMIT marker is written there (see [`GroupCoordinator::complete_txn`]).
+/// A producer epoch older than the one the partition knows gives
+/// PRODUCER_FENCED. Gives one error code per partition, in order.
+pub async fn txn_commit(
+    shard: Rc<Shard>,
+    group_id: String,
+    producer: (i64, i16),
+    generation: i32,
+    member_id: String,
+    instance: Option<String>,
+    partitions: Vec<CommitPartition>,
+) -> Vec<i16> {
+    let p = records::partition_for_group(&group_id, shard.config.group.offsets_topic_partitions);
+    if let Some(part) = shard.partition(OFFSETS_TOPIC, p) {
+        let known = part.producers.borrow().get(producer.0).map(|e| e.epoch);
+        if known.is_some_and(|e| e > producer.1) {
+            return vec![E::ProducerFenced.code(); partitions.len()];
         }
+    }
+    commit_offsets(
+        shard,
+        group_id,
+        generation,
+        member_id,
+        instance,
+        partitions,
+        Some(producer),
+    )
+    .await
+}
+
+async fn commit_offsets(
+    shard: Rc<Shard>,
+    group_id: String,
+    generation: i32,
+    member_id: String,
+    instance: Option<String>,
+    partitions: Vec<CommitPartition>,
+    producer: Option<(i64, i16)>,
+) -> Vec<i16> {
+    let checked = match producer {
+        None => check_commit(&shard, &group_id, generation, &member_id, &instance),
+        Some(_) => check_txn_commit(&shard, &group_id, generation, &member_id, &instance),
+    };
+    if let Err(code) = checked {
+        return vec![code; partitions.len()];
     }
     let max_meta = shard.config.group.offset_metadata_max_bytes;
     let ts = now_ms();
@@ -1136,60 +1239,77 @@ pub async fn commit(
         };
         codes.push(code);
     }
-    if let Err(code) = write_records(&shard, &group_id, records).await {
+    if let Err(code) = write_records(&shard, &group_id, records, producer).await {
         return codes
             .into_iter()
             .map(|c| if c == 0 { code } else { c })
             .collect();
     }
-    let mut offsets = shard.groups.offsets.borrow_mut();
-    let m = offsets.entry(group_id).or_default();
-    for (k, v) in accepted {
-        m.insert(k, v);
+    match producer {
+        Some((pid, _)) => {
+            let mut pending = shard.groups.pending_txn.borrow_mut();
+            let m = pending.entry(pid).or_default().entry(group_id).or_default();
+            m.extend(accepted);
+        }
+        None => {
+            let mut offsets = shard.groups.offsets.borrow_mut();
+            let m = offsets.entry(group_id).or_default();
+            m.extend(accepted);
+        }
     }
     codes
 }
 
 /// Committed offsets of a group: the requested partitions, or all of them.
+/// With `require_stable` (OffsetFetch v7+, KIP-447) a partition whose offset
+/// an open transaction is changing carries UNSTABLE_OFFSET_COMMIT.
 pub fn fetch_offsets(
     shard: &Rc<Shard>,
     group_id: &str,
     wanted: Option<Vec<(String, i32)>>,
+    require_stable: bool,
 ) -> Vec<FetchedOffset> {
     let offsets = shard.groups.offsets.borrow();
     let group = offsets.get(group_id);
-    let none = |topic: String, partition: i32| FetchedOffset {
-        topic,
-        partition,
-        offset: -1,
-        leader_epoch: -1,
-        metadata: String::new(),
+    let one = |topic: String, partition: i32, v: Option<&OffsetValue>| {
+        let error_code = if require_stable && shard.groups.has_pending(group_id, &topic, partition)
+        {
+            E::UnstableOffsetCommit.code()
+        } else {
+            0
+        };
+        match v {
+            Some(v) => FetchedOffset {
+                topic,
+                partition,
+                offset: v.offset,
+                leader_epoch: v.leader_epoch,
+                metadata: v.metadata.clone(),
+                error_code,
+            },
+            None => FetchedOffset {
+                topic,
+                partition,
+                offset: -1,
+                leader_epoch: -1,
+                metadata: String::new(),
+                error_code,
+            },
+        }
     };
     match wanted {
         Some(list) => list
             .into_iter()
-            .map(|(t, p)| match group.and_then(|g| g.get(&(t.clone(), p))) {
-                Some(v) => FetchedOffset {
-                    topic: t,
-                    partition: p,
-                    offset: v.offset,
-                    leader_epoch: v.leader_epoch,
-                    metadata: v.metadata.clone(),
-                },
-                None => none(t, p),
+            .map(|(t, p)| {
+                let v = group.and_then(|g| g.get(&(t.clone(), p)));
+                one(t, p, v)
             })
             .collect(),
         None => {
             let mut all: Vec<FetchedOffset> = group
                 .map(|g| {
                     g.iter()
-                        .map(|((t, p), v)| FetchedOffset {
-                            topic: t.clone(),
-                            partition: *p,
-                            offset: v.offset,
-                            leader_epoch: v.leader_epoch,
-                            metadata: v.metadata.clone(),
-                        })
+                        .map(|((t, p), v)| one(t.clone(), *p, Some(v)))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -1238,7 +1358,7 @@ pub async fn delete_offsets(
             codes.push(0);
         }
     }
-    if let Err(code) = write_records(&shard, &group_id, records).await {
+    if let Err(code) = write_records(&shard, &group_id, records, None).await {
         return (code, Vec::new());
     }
     if let Some(m) = shard.groups.offsets.borrow_mut().get_mut(&group_id) {
@@ -1344,7 +1464,7 @@ pub async fn delete_group(shard: Rc<Shard>, group_id: String) -> i16 {
         })
         .unwrap_or_default();
     records.push((records::group_key(&group_id), None));
-    if let Err(code) = write_records(&shard, &group_id, records).await {
+    if let Err(code) = write_records(&shard, &group_id, records, None).await {
         return code;
     }
     g.borrow_mut().transition(GroupState::Dead, now_ms());
@@ -1403,7 +1523,7 @@ async fn expire_offsets(shard: &Rc<Shard>) {
         if all {
             recs.push((records::group_key(&gid), None));
         }
-        if write_records(shard, &gid, recs).await.is_ok() {
+        if write_records(shard, &gid, recs, None).await.is_ok() {
             log::info!(
                 "expired {} committed offset(s) of group {gid}{}",
                 parts.len(),

@@ -187,6 +187,9 @@ pub struct FetchedOffset {
     pub leader_epoch: i32,
     /// Metadata.
     pub metadata: String,
+    /// UNSTABLE_OFFSET_COMMIT when `require_stable` was asked and a
+    /// transaction holds uncommitted offsets for it (KIP-447), else 0.
+    pub error_code: i16,
 }
 
 /// A group as DescribeGroups shows it.

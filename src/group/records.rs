@@ -106,7 +106,7 @@ pub enum RecordError {
     Utf8(&'static str),
 }
 
-fn put_str(b: &mut BytesMut, s: &str) {
+pub(crate) fn put_str(b: &mut BytesMut, s: &str) {
     b.put_i16(s.len() as i16);
     b.put_slice(s.as_bytes());
 }
@@ -123,7 +123,7 @@ fn put_bytes(b: &mut BytesMut, v: &[u8]) {
     b.put_slice(v);
 }
 
-fn need(buf: &Bytes, n: usize, what: &'static str) -> Result<(), RecordError> {
+pub(crate) fn need(buf: &Bytes, n: usize, what: &'static str) -> Result<(), RecordError> {
     if buf.remaining() < n {
         Err(RecordError::Truncated(what))
     } else {
@@ -131,22 +131,25 @@ fn need(buf: &Bytes, n: usize, what: &'static str) -> Result<(), RecordError> {
     }
 }
 
-fn get_i16(buf: &mut Bytes, what: &'static str) -> Result<i16, RecordError> {
+pub(crate) fn get_i16(buf: &mut Bytes, what: &'static str) -> Result<i16, RecordError> {
     need(buf, 2, what)?;
     Ok(buf.get_i16())
 }
 
-fn get_i32(buf: &mut Bytes, what: &'static str) -> Result<i32, RecordError> {
+pub(crate) fn get_i32(buf: &mut Bytes, what: &'static str) -> Result<i32, RecordError> {
     need(buf, 4, what)?;
     Ok(buf.get_i32())
 }
 
-fn get_i64(buf: &mut Bytes, what: &'static str) -> Result<i64, RecordError> {
+pub(crate) fn get_i64(buf: &mut Bytes, what: &'static str) -> Result<i64, RecordError> {
     need(buf, 8, what)?;
     Ok(buf.get_i64())
 }
 
-fn get_nullable_str(buf: &mut Bytes, what: &'static str) -> Result<Option<String>, RecordError> {
+pub(crate) fn get_nullable_str(
+    buf: &mut Bytes,
+    what: &'static str,
+) -> Result<Option<String>, RecordError> {
     let len = get_i16(buf, what)?;
     if len < 0 {
         return Ok(None);
@@ -158,7 +161,7 @@ fn get_nullable_str(buf: &mut Bytes, what: &'static str) -> Result<Option<String
         .map_err(|_| RecordError::Utf8(what))
 }
 
-fn get_str(buf: &mut Bytes, what: &'static str) -> Result<String, RecordError> {
+pub(crate) fn get_str(buf: &mut Bytes, what: &'static str) -> Result<String, RecordError> {
     Ok(get_nullable_str(buf, what)?.unwrap_or_default())
 }
 

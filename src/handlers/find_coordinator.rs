@@ -2,8 +2,8 @@
 //! Every group's coordinator is this broker; the connection's shard forwards
 //! group requests to the owning shard itself. The first group lookup creates
 //! `__consumer_offsets` (`offsets.topic.num.partitions`, compacted), as Kafka
-//! does. Transaction coordinators (key type 1) are not served yet:
-//! COORDINATOR_NOT_AVAILABLE.
+//! does; the first transaction coordinator lookup (key type 1) creates
+//! `__transaction_state` the same way.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -18,21 +18,40 @@ use crate::error::MetadataError;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
+use crate::txn::TRANSACTION_STATE_TOPIC;
 
 /// Creates `__consumer_offsets` when missing. Errors with the Kafka code.
 pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
-    if shard.metadata().topic(OFFSETS_TOPIC).is_some() {
+    let g = &shard.config.group;
+    let (n, seg) = (g.offsets_topic_partitions, g.offsets_topic_segment_bytes);
+    ensure_internal_topic(shard, OFFSETS_TOPIC, n, seg).await
+}
+
+/// Creates `__transaction_state` when missing
+/// (`transaction.state.log.num.partitions`,
+/// `transaction.state.log.segment.bytes`). Errors with the Kafka code.
+pub async fn ensure_transaction_state_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+    let t = &shard.config.txn;
+    let (n, seg) = (t.state_log_partitions, t.state_log_segment_bytes);
+    ensure_internal_topic(shard, TRANSACTION_STATE_TOPIC, n, seg).await
+}
+
+/// Creates a compacted internal topic when missing, as Kafka does on the
+/// first coordinator lookup. Errors with COORDINATOR_NOT_AVAILABLE.
+async fn ensure_internal_topic(
+    shard: &Rc<Shard>,
+    name: &'static str,
+    partitions: i32,
+    segment_bytes: u64,
+) -> Result<(), i16> {
+    if shard.metadata().topic(name).is_some() {
         return Ok(());
     }
-    let g = shard.config.group.clone();
     let mut configs = BTreeMap::new();
     configs.insert("cleanup.policy".to_string(), "compact".to_string());
-    configs.insert(
-        "segment.bytes".to_string(),
-        g.offsets_topic_segment_bytes.to_string(),
-    );
+    configs.insert("segment.bytes".to_string(), segment_bytes.to_string());
     let r = with_controller(shard, move |c| {
-        match c.create_topic(OFFSETS_TOPIC, g.offsets_topic_partitions, configs, false) {
+        match c.create_topic(name, partitions, configs, false) {
             Ok(_) => Ok(true),
             Err(MetadataError::TopicAlreadyExists(_)) => Ok(false),
             Err(e) => Err(e),
@@ -41,15 +60,12 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
     .await;
     match r {
         Ok(Ok(true)) => {
-            log::info!(
-                "created {OFFSETS_TOPIC} with {} partitions",
-                shard.config.group.offsets_topic_partitions
-            );
+            log::info!("created {name} with {partitions} partitions");
             Ok(())
         }
         Ok(Ok(false)) => Ok(()),
         Ok(Err(e)) => {
-            log::error!("cannot create {OFFSETS_TOPIC}: {e}");
+            log::error!("cannot create {name}: {e}");
             Err(E::CoordinatorNotAvailable.code())
         }
         Err(_) => Err(E::CoordinatorNotAvailable.code()),
@@ -67,10 +83,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .map(|b| (b.host.clone(), b.port))
         .unwrap_or_default();
     let node = image.controller_id;
-    let code = if req.key_type == 0 {
-        ensure_offsets_topic(shard).await.err().unwrap_or(0)
-    } else {
-        E::CoordinatorNotAvailable.code()
+    let code = match req.key_type {
+        0 => ensure_offsets_topic(shard).await.err().unwrap_or(0),
+        1 => ensure_transaction_state_topic(shard)
+            .await
+            .err()
+            .unwrap_or(0),
+        _ => E::InvalidRequest.code(),
     };
     let mut resp = FindCoordinatorResponse::default();
     if version >= 4 {

@@ -1,18 +1,27 @@
-//! InitProducerId (key 22), v0–v4, for idempotent producers (KIP-98): a fresh
-//! producer id with epoch 0, never reused after a restart; from v3, a
-//! producer that passes its current id and epoch gets the epoch bumped
-//! (KIP-360) so it can reset its sequences. Transactional ids are not served
-//! yet: COORDINATOR_NOT_AVAILABLE (FindCoordinator for transactions answers
-//! the same).
+//! InitProducerId (key 22), v0–v4 (KIP-98).
+//!
+//! Without a transactional id: a fresh producer id with epoch 0 for an
+//! idempotent producer, never reused after a restart; from v3, a producer
+//! that passes its current id and epoch gets the epoch bumped (KIP-360) so it
+//! can reset its sequences.
+//!
+//! With a transactional id: forwarded to the id's transaction coordinator
+//! (`txn::coordinator::init_producer_id`), which bumps the epoch (fencing
+//! older producers with the same id) and aborts an open transaction.
+//! `transaction_timeout_ms` above `transaction.max.timeout.ms` gives
+//! INVALID_TRANSACTION_TIMEOUT. PRODUCER_FENCED is answered as
+//! INVALID_PRODUCER_EPOCH below v4.
 
 use std::rc::Rc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::ResponseError as E;
 
-use super::{respond, with_controller, HandlerResult};
+use super::find_coordinator::ensure_transaction_state_topic;
+use super::{fenced_for_version, respond, txn_owner, with_controller, HandlerResult};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
+use crate::txn::coordinator;
 
 /// Answers InitProducerId.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -20,8 +29,33 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = InitProducerIdResponse::default();
     resp.producer_id = ProducerId(-1);
     resp.producer_epoch = -1;
-    if req.transactional_id.is_some() {
-        resp.error_code = E::CoordinatorNotAvailable.code();
+    if let Some(id) = &req.transactional_id {
+        let id = id.0.to_string();
+        let r = match ensure_transaction_state_topic(shard).await {
+            Err(c) => Err(c),
+            Ok(()) => match txn_owner(shard, &id) {
+                Err(c) => Err(c),
+                Ok(owner) => {
+                    let (timeout, current) = (
+                        req.transaction_timeout_ms,
+                        (req.producer_id.0, req.producer_epoch),
+                    );
+                    shard
+                        .invoke_on(owner, move |s| {
+                            coordinator::init_producer_id(s, id, timeout, current)
+                        })
+                        .await
+                        .unwrap_or(Err(E::CoordinatorNotAvailable.code()))
+                }
+            },
+        };
+        match r {
+            Ok((pid, epoch)) => {
+                resp.producer_id = ProducerId(pid);
+                resp.producer_epoch = epoch;
+            }
+            Err(c) => resp.error_code = fenced_for_version(c, frame.prefix.api_version, 4),
+        }
         return Ok(respond(frame, &resp));
     }
     if req.producer_id.0 >= 0 && req.producer_epoch >= 0 {

@@ -2,6 +2,8 @@
 //! in `protocol::versions`, decodes the body with the protocol crate, calls the
 //! API's handler and encodes its response.
 
+mod add_offsets_to_txn;
+mod add_partitions_to_txn;
 mod alter_configs;
 mod api_versions;
 mod create_partitions;
@@ -14,6 +16,8 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_transactions;
+mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 mod heartbeat;
@@ -22,12 +26,14 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_transactions;
 mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 pub mod produce;
 mod sync_group;
+mod txn_offset_commit;
 mod unsupported;
 
 use std::rc::Rc;
@@ -107,6 +113,12 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, &frame).await,
         ApiKey::InitProducerId => init_producer_id::handle(shard, &frame).await,
         ApiKey::DescribeProducers => describe_producers::handle(shard, &frame).await,
+        ApiKey::AddPartitionsToTxn => add_partitions_to_txn::handle(shard, &frame).await,
+        ApiKey::AddOffsetsToTxn => add_offsets_to_txn::handle(shard, &frame).await,
+        ApiKey::EndTxn => end_txn::handle(shard, &frame).await,
+        ApiKey::TxnOffsetCommit => txn_offset_commit::handle(shard, &frame).await,
+        ApiKey::DescribeTransactions => describe_transactions::handle(shard, &frame).await,
+        ApiKey::ListTransactions => list_transactions::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {
@@ -179,4 +191,29 @@ pub fn client_host(frame: &RequestFrame) -> String {
         .peer
         .map(|p| format!("/{}", p.ip()))
         .unwrap_or_default()
+}
+
+/// The shard coordinating `transactional_id`: the owner of its
+/// `__transaction_state` partition. Errors with COORDINATOR_NOT_AVAILABLE
+/// while that topic does not exist yet (FindCoordinator creates it).
+pub fn txn_owner(shard: &Shard, transactional_id: &str) -> Result<usize, i16> {
+    use crate::txn::TRANSACTION_STATE_TOPIC;
+    if shard.metadata().topic(TRANSACTION_STATE_TOPIC).is_none() {
+        return Err(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+    }
+    let n = shard.config.txn.state_log_partitions;
+    let p = crate::txn::coordinator::partition_for_transactional_id(transactional_id, n);
+    Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
+}
+
+/// PRODUCER_FENCED (90) is newer than some request versions (KIP-588):
+/// below `first_version` it is answered as INVALID_PRODUCER_EPOCH (47), as
+/// Kafka does for older clients.
+pub fn fenced_for_version(code: i16, version: i16, first_version: i16) -> i16 {
+    use kafka_protocol::ResponseError as E;
+    if code == E::ProducerFenced.code() && version < first_version {
+        E::InvalidProducerEpoch.code()
+    } else {
+        code
+    }
 }

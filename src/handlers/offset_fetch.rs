@@ -21,11 +21,12 @@ async fn fetch_group(
     shard: &Rc<Shard>,
     group: String,
     wanted: Option<Vec<(String, i32)>>,
+    require_stable: bool,
 ) -> Result<Vec<FetchedOffset>, i16> {
     let owner = group_owner(shard, &group)?;
     shard
         .invoke_on(owner, move |s| async move {
-            coordinator::fetch_offsets(&s, &group, wanted)
+            coordinator::fetch_offsets(&s, &group, wanted, require_stable)
         })
         .await
         .map_err(|e| e.code())
@@ -60,7 +61,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             });
             let mut rg = OffsetFetchResponseGroup::default();
             rg.group_id = g.group_id.clone();
-            match fetch_group(shard, g.group_id.0.to_string(), wanted).await {
+            match fetch_group(shard, g.group_id.0.to_string(), wanted, req.require_stable).await {
                 Ok(offsets) => {
                     rg.topics = group_topics(&offsets)
                         .into_iter()
@@ -75,6 +76,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                                     rp.committed_offset = o.offset;
                                     rp.committed_leader_epoch = o.leader_epoch;
                                     rp.metadata = Some(StrBytes::from_string(o.metadata.clone()));
+                                    rp.error_code = o.error_code;
                                     rp
                                 })
                                 .collect();
@@ -97,7 +99,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect()
     });
-    match fetch_group(shard, req.group_id.0.to_string(), wanted).await {
+    match fetch_group(
+        shard,
+        req.group_id.0.to_string(),
+        wanted,
+        req.require_stable,
+    )
+    .await
+    {
         Ok(offsets) => {
             resp.topics = group_topics(&offsets)
                 .into_iter()
@@ -113,6 +122,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             rp.committed_leader_epoch =
                                 if version >= 5 { o.leader_epoch } else { -1 };
                             rp.metadata = Some(StrBytes::from_string(o.metadata.clone()));
+                            rp.error_code = o.error_code;
                             rp
                         })
                         .collect();

@@ -3,6 +3,7 @@
 //! glommio channel mesh as a boxed task with a reply channel
 //! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
 
+pub mod internal;
 pub mod notify;
 pub mod partition;
 
@@ -24,6 +25,7 @@ use crate::config::Config;
 use crate::error::ShardError;
 use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
 use crate::storage::{PartitionLog, StorageError};
+use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
 use partition::Partition;
 
 /// A unit of work sent to another shard: runs there, replies through the
@@ -62,6 +64,9 @@ pub struct Shard {
     /// Consumer groups coordinated here (those whose `__consumer_offsets`
     /// partition this shard owns).
     pub groups: GroupCoordinator,
+    /// Transaction coordinators of the transactional ids whose
+    /// `__transaction_state` partition this shard owns.
+    pub txns: TransactionCoordinator,
     /// The controller role (shard 0 only).
     pub controller: Option<RefCell<Controller>>,
     senders: Senders<Task>,
@@ -105,6 +110,7 @@ impl Shard {
             })),
             partitions: RefCell::new(HashMap::new()),
             groups: GroupCoordinator::default(),
+            txns: TransactionCoordinator::default(),
             controller,
             senders,
         });
@@ -231,7 +237,11 @@ impl Shard {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
                         if &*topic.name == OFFSETS_TOPIC {
-                            self.groups.load(&part);
+                            self.groups
+                                .load(&part, self.config.group.offsets_topic_partitions);
+                        }
+                        if &*topic.name == TRANSACTION_STATE_TOPIC {
+                            self.txns.load(&part);
                         }
                         self.partitions
                             .borrow_mut()

@@ -1,0 +1,54 @@
+//! AddOffsetsToTxn (key 25), v0–v3: a transactional producer about to
+//! commit a consumer group's offsets in its transaction
+//! (`sendOffsetsToTransaction`) adds the group's `__consumer_offsets`
+//! partition to the transaction, so the transaction's marker ends the
+//! pending offset commits there (KIP-98). PRODUCER_FENCED is answered as
+//! INVALID_PRODUCER_EPOCH below v2.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
+use kafka_protocol::ResponseError as E;
+
+use super::find_coordinator::ensure_offsets_topic;
+use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::group::records::partition_for_group;
+use crate::group::OFFSETS_TOPIC;
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+use crate::txn::coordinator;
+
+/// Answers AddOffsetsToTxn.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: AddOffsetsToTxnRequest = frame.decode()?;
+    let mut resp = AddOffsetsToTxnResponse::default();
+    let group = req.group_id.0.to_string();
+    let id = req.transactional_id.0.to_string();
+    let code = if group.is_empty() {
+        E::InvalidGroupId.code()
+    } else if let Err(c) = ensure_offsets_topic(shard).await {
+        c
+    } else {
+        match txn_owner(shard, &id) {
+            Err(c) => c,
+            Ok(owner) => {
+                let p = partition_for_group(&group, shard.config.group.offsets_topic_partitions);
+                let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
+                shard
+                    .invoke_on(owner, move |s| {
+                        coordinator::add_partitions(
+                            s,
+                            id,
+                            pid,
+                            epoch,
+                            vec![(OFFSETS_TOPIC.to_string(), p)],
+                        )
+                    })
+                    .await
+                    .unwrap_or(E::CoordinatorNotAvailable.code())
+            }
+        }
+    };
+    resp.error_code = fenced_for_version(code, frame.prefix.api_version, 2);
+    Ok(respond(frame, &resp))
+}

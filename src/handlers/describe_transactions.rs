@@ -1,0 +1,72 @@
+//! DescribeTransactions (key 65), v0 (KIP-664): state, producer id and
+//! epoch, timeout, start time and partitions of each named transactional id,
+//! from its coordinator shard. Unknown ids get TRANSACTIONAL_ID_NOT_FOUND;
+//! before `__transaction_state` exists every id gets it too.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
+use kafka_protocol::messages::{
+    DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError as E;
+
+use super::{respond, txn_owner, HandlerResult};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+use crate::txn::coordinator::{self, TxnDescription};
+
+/// One transaction in the wire shape shared with ListTransactions' input.
+fn wire(d: TxnDescription) -> TransactionState {
+    let mut w = TransactionState::default();
+    w.error_code = d.error_code;
+    w.transactional_id = StrBytes::from_string(d.transactional_id).into();
+    w.transaction_state = StrBytes::from_static_str(d.state);
+    w.transaction_timeout_ms = d.timeout_ms;
+    w.transaction_start_time_ms = d.start_ms;
+    w.producer_id = ProducerId(d.producer_id);
+    w.producer_epoch = d.producer_epoch;
+    let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for (t, p) in d.partitions {
+        topics.entry(t).or_default().push(p);
+    }
+    w.topics = topics
+        .into_iter()
+        .map(|(t, ps)| {
+            let mut td = TopicData::default();
+            td.topic = TopicName(StrBytes::from_string(t));
+            td.partitions = ps;
+            td
+        })
+        .collect();
+    w
+}
+
+/// Answers DescribeTransactions.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: DescribeTransactionsRequest = frame.decode()?;
+    let mut resp = DescribeTransactionsResponse::default();
+    for id in &req.transactional_ids {
+        let id = id.0.to_string();
+        let d = match txn_owner(shard, &id) {
+            Err(_) => coordinator::describe_unknown(&id),
+            Ok(owner) => {
+                let key = id.clone();
+                shard
+                    .invoke_on(
+                        owner,
+                        move |s| async move { coordinator::describe(&s, &key) },
+                    )
+                    .await
+                    .unwrap_or_else(|_| TxnDescription {
+                        error_code: E::CoordinatorNotAvailable.code(),
+                        ..coordinator::describe_unknown(&id)
+                    })
+            }
+        };
+        resp.transaction_states.push(wire(d));
+    }
+    Ok(respond(frame, &resp))
+}

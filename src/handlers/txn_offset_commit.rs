@@ -1,0 +1,88 @@
+//! TxnOffsetCommit (key 28), v0–v4: a transactional producer commits a
+//! consumer group's offsets inside its transaction (KIP-98; group
+//! generation and member checks from v3, KIP-447). Forwarded to the group's
+//! coordinator, which writes them to `__consumer_offsets` as a transactional
+//! batch; they become the group's committed offsets when the transaction
+//! commits and are dropped when it aborts. PRODUCER_FENCED is answered as
+//! INVALID_PRODUCER_EPOCH below v2.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::{fenced_for_version, group_owner, respond, HandlerResult};
+use crate::error::{codes, KafkaCode};
+use crate::group::{coordinator, CommitPartition};
+use crate::protocol::RequestFrame;
+use crate::shard::Shard;
+
+/// Answers TxnOffsetCommit.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: TxnOffsetCommitRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let image = shard.metadata();
+    let group = req.group_id.0.to_string();
+    let mut parts = Vec::new();
+    for t in &req.topics {
+        let name = t.name.0.to_string();
+        let meta = image.topic(&name);
+        for p in &t.partitions {
+            let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
+            parts.push(CommitPartition {
+                topic: name.clone(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+                error_code: if known {
+                    0
+                } else {
+                    codes::UNKNOWN_TOPIC_OR_PARTITION
+                },
+            });
+        }
+    }
+    let n = parts.len();
+    let out: Vec<i16> = match group_owner(shard, &group) {
+        Err(code) => vec![code; n],
+        Ok(owner) => {
+            let producer = (req.producer_id.0, req.producer_epoch);
+            let (generation, member, instance) = (
+                req.generation_id,
+                req.member_id.to_string(),
+                req.group_instance_id.as_ref().map(|s| s.to_string()),
+            );
+            shard
+                .invoke_on(owner, move |s| {
+                    coordinator::txn_commit(s, group, producer, generation, member, instance, parts)
+                })
+                .await
+                .unwrap_or_else(|e| vec![e.code(); n])
+        }
+    };
+    let mut it = out.into_iter();
+    let mut resp = TxnOffsetCommitResponse::default();
+    resp.topics = req
+        .topics
+        .iter()
+        .map(|t| {
+            let mut rt = TxnOffsetCommitResponseTopic::default();
+            rt.name = t.name.clone();
+            rt.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut rp = TxnOffsetCommitResponsePartition::default();
+                    rp.partition_index = p.partition_index;
+                    rp.error_code = fenced_for_version(it.next().unwrap_or(0), version, 2);
+                    rp
+                })
+                .collect();
+            rt
+        })
+        .collect();
+    Ok(respond(frame, &resp))
+}

@@ -1,0 +1,163 @@
+//! Appends to internal topics (`__consumer_offsets`, `__transaction_state`)
+//! by the coordinators that own their partitions.
+
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
+use kafka_protocol::ResponseError as E;
+
+use super::now_ms;
+use super::partition::Partition;
+use crate::storage::{AppendResult, BatchHeader, ValidatedBatch};
+
+/// Appends `records` (key, value or `None` for a tombstone) to `part` as one
+/// uncompressed v2 RecordBatch and waits for the flush policy, as acks=all
+/// does. With `producer = Some((producer id, epoch))` the batch is
+/// transactional (KIP-98; TxnOffsetCommit writes offsets this way, base
+/// sequence -1). Gives the offset of the last record, or the Kafka error code
+/// (KAFKA_STORAGE_ERROR on I/O, UNKNOWN_SERVER_ERROR if encoding fails).
+pub async fn append_records(
+    part: &Rc<Partition>,
+    records: Vec<(Bytes, Option<Bytes>)>,
+    producer: Option<(i64, i16)>,
+) -> Result<i64, i16> {
+    let ts = now_ms();
+    let recs: Vec<Record> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let mut r = crate::protocol::plain_record(i as i64, ts, Some(k), v);
+            if let Some((pid, epoch)) = producer {
+                r.transactional = true;
+                r.producer_id = pid;
+                r.producer_epoch = epoch;
+            }
+            r
+        })
+        .collect();
+    if recs.is_empty() {
+        return Ok(part.log.borrow().log_end_offset() - 1);
+    }
+    let mut buf = BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).map_err(|e| {
+        log::error!(
+            "cannot encode records for {}-{}: {e}",
+            part.topic,
+            part.index
+        );
+        E::UnknownServerError.code()
+    })?;
+    let res = append_encoded(part, buf.freeze(), ts).await?;
+    Ok(res.last_offset)
+}
+
+/// Appends RecordBatches this broker encoded itself (internal records,
+/// transaction markers): the client-side rules of `validate_batches` (no
+/// control batches, sequences for producer ids) do not apply to it. Waits
+/// for the flush policy. Errors with KAFKA_STORAGE_ERROR on I/O,
+/// UNKNOWN_SERVER_ERROR when the bytes are not one batch.
+pub async fn append_encoded(
+    part: &Rc<Partition>,
+    bytes: Bytes,
+    now_ms: i64,
+) -> Result<AppendResult, i16> {
+    let mut batches = Vec::new();
+    let mut pos = 0usize;
+    while pos < bytes.len() {
+        let header = bytes
+            .get(pos..)
+            .ok_or(E::UnknownServerError.code())
+            .and_then(|b| BatchHeader::parse(b).map_err(|_| E::UnknownServerError.code()))
+            .inspect_err(|_| {
+                log::error!(
+                    "internal batch for {}-{} is malformed",
+                    part.topic,
+                    part.index
+                );
+            })?;
+        let size = header.total_size();
+        if size == 0 || pos + size > bytes.len() {
+            return Err(E::UnknownServerError.code());
+        }
+        batches.push(ValidatedBatch {
+            position: pos,
+            size,
+            header,
+        });
+        pos += size;
+    }
+    let (res, needs_flush) = part.append(&bytes, &batches, now_ms).map_err(|e| {
+        log::error!("append to {}-{} failed: {e}", part.topic, part.index);
+        E::KafkaStorageError.code()
+    })?;
+    if needs_flush {
+        part.wait_flushed(res.last_offset + 1)
+            .await
+            .map_err(|_| E::KafkaStorageError.code())?;
+    }
+    Ok(res)
+}
+
+/// Reads `part` from its log start to its log end and calls `f` with every
+/// record (start-up replay of an internal topic, before the shard serves
+/// requests). Stops at the first unreadable batch, logging why. Gives the
+/// number of records read.
+pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
+    let (mut offset, end) = {
+        let log = part.log.borrow();
+        (log.log_start_offset(), log.log_end_offset())
+    };
+    let mut seen = 0usize;
+    while offset < end {
+        let read = match part.read(offset, 1 << 20, true) {
+            Ok(r) => r,
+            Err(e) => {
+                log::error!("loading {}-{}: {e}", part.topic, part.index);
+                return seen;
+            }
+        };
+        if read.bytes == 0 {
+            break;
+        }
+        let mut bytes = Vec::with_capacity(read.bytes as usize);
+        for r in &read.regions {
+            let start = bytes.len();
+            bytes.resize(start + r.len as usize, 0);
+            if let Err(e) =
+                std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut bytes[start..], r.position)
+            {
+                log::error!("loading {}-{}: {e}", part.topic, part.index);
+                return seen;
+            }
+        }
+        let mut buf = Bytes::from(bytes);
+        let sets = match kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf) {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!(
+                    "loading {}-{} at offset {offset}: {e}",
+                    part.topic,
+                    part.index
+                );
+                return seen;
+            }
+        };
+        let before = offset;
+        for set in sets {
+            for r in &set.records {
+                offset = offset.max(r.offset + 1);
+                seen += 1;
+                f(r);
+            }
+        }
+        if offset == before {
+            break;
+        }
+    }
+    seen
+}
