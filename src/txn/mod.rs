@@ -3,6 +3,7 @@
 //! * [`producer_ids`]: producer id blocks, persisted so ids are never reused.
 //! * [`producer_state`]: per-partition producer state that drops retried
 //!   duplicates and rejects sequence gaps.
+//! * [`snapshot`]: producer-state snapshot files in Kafka's format.
 //! * [`records`]: `__transaction_state` records in Kafka's schemas
 //!   (TransactionLogKey / TransactionLogValue v0).
 //! * [`coordinator`]: the transaction coordinator of every `transactional.id`
@@ -15,6 +16,7 @@ pub mod markers;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;
+pub mod snapshot;
 
 pub use coordinator::TransactionCoordinator;
 
