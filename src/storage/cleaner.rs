@@ -661,4 +661,77 @@ mod tests {
             CleanStats::default()
         );
     }
+
+    #[test]
+    fn transactions_are_not_broken_by_compaction() {
+        use crate::storage::txn_index::AbortedTxn;
+        use crate::storage::ValidatedBatch;
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(
+            dir.path(),
+            LogConfig {
+                segment_bytes: 100,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+        let txn = |log: &mut PartitionLog, pid: i64, value: &str| {
+            let mut r = record(0, "a", Some(value), 1_000);
+            r.transactional = true;
+            r.producer_id = pid;
+            r.producer_epoch = 0;
+            r.sequence = 0;
+            let mut buf = BytesMut::new();
+            let opts = RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            };
+            RecordBatchEncoder::encode(&mut buf, std::iter::once(&r), &opts).unwrap();
+            let v = validate_batches(&buf, usize::MAX).unwrap();
+            log.append(&buf, &v, 0, 1_000).unwrap().base_offset
+        };
+        append(&mut log, &[("a", Some("0"))], 1_000, Compression::None); // 0
+        append(&mut log, &[("a", Some("1"))], 1_000, Compression::None); // 1
+        assert_eq!(txn(&mut log, 5, "2"), 2);
+        let marker = crate::shard::partition::encode_marker(5, 0, false, 0, 1_000).unwrap();
+        let header = BatchHeader::parse(&marker).unwrap();
+        let vb = ValidatedBatch {
+            position: 0,
+            size: marker.len(),
+            header,
+        };
+        assert_eq!(log.append(&marker, &[vb], 0, 1_000).unwrap().base_offset, 3);
+        assert_eq!(txn(&mut log, 6, "3"), 4); // still open
+        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None); // 5
+        let aborted = [AbortedTxn {
+            producer_id: 5,
+            first_offset: 2,
+            last_offset: 3,
+            last_stable_offset: 4,
+        }];
+        let cfg = CompactionConfig {
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.0,
+            delete_retention_ms: 1_000_000,
+        };
+        let stats = log
+            .compact_with_txns(2_000, cfg, usize::MAX, 4, &aborted)
+            .unwrap();
+        assert_eq!(stats.superseded, 1, "{stats:?}");
+        let a: Vec<_> = all_records(&log)
+            .into_iter()
+            .filter(|r| r.1 == "a")
+            .map(|r| (r.0, r.2.unwrap()))
+            .collect();
+        // The committed latest value (1) survives the aborted one (2), which
+        // stays for READ_COMMITTED consumers to skip; the open transaction's
+        // record (4) is past the cleanable range.
+        assert_eq!(
+            a,
+            vec![(1, "1".into()), (2, "2".into()), (4, "3".into())]
+        );
+        let control = log.batch_headers().unwrap();
+        assert!(control.iter().any(|h| h.is_control() && h.base_offset == 3));
+    }
 }
