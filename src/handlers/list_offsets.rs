@@ -174,7 +174,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let (pi, ts, iso) = (p.partition_index, p.timestamp, req.isolation_level);
             let owner = shard.owner(name, pi);
             let a = shard
-                .invoke_on(owner, move |s| async move { lookup(&s, &topic, pi, ts, iso) })
+                .invoke_on(
+                    owner,
+                    move |s| async move { lookup(&s, &topic, pi, ts, iso) },
+                )
                 .await
                 .unwrap_or_else(|e| Answer {
                     error_code: e.code(),

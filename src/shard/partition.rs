@@ -624,8 +624,10 @@ mod tests {
     }
 
     fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
-        let mut settings =
-            crate::cluster::topic_config::settings(&crate::config::Config::default(), &BTreeMap::new());
+        let mut settings = crate::cluster::topic_config::settings(
+            &crate::config::Config::default(),
+            &BTreeMap::new(),
+        );
         settings.log = LogConfig {
             segment_bytes,
             ..LogConfig::default()
@@ -649,11 +651,19 @@ mod tests {
         if p.producers.borrow().check(&headers)? != Check::Append {
             return Err(-100);
         }
-        Ok(p.append(b, &v, crate::shard::now_ms()).unwrap().0.base_offset)
+        Ok(p.append(b, &v, crate::shard::now_ms())
+            .unwrap()
+            .0
+            .base_offset)
     }
 
-    fn committed_offsets(p: &Partition, from: i64) -> (Vec<(i64, i64)>, i64, Option<Vec<(i64, i64)>>) {
-        let r = p.read_isolated(from, u64::MAX, true, READ_COMMITTED).unwrap();
+    /// (batch offset ranges, LSO, aborted list) of a READ_COMMITTED read.
+    type CommittedRead = (Vec<(i64, i64)>, i64, Option<Vec<(i64, i64)>>);
+
+    fn committed_offsets(p: &Partition, from: i64) -> CommittedRead {
+        let r = p
+            .read_isolated(from, u64::MAX, true, READ_COMMITTED)
+            .unwrap();
         let mut bytes = Vec::new();
         for reg in &r.read.regions {
             let mut b = vec![0u8; reg.len as usize];

@@ -727,10 +727,7 @@ mod tests {
         // The committed latest value (1) survives the aborted one (2), which
         // stays for READ_COMMITTED consumers to skip; the open transaction's
         // record (4) is past the cleanable range.
-        assert_eq!(
-            a,
-            vec![(1, "1".into()), (2, "2".into()), (4, "3".into())]
-        );
+        assert_eq!(a, vec![(1, "1".into()), (2, "2".into()), (4, "3".into())]);
         let control = log.batch_headers().unwrap();
         assert!(control.iter().any(|h| h.is_control() && h.base_offset == 3));
     }

@@ -633,7 +633,10 @@ impl PartitionLog {
                 None if want.is_empty() => {}
                 Some(h) if h == want => {}
                 _ if want.is_empty() => {
-                    ::log::warn!("{}: removing stale aborted-transaction index", path.display());
+                    ::log::warn!(
+                        "{}: removing stale aborted-transaction index",
+                        path.display()
+                    );
                     std::fs::remove_file(&path)?;
                     fixed += 1;
                 }

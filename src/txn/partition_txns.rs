@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 
-use crate::storage::txn_index::ControlMarker;
 pub use crate::storage::txn_index::AbortedTxn;
+use crate::storage::txn_index::ControlMarker;
 use crate::storage::BatchHeader;
 
 /// Kafka TRANSACTION_COORDINATOR_FENCED (52).
@@ -59,10 +59,7 @@ impl PartitionTxns {
         marker_offset: i64,
         marker: ControlMarker,
     ) -> Option<AbortedTxn> {
-        let first_offset = self
-            .ongoing
-            .remove(&producer_id)
-            .unwrap_or(marker_offset);
+        let first_offset = self.ongoing.remove(&producer_id).unwrap_or(marker_offset);
         self.coordinator_epochs
             .insert(producer_id, marker.coordinator_epoch);
         if marker.commit {
@@ -85,7 +82,11 @@ impl PartitionTxns {
     /// TRANSACTION_COORDINATOR_FENCED (52) when an earlier marker of that
     /// producer came from a newer coordinator epoch (Kafka
     /// `ProducerAppendInfo.checkCoordinatorEpoch`).
-    pub fn check_coordinator_epoch(&self, producer_id: i64, coordinator_epoch: i32) -> Result<(), i16> {
+    pub fn check_coordinator_epoch(
+        &self,
+        producer_id: i64,
+        coordinator_epoch: i32,
+    ) -> Result<(), i16> {
         match self.coordinator_epochs.get(&producer_id) {
             Some(e) if *e > coordinator_epoch => Err(TRANSACTION_COORDINATOR_FENCED),
             _ => Ok(()),
@@ -102,8 +103,9 @@ impl PartitionTxns {
     /// min(max(first unstable offset, log start offset), high watermark), or
     /// the high watermark when no transaction is ongoing.
     pub fn last_stable_offset(&self, log_start_offset: i64, high_watermark: i64) -> i64 {
-        self.first_unstable_offset()
-            .map_or(high_watermark, |o| o.max(log_start_offset).min(high_watermark))
+        self.first_unstable_offset().map_or(high_watermark, |o| {
+            o.max(log_start_offset).min(high_watermark)
+        })
     }
 
     /// Gives the first offset of the producer's ongoing transaction, if any.
@@ -133,7 +135,9 @@ impl PartitionTxns {
     /// `collectAbortedTransactions`) — sorted by first offset, for the
     /// READ_COMMITTED Fetch response's `aborted_transactions` (v4+).
     pub fn aborted_in_range(&self, fetch_offset: i64, upper: i64) -> Vec<(i64, i64)> {
-        let from = self.aborted.partition_point(|a| a.last_offset < fetch_offset);
+        let from = self
+            .aborted
+            .partition_point(|a| a.last_offset < fetch_offset);
         let mut v: Vec<(i64, i64)> = self.aborted[from..]
             .iter()
             .filter(|a| a.first_offset < upper)

@@ -247,9 +247,8 @@ impl ProducerStateMap {
         keep: impl Fn(i64) -> bool,
     ) -> usize {
         let before = self.producers.len();
-        self.producers.retain(|id, e| {
-            keep(*id) || now_ms.saturating_sub(e.last_timestamp) <= expiration_ms
-        });
+        self.producers
+            .retain(|id, e| keep(*id) || now_ms.saturating_sub(e.last_timestamp) <= expiration_ms);
         before - self.producers.len()
     }
 }
