@@ -184,6 +184,7 @@ fn bench_fetch(c: &mut Criterion) {
                         high_watermark: 1_000_000,
                         last_stable_offset: 1_000_000,
                         log_start_offset: 0,
+                        aborted_transactions: None,
                         regions: vec![FileRegion {
                             file: file.clone(),
                             position: p as u64 * region,

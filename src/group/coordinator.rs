@@ -22,6 +22,7 @@ use super::state::{Group, GroupState, Member};
 use super::*;
 use crate::shard::internal::{append_records, for_each_record};
 use crate::shard::{now_ms, Shard};
+use crate::storage::txn_index::parse_control_record;
 
 type GroupRef = Rc<RefCell<Group>>;
 type OffsetMap = HashMap<(String, i32), OffsetValue>;
@@ -36,16 +37,6 @@ pub struct GroupCoordinator {
     /// the transaction's marker (KIP-98).
     pending_txn: RefCell<HashMap<i64, HashMap<String, OffsetMap>>>,
     member_seq: std::cell::Cell<u64>,
-}
-
-/// The type of a control record: `Some(true)` for COMMIT, `Some(false)` for
-/// ABORT (key: version int16, type int16; KIP-98), `None` otherwise.
-pub fn marker_is_commit(key: &[u8]) -> Option<bool> {
-    match key.get(2..4) {
-        Some([0, 1]) => Some(true),
-        Some([0, 0]) => Some(false),
-        _ => None,
-    }
 }
 
 impl GroupCoordinator {
@@ -162,8 +153,8 @@ impl GroupCoordinator {
         for_each_record(part, |r| {
             let Some(key) = &r.key else { return };
             if r.control {
-                if let Some(commit) = marker_is_commit(key) {
-                    self.complete_txn(r.producer_id, part.index, offsets_partitions, commit);
+                if let Some(m) = parse_control_record(key, r.value.as_deref()) {
+                    self.complete_txn(r.producer_id, part.index, offsets_partitions, m.commit);
                 }
                 return;
             }

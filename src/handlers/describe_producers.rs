@@ -1,7 +1,7 @@
-//! DescribeProducers (key 61), v0 (KIP-664): the idempotent producers a
-//! partition knows, with epoch, last sequence and last timestamp. No
-//! transaction is ever open (transactions are not served yet), so
-//! `current_txn_start_offset` is -1.
+//! DescribeProducers (key 61), v0 (KIP-664): the producers a partition
+//! knows, with epoch, last sequence, last timestamp, the coordinator epoch of
+//! their last transaction marker (-1 if none) and the first offset of their
+//! ongoing transaction (`current_txn_start_offset`, -1 if none; KIP-98).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -35,22 +35,33 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 let owner = shard.owner(&topic, p);
                 let states = shard
                     .invoke_on(owner, move |s| async move {
-                        s.partition(&topic, p)
-                            .map(|part| part.producers.borrow().snapshot())
+                        s.partition(&topic, p).map(|part| {
+                            let txns = part.txns.borrow();
+                            part.producers
+                                .borrow()
+                                .snapshot()
+                                .into_iter()
+                                .map(|(id, epoch, seq, ts)| {
+                                    let coord = txns.coordinator_epoch(id).unwrap_or(-1);
+                                    let start = txns.ongoing_first_offset(id).unwrap_or(-1);
+                                    (id, epoch, seq, ts, coord, start)
+                                })
+                                .collect::<Vec<_>>()
+                        })
                     })
                     .await;
                 match states {
                     Ok(Some(list)) => {
                         rp.active_producers = list
                             .into_iter()
-                            .map(|(id, epoch, last_seq, ts)| {
+                            .map(|(id, epoch, last_seq, ts, coord, start)| {
                                 let mut ps = ProducerState::default();
                                 ps.producer_id = ProducerId(id);
                                 ps.producer_epoch = epoch as i32;
                                 ps.last_sequence = last_seq;
                                 ps.last_timestamp = ts;
-                                ps.coordinator_epoch = -1;
-                                ps.current_txn_start_offset = -1;
+                                ps.coordinator_epoch = coord;
+                                ps.current_txn_start_offset = start;
                                 ps
                             })
                             .collect()

@@ -1,7 +1,10 @@
 //! ListOffsets (key 2), v1–v8: earliest (-2, the log start offset), latest
-//! (-1, the high watermark; the LSO under READ_COMMITTED, equal to it until
-//! transactions exist), max-timestamp (-3, KIP-734, v7+) and by timestamp
-//! (the first offset whose timestamp is >= the one given; -1/-1 when none).
+//! (-1, the high watermark; the last stable offset under READ_COMMITTED,
+//! `isolation_level` 1, v2+, KIP-98), max-timestamp (-3, KIP-734, v7+) and by
+//! timestamp (the first offset whose timestamp is >= the one given; -1/-1
+//! when none). As in Kafka, timestamp and max-timestamp answers must lie
+//! below the last fetchable offset (the LSO under READ_COMMITTED, the high
+//! watermark otherwise); an answer at or past it is -1/-1.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::{respond, HandlerResult};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
+use crate::shard::partition::READ_COMMITTED;
 use crate::shard::Shard;
 use crate::storage::{PartitionLog, StorageError};
 use kafka_protocol::records::{RecordBatchDecoder, TimestampType as RecordTimestampType};
@@ -30,7 +34,7 @@ struct Answer {
     offset: i64,
 }
 
-fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
+fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: i8) -> Answer {
     let none = Answer {
         error_code: 0,
         timestamp: -1,
@@ -42,10 +46,15 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
             ..none
         };
     };
+    let last_fetchable = if isolation_level == READ_COMMITTED {
+        part.last_stable_offset()
+    } else {
+        part.log.borrow().high_watermark()
+    };
     let log = part.log.borrow();
     let r: Result<Answer, StorageError> = match ts {
         LATEST => Ok(Answer {
-            offset: log.high_watermark(),
+            offset: last_fetchable,
             ..none
         }),
         EARLIEST => Ok(Answer {
@@ -85,10 +94,20 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64) -> Answer {
             }
         }
     };
-    r.unwrap_or_else(|e| Answer {
-        error_code: e.code(),
-        ..none
-    })
+    match r {
+        Ok(a) if ts >= 0 || ts == MAX_TIMESTAMP => {
+            if a.offset < last_fetchable {
+                a
+            } else {
+                none
+            }
+        }
+        Ok(a) => a,
+        Err(e) => Answer {
+            error_code: e.code(),
+            ..none
+        },
+    }
 }
 
 /// Record-level answer inside one batch: decodes the batch containing
@@ -152,10 +171,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 continue;
             }
             let topic: Arc<str> = Arc::from(name);
-            let (pi, ts) = (p.partition_index, p.timestamp);
+            let (pi, ts, iso) = (p.partition_index, p.timestamp, req.isolation_level);
             let owner = shard.owner(name, pi);
             let a = shard
-                .invoke_on(owner, move |s| async move { lookup(&s, &topic, pi, ts) })
+                .invoke_on(
+                    owner,
+                    move |s| async move { lookup(&s, &topic, pi, ts, iso) },
+                )
                 .await
                 .unwrap_or_else(|e| Answer {
                     error_code: e.code(),

@@ -330,7 +330,7 @@ impl Shard {
                         log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
                     }
                     // `producer.id.expiration.ms`: forget idle idempotent producers.
-                    p.producers.borrow_mut().expire(now, producer_expiration);
+                    p.expire_producers(now, producer_expiration);
                 }
             }
         })

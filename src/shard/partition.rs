@@ -1,19 +1,70 @@
 //! One partition as its owner shard holds it: the log, the append signal that
-//! wakes long-poll fetches, and the flush policy with group commit.
+//! wakes long-poll fetches, the flush policy with group commit, and the
+//! producer and transaction state (KIP-98: LSO, aborted transactions,
+//! markers).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::BytesMut;
 use futures_channel::oneshot;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType as RecordTsType,
+};
+use kafka_protocol::ResponseError as E;
 use uuid::Uuid;
 
 use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
-use crate::storage::{AppendResult, PartitionLog, ReadResult, StorageError, ValidatedBatch};
+use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
+use crate::storage::{
+    AppendResult, BatchHeader, PartitionLog, ReadResult, StorageError, ValidatedBatch,
+};
+use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
 use crate::txn::producer_state::ProducerStateMap;
+
+/// Fetch `isolation_level` 1 (KIP-98): only data below the LSO is returned.
+pub const READ_COMMITTED: i8 = 1;
+
+/// A fetch read with its isolation level applied (see
+/// [`Partition::read_isolated`]).
+#[derive(Debug, Clone)]
+pub struct IsolatedRead {
+    /// Whole batches (below the high watermark, or the LSO for READ_COMMITTED).
+    pub read: ReadResult,
+    /// The last stable offset at read time.
+    pub last_stable_offset: i64,
+    /// READ_COMMITTED: (producer id, first offset) of the aborted
+    /// transactions overlapping the returned range, by first offset;
+    /// READ_UNCOMMITTED: None (the Fetch response's null list).
+    pub aborted: Option<Vec<(i64, i64)>>,
+}
+
+/// Applies one appended batch (header, offset of its first record, and the
+/// marker for a control batch) to the producer and transaction state; gives
+/// the aborted transaction an ABORT marker completed.
+fn apply_batch(
+    producers: &mut ProducerStateMap,
+    txns: &mut PartitionTxns,
+    h: &BatchHeader,
+    first_offset: i64,
+    marker: Option<ControlMarker>,
+) -> Option<AbortedTxn> {
+    if h.is_control() {
+        producers.apply_marker(h);
+        match marker {
+            Some(m) if h.producer_id >= 0 => txns.on_marker(h.producer_id, first_offset, m),
+            _ => None,
+        }
+    } else {
+        producers.update(h, first_offset);
+        txns.on_data_batch(h, first_offset);
+        None
+    }
+}
 
 /// Someone waiting until every offset below `.0` is durable.
 type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
@@ -36,6 +87,8 @@ pub struct Partition {
     settings: RefCell<TopicSettings>,
     /// Idempotent producers' sequence state (KIP-98).
     pub producers: RefCell<ProducerStateMap>,
+    /// Ongoing and aborted transactions (KIP-98), giving the LSO.
+    pub txns: RefCell<PartitionTxns>,
     unflushed_messages: Cell<u64>,
     /// Every offset below this is on stable storage (fdatasync done).
     flushed_offset: Cell<i64>,
@@ -55,13 +108,21 @@ impl Partition {
     ) -> Partition {
         let leo = log.log_end_offset();
         let mut producers = ProducerStateMap::default();
-        match log.batch_headers() {
-            Ok(headers) => {
-                for h in &headers {
-                    producers.update(h, h.base_offset);
+        let mut txns = PartitionTxns::default();
+        match log.batches_with_markers() {
+            Ok(batches) => {
+                for (h, marker) in &batches {
+                    apply_batch(&mut producers, &mut txns, h, h.base_offset, *marker);
                 }
+                // The log is the source of truth for the `.txnindex` files.
+                if let Err(e) = log.sync_txn_indexes(txns.aborted()) {
+                    log::warn!("{topic}-{index}: cannot rewrite aborted-transaction indexes: {e}");
+                }
+                txns.drop_aborted_before(log.log_start_offset());
             }
-            Err(e) => log::warn!("{topic}-{index}: cannot rebuild producer state: {e}"),
+            Err(e) => {
+                log::warn!("{topic}-{index}: cannot rebuild producer and transaction state: {e}")
+            }
         }
         Partition {
             topic,
@@ -72,6 +133,7 @@ impl Partition {
             appended: Rc::new(Notify::default()),
             settings: RefCell::new(settings),
             producers: RefCell::new(producers),
+            txns: RefCell::new(txns),
             unflushed_messages: Cell::new(0),
             flushed_offset: Cell::new(leo),
             flushing: Cell::new(false),
@@ -97,34 +159,64 @@ impl Partition {
         s.flush_messages.is_some() || s.flush_ms.is_some()
     }
 
-    /// Appends validated batches (see `storage::PartitionLog::append`), wakes
-    /// waiting fetches and applies the flush policy. The returned flag says
-    /// whether the flush policy requires an fdatasync before acks=all may be
-    /// answered; call [`Partition::wait_flushed`] with `last_offset + 1` then.
+    /// Appends validated batches (see `storage::PartitionLog::append`),
+    /// updates the producer and transaction state (a control batch ends its
+    /// producer's transaction; an ABORT marker adds an entry to the
+    /// `.txnindex` of the segment holding it), wakes waiting fetches and
+    /// applies the flush policy. The returned flag says whether the flush
+    /// policy requires an fdatasync before acks=all may be answered; call
+    /// [`Partition::wait_flushed`] with `last_offset + 1` then. A failed
+    /// `.txnindex` write gives `Io` after the data was appended and the
+    /// state updated (KAFKA_STORAGE_ERROR; the file is rebuilt at start-up).
     pub fn append(
         self: &Rc<Self>,
         records: &[u8],
         batches: &[ValidatedBatch],
         now_ms: i64,
     ) -> Result<(AppendResult, bool), StorageError> {
-        let (result, rolled_from) = {
+        let (result, rolled_from, index_err) = {
             let mut log = self.log.borrow_mut();
             let before = log.active_log_file();
             let r = log.append(records, batches, self.leader_epoch, now_ms)?;
             let mut producers = self.producers.borrow_mut();
+            let mut txns = self.txns.borrow_mut();
+            let mut index_err = None;
             let mut first = r.base_offset;
             for b in batches {
-                producers.update(&b.header, first);
+                let marker = if b.header.is_control() {
+                    records
+                        .get(b.position..b.position.saturating_add(b.size))
+                        .and_then(control_marker)
+                } else {
+                    None
+                };
+                let aborted = apply_batch(&mut producers, &mut txns, &b.header, first, marker);
+                if let Some(a) = aborted {
+                    if let Err(e) = log.append_txn_index(&a) {
+                        log::error!("{}-{}: .txnindex write failed: {e}", self.topic, self.index);
+                        index_err.get_or_insert(e);
+                    }
+                }
                 first += b.header.last_offset_delta as i64 + 1;
             }
             let after = log.active_log_file();
-            (r, (!Arc::ptr_eq(&before, &after)).then_some(before))
+            (
+                r,
+                (!Arc::ptr_eq(&before, &after)).then_some(before),
+                index_err,
+            )
         };
         self.appended.notify_all();
         let (flush_messages, flush_ms) = {
             let s = self.settings.borrow();
             (s.flush_messages, s.flush_ms)
         };
+        if let Some(e) = index_err {
+            if flush_messages.is_some() || flush_ms.is_some() {
+                self.start_flush();
+            }
+            return Err(e);
+        }
         if flush_messages.is_none() && flush_ms.is_none() {
             return Ok((result, false));
         }
@@ -243,6 +335,10 @@ impl Partition {
             );
         }
         let n = deleted.segments;
+        if n > 0 {
+            let start = self.log.borrow().log_start_offset();
+            self.txns.borrow_mut().drop_aborted_before(start);
+        }
         remove_later(deleted.files, s.file_delete_delay_ms);
         Ok(n)
     }
@@ -260,7 +356,20 @@ impl Partition {
             min_cleanable_dirty_ratio: s.min_cleanable_dirty_ratio,
             delete_retention_ms: s.delete_retention_ms,
         };
-        let stats = self.log.borrow_mut().compact(now_ms, cfg, max_segments)?;
+        // Never past the first undecided transaction (see
+        // `PartitionLog::compact_with_txns`).
+        let (stable, aborted) = {
+            let t = self.txns.borrow();
+            let hw = self.log.borrow().high_watermark();
+            (
+                t.first_unstable_offset().map_or(hw, |o| o.min(hw)),
+                t.aborted().to_vec(),
+            )
+        };
+        let stats =
+            self.log
+                .borrow_mut()
+                .compact_with_txns(now_ms, cfg, max_segments, stable, &aborted)?;
         if stats.segments > 0 {
             log::info!(
                 "{}-{}: compacted {} segment(s), {} -> {} bytes ({} superseded records, {} tombstones removed)",
@@ -280,8 +389,111 @@ impl Partition {
     /// watermark); gives the new low watermark.
     pub fn delete_records(&self, offset: i64) -> Result<i64, StorageError> {
         let (low, deleted) = self.log.borrow_mut().delete_records_before(offset)?;
+        self.txns.borrow_mut().drop_aborted_before(low);
         remove_later(deleted.files, self.settings().file_delete_delay_ms);
         Ok(low)
+    }
+
+    /// Gives the last stable offset (KIP-98): min(first offset of every
+    /// ongoing transaction, clamped to the log start offset; high
+    /// watermark). Equal to the high watermark when no transaction is open.
+    pub fn last_stable_offset(&self) -> i64 {
+        let log = self.log.borrow();
+        self.txns
+            .borrow()
+            .last_stable_offset(log.log_start_offset(), log.high_watermark())
+    }
+
+    /// Fetch read with an isolation level (Fetch v4+ `isolation_level`):
+    /// 0 (READ_UNCOMMITTED) reads up to the high watermark with no aborted
+    /// list; 1 (READ_COMMITTED) reads whole batches whose last offset is
+    /// below the LSO and lists the aborted transactions overlapping
+    /// [fetch offset, end of the returned data) — or [fetch offset, LSO)
+    /// when nothing is returned — as (producer id, first offset) by first
+    /// offset (Kafka `collectAbortedTransactions`). Errors as
+    /// `PartitionLog::read_bounded` (OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR).
+    pub fn read_isolated(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+        isolation_level: i8,
+    ) -> Result<IsolatedRead, StorageError> {
+        let lso = self.last_stable_offset();
+        if isolation_level != READ_COMMITTED {
+            let read = self.read(offset, max_bytes, min_one_batch)?;
+            return Ok(IsolatedRead {
+                read,
+                last_stable_offset: lso,
+                aborted: None,
+            });
+        }
+        let read = self
+            .log
+            .borrow()
+            .read_bounded(offset, max_bytes, min_one_batch, lso)?;
+        let upper = if read.bytes > 0 {
+            read.end_offset.min(lso)
+        } else {
+            lso
+        };
+        let aborted = self.txns.borrow().aborted_in_range(offset, upper);
+        Ok(IsolatedRead {
+            read,
+            last_stable_offset: lso,
+            aborted: Some(aborted),
+        })
+    }
+
+    /// Forgets producers idle for `producer.id.expiration.ms` (`expiration_ms`)
+    /// at `now_ms`, except those with an ongoing transaction. Gives how many
+    /// were removed.
+    pub fn expire_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        let txns = self.txns.borrow();
+        self.producers
+            .borrow_mut()
+            .expire_except(now_ms, expiration_ms, |pid| txns.is_ongoing(pid))
+    }
+
+    /// Writes a transaction marker (KIP-98 WriteTxnMarkers, called by the
+    /// transaction coordinator on the owner shard through `Shard::invoke_on`).
+    ///
+    /// Takes the producer id and epoch, `commit` (true = COMMIT, false =
+    /// ABORT) and the coordinator epoch. Appends one v2 control batch
+    /// (attributes transactional|control, base sequence -1, one control
+    /// record: key `version 0, type 0|1`, value `version 0, coordinator
+    /// epoch`) through the normal append path, so the producer's transaction
+    /// ends, the LSO moves, an ABORT is added to the aborted-transaction
+    /// index and the producer's epoch becomes `producer_epoch` when newer
+    /// (fencing batches of older epochs). Waits for the flush policy as
+    /// acks=all does. Gives the marker's offset, or the Kafka error code:
+    /// INVALID_PRODUCER_EPOCH (47) when `producer_epoch` is older than the
+    /// epoch the partition knows for the producer;
+    /// TRANSACTION_COORDINATOR_FENCED (52) when an earlier marker came from
+    /// a newer coordinator epoch; INVALID_REQUEST (42) for a negative
+    /// producer id; KAFKA_STORAGE_ERROR (56) on I/O failure.
+    pub async fn write_marker(
+        self: &Rc<Self>,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        coordinator_epoch: i32,
+    ) -> Result<i64, i16> {
+        if producer_id < 0 {
+            return Err(E::InvalidRequest.code());
+        }
+        if let Some(e) = self.producers.borrow().get(producer_id) {
+            if producer_epoch < e.epoch {
+                return Err(E::InvalidProducerEpoch.code());
+            }
+        }
+        self.txns
+            .borrow()
+            .check_coordinator_epoch(producer_id, coordinator_epoch)?;
+        let now = crate::shard::now_ms();
+        let bytes = encode_marker(producer_id, producer_epoch, commit, coordinator_epoch, now)?;
+        let res = crate::shard::internal::append_encoded(self, bytes, now).await?;
+        Ok(res.base_offset)
     }
 
     /// Reads whole batches (see `storage::PartitionLog::read`).
@@ -293,6 +505,45 @@ impl Partition {
     ) -> Result<ReadResult, StorageError> {
         self.log.borrow().read(offset, max_bytes, min_one_batch)
     }
+}
+
+/// Encodes one v2 control batch holding a COMMIT or ABORT marker (KIP-98
+/// `EndTransactionMarker`), uncompressed, timestamp `now_ms` (ms). Gives
+/// the batch bytes, or UNKNOWN_SERVER_ERROR (-1) if encoding fails.
+pub(crate) fn encode_marker(
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+    now_ms: i64,
+) -> Result<bytes::Bytes, i16> {
+    let record = Record {
+        transactional: true,
+        control: true,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id,
+        producer_epoch,
+        timestamp_type: RecordTsType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: now_ms,
+        key: Some(bytes::Bytes::copy_from_slice(&control_key(commit))),
+        value: Some(bytes::Bytes::copy_from_slice(&control_value(
+            coordinator_epoch,
+        ))),
+        headers: Default::default(),
+    };
+    let mut buf = BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, std::iter::once(&record), &opts).map_err(|e| {
+        log::error!("cannot encode a transaction marker: {e}");
+        E::UnknownServerError.code()
+    })?;
+    Ok(buf.freeze())
 }
 
 /// Unlinks `*.deleted` files after `delay_ms` (Kafka's `file.delete.delay.ms`)
@@ -310,4 +561,222 @@ fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
         }
     })
     .detach();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::segment::segment_file_name;
+    use crate::storage::txn_index::{read_txn_index, AbortedTxn};
+    use crate::storage::{validate_batches, LogConfig};
+    use crate::txn::producer_state::Check;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    /// A batch of `n` records (keys k0.., values v0..), transactional when
+    /// `txn`, for producer `pid`/`epoch` starting at sequence `seq` (-1 = none).
+    pub(crate) fn batch(pid: i64, epoch: i16, seq: i32, n: i64, txn: bool) -> bytes::Bytes {
+        let recs: Vec<Record> = (0..n)
+            .map(|i| Record {
+                transactional: txn,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: -1,
+                producer_id: pid,
+                producer_epoch: epoch,
+                timestamp_type: RecordTsType::Creation,
+                offset: i,
+                sequence: seq + i as i32,
+                timestamp: 1_000 + i,
+                key: Some(bytes::Bytes::from(format!("k{i}"))),
+                value: Some(bytes::Bytes::from(format!("v{i}"))),
+                headers: Default::default(),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        let opts = RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        };
+        RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).unwrap();
+        buf.freeze()
+    }
+
+    fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
+        let mut settings = crate::cluster::topic_config::settings(
+            &crate::config::Config::default(),
+            &BTreeMap::new(),
+        );
+        settings.log = LogConfig {
+            segment_bytes,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(dir, settings.log.clone()).unwrap();
+        Rc::new(Partition::new(
+            Arc::from("t"),
+            0,
+            Uuid::nil(),
+            log,
+            settings,
+        ))
+    }
+
+    fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, i16> {
+        let v = validate_batches(b, usize::MAX).map_err(|e| {
+            use crate::error::KafkaCode;
+            e.code()
+        })?;
+        let headers: Vec<_> = v.iter().map(|b| b.header).collect();
+        if p.producers.borrow().check(&headers)? != Check::Append {
+            return Err(-100);
+        }
+        Ok(p.append(b, &v, crate::shard::now_ms())
+            .unwrap()
+            .0
+            .base_offset)
+    }
+
+    /// (batch offset ranges, LSO, aborted list) of a READ_COMMITTED read.
+    type CommittedRead = (Vec<(i64, i64)>, i64, Option<Vec<(i64, i64)>>);
+
+    fn committed_offsets(p: &Partition, from: i64) -> CommittedRead {
+        let r = p
+            .read_isolated(from, u64::MAX, true, READ_COMMITTED)
+            .unwrap();
+        let mut bytes = Vec::new();
+        for reg in &r.read.regions {
+            let mut b = vec![0u8; reg.len as usize];
+            std::os::unix::fs::FileExt::read_exact_at(&*reg.file, &mut b, reg.position).unwrap();
+            bytes.extend(b);
+        }
+        let mut ranges = Vec::new();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let h = BatchHeader::parse(&bytes[pos..]).unwrap();
+            ranges.push((h.base_offset, h.last_offset()));
+            pos += h.total_size();
+        }
+        (ranges, r.last_stable_offset, r.aborted)
+    }
+
+    #[test]
+    fn markers_lso_aborted_index_and_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        glommio::LocalExecutor::default().run(async move {
+            let p = open(&path, 1 << 30);
+            assert_eq!(produce(&p, &batch(-1, -1, -1, 2, false)), Ok(0)); // 0..=1
+            assert_eq!(produce(&p, &batch(1, 0, 0, 2, true)), Ok(2)); // 2..=3 txn pid 1
+            assert_eq!(p.last_stable_offset(), 2);
+            assert_eq!(produce(&p, &batch(2, 0, 0, 1, true)), Ok(4)); // 4 txn pid 2
+            assert_eq!(p.txns.borrow().ongoing_first_offset(2), Some(4));
+            // Only the data before the first open transaction is readable.
+            let (r, lso, aborted) = committed_offsets(&p, 0);
+            assert_eq!((r, lso, aborted), (vec![(0, 1)], 2, Some(vec![])));
+            assert!(committed_offsets(&p, 2).0.is_empty());
+            let unc = p.read_isolated(2, u64::MAX, true, 0).unwrap();
+            assert!(unc.read.bytes > 0 && unc.aborted.is_none());
+            assert_eq!(unc.last_stable_offset, 2);
+
+            assert_eq!(p.write_marker(1, 0, true, 5).await, Ok(5));
+            assert_eq!(p.last_stable_offset(), 4);
+            assert_eq!(p.write_marker(2, 0, false, 5).await, Ok(6));
+            assert_eq!(p.last_stable_offset(), 7);
+            let want = AbortedTxn {
+                producer_id: 2,
+                first_offset: 4,
+                last_offset: 6,
+                last_stable_offset: 7,
+            };
+            assert_eq!(p.txns.borrow().aborted(), &[want]);
+            let idx = path.join(segment_file_name(0, "txnindex"));
+            assert_eq!(std::fs::read(&idx).unwrap(), want.encode().to_vec());
+            let (r, lso, aborted) = committed_offsets(&p, 0);
+            assert_eq!(r, vec![(0, 1), (2, 3), (4, 4), (5, 5), (6, 6)]);
+            assert_eq!((lso, aborted), (7, Some(vec![(2, 4)])));
+            // From 5 the aborted transaction still overlaps (its marker is at 6).
+            assert_eq!(committed_offsets(&p, 5).2, Some(vec![(2, 4)]));
+
+            // An open transaction after the abort bounds the read again.
+            assert_eq!(produce(&p, &batch(3, 0, 0, 2, true)), Ok(7)); // 7..=8
+            let (r, lso, aborted) = committed_offsets(&p, 7);
+            assert_eq!((r, lso, aborted), (vec![], 7, Some(vec![])));
+
+            // A marker with a newer epoch fences the producer's old epoch.
+            assert_eq!(p.write_marker(3, 1, false, 5).await, Ok(9));
+            assert_eq!(p.producers.borrow().get(3).map(|e| e.epoch), Some(1));
+            assert_eq!(
+                produce(&p, &batch(3, 0, 2, 1, true)),
+                Err(E::InvalidProducerEpoch.code())
+            );
+            assert_eq!(
+                p.write_marker(3, 0, true, 5).await,
+                Err(E::InvalidProducerEpoch.code())
+            );
+            // A marker from an older coordinator epoch is fenced.
+            assert_eq!(
+                p.write_marker(1, 0, true, 4).await,
+                Err(E::TransactionCoordinatorFenced.code())
+            );
+            assert_eq!(p.last_stable_offset(), 10);
+            let state = |p: &Partition| {
+                let t = p.txns.borrow();
+                (
+                    t.aborted().to_vec(),
+                    t.ongoing_count(),
+                    t.coordinator_epoch(1),
+                    p.last_stable_offset(),
+                    p.producers.borrow().snapshot(),
+                )
+            };
+            let before = state(&p);
+            assert_eq!(before.0.len(), 2);
+            // An open transaction survives a restart too.
+            assert_eq!(produce(&p, &batch(4, 0, 0, 1, true)), Ok(10));
+            let before = (before.0, 1, before.2, 10, p.producers.borrow().snapshot());
+            drop(p);
+
+            // Reopen: the state is rebuilt from the log; a missing
+            // .txnindex is rewritten with the same bytes.
+            let bytes = std::fs::read(&idx).unwrap();
+            std::fs::remove_file(&idx).unwrap();
+            let p = open(&path, 1 << 30);
+            assert_eq!(state(&p), before);
+            assert_eq!(std::fs::read(&idx).unwrap(), bytes);
+            drop(p);
+            // A .txnindex that disagrees with the log is rewritten.
+            std::fs::write(&idx, &bytes[..34]).unwrap();
+            let p = open(&path, 1 << 30);
+            assert_eq!(std::fs::read(&idx).unwrap(), bytes);
+            assert_eq!(read_txn_index(&idx).unwrap().map(|v| v.len()), Some(2));
+            assert_eq!(p.write_marker(4, 0, true, 5).await, Ok(11));
+            assert_eq!(p.last_stable_offset(), 12);
+        });
+    }
+
+    #[test]
+    fn txn_index_follows_segments_on_delete_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        glommio::LocalExecutor::default().run(async move {
+            // Small segments: every batch rolls a new one.
+            let p = open(&path, 100);
+            assert_eq!(produce(&p, &batch(1, 0, 0, 3, true)), Ok(0));
+            assert_eq!(p.write_marker(1, 0, false, 0).await, Ok(3));
+            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(4));
+            let bases = p.log.borrow().segment_base_offsets();
+            assert_eq!(bases, vec![0, 3, 4]);
+            let idx = path.join(segment_file_name(3, "txnindex"));
+            assert!(idx.exists());
+            assert!(!path.join(segment_file_name(0, "txnindex")).exists());
+            assert_eq!(p.txns.borrow().aborted().len(), 1);
+            assert_eq!(p.delete_records(4).unwrap(), 4);
+            assert!(!idx.exists());
+            assert!(path
+                .join(format!("{}.deleted", segment_file_name(3, "txnindex")))
+                .exists());
+            assert!(p.txns.borrow().aborted().is_empty());
+            assert_eq!(committed_offsets(&p, 4).2, Some(vec![]));
+        });
+    }
 }

@@ -13,6 +13,13 @@
 //!    batches are copied byte for byte, changed ones re-encoded with their
 //!    codec (the protocol crate's record codec). Records without a key and
 //!    control batches are kept.
+//! 5. Transactions (KIP-98, see [`PartitionLog::compact_with_txns`]): the
+//!    cleanable range ends before the first offset of the oldest ongoing
+//!    transaction; control batches (markers) and the batches of aborted
+//!    transactions are kept unchanged, and aborted records do not count as
+//!    the latest value of their key. (Kafka also removes aborted data and,
+//!    after `delete.retention.ms`, markers; Fjord keeps both, which is
+//!    correct but keeps some bytes longer.)
 //! 4. Swap, crash-safe: the new log is written to `<base>.log.cleaned` and
 //!    fsynced, the segment's index files are removed, then `rename(2)`
 //!    atomically replaces the `.log`; a crash leaves the old or the new log
@@ -37,6 +44,7 @@ use kafka_protocol::records::{
 use super::batch::BatchHeader;
 use super::log::PartitionLog;
 use super::segment::{segment_file_name, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
+use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
 use super::StorageError;
 
 /// Name of the per-partition cleaner checkpoint (first dirty offset).
@@ -141,13 +149,50 @@ impl PartitionLog {
         cfg: CompactionConfig,
         max_segments: usize,
     ) -> Result<CleanStats, StorageError> {
+        self.compact_with_txns(now_ms, cfg, max_segments, i64::MAX, &[])
+    }
+
+    /// As [`Self::compact`], for a partition with transactions (KIP-98):
+    /// only segments wholly below `stable_offset` (the first offset of the
+    /// oldest ongoing transaction, or the last stable offset) are cleaned, so
+    /// no record of an undecided transaction is ever dropped; control batches
+    /// are kept; batches of the `aborted` transactions are neither entered in
+    /// the key map (an aborted record never supersedes a committed one) nor
+    /// changed (they are copied as they are; READ_COMMITTED consumers skip
+    /// them with the aborted-transaction index).
+    pub fn compact_with_txns(
+        &mut self,
+        now_ms: i64,
+        cfg: CompactionConfig,
+        max_segments: usize,
+        stable_offset: i64,
+        aborted: &[AbortedTxn],
+    ) -> Result<CleanStats, StorageError> {
         let mut stats = CleanStats::default();
-        // 1. Cleanable range: closed segments past min.compaction.lag.ms.
+        let mut aborted_by_pid: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for a in aborted {
+            aborted_by_pid
+                .entry(a.producer_id)
+                .or_default()
+                .push((a.first_offset, a.last_offset));
+        }
+        let is_aborted = |h: &BatchHeader| {
+            h.is_transactional()
+                && aborted_by_pid.get(&h.producer_id).is_some_and(|v| {
+                    v.iter()
+                        .any(|(first, last)| *first <= h.base_offset && h.last_offset() <= *last)
+                })
+        };
+        // 1. Cleanable range: closed segments past min.compaction.lag.ms and
+        //    below the first undecided transaction.
         let lag = cfg.min_compaction_lag_ms.max(0);
         let cleanable = self
             .older
             .iter()
-            .take_while(|s| s.max_timestamp < 0 || now_ms.saturating_sub(s.max_timestamp) >= lag)
+            .take_while(|s| {
+                s.next_offset() <= stable_offset
+                    && (s.max_timestamp < 0 || now_ms.saturating_sub(s.max_timestamp) >= lag)
+            })
             .count();
         if cleanable == 0 {
             return Ok(stats);
@@ -174,7 +219,7 @@ impl PartitionLog {
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
         for seg in &self.older[..cleanable] {
             for (pos, h) in batches(seg)? {
-                if h.is_control() {
+                if h.is_control() || is_aborted(&h) {
                     continue;
                 }
                 let mut b = read_batch(seg, pos, &h)?;
@@ -209,7 +254,7 @@ impl PartitionLog {
             let mut changed = false;
             for (pos, h) in batches(seg)? {
                 let raw = read_batch(seg, pos, &h)?;
-                if h.is_control() {
+                if h.is_control() || is_aborted(&h) {
                     out.extend_from_slice(&raw);
                     continue;
                 }
@@ -302,6 +347,7 @@ impl PartitionLog {
                     gone.log_path().with_extension("log"),
                     gone.log_path().with_extension("index"),
                     gone.log_path().with_extension("timeindex"),
+                    gone.log_path().with_extension(TXN_INDEX_SUFFIX),
                 ] {
                     let _ = fs::remove_file(path);
                 }
@@ -614,5 +660,75 @@ mod tests {
             log.compact(3_000, cfg, usize::MAX).unwrap(),
             CleanStats::default()
         );
+    }
+
+    #[test]
+    fn transactions_are_not_broken_by_compaction() {
+        use crate::storage::txn_index::AbortedTxn;
+        use crate::storage::ValidatedBatch;
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(
+            dir.path(),
+            LogConfig {
+                segment_bytes: 100,
+                ..LogConfig::default()
+            },
+        )
+        .unwrap();
+        let txn = |log: &mut PartitionLog, pid: i64, value: &str| {
+            let mut r = record(0, "a", Some(value), 1_000);
+            r.transactional = true;
+            r.producer_id = pid;
+            r.producer_epoch = 0;
+            r.sequence = 0;
+            let mut buf = BytesMut::new();
+            let opts = RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            };
+            RecordBatchEncoder::encode(&mut buf, std::iter::once(&r), &opts).unwrap();
+            let v = validate_batches(&buf, usize::MAX).unwrap();
+            log.append(&buf, &v, 0, 1_000).unwrap().base_offset
+        };
+        append(&mut log, &[("a", Some("0"))], 1_000, Compression::None); // 0
+        append(&mut log, &[("a", Some("1"))], 1_000, Compression::None); // 1
+        assert_eq!(txn(&mut log, 5, "2"), 2);
+        let marker = crate::shard::partition::encode_marker(5, 0, false, 0, 1_000).unwrap();
+        let header = BatchHeader::parse(&marker).unwrap();
+        let vb = ValidatedBatch {
+            position: 0,
+            size: marker.len(),
+            header,
+        };
+        assert_eq!(log.append(&marker, &[vb], 0, 1_000).unwrap().base_offset, 3);
+        assert_eq!(txn(&mut log, 6, "3"), 4); // still open
+        append(&mut log, &[("z", Some("1"))], 1_000, Compression::None); // 5
+        let aborted = [AbortedTxn {
+            producer_id: 5,
+            first_offset: 2,
+            last_offset: 3,
+            last_stable_offset: 4,
+        }];
+        let cfg = CompactionConfig {
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.0,
+            delete_retention_ms: 1_000_000,
+        };
+        let stats = log
+            .compact_with_txns(2_000, cfg, usize::MAX, 4, &aborted)
+            .unwrap();
+        assert_eq!(stats.superseded, 1, "{stats:?}");
+        let a: Vec<_> = all_records(&log)
+            .into_iter()
+            .filter(|r| r.1 == "a")
+            .map(|r| (r.0, r.2.unwrap()))
+            .collect();
+        // The committed latest value (1) survives the aborted one (2), which
+        // stays for READ_COMMITTED consumers to skip; the open transaction's
+        // record (4) is past the cleanable range.
+        assert_eq!(a, vec![(1, "1".into()), (2, "2".into()), (4, "3".into())]);
+        let control = log.batch_headers().unwrap();
+        assert!(control.iter().any(|h| h.is_control() && h.base_offset == 3));
     }
 }

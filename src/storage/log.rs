@@ -9,8 +9,13 @@ use super::batch::{
     log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
 use super::recovery;
-use super::segment::{Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES};
+use super::segment::{segment_file_name, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES};
+use super::txn_index::{
+    append_txn_index, control_marker, read_txn_index, write_txn_index, AbortedTxn, ControlMarker,
+    TXN_INDEX_SUFFIX,
+};
 use super::StorageError;
+use std::os::unix::fs::FileExt;
 
 /// Which timestamp a batch carries (Kafka `log.message.timestamp.type` /
 /// topic `message.timestamp.type`; attributes bit 3 of a batch).
@@ -95,6 +100,11 @@ pub struct ReadResult {
     pub log_start_offset: i64,
     /// Log end offset (LEO) at read time.
     pub log_end_offset: i64,
+    /// Offset after the returned data: the base offset of the batch that
+    /// follows it in its segment, or that segment's next offset; the fetch
+    /// offset when nothing is returned. Bounds the aborted transactions a
+    /// READ_COMMITTED fetch reports (Kafka `fetchUpperBoundOffset`).
+    pub end_offset: i64,
 }
 
 /// The log of one partition: its directory and segments, oldest first, the
@@ -371,18 +381,38 @@ impl PartitionLog {
         max_bytes: u64,
         min_one_batch: bool,
     ) -> Result<ReadResult, StorageError> {
+        self.read_bounded(fetch_offset, max_bytes, min_one_batch, self.high_watermark)
+    }
+
+    /// As [`Self::read`], but gives only whole batches whose last offset is
+    /// below `max_offset` (exclusive upper bound: the high watermark for
+    /// READ_UNCOMMITTED, the last stable offset for READ_COMMITTED, KIP-98).
+    /// A fetch offset in `[max_offset, LEO]` gives no regions (no error);
+    /// outside [log start offset, LEO] → `OffsetOutOfRange`. `min_one_batch`
+    /// never returns a batch reaching `max_offset`.
+    pub fn read_bounded(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+        max_offset: i64,
+    ) -> Result<ReadResult, StorageError> {
         let mut result = ReadResult {
             regions: Vec::new(),
             bytes: 0,
             high_watermark: self.high_watermark,
             log_start_offset: self.log_start_offset,
             log_end_offset: self.log_end_offset,
+            end_offset: fetch_offset,
         };
         if fetch_offset == self.log_end_offset {
             return Ok(result);
         }
         if fetch_offset < self.log_start_offset || fetch_offset > self.log_end_offset {
             return Err(self.out_of_range(fetch_offset));
+        }
+        if fetch_offset >= max_offset {
+            return Ok(result);
         }
         let first = if fetch_offset >= self.active.base_offset() {
             self.older.len()
@@ -399,7 +429,17 @@ impl PartitionLog {
             .chain(std::iter::once(&self.active));
         for seg in candidates {
             if let Some((pos, header)) = seg.find_batch(fetch_offset)? {
-                let len = seg.region_len(pos, &header, max_bytes, min_one_batch)?;
+                if header.last_offset() >= max_offset {
+                    return Ok(result);
+                }
+                let mut len = seg.region_len(pos, &header, max_bytes, min_one_batch)?;
+                if max_offset < seg.next_offset() {
+                    // Cut at the first batch reaching the bound (a batch
+                    // start, so the region still holds whole batches).
+                    if let Some((bound_pos, _)) = seg.find_batch(max_offset)? {
+                        len = len.min(bound_pos.saturating_sub(pos));
+                    }
+                }
                 if len > 0 {
                     result.regions.push(FileRegion {
                         file: seg.log_file(),
@@ -407,6 +447,12 @@ impl PartitionLog {
                         len,
                     });
                     result.bytes = len;
+                    let end = pos + len;
+                    result.end_offset = if end < seg.size() {
+                        seg.read_header(end)?.base_offset
+                    } else {
+                        seg.next_offset()
+                    };
                 }
                 return Ok(result);
             }
@@ -515,6 +561,97 @@ impl PartitionLog {
             }
         }
         Ok(out)
+    }
+
+    /// Gives every batch of the log, oldest first, for rebuilding the
+    /// producer and transaction state at start-up: the header (offsets as
+    /// stored) and, for control batches only, the marker read from disk
+    /// (None when the control record is not a known marker).
+    pub fn batches_with_markers(
+        &self,
+    ) -> Result<Vec<(BatchHeader, Option<ControlMarker>)>, StorageError> {
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        for seg in self.segments() {
+            let mut pos = 0;
+            while pos < seg.size() {
+                let h = seg.read_header(pos)?;
+                let marker = if h.is_control() {
+                    buf.resize(h.total_size(), 0);
+                    seg.log_file().read_exact_at(&mut buf, pos)?;
+                    control_marker(&buf)
+                } else {
+                    None
+                };
+                pos += h.total_size() as u64;
+                out.push((h, marker));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gives the `.txnindex` path of the segment holding `offset` (the last
+    /// segment whose base offset is <= `offset`).
+    fn txn_index_path_for(&self, offset: i64) -> PathBuf {
+        let base = self
+            .segments()
+            .take_while(|s| s.base_offset() <= offset)
+            .last()
+            .map(|s| s.base_offset())
+            .unwrap_or_else(|| self.active.base_offset());
+        self.dir.join(segment_file_name(base, TXN_INDEX_SUFFIX))
+    }
+
+    /// Takes an aborted transaction whose ABORT marker (`entry.last_offset`)
+    /// was just appended; appends its 34-byte entry to the `.txnindex` of the
+    /// segment holding the marker. `Io` on failure (KAFKA_STORAGE_ERROR; the
+    /// file is rebuilt from the log at the next start-up).
+    pub fn append_txn_index(&self, entry: &AbortedTxn) -> Result<(), StorageError> {
+        append_txn_index(&self.txn_index_path_for(entry.last_offset), entry)?;
+        Ok(())
+    }
+
+    /// Takes every aborted transaction rebuilt from the log (in marker
+    /// order); rewrites each segment's `.txnindex` that is missing or does
+    /// not hold exactly the entries whose marker is in that segment (a file
+    /// that should be empty is removed). Gives how many files were rewritten.
+    pub fn sync_txn_indexes(&self, aborted: &[AbortedTxn]) -> Result<usize, StorageError> {
+        let mut fixed = 0;
+        let segs: Vec<&super::segment::Segment> = self.segments().collect();
+        for (i, seg) in segs.iter().enumerate() {
+            let next_base = segs.get(i + 1).map_or(i64::MAX, |n| n.base_offset());
+            let want: Vec<AbortedTxn> = aborted
+                .iter()
+                .filter(|a| a.last_offset >= seg.base_offset() && a.last_offset < next_base)
+                .copied()
+                .collect();
+            let path = self
+                .dir
+                .join(segment_file_name(seg.base_offset(), TXN_INDEX_SUFFIX));
+            let have = read_txn_index(&path)?;
+            match have {
+                None if want.is_empty() => {}
+                Some(h) if h == want => {}
+                _ if want.is_empty() => {
+                    ::log::warn!(
+                        "{}: removing stale aborted-transaction index",
+                        path.display()
+                    );
+                    std::fs::remove_file(&path)?;
+                    fixed += 1;
+                }
+                _ => {
+                    ::log::warn!(
+                        "{}: rewriting aborted-transaction index from the log ({} entries)",
+                        path.display(),
+                        want.len()
+                    );
+                    write_txn_index(&path, &want)?;
+                    fixed += 1;
+                }
+            }
+        }
+        Ok(fixed)
     }
 
     /// Gives the total size in bytes of all `.log` files.

@@ -3,13 +3,15 @@
 //! A partition log is a directory `<topic>-<partition>/` holding segments
 //! named by their 20-digit zero-padded base offset: `<base>.log` (RecordBatch
 //! v2 bytes exactly as appended, with broker-assigned offsets), `<base>.index`
-//! (sparse offset index) and `<base>.timeindex` (sparse time index).
+//! (sparse offset index), `<base>.timeindex` (sparse time index) and, when
+//! the segment holds ABORT markers, `<base>.txnindex` (aborted transactions).
 //!
 //! - [`batch`]: zero-copy RecordBatch v2 header view and Produce validation.
 //! - [`index`]: `.index` / `.timeindex` files.
 //! - [`segment`]: one segment.
 //! - [`log`]: [`PartitionLog`], append/read/list-offsets.
 //! - [`recovery`]: opening a partition directory after a clean or unclean shutdown.
+//! - [`txn_index`]: transaction markers and `.txnindex` files (KIP-98).
 
 pub mod batch;
 pub mod cleaner;
@@ -18,6 +20,7 @@ pub mod log;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
+pub mod txn_index;
 
 pub use self::batch::{
     log_append_time_header, validate_batches, BatchError, BatchHeader, ValidatedBatch,

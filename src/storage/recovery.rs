@@ -6,7 +6,10 @@
 //! Rules:
 //! - `*.log` files named by a 20-digit base offset are segments, sorted by
 //!   base offset. `*.cleaned`, `*.swap` and `*.deleted` leftovers are deleted;
-//!   index files without a `.log` are deleted; other files are logged and left.
+//!   index files (`.index`, `.timeindex`, `.txnindex`) without a `.log` are
+//!   deleted; other files are logged and left. `.txnindex` contents are
+//!   checked against the log by the partition after opening (see
+//!   `PartitionLog::sync_txn_indexes`).
 //! - Each segment's `.index`/`.timeindex` are loaded; if one has a partial
 //!   entry, is not monotonic or points past the `.log`, both are rebuilt by
 //!   scanning the segment's batch headers.
@@ -29,6 +32,7 @@ use super::segment::{
     parse_segment_file_name, Segment, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET,
     MAX_SEGMENT_BYTES, TIME_INDEX_SUFFIX,
 };
+use super::txn_index::TXN_INDEX_SUFFIX;
 use super::StorageError;
 
 /// Name of the clean shutdown marker file in a partition directory.
@@ -74,7 +78,9 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
         }
         match parse_segment_file_name(&name) {
             Some((base, LOG_SUFFIX)) => log_bases.push(base),
-            Some((base, INDEX_SUFFIX | TIME_INDEX_SUFFIX)) => index_files.push((base, path)),
+            Some((base, INDEX_SUFFIX | TIME_INDEX_SUFFIX | TXN_INDEX_SUFFIX)) => {
+                index_files.push((base, path))
+            }
             _ if name == super::retention::LOG_START_CHECKPOINT
                 || name == super::cleaner::CLEANER_CHECKPOINT => {}
             _ => ::log::info!("{}: ignoring unknown file", path.display()),

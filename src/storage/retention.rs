@@ -51,6 +51,7 @@ fn rename_deleted(seg: &Segment, out: &mut Deleted) {
         log.with_extension("log"),
         log.with_extension("index"),
         log.with_extension("timeindex"),
+        log.with_extension(super::txn_index::TXN_INDEX_SUFFIX),
     ] {
         let target = PathBuf::from(format!("{}.deleted", path.display()));
         match fs::rename(&path, &target) {

@@ -559,7 +559,7 @@ async fn write_markers(shard: &Rc<Shard>, value: &TxnLogValue, commit: bool) -> 
                         log::warn!("marker for {t}-{p} skipped: the partition is gone");
                         continue;
                     };
-                    match super::markers::write_marker(&part, pid, epoch, commit, 0).await {
+                    match part.write_marker(pid, epoch, commit, 0).await {
                         Ok(_) => {}
                         Err(c) if c == E::InvalidProducerEpoch.code() => {
                             log::warn!("marker for {t}-{p} skipped: the partition knows a newer epoch of producer {pid}");

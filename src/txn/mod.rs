@@ -3,6 +3,8 @@
 //! * [`producer_ids`]: producer id blocks, persisted so ids are never reused.
 //! * [`producer_state`]: per-partition producer state that drops retried
 //!   duplicates and rejects sequence gaps.
+//! * [`partition_txns`]: the partition side of transactions: ongoing and
+//!   aborted transactions and the last stable offset.
 //! * [`snapshot`]: producer-state snapshot files in Kafka's format.
 //! * [`records`]: `__transaction_state` records in Kafka's schemas
 //!   (TransactionLogKey / TransactionLogValue v0).
@@ -12,7 +14,7 @@
 //!   and recovery by replay.
 
 pub mod coordinator;
-pub mod markers;
+pub mod partition_txns;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;

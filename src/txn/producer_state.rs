@@ -206,12 +206,49 @@ impl ProducerStateMap {
         e.last_timestamp = e.last_timestamp.max(h.max_timestamp);
     }
 
+    /// Records an appended transaction marker (control batch header, KIP-98):
+    /// the producer's epoch becomes the marker's epoch when that is newer
+    /// (its sequence history then resets, so the next batch of that epoch
+    /// may start anywhere and batches of an older epoch get
+    /// INVALID_PRODUCER_EPOCH); an unknown producer is added with no batches.
+    /// Non-control or non-producer batches are ignored.
+    pub fn apply_marker(&mut self, h: &BatchHeader) {
+        if h.producer_id < 0 || !h.is_control() {
+            return;
+        }
+        let e = self
+            .producers
+            .entry(h.producer_id)
+            .or_insert_with(|| ProducerEntry {
+                epoch: h.producer_epoch,
+                batches: VecDeque::new(),
+                last_timestamp: h.max_timestamp,
+            });
+        if h.producer_epoch > e.epoch {
+            e.batches.clear();
+            e.epoch = h.producer_epoch;
+        }
+        e.last_timestamp = e.last_timestamp.max(h.max_timestamp);
+    }
+
     /// Forgets producers idle for longer than `expiration_ms`
     /// (`producer.id.expiration.ms`). Gives how many were removed.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.expire_except(now_ms, expiration_ms, |_| false)
+    }
+
+    /// As [`Self::expire`], keeping the producers for which `keep` (given the
+    /// producer id) is true, e.g. those with an ongoing transaction (Kafka
+    /// never expires those).
+    pub fn expire_except(
+        &mut self,
+        now_ms: i64,
+        expiration_ms: i64,
+        keep: impl Fn(i64) -> bool,
+    ) -> usize {
         let before = self.producers.len();
         self.producers
-            .retain(|_, e| now_ms.saturating_sub(e.last_timestamp) <= expiration_ms);
+            .retain(|id, e| keep(*id) || now_ms.saturating_sub(e.last_timestamp) <= expiration_ms);
         before - self.producers.len()
     }
 }

@@ -38,6 +38,9 @@ pub struct FetchPartitionOut {
     pub last_stable_offset: i64,
     /// Log start offset.
     pub log_start_offset: i64,
+    /// Aborted transactions (producer id, first offset) for READ_COMMITTED
+    /// (v4+, KIP-98); None is sent as an empty list under READ_COMMITTED.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// Record batches as file ranges.
     pub regions: Vec<FileRegion>,
 }
@@ -102,8 +105,10 @@ impl Writer {
     }
 }
 
-/// Encodes a complete Fetch response frame at `version`. `isolation_level` 1
-/// (READ_COMMITTED) sends an empty aborted-transactions list, 0 sends null.
+/// Encodes a complete Fetch response frame at `version`. Under
+/// `isolation_level` 1 (READ_COMMITTED) each partition's
+/// `aborted_transactions` is sent as a list (empty when None); under 0
+/// (READ_UNCOMMITTED) it is null, as Kafka does.
 pub fn encode_fetch_response(
     version: i16,
     correlation_id: i32,
@@ -139,7 +144,13 @@ pub fn encode_fetch_response(
                 w.buf.put_i64(p.log_start_offset);
             }
             if isolation_level == 1 {
-                w.array_len(0);
+                let aborted = p.aborted_transactions.as_deref().unwrap_or(&[]);
+                w.array_len(aborted.len());
+                for (producer_id, first_offset) in aborted {
+                    w.buf.put_i64(*producer_id);
+                    w.buf.put_i64(*first_offset);
+                    w.tags();
+                }
             } else {
                 w.null_array();
             }
@@ -207,6 +218,7 @@ mod tests {
                         high_watermark: 10,
                         last_stable_offset: 10,
                         log_start_offset: 2,
+                        aborted_transactions: None,
                         regions: vec![
                             FileRegion {
                                 file: file.clone(),
@@ -226,6 +238,7 @@ mod tests {
                         high_watermark: -1,
                         last_stable_offset: -1,
                         log_start_offset: -1,
+                        aborted_transactions: None,
                         regions: vec![],
                     },
                 ],
@@ -253,6 +266,61 @@ mod tests {
             assert_eq!(t.partitions[1].error_code, 1);
             if version >= 5 {
                 assert_eq!(t.partitions[0].log_start_offset, 2);
+            }
+        }
+    }
+
+    #[test]
+    fn read_committed_aborted_list_decodes() {
+        for version in 4..=18i16 {
+            let topics = vec![FetchTopicOut {
+                name: Some(Arc::from("t")),
+                topic_id: Uuid::from_u128(7),
+                partitions: vec![
+                    FetchPartitionOut {
+                        partition: 0,
+                        error_code: 0,
+                        high_watermark: 20,
+                        last_stable_offset: 12,
+                        log_start_offset: 0,
+                        aborted_transactions: Some(vec![(5, 1), (9, 4)]),
+                        regions: vec![],
+                    },
+                    FetchPartitionOut {
+                        partition: 1,
+                        error_code: 0,
+                        high_watermark: 3,
+                        last_stable_offset: 3,
+                        log_start_offset: 0,
+                        aborted_transactions: None,
+                        regions: vec![],
+                    },
+                ],
+            }];
+            for isolation in [0i8, 1] {
+                let resp = encode_fetch_response(version, 1, 0, &topics, isolation);
+                let mut b = materialize(&resp);
+                assert_eq!(b.get_i32() as usize, b.len());
+                let hv = ApiKey::Fetch.response_header_version(version);
+                ResponseHeader::decode(&mut b, hv).unwrap();
+                let r = FetchResponse::decode(&mut b, version).unwrap();
+                assert_eq!(b.remaining(), 0, "v{version} trailing bytes");
+                let p = &r.responses[0].partitions;
+                assert_eq!(p[0].last_stable_offset, 12);
+                let list = |i: usize| {
+                    p[i].aborted_transactions.as_ref().map(|v| {
+                        v.iter()
+                            .map(|a| (a.producer_id.0, a.first_offset))
+                            .collect::<Vec<_>>()
+                    })
+                };
+                if isolation == 1 {
+                    assert_eq!(list(0), Some(vec![(5, 1), (9, 4)]));
+                    assert_eq!(list(1), Some(vec![]));
+                } else {
+                    assert_eq!(list(0), None);
+                    assert_eq!(list(1), None);
+                }
             }
         }
     }

@@ -8,6 +8,11 @@
 //! response holds fewer than `min_bytes`, wait on the owners' append signals
 //! (no polling) until data arrives or `max_wait_ms` expires, then read again.
 //! Fetch sessions (KIP-227) are answered sessionless (session id 0).
+//!
+//! `isolation_level` 1 (READ_COMMITTED, KIP-98) returns only whole batches
+//! below the last stable offset, with the aborted transactions overlapping
+//! them; a marker append bumps the append signal, so long-polls wake when
+//! the LSO moves. Every response carries the LSO.
 
 mod encode;
 
@@ -38,6 +43,9 @@ pub struct PartitionRead {
     pub fetch_offset: i64,
     /// Per-partition limit (bytes), `partition_max_bytes`.
     pub partition_max_bytes: u64,
+    /// The request's `isolation_level` (v4+): 0 READ_UNCOMMITTED, 1
+    /// READ_COMMITTED (data below the LSO only, KIP-98).
+    pub isolation_level: i8,
 }
 
 /// The owner's answer for one partition.
@@ -47,7 +55,7 @@ pub struct PartitionReadResult {
     pub error_code: i16,
     /// High watermark (== LEO on one node).
     pub high_watermark: i64,
-    /// Last stable offset (== high watermark until transactions exist).
+    /// Last stable offset (KIP-98; == high watermark with no open transaction).
     pub last_stable_offset: i64,
     /// Log start offset.
     pub log_start_offset: i64,
@@ -57,6 +65,9 @@ pub struct PartitionReadResult {
     pub bytes: u64,
     /// Append-signal generation seen at read time (to wait without a race).
     pub generation: u64,
+    /// READ_COMMITTED: (producer id, first offset) of the aborted
+    /// transactions overlapping the returned data; None for READ_UNCOMMITTED.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
 /// Runs on the owner: reads each partition while `budget` lasts.
@@ -81,10 +92,12 @@ pub fn read_on_owner(
             };
             out.generation = part.appended.generation();
             let limit = r.partition_max_bytes.min(budget);
-            match part.read(r.fetch_offset, limit, allow_oversize) {
-                Ok(res) => {
+            match part.read_isolated(r.fetch_offset, limit, allow_oversize, r.isolation_level) {
+                Ok(iso) => {
+                    let res = iso.read;
                     out.high_watermark = res.high_watermark;
-                    out.last_stable_offset = res.high_watermark;
+                    out.last_stable_offset = iso.last_stable_offset;
+                    out.aborted_transactions = iso.aborted;
                     out.log_start_offset = res.log_start_offset;
                     out.bytes = res.bytes;
                     out.regions = res.regions;
@@ -101,7 +114,7 @@ pub fn read_on_owner(
                     } = &e
                     {
                         out.high_watermark = *log_end_offset;
-                        out.last_stable_offset = *log_end_offset;
+                        out.last_stable_offset = part.last_stable_offset();
                         out.log_start_offset = *log_start_offset;
                     }
                     out.error_code = e.code();
@@ -172,6 +185,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     partition: p.partition,
                     fetch_offset: p.fetch_offset,
                     partition_max_bytes: p.partition_max_bytes.max(0) as u64,
+                    isolation_level: req.isolation_level,
                 },
                 error_code,
             });
@@ -223,6 +237,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 high_watermark: r.high_watermark,
                 last_stable_offset: r.last_stable_offset,
                 log_start_offset: r.log_start_offset,
+                aborted_transactions: r.aborted_transactions,
                 regions: r.regions,
             });
         }
