@@ -377,6 +377,13 @@ impl Shard {
             .flat_map(|(_, m)| m.into_values())
             .collect();
         for p in parts {
+            if let Err(e) = p.write_snapshot() {
+                log::warn!(
+                    "{}-{}: cannot write the producer-state snapshot: {e}",
+                    p.topic,
+                    p.index
+                );
+            }
             match Rc::try_unwrap(p) {
                 Ok(p) => {
                     if let Err(e) = p.log.into_inner().close() {

@@ -25,6 +25,7 @@ use crate::storage::{
 };
 use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
 use crate::txn::producer_state::ProducerStateMap;
+use crate::txn::snapshot;
 
 /// Fetch `isolation_level` 1 (KIP-98): only data below the LSO is returned.
 pub const READ_COMMITTED: i8 = 1;
@@ -64,6 +65,70 @@ fn apply_batch(
         txns.on_data_batch(h, first_offset);
         None
     }
+}
+
+/// Rebuilds a partition's producer and transaction state at start-up: from
+/// the newest producer-state snapshot at or below the log end (and the
+/// `.txnindex` files below it) plus the batches after it, or from the whole
+/// log when there is no usable snapshot. Rewrites `.txnindex` files that
+/// disagree with the result.
+fn rebuild_state(topic: &str, index: i32, log: &PartitionLog) -> (ProducerStateMap, PartitionTxns) {
+    let mut producers = ProducerStateMap::default();
+    let mut txns = PartitionTxns::default();
+    let start = log.log_start_offset();
+    let mut from = start;
+    if let Some((offset, entries)) = snapshot::latest(log.dir(), log.log_end_offset()) {
+        match log.txn_index_entries_below(offset) {
+            Ok(aborted) => {
+                snapshot::restore(&entries, &mut producers, &mut txns);
+                txns.set_aborted(aborted);
+                from = offset.max(start);
+                ::log::info!(
+                    "{topic}-{index}: producer state from the snapshot at offset {offset} ({} producers)",
+                    entries.len()
+                );
+            }
+            Err(e) => ::log::warn!(
+                "{topic}-{index}: cannot read aborted-transaction indexes ({e}); rebuilding from the whole log"
+            ),
+        }
+    }
+    match log.batches_with_markers(from) {
+        Ok(batches) => {
+            for (h, marker) in &batches {
+                apply_batch(&mut producers, &mut txns, h, h.base_offset, *marker);
+            }
+            // The log is the source of truth for the `.txnindex` files.
+            if let Err(e) = log.sync_txn_indexes(txns.aborted()) {
+                ::log::warn!("{topic}-{index}: cannot rewrite aborted-transaction indexes: {e}");
+            }
+            txns.drop_aborted_before(start);
+        }
+        Err(e) => {
+            ::log::warn!("{topic}-{index}: cannot rebuild producer and transaction state: {e}")
+        }
+    }
+    (producers, txns)
+}
+
+/// Producer-state snapshots kept per partition.
+const SNAPSHOTS_KEPT: usize = 2;
+
+/// fsyncs `indexes`, then writes the snapshot of `entries` at `offset`.
+fn write_snapshot_files(
+    dir: &std::path::Path,
+    offset: i64,
+    entries: &[snapshot::SnapshotEntry],
+    indexes: &[std::path::PathBuf],
+) -> std::io::Result<()> {
+    for p in indexes {
+        match std::fs::File::open(p) {
+            Ok(f) => f.sync_all()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    snapshot::write(dir, offset, entries, SNAPSHOTS_KEPT)
 }
 
 /// Someone waiting until every offset below `.0` is durable.
@@ -107,23 +172,7 @@ impl Partition {
         settings: TopicSettings,
     ) -> Partition {
         let leo = log.log_end_offset();
-        let mut producers = ProducerStateMap::default();
-        let mut txns = PartitionTxns::default();
-        match log.batches_with_markers() {
-            Ok(batches) => {
-                for (h, marker) in &batches {
-                    apply_batch(&mut producers, &mut txns, h, h.base_offset, *marker);
-                }
-                // The log is the source of truth for the `.txnindex` files.
-                if let Err(e) = log.sync_txn_indexes(txns.aborted()) {
-                    log::warn!("{topic}-{index}: cannot rewrite aborted-transaction indexes: {e}");
-                }
-                txns.drop_aborted_before(log.log_start_offset());
-            }
-            Err(e) => {
-                log::warn!("{topic}-{index}: cannot rebuild producer and transaction state: {e}")
-            }
-        }
+        let (producers, txns) = rebuild_state(&topic, index, &log);
         Partition {
             topic,
             index,
@@ -207,6 +256,9 @@ impl Partition {
             )
         };
         self.appended.notify_all();
+        if rolled_from.is_some() {
+            self.snapshot_in_background();
+        }
         let (flush_messages, flush_ms) = {
             let s = self.settings.borrow();
             (s.flush_messages, s.flush_ms)
@@ -234,6 +286,53 @@ impl Partition {
             self.arm_flush_timer(ms);
         }
         Ok((result, due))
+    }
+
+    /// What a producer-state snapshot needs, taken now: the partition
+    /// directory, the offset it covers (the LEO), its entries and the
+    /// `.txnindex` files to fsync first.
+    fn snapshot_parts(
+        &self,
+    ) -> (
+        std::path::PathBuf,
+        i64,
+        Vec<snapshot::SnapshotEntry>,
+        Vec<std::path::PathBuf>,
+    ) {
+        let entries = snapshot::capture(&self.producers.borrow(), &self.txns.borrow());
+        let log = self.log.borrow();
+        (
+            log.dir().to_path_buf(),
+            log.log_end_offset(),
+            entries,
+            log.txn_index_files(),
+        )
+    }
+
+    /// Writes a producer-state snapshot at the LEO now (clean shutdown):
+    /// fsyncs the `.txnindex` files, then writes `<LEO>.snapshot`, keeping
+    /// the newest two. Errors with the I/O failure.
+    pub fn write_snapshot(&self) -> std::io::Result<()> {
+        let (dir, offset, entries, indexes) = self.snapshot_parts();
+        write_snapshot_files(&dir, offset, &entries, &indexes)
+    }
+
+    /// Writes a producer-state snapshot after a segment roll (Kafka takes
+    /// one per segment), on the blocking pool so the reactor never waits for
+    /// the fsyncs. A failure is logged: start-up then replays more of the
+    /// log.
+    fn snapshot_in_background(self: &Rc<Self>) {
+        let (dir, offset, entries, indexes) = self.snapshot_parts();
+        let name = format!("{}-{}", self.topic, self.index);
+        glommio::spawn_local(async move {
+            let res = glommio::executor()
+                .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
+                .await;
+            if let Err(e) = res {
+                log::warn!("{name}: cannot write the producer-state snapshot at {offset}: {e}");
+            }
+        })
+        .detach();
     }
 
     /// Resolves once every offset below `offset` is on stable storage.
@@ -777,6 +876,70 @@ mod tests {
                 .exists());
             assert!(p.txns.borrow().aborted().is_empty());
             assert_eq!(committed_offsets(&p, 4).2, Some(vec![]));
+        });
+    }
+
+    #[test]
+    fn snapshot_restores_the_same_state_as_a_full_rebuild() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        glommio::LocalExecutor::default().run(async move {
+            let state = |p: &Partition| {
+                let t = p.txns.borrow();
+                (
+                    t.aborted().to_vec(),
+                    t.ongoing_first_offset(3),
+                    t.coordinator_epoch(2),
+                    p.last_stable_offset(),
+                    p.producers.borrow().snapshot(),
+                )
+            };
+            let p = open(&path, 1 << 30);
+            assert_eq!(produce(&p, &batch(1, 0, 0, 3, false)), Ok(0)); // idempotent 0..=2
+            assert_eq!(produce(&p, &batch(2, 0, 0, 2, true)), Ok(3)); // txn 3..=4
+            assert_eq!(p.write_marker(2, 0, false, 1).await, Ok(5)); // aborted
+            assert_eq!(produce(&p, &batch(3, 0, 0, 1, true)), Ok(6)); // open txn at 6
+            p.write_snapshot().unwrap();
+            assert_eq!(snapshot::list(&path).len(), 1);
+            // After the snapshot: more batches, another abort.
+            assert_eq!(produce(&p, &batch(1, 0, 3, 2, false)), Ok(7));
+            assert_eq!(produce(&p, &batch(2, 1, 0, 1, true)), Ok(9));
+            assert_eq!(p.write_marker(2, 1, false, 1).await, Ok(10));
+            let before = state(&p);
+            assert_eq!(before.0.len(), 2);
+            assert_eq!(before.1, Some(6));
+            drop(p);
+
+            // From the snapshot (offset 7) plus the log after it.
+            let p = open(&path, 1 << 30);
+            assert_eq!(state(&p), before);
+            // The last batch of producer 1 is still known as a duplicate.
+            let retry = batch(1, 0, 3, 2, false);
+            let v = validate_batches(&retry, usize::MAX).unwrap();
+            let headers: Vec<_> = v.iter().map(|b| b.header).collect();
+            assert!(matches!(
+                p.producers.borrow().check(&headers),
+                Ok(Check::Duplicate(_))
+            ));
+            drop(p);
+
+            // Without any snapshot the full rebuild gives the same state.
+            for (_, f) in snapshot::list(&path) {
+                std::fs::remove_file(f).unwrap();
+            }
+            let p = open(&path, 1 << 30);
+            assert_eq!(state(&p), before);
+            drop(p);
+
+            // A snapshot beyond the log end (the log lost its tail) is
+            // dropped rather than trusted.
+            let p = open(&path, 1 << 30);
+            p.write_snapshot().unwrap();
+            drop(p);
+            std::fs::rename(snapshot::path(&path, 11), snapshot::path(&path, 50)).unwrap();
+            let p = open(&path, 1 << 30);
+            assert_eq!(state(&p), before);
+            assert!(snapshot::list(&path).is_empty());
         });
     }
 }

@@ -563,19 +563,34 @@ impl PartitionLog {
         Ok(out)
     }
 
-    /// Gives every batch of the log, oldest first, for rebuilding the
-    /// producer and transaction state at start-up: the header (offsets as
-    /// stored) and, for control batches only, the marker read from disk
-    /// (None when the control record is not a known marker).
+    /// Gives every batch of the log whose last offset is at or above
+    /// `from`, oldest first, for rebuilding the producer and transaction
+    /// state at start-up (from the log start, or from a producer-state
+    /// snapshot's offset): the header (offsets as stored) and, for control
+    /// batches only, the marker read from disk (None when the control record
+    /// is not a known marker). Segments wholly below `from` are not read.
     pub fn batches_with_markers(
         &self,
+        from: i64,
     ) -> Result<Vec<(BatchHeader, Option<ControlMarker>)>, StorageError> {
         let mut out = Vec::new();
         let mut buf = Vec::new();
-        for seg in self.segments() {
+        let segs: Vec<&Segment> = self.segments().collect();
+        for (i, seg) in segs.iter().enumerate() {
+            if segs
+                .get(i + 1)
+                .is_some_and(|next| next.base_offset() <= from)
+            {
+                continue;
+            }
             let mut pos = 0;
             while pos < seg.size() {
                 let h = seg.read_header(pos)?;
+                let size = h.total_size() as u64;
+                if h.base_offset + i64::from(h.last_offset_delta) < from {
+                    pos += size;
+                    continue;
+                }
                 let marker = if h.is_control() {
                     buf.resize(h.total_size(), 0);
                     seg.log_file().read_exact_at(&mut buf, pos)?;
@@ -583,11 +598,40 @@ impl PartitionLog {
                 } else {
                     None
                 };
-                pos += h.total_size() as u64;
+                pos += size;
                 out.push((h, marker));
             }
         }
         Ok(out)
+    }
+
+    /// Gives the aborted transactions of the `.txnindex` files whose marker
+    /// is below `offset`, in marker order (start-up from a producer-state
+    /// snapshot taken at `offset`; the rest is rebuilt from the log).
+    pub fn txn_index_entries_below(&self, offset: i64) -> Result<Vec<AbortedTxn>, StorageError> {
+        let mut out = Vec::new();
+        for seg in self.segments().filter(|s| s.base_offset() < offset) {
+            let path = self
+                .dir
+                .join(segment_file_name(seg.base_offset(), TXN_INDEX_SUFFIX));
+            if let Some(entries) = read_txn_index(&path)? {
+                out.extend(entries.into_iter().filter(|a| a.last_offset < offset));
+            }
+        }
+        out.sort_by_key(|a| a.last_offset);
+        Ok(out)
+    }
+
+    /// Gives the `.txnindex` files that exist, oldest segment first (to
+    /// fsync before a producer-state snapshot covering them is written).
+    pub fn txn_index_files(&self) -> Vec<PathBuf> {
+        self.segments()
+            .map(|seg| {
+                self.dir
+                    .join(segment_file_name(seg.base_offset(), TXN_INDEX_SUFFIX))
+            })
+            .filter(|p| p.exists())
+            .collect()
     }
 
     /// Gives the `.txnindex` path of the segment holding `offset` (the last

@@ -15,8 +15,11 @@
 //! - LSO = min(first offset of every ongoing transaction (never below the
 //!   log start offset), high watermark).
 //!
-//! The state is kept up to date by every append and rebuilt at start-up from
-//! the log (see `Partition::new`), so it needs no snapshot file.
+//! The state is kept up to date by every append. At start-up it is restored
+//! from the newest producer-state snapshot (open transactions, coordinator
+//! epochs) and the `.txnindex` files below it (aborted transactions), then
+//! rebuilt from the log after the snapshot's offset; without a snapshot,
+//! from the whole log (see `Partition::new`).
 
 use std::collections::HashMap;
 
@@ -91,6 +94,28 @@ impl PartitionTxns {
             Some(e) if *e > coordinator_epoch => Err(TRANSACTION_COORDINATOR_FENCED),
             _ => Ok(()),
         }
+    }
+
+    /// Restores one producer from a snapshot: its open transaction's first
+    /// offset and its last marker's coordinator epoch.
+    pub fn restore(
+        &mut self,
+        producer_id: i64,
+        first_offset: Option<i64>,
+        coordinator_epoch: Option<i32>,
+    ) {
+        if let Some(o) = first_offset {
+            self.ongoing.insert(producer_id, o);
+        }
+        if let Some(e) = coordinator_epoch {
+            self.coordinator_epochs.insert(producer_id, e);
+        }
+    }
+
+    /// Sets the aborted transactions read from the `.txnindex` files (in
+    /// marker order), before the log after a snapshot is replayed.
+    pub fn set_aborted(&mut self, aborted: Vec<AbortedTxn>) {
+        self.aborted = aborted;
     }
 
     /// Gives the smallest first offset of the ongoing transactions, if any

@@ -10,9 +10,10 @@
 //! state expired after `producer.id.expiration.ms`) may start at any
 //! sequence, as Kafka 2.5+ allows (KIP-360).
 //!
-//! The state is rebuilt at start-up from the batch headers of the log (the
-//! producer id, epoch and sequences are in every batch header), so no
-//! snapshot file is needed for correctness; see docs/producers.md.
+//! At start-up the state comes from the newest producer-state snapshot
+//! (`super::snapshot`) plus the batch headers after it, or from every batch
+//! header of the log when there is none (the producer id, epoch and
+//! sequences are in every header); see docs/producers.md.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -107,6 +108,16 @@ impl ProducerStateMap {
             .collect();
         v.sort();
         v
+    }
+
+    /// Every producer and its entry, in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = (i64, &ProducerEntry)> {
+        self.producers.iter().map(|(id, e)| (*id, e))
+    }
+
+    /// Sets a producer's entry (start-up from a producer-state snapshot).
+    pub fn insert(&mut self, producer_id: i64, entry: ProducerEntry) {
+        self.producers.insert(producer_id, entry);
     }
 
     /// The entry of a producer.

@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Buf, BufMut};
 
+use super::partition_txns::PartitionTxns;
+use super::producer_state::{BatchMeta, ProducerEntry, ProducerStateMap};
+
 /// Snapshot format version written and read.
 pub const SNAPSHOT_VERSION: i16 = 1;
 /// Bytes per entry.
@@ -198,6 +201,65 @@ pub fn latest(dir: &Path, max_offset: i64) -> Option<(i64, Vec<SnapshotEntry>)> 
         }
     }
     None
+}
+
+/// The snapshot entries of a partition's producer and transaction state,
+/// by producer id. Each producer keeps only its last batch, as in Kafka.
+pub fn capture(producers: &ProducerStateMap, txns: &PartitionTxns) -> Vec<SnapshotEntry> {
+    let mut out: Vec<SnapshotEntry> = producers
+        .entries()
+        .map(|(pid, e)| {
+            let last = e.batches.back();
+            SnapshotEntry {
+                producer_id: pid,
+                producer_epoch: e.epoch,
+                last_sequence: last.map_or(-1, |b| b.last_seq),
+                last_offset: last.map_or(-1, |b| b.last_offset),
+                offset_delta: last.map_or(0, |b| (b.last_offset - b.first_offset) as i32),
+                timestamp: e.last_timestamp,
+                coordinator_epoch: txns.coordinator_epoch(pid).unwrap_or(-1),
+                current_txn_first_offset: txns.ongoing_first_offset(pid).unwrap_or(-1),
+            }
+        })
+        .collect();
+    out.sort_by_key(|e| e.producer_id);
+    out
+}
+
+/// Restores producer and transaction state from snapshot entries.
+pub fn restore(
+    entries: &[SnapshotEntry],
+    producers: &mut ProducerStateMap,
+    txns: &mut PartitionTxns,
+) {
+    for e in entries {
+        let mut entry = ProducerEntry {
+            epoch: e.producer_epoch,
+            batches: Default::default(),
+            last_timestamp: e.timestamp,
+        };
+        if e.last_sequence >= 0 && e.last_offset >= 0 {
+            let delta = e.offset_delta.max(0);
+            let first_seq = if e.last_sequence >= delta {
+                e.last_sequence - delta
+            } else {
+                // The batch wrapped past i32::MAX.
+                (i64::from(i32::MAX) + 1 + i64::from(e.last_sequence) - i64::from(delta)) as i32
+            };
+            entry.batches.push_back(BatchMeta {
+                first_seq,
+                last_seq: e.last_sequence,
+                first_offset: e.last_offset - i64::from(delta),
+                last_offset: e.last_offset,
+            });
+        }
+        producers.insert(e.producer_id, entry);
+        txns.restore(
+            e.producer_id,
+            (e.current_txn_first_offset >= 0).then_some(e.current_txn_first_offset),
+            (e.coordinator_epoch >= 0).then_some(e.coordinator_epoch),
+        );
+    }
 }
 
 #[cfg(test)]
