@@ -299,6 +299,10 @@ pub async fn init_producer_id(
                 m.value.producer_epoch
             );
             m.value = end_transaction(&shard, &id, m.value, fence, false).await?;
+            if m.value.status != TxnStatus::CompleteAbort {
+                // Markers still being retried: the client retries later.
+                return Err(E::ConcurrentTransactions.code());
+            }
         }
         _ => {}
     }
@@ -484,6 +488,18 @@ async fn complete(
     commit: bool,
     last_epoch: i16,
 ) -> Result<TxnLogValue, i16> {
+    let current = shard.txns.get(id);
+    let still_prepared = current.as_ref().is_some_and(|m| {
+        m.value.producer_id == prepare.producer_id
+            && m.value.producer_epoch == prepare.producer_epoch
+            && m.value.status == prepare.status
+    });
+    if !still_prepared {
+        log::warn!(
+            "transactional id {id}: state changed while its markers were written; leaving it"
+        );
+        return Ok(current.map(|m| m.value).unwrap_or(prepare));
+    }
     let done = TxnLogValue {
         status: if commit {
             TxnStatus::CompleteCommit
