@@ -9,7 +9,8 @@
 use bytes::{Bytes, BytesMut};
 use indexmap_free::empty_headers;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::ProduceRequest;
+use kafka_protocol::messages::{ProduceRequest, TransactionalId};
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -23,7 +24,12 @@ pub const ATTRIBUTES_POS: usize = 21;
 pub const LAST_OFFSET_DELTA_POS: usize = 23;
 pub const BASE_TIMESTAMP_POS: usize = 27;
 pub const MAX_TIMESTAMP_POS: usize = 35;
+pub const PRODUCER_ID_POS: usize = 43;
+pub const PRODUCER_EPOCH_POS: usize = 51;
+pub const BASE_SEQUENCE_POS: usize = 53;
 pub const RECORD_COUNT_POS: usize = 57;
+/// Attributes bit 4: the batch belongs to a transaction.
+pub const TRANSACTIONAL_FLAG: i16 = 0x10;
 
 mod indexmap_free {
     /// Records carry no headers; `Default` builds the empty map without
@@ -192,6 +198,20 @@ impl ProduceFrame {
         records: usize,
         version: i16,
     ) -> Res<ProduceFrame> {
+        ProduceFrame::with_txn(topic, partition, acks, batch, records, version, None)
+    }
+
+    /// As [`ProduceFrame::new`], with the request's `transactional_id` set
+    /// (Produce v3+; required when the batch is transactional).
+    pub fn with_txn(
+        topic: &str,
+        partition: i32,
+        acks: i16,
+        batch: &Bytes,
+        records: usize,
+        version: i16,
+        transactional_id: Option<&str>,
+    ) -> Res<ProduceFrame> {
         let mut pd = PartitionProduceData::default();
         pd.index = partition;
         pd.records = Some(batch.clone());
@@ -199,6 +219,8 @@ impl ProduceFrame {
         td.name = topic_name(topic);
         td.partition_data.push(pd);
         let mut req = ProduceRequest::default();
+        req.transactional_id =
+            transactional_id.map(|t| TransactionalId(StrBytes::from_string(t.to_string())));
         req.acks = acks;
         req.timeout_ms = 30_000;
         req.topic_data.push(td);
@@ -221,6 +243,11 @@ impl ProduceFrame {
         self.frame[CORRELATION_POS..CORRELATION_POS + 4].copy_from_slice(&c.to_be_bytes());
     }
 
+    /// The batch inside the frame.
+    pub fn batch_mut(&mut self) -> &mut [u8] {
+        &mut self.frame[self.batch_pos..self.batch_pos + self.batch_len]
+    }
+
     /// Stamps the intended send time into the batch (end-to-end workload).
     pub fn stamp(&mut self, stamp_ns: u64) -> bool {
         match self.value_pos {
@@ -232,6 +259,24 @@ impl ProduceFrame {
             None => false,
         }
     }
+}
+
+/// Marks an uncompressed or compressed v2 batch as transactional and sets
+/// its producer id and epoch. The CRC is left stale: [`set_base_sequence`]
+/// recomputes it before every send.
+pub fn make_transactional(batch: &mut [u8], producer_id: i64, epoch: i16) {
+    let attrs = i16::from_be_bytes([batch[ATTRIBUTES_POS], batch[ATTRIBUTES_POS + 1]]);
+    batch[ATTRIBUTES_POS..ATTRIBUTES_POS + 2]
+        .copy_from_slice(&(attrs | TRANSACTIONAL_FLAG).to_be_bytes());
+    batch[PRODUCER_ID_POS..PRODUCER_ID_POS + 8].copy_from_slice(&producer_id.to_be_bytes());
+    batch[PRODUCER_EPOCH_POS..PRODUCER_EPOCH_POS + 2].copy_from_slice(&epoch.to_be_bytes());
+}
+
+/// Sets the batch's base sequence and recomputes its CRC.
+pub fn set_base_sequence(batch: &mut [u8], seq: i32) {
+    batch[BASE_SEQUENCE_POS..BASE_SEQUENCE_POS + 4].copy_from_slice(&seq.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_POS..]);
+    batch[CRC_POS..CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -286,6 +331,7 @@ pub fn walk_batches(buf: &[u8], mut each: impl FnMut(&[u8])) -> Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_protocol::protocol::Decodable;
     use kafka_protocol::records::RecordBatchDecoder;
 
     #[test]
@@ -345,6 +391,33 @@ mod tests {
             read_stamp(&f.frame[f.batch_pos..f.batch_pos + b.len()]),
             Some(77)
         );
+    }
+
+    #[test]
+    fn transactional_patch_decodes_with_producer_and_sequences() {
+        let b = build_batch(4, 50, Compression::None, false, 0, 9).unwrap();
+        let mut f = ProduceFrame::with_txn("t", 0, -1, &b, 4, 9, Some("tx-1")).unwrap();
+        assert_eq!(&f.frame[f.batch_pos..f.batch_pos + b.len()], &b[..]);
+        make_transactional(f.batch_mut(), 4242, 7);
+        set_base_sequence(f.batch_mut(), 100);
+        let mut buf = Bytes::copy_from_slice(f.batch_mut());
+        let set = RecordBatchDecoder::decode(&mut buf).unwrap();
+        assert_eq!(set.records.len(), 4);
+        for (i, r) in set.records.iter().enumerate() {
+            assert!(r.transactional && !r.control);
+            assert_eq!(r.producer_id, 4242);
+            assert_eq!(r.producer_epoch, 7);
+            assert_eq!(r.sequence, 100 + i as i32);
+        }
+        // The request carries the transactional id.
+        let mut body = Bytes::copy_from_slice(&f.frame[4..]);
+        let _hdr = kafka_protocol::messages::RequestHeader::decode(&mut body, 2).unwrap();
+        let req = ProduceRequest::decode(&mut body, 9).unwrap();
+        assert_eq!(
+            req.transactional_id.as_ref().map(|t| t.0.as_str()),
+            Some("tx-1")
+        );
+        assert_eq!(req.acks, -1);
     }
 
     #[test]

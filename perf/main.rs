@@ -7,6 +7,7 @@ mod limits;
 mod rate;
 mod scale;
 mod stats;
+mod txn;
 mod wire;
 mod workloads;
 
@@ -40,6 +41,9 @@ struct Cli {
 enum Cmd {
     /// Produce pre-built batches as fast as possible or at a target rate.
     Produce(ProduceArgs),
+    /// Transactional produce: each connection a transactional producer
+    /// (AddPartitionsToTxn, transactional batches, EndTxn in a loop).
+    Txn(txn::TxnArgs),
     /// Fetch from the log start (cold / catch-up) or tail the end (hot).
     Consume(ConsumeArgs),
     /// Produce at a fixed rate and consume; latency from intended send time.
@@ -411,6 +415,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         hists: vec![("produce ack".into(), merge(hists.iter()))],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
+        extra: Vec::new(),
     })
 }
 
@@ -526,6 +531,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
         )],
         broker_cpu_s,
         ceiling: ceiling(c, "sendfile_mb_s", "sendfile ceiling")?,
+        extra: Vec::new(),
     })
 }
 
@@ -620,6 +626,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         ],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
+        extra: Vec::new(),
     })
 }
 
@@ -628,6 +635,7 @@ fn main() {
     let r = match &cli.cmd {
         Cmd::Produce(a) => run_produce(a).map(|r| (r, a.common.clone())),
         Cmd::Consume(a) => run_consume(a).map(|r| (r, a.common.clone())),
+        Cmd::Txn(a) => txn::run(a).map(|r| (r, a.common.clone())),
         Cmd::EndToEnd(a) => run_end_to_end(a).map(|r| (r, a.common.clone())),
         Cmd::Scale(a) => {
             if let Err(e) = run_scale(a) {
@@ -717,6 +725,17 @@ mod tests {
         ])
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
+        Cli::try_parse_from([
+            "fjord-perf",
+            "txn",
+            "--txn-batches",
+            "100",
+            "--abort-every",
+            "3",
+            "--connections",
+            "2",
+        ])
+        .unwrap();
         Cli::try_parse_from(["fjord-perf", "limits", "--duration", "2"]).unwrap();
         Cli::try_parse_from(["fjord-perf", "scale", "--partition-steps", ""]).unwrap();
     }

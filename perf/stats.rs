@@ -139,6 +139,9 @@ pub struct Report {
     pub broker_cpu_s: Option<f64>,
     /// (ceiling name, MB/s) to compare throughput against.
     pub ceiling: Option<(String, f64)>,
+    /// Further workload figures (name, value), e.g. transactions per second;
+    /// printed under records/s and written as top-level JSON keys.
+    pub extra: Vec<(String, f64)>,
 }
 
 impl Report {
@@ -165,6 +168,9 @@ impl Report {
             "records/s",
             format!("{:.0}", self.records_per_s())
         );
+        for (name, v) in &self.extra {
+            println!("{:<24}{:>14}", name, fmt_extra(*v));
+        }
         if let Some((name, c)) = &self.ceiling {
             println!(
                 "{:<24}{:>14}",
@@ -219,7 +225,7 @@ impl Report {
                 (name.clone(), Value::Object(m))
             })
             .collect();
-        json!({
+        let mut out = json!({
             "workload": self.workload,
             "params": self.params,
             "elapsed_s": self.elapsed_s,
@@ -235,7 +241,11 @@ impl Report {
             "timeline": self.timeline.iter().map(|s| json!({
                 "t": s.t, "mb_per_s": s.mb_per_s, "records_per_s": s.records_per_s})).collect::<Vec<_>>(),
             "latency": Value::Object(lat),
-        })
+        });
+        for (name, v) in &self.extra {
+            out[name.as_str()] = json!(v);
+        }
+        out
     }
 
     pub fn write_outputs(&self, json_path: Option<&str>, plot: Option<&str>) -> Res<()> {
@@ -248,6 +258,14 @@ impl Report {
             eprintln!("wrote {p}");
         }
         Ok(())
+    }
+}
+
+fn fmt_extra(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
     }
 }
 
@@ -477,6 +495,7 @@ mod tests {
             hists: vec![("produce ack".into(), h)],
             broker_cpu_s: Some(1.0),
             ceiling: Some(("pipeline".into(), 200.0)),
+            extra: vec![("transactions_per_s".into(), 12.5)],
         };
         assert_eq!(r.mb_per_s(), 100.0);
         assert_eq!(r.cpu_s_per_gb(), Some(5.0));
@@ -484,6 +503,7 @@ mod tests {
         assert_eq!(j["ceiling"]["percent"], json!(50.0));
         assert_eq!(j["timeline"].as_array().unwrap().len(), 2);
         assert_eq!(j["latency"]["produce ack"]["count"], json!(100));
+        assert_eq!(j["transactions_per_s"], json!(12.5));
         let s = svg(&r);
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert_eq!(s.matches("<polyline").count(), 2);
