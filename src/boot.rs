@@ -93,16 +93,24 @@ fn raise_fd_limit() {
 }
 
 fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootError> {
-    // SO_REUSEPORT would let a second broker share a port already in use:
-    // check with a plain bind first (Kafka reports "address in use" too).
-    if addr.port() != 0 {
-        std::net::TcpListener::bind(addr).map_err(|source| BootError::Bind { addr, source })?;
-    }
     let domain = if addr.is_ipv4() {
         socket2::Domain::IPV4
     } else {
         socket2::Domain::IPV6
     };
+    // SO_REUSEPORT would let a second broker share a port already in use:
+    // check with a bind without it first (Kafka reports "address in use"
+    // too). SO_REUSEADDR, as Kafka's acceptor sets it, lets a restarted
+    // broker take its port back while connections of the previous run are
+    // still in TIME_WAIT; it does not allow binding over a listener.
+    if addr.port() != 0 {
+        let check = || -> std::io::Result<()> {
+            let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+            s.set_reuse_address(true)?;
+            s.bind(&addr.into())
+        };
+        check().map_err(|source| BootError::Bind { addr, source })?;
+    }
     let bind = |addr: SocketAddr| -> std::io::Result<(socket2::Socket, SocketAddr)> {
         let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
         s.set_reuse_address(true)?;
@@ -115,6 +123,29 @@ fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootE
         Ok((s, local))
     };
     bind(addr).map_err(|source| BootError::Bind { addr, source })
+}
+
+/// A shard's listening socket on `addr`: SO_REUSEPORT so every shard
+/// accepts on the one port, and SO_REUSEADDR (which glommio's own `bind`
+/// does not set) so that the connections it accepts, once closed, never keep
+/// a restarted broker from binding the port again while they linger in
+/// FIN_WAIT2 or TIME_WAIT.
+fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let domain = if addr.is_ipv4() {
+        socket2::Domain::IPV4
+    } else {
+        socket2::Domain::IPV6
+    };
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket that we own;
+    // `into_raw_fd` gives up that ownership, so the listener is its only
+    // owner and closes it exactly once.
+    Ok(unsafe { TcpListener::from_raw_fd(s.into_raw_fd()) })
 }
 
 /// Starts the broker and blocks until it shuts down (SIGTERM/SIGINT).
@@ -291,7 +322,7 @@ async fn shard_main(
     crate::txn::TransactionCoordinator::start(&shard);
     shard.start_retention();
     shard.start_cleaner();
-    let listener = match TcpListener::bind(addr) {
+    let listener = match bind_listener(addr) {
         Ok(l) => l,
         Err(e) => {
             let _ = ready.send(Err(format!("bind {addr}: {e}")));

@@ -294,3 +294,45 @@ async fn kill9_keeps_acknowledged_records() {
     check_range(&broker, topic, 0..600);
     broker.stop();
 }
+
+/// An operator restarting a broker gets its port back at once, although the
+/// previous run's client connections are still in TIME_WAIT; clients that
+/// kept the bootstrap address carry on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_on_the_same_port_with_clients_connected() {
+    let mut broker = Broker::start();
+    let addr = broker.bootstrap();
+    broker.create_topic("same-port", 1).await;
+    let producer = broker.producer(&[]);
+    let first = produce_range(&producer, "same-port", 0..20).await;
+    assert_eq!(first.len(), 20);
+    // The consumer holds its own connection open across the restart.
+    let consumer = broker.assigned_consumer("same-port", &[0], Offset::Beginning);
+    assert_eq!(consume_n(&consumer, 20, CLIENT_TIMEOUT).len(), 20);
+
+    broker.restart_same_port();
+    assert_eq!(broker.bootstrap(), addr);
+    // The same producer reconnects to the same address and goes on.
+    let more = produce_range(&producer, "same-port", 20..30).await;
+    assert_eq!(more, (20..30).collect::<Vec<i64>>());
+    check_range(&broker, "same-port", 0..30);
+}
+
+/// A second broker on a port another broker listens on is refused with a
+/// clear message instead of sharing it (SO_REUSEPORT would allow that).
+#[test]
+fn second_broker_on_a_used_port_is_refused() {
+    let broker = Broker::start();
+    let other = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fjord"))
+        .arg("serve")
+        .arg("--listeners")
+        .arg(format!("PLAINTEXT://{}", broker.bootstrap()))
+        .arg("--log-dirs")
+        .arg(other.path())
+        .output()
+        .expect("run fjord");
+    assert!(!out.status.success(), "the second broker started");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Address already in use"), "stderr: {err}");
+}

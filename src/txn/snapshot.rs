@@ -35,6 +35,9 @@ pub const SNAPSHOT_VERSION: i16 = 1;
 const ENTRY_BYTES: usize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8;
 /// File suffix.
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
+/// Suffix of a snapshot being written (removed at start-up if a crash left
+/// one behind).
+pub const SNAPSHOT_TMP_SUFFIX: &str = ".snapshot.tmp";
 
 /// One producer in a snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,7 +167,7 @@ pub fn write(
     keep: usize,
 ) -> std::io::Result<()> {
     let final_path = path(dir, offset);
-    let tmp = final_path.with_extension("snapshot.tmp");
+    let tmp = dir.join(format!("{offset:020}{SNAPSHOT_TMP_SUFFIX}"));
     {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&encode(entries))?;
@@ -182,8 +185,17 @@ pub fn write(
 
 /// The newest readable snapshot taken at or below `max_offset`, as
 /// (offset, entries). Snapshots above `max_offset` (the log was truncated
-/// below them by recovery) and unreadable ones are removed.
+/// below them by recovery), unreadable ones and half-written ones (a crash
+/// during `write`) are removed.
 pub fn latest(dir: &Path, max_offset: i64) -> Option<(i64, Vec<SnapshotEntry>)> {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.ends_with(SNAPSHOT_TMP_SUFFIX))
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     for (off, p) in list(dir).into_iter().rev() {
         if off > max_offset {
             let _ = std::fs::remove_file(&p);
@@ -304,10 +316,14 @@ mod tests {
         write(dir.path(), 20, &[entry(2)], 3).expect("write");
         write(dir.path(), 30, &[entry(3)], 3).expect("write");
         assert!(path(dir.path(), 30).ends_with("00000000000000000030.snapshot"));
+        // a half-written file from a crash is removed
+        let tmp = dir.path().join(format!("{:020}{SNAPSHOT_TMP_SUFFIX}", 35));
+        std::fs::write(&tmp, b"half").expect("tmp");
         // a corrupt newest file falls back to the previous one and is removed
         std::fs::write(path(dir.path(), 30), b"garbage").expect("corrupt");
         assert_eq!(latest(dir.path(), 100), Some((20, vec![entry(2)])));
         assert_eq!(list(dir.path()).len(), 2);
+        assert!(!tmp.exists());
         // snapshots above the log end are dropped
         assert_eq!(latest(dir.path(), 15), Some((10, vec![entry(1)])));
         assert_eq!(list(dir.path()).len(), 1);

@@ -40,6 +40,8 @@ pub struct Broker {
     child: Option<Child>,
     addr: String,
     starts: usize,
+    /// Port for the next start; 0 picks a free one.
+    next_port: u16,
 }
 
 impl Broker {
@@ -61,6 +63,7 @@ impl Broker {
             child: None,
             addr: String::new(),
             starts: 0,
+            next_port: 0,
         };
         b.spawn();
         b
@@ -93,7 +96,7 @@ impl Broker {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fjord"));
         cmd.arg("serve")
             .arg("--listeners")
-            .arg("PLAINTEXT://127.0.0.1:0")
+            .arg(format!("PLAINTEXT://127.0.0.1:{}", self.next_port))
             .arg("--log-dirs")
             .arg(self.data_dir())
             .arg("--shards")
@@ -198,6 +201,24 @@ impl Broker {
             self.stop();
         }
         self.spawn();
+    }
+
+    /// Stops with SIGTERM and starts again at once on the same port (as an
+    /// operator restarting a broker would; clients keep their bootstrap
+    /// address).
+    pub fn restart_same_port(&mut self) {
+        let port = self
+            .addr
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("current port");
+        if self.child.is_some() {
+            self.stop();
+        }
+        self.next_port = port;
+        self.spawn();
+        self.next_port = 0;
     }
 
     /// True while the process has not exited.
