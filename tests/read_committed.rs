@@ -2,22 +2,27 @@
 //! raw Produce (attributes bit 4) keep the last stable offset (LSO) at the
 //! start of the open transaction, so READ_COMMITTED Fetch and ListOffsets
 //! stop there while READ_UNCOMMITTED sees everything; a client-sent control
-//! batch is refused with INVALID_RECORD. (Markers are written by the
-//! transaction coordinator; `Partition::write_marker` is tested in the unit
-//! tests.)
+//! batch is refused with INVALID_RECORD. Transactional batches need the
+//! request's transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and a
+//! partition added to the open transaction (INVALID_TXN_STATE), so no
+//! transaction the coordinator does not know can hold the LSO. (Markers are
+//! written by the transaction coordinator; `Partition::write_marker` is
+//! tested in the unit tests.)
 
 mod common;
 
 use bytes::{Bytes, BytesMut};
 use common::*;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    BrokerId, CreateTopicsRequest, DescribeProducersRequest, FetchRequest, FetchResponse,
-    InitProducerIdRequest, ListOffsetsRequest, ProduceRequest, TopicName,
+    AddPartitionsToTxnRequest, BrokerId, CreateTopicsRequest, DescribeProducersRequest,
+    FetchRequest, FetchResponse, InitProducerIdRequest, ListOffsetsRequest, ProduceRequest,
+    ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -26,6 +31,9 @@ use kafka_protocol::records::{
 
 const TOPIC: &str = "rc";
 const INVALID_RECORD: i16 = 87;
+const INVALID_TXN_STATE: i16 = 48;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const TXN_ID: &str = "rc-txn";
 
 fn sb(s: &str) -> StrBytes {
     StrBytes::from_string(s.to_string())
@@ -64,7 +72,17 @@ fn batch(pid: i64, epoch: i16, seq: i32, n: i64, ts: i64, txn: bool, control: bo
 }
 
 fn produce(s: &mut std::net::TcpStream, records: Bytes, cid: i32) -> (i16, i64) {
+    produce_as(s, records, cid, Some(TXN_ID))
+}
+
+fn produce_as(
+    s: &mut std::net::TcpStream,
+    records: Bytes,
+    cid: i32,
+    transactional_id: Option<&str>,
+) -> (i16, i64) {
     let req = ProduceRequest::default()
+        .with_transactional_id(transactional_id.map(|t| sb(t).into()))
         .with_acks(-1)
         .with_timeout_ms(5_000)
         .with_topic_data(vec![TopicProduceData::default()
@@ -136,7 +154,7 @@ fn read_committed_stops_at_the_lso() {
     assert_eq!(resp.topics[0].error_code, 0, "CreateTopics");
 
     let init = InitProducerIdRequest::default()
-        .with_transactional_id(None)
+        .with_transactional_id(Some(sb(TXN_ID).into()))
         .with_transaction_timeout_ms(60_000);
     let resp = kp_call(&mut s, 1, 2, &init);
     assert_eq!(resp.error_code, 0, "InitProducerId");
@@ -145,13 +163,30 @@ fn read_committed_stops_at_the_lso() {
     let ts = now_ms();
     // 0..=1: plain records; 2..=4: an open transaction of `pid`.
     assert_eq!(
-        produce(&mut s, batch(-1, -1, -1, 2, ts, false, false), 3),
+        produce_as(&mut s, batch(-1, -1, -1, 2, ts, false, false), 3, None),
         (0, 0)
     );
+    let txn_batch = batch(pid, epoch, 0, 3, ts + 100, true, false);
+    // Refused without a transactional id, and before the partition is in
+    // the transaction; nothing is appended.
     assert_eq!(
-        produce(&mut s, batch(pid, epoch, 0, 3, ts + 100, true, false), 4),
-        (0, 2)
+        produce_as(&mut s, txn_batch.clone(), 20, None).0,
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     );
+    assert_eq!(produce(&mut s, txn_batch.clone(), 21).0, INVALID_TXN_STATE);
+    let add = AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(sb(TXN_ID).into())
+        .with_v3_and_below_producer_id(ProducerId(pid))
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+            .with_name(TopicName(sb(TOPIC)))
+            .with_partitions(vec![0])]);
+    let resp = kp_call(&mut s, 3, 22, &add);
+    assert_eq!(
+        resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        0
+    );
+    assert_eq!(produce(&mut s, txn_batch, 4), (0, 2));
 
     let rc = fetch(&mut s, 0, 1, 5);
     let p = &rc.responses[0].partitions[0];

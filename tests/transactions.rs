@@ -1371,4 +1371,42 @@ async fn bad_transaction_requests_get_kafka_errors() {
         high_watermarks(&broker, topic, 2),
         BTreeMap::from([(0, 1), (1, 0)])
     );
+
+    // TxnOffsetCommit: only for a group whose offsets partition
+    // AddOffsetsToTxn put in the open transaction, with the current epoch
+    // (otherwise no marker could ever commit or abort those offsets).
+    let fc = kp::FindCoordinatorRequest::default()
+        .with_key(s("bad-group"))
+        .with_key_type(0);
+    assert_eq!(conn.call(3, &fc).error_code, 0);
+    let offsets = |e: i16| {
+        kp::TxnOffsetCommitRequest::default()
+            .with_transactional_id(s("bad-tx").into())
+            .with_group_id(s("bad-group").into())
+            .with_producer_id(ProducerId(pid))
+            .with_producer_epoch(e)
+            .with_topics(vec![
+                kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                    .with_name(kp::TopicName(s(topic)))
+                    .with_partitions(vec![
+                        kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(5),
+                    ]),
+            ])
+    };
+    let code = |r: kp::TxnOffsetCommitResponse| r.topics[0].partitions[0].error_code;
+    assert_eq!(code(conn.call(3, &offsets(epoch))), INVALID_TXN_STATE);
+    let add = kp::AddOffsetsToTxnRequest::default()
+        .with_transactional_id(s("bad-tx").into())
+        .with_producer_id(ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_group_id(s("bad-group").into());
+    assert_eq!(conn.call(3, &add).error_code, 0);
+    assert_eq!(
+        code(conn.call(3, &offsets(epoch + 5))),
+        INVALID_PRODUCER_EPOCH
+    );
+    assert_eq!(code(conn.call(3, &offsets(epoch))), 0);
+    assert_eq!(conn.end_txn(3, "bad-tx", pid, epoch, false), 0);
 }

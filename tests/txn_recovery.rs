@@ -196,3 +196,90 @@ async fn prepare_commit_found_at_start_up_is_committed() {
 async fn prepare_abort_found_at_start_up_is_aborted() {
     prepared_transaction_is_finished_after_restart(false).await;
 }
+
+/// (high watermark, last stable offset) of `topic`-0 from a READ_COMMITTED
+/// Fetch.
+fn hw_and_lso(broker: &Broker, topic: &str) -> (i64, i64) {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+    let mut s = common::connect(&broker.bootstrap());
+    let req = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_max_bytes(1 << 20)
+        .with_isolation_level(1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let r = kp_call(&mut s, 11, 1, &req);
+    let p = &r.responses[0].partitions[0];
+    (p.high_watermark, p.last_stable_offset)
+}
+
+/// An operator ends a transaction that holds a partition's LSO with
+/// WriteTxnMarkers (what `kafka-transactions.sh abort` sends), using the
+/// producer id and epoch DescribeProducers shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_txn_markers_ends_a_hanging_transaction() {
+    use kafka_protocol::messages::describe_producers_request::TopicRequest;
+    use kafka_protocol::messages::write_txn_markers_request::{
+        WritableTxnMarker, WritableTxnMarkerTopic,
+    };
+    use kafka_protocol::messages::{DescribeProducersRequest, TopicName, WriteTxnMarkersRequest};
+
+    let broker = Broker::start();
+    let topic = "hanging";
+    broker.create_topic(topic, 1).await;
+    let p: FutureProducer = broker.producer(&[
+        ("transactional.id", "hanging-id"),
+        ("enable.idempotence", "true"),
+    ]);
+    p.init_transactions(WAIT).expect("init_transactions");
+    p.begin_transaction().expect("begin");
+    for i in 0..3 {
+        let v = format!("open-{i}");
+        p.send(
+            FutureRecord::<(), _>::to(topic).partition(0).payload(&v),
+            WAIT,
+        )
+        .await
+        .expect("send");
+    }
+    assert_eq!(hw_and_lso(&broker, topic), (3, 0));
+
+    let mut s = common::connect(&broker.bootstrap());
+    let dp = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
+        .with_name(TopicName(StrBytes::from_static_str("hanging")))
+        .with_partition_indexes(vec![0])]);
+    let r = kp_call(&mut s, 0, 1, &dp);
+    let prod = r.topics[0].partitions[0].active_producers[0].clone();
+    assert_eq!(prod.current_txn_start_offset, 0);
+    let abort = |epoch: i16| {
+        WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+            .with_producer_id(prod.producer_id)
+            .with_producer_epoch(epoch)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(prod.coordinator_epoch.max(0))
+            .with_topics(vec![WritableTxnMarkerTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("hanging")))
+                .with_partition_indexes(vec![0, 9])])])
+    };
+    // An epoch older than the partition knows is refused; nothing written.
+    if prod.producer_epoch > 0 {
+        let r = kp_call(&mut s, 1, 2, &abort(prod.producer_epoch as i16 - 1));
+        assert_eq!(r.markers[0].topics[0].partitions[0].error_code, 47);
+    }
+    let r = kp_call(&mut s, 1, 3, &abort(prod.producer_epoch as i16));
+    let codes: Vec<i16> = r.markers[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![0, 3], "partition 9 does not exist");
+    // The marker took offset 3; the LSO is free and the records are aborted.
+    assert_eq!(hw_and_lso(&broker, topic), (4, 4));
+    assert!(read_committed_until(&broker, topic, 4).is_empty());
+}

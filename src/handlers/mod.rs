@@ -35,6 +35,7 @@ pub mod produce;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
+mod write_txn_markers;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -119,6 +120,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::TxnOffsetCommit => txn_offset_commit::handle(shard, &frame).await,
         ApiKey::DescribeTransactions => describe_transactions::handle(shard, &frame).await,
         ApiKey::ListTransactions => list_transactions::handle(shard, &frame).await,
+        ApiKey::WriteTxnMarkers => write_txn_markers::handle(shard, &frame).await,
         _ => return unsupported::handle(&frame),
     };
     match result {

@@ -7,6 +7,13 @@
 //! waits for the group-committed fdatasync. Replies are merged back in request
 //! order. acks=0 gets no response; an error with acks=0 closes the connection,
 //! as Kafka does, so the client refreshes its metadata.
+//!
+//! Transactional batches (KIP-98) need the request's `transactional_id`
+//! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise). A batch that would start
+//! a transaction on a partition is held back until the transaction
+//! coordinator confirms that the partition is in the producer's open
+//! transaction (KIP-890's check, in process); later batches of that
+//! transaction skip the check. See docs/transactions.md.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -34,6 +41,12 @@ pub struct PartitionAppend {
     pub partition: i32,
     /// The `records` field: one or more RecordBatch v2 (a slice of the request frame).
     pub records: Bytes,
+    /// The request names a `transactional_id` (transactional batches need
+    /// one: TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as Kafka).
+    pub has_transactional_id: bool,
+    /// The transaction coordinator confirmed this partition is in the
+    /// producer's open transaction (see [`PartitionAppendResult::verify`]).
+    pub verified: bool,
 }
 
 /// The owner's answer for one partition.
@@ -51,6 +64,12 @@ pub struct PartitionAppendResult {
     pub log_append_time: i64,
     /// Log start offset after the append.
     pub log_start_offset: i64,
+    /// Not appended: a transactional batch of this (producer id, epoch)
+    /// would start a transaction on the partition, so the coordinator must
+    /// first confirm that the partition was added to it (the check of
+    /// KIP-890; without it a zombie or buggy producer could leave a
+    /// transaction open that no coordinator will ever end).
+    pub verify: Option<(i64, i16)>,
 }
 
 /// The idempotence check for one partition's batches. The borrow ends here,
@@ -62,6 +81,39 @@ fn check_producers(
     let headers: Vec<_> = batches.iter().map(|b| b.header).collect();
     let state = part.producers.borrow();
     state.check(&headers)
+}
+
+/// What the transaction rules say about one partition's batches.
+enum TxnGate {
+    /// Not transactional, or continuing a verified open transaction.
+    Pass,
+    /// Refuse with this Kafka error code.
+    Reject(i16, &'static str),
+    /// Ask the coordinator first.
+    Verify(i64, i16),
+}
+
+fn txn_gate(
+    part: &crate::shard::partition::Partition,
+    batches: &[crate::storage::ValidatedBatch],
+    w: &PartitionAppend,
+) -> TxnGate {
+    for b in batches {
+        let h = &b.header;
+        if !h.is_transactional() || h.producer_id < 0 {
+            continue;
+        }
+        if !w.has_transactional_id {
+            return TxnGate::Reject(
+                kafka_protocol::ResponseError::TransactionalIdAuthorizationFailed.code(),
+                "transactional batches need the request's transactional_id",
+            );
+        }
+        if !w.verified && !part.txns.borrow().is_ongoing(h.producer_id) {
+            return TxnGate::Verify(h.producer_id, h.producer_epoch);
+        }
+    }
+    TxnGate::Pass
 }
 
 /// Runs on the owner shard: validates and appends each partition's batches.
@@ -98,41 +150,48 @@ pub async fn append_on_owner(
                 r.error_code = codes::CORRUPT_MESSAGE;
                 r.error_message = Some("no record batch in the request".into());
             }
-            Ok(batches) => match check_producers(&part, &batches) {
-                Err(code) => {
+            Ok(batches) => match txn_gate(&part, &batches, &w) {
+                TxnGate::Reject(code, why) => {
                     r.error_code = code;
-                    r.error_message =
-                        Some("rejected by the idempotent producer checks (KIP-98)".into());
+                    r.error_message = Some(why.into());
                 }
-                Ok(Check::Duplicate(meta)) => {
-                    // A retry of an appended batch: answer with its offsets.
-                    log::debug!(
-                        "{}-{}: duplicate batch (sequence {}..{}) answered with offset {}",
-                        w.topic,
-                        w.partition,
-                        meta.first_seq,
-                        meta.last_seq,
-                        meta.first_offset
-                    );
-                    r.base_offset = meta.first_offset;
-                    r.log_start_offset = part.log.borrow().log_start_offset();
-                }
-                Ok(Check::Append) => match part.append(&w.records, &batches, now_ms()) {
-                    Ok((res, needs_flush)) => {
-                        r.base_offset = res.base_offset;
-                        r.log_append_time = res.log_append_time;
-                        r.log_start_offset = res.log_start_offset;
-                        // acks=all waits when this append made a flush due
-                        // (`flush.messages` reached); see docs/ARCHITECTURE.md.
-                        if wait_for_flush && needs_flush {
-                            flushes.push((out.len(), part.clone(), res.last_offset + 1));
+                TxnGate::Verify(pid, epoch) => r.verify = Some((pid, epoch)),
+                TxnGate::Pass => match check_producers(&part, &batches) {
+                    Err(code) => {
+                        r.error_code = code;
+                        r.error_message =
+                            Some("rejected by the idempotent producer checks (KIP-98)".into());
+                    }
+                    Ok(Check::Duplicate(meta)) => {
+                        // A retry of an appended batch: answer with its offsets.
+                        log::debug!(
+                            "{}-{}: duplicate batch (sequence {}..{}) answered with offset {}",
+                            w.topic,
+                            w.partition,
+                            meta.first_seq,
+                            meta.last_seq,
+                            meta.first_offset
+                        );
+                        r.base_offset = meta.first_offset;
+                        r.log_start_offset = part.log.borrow().log_start_offset();
+                    }
+                    Ok(Check::Append) => match part.append(&w.records, &batches, now_ms()) {
+                        Ok((res, needs_flush)) => {
+                            r.base_offset = res.base_offset;
+                            r.log_append_time = res.log_append_time;
+                            r.log_start_offset = res.log_start_offset;
+                            // acks=all waits when this append made a flush due
+                            // (`flush.messages` reached); see docs/ARCHITECTURE.md.
+                            if wait_for_flush && needs_flush {
+                                flushes.push((out.len(), part.clone(), res.last_offset + 1));
+                            }
                         }
-                    }
-                    Err(e) => {
-                        log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
-                        r.error_code = e.code();
-                        r.error_message = Some(e.to_string());
-                    }
+                        Err(e) => {
+                            log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
+                            r.error_code = e.code();
+                            r.error_message = Some(e.to_string());
+                        }
+                    },
                 },
             },
         }
@@ -148,6 +207,73 @@ pub async fn append_on_owner(
         }
     }
     out
+}
+
+/// Runs each owner's share concurrently (local work inline) and stores the
+/// answers in `results` by slot.
+async fn dispatch(
+    shard: &Rc<Shard>,
+    by_owner: Vec<Vec<PartitionAppend>>,
+    wait_for_flush: bool,
+    results: &mut [PartitionAppendResult],
+) {
+    let mut tasks = Vec::new();
+    let mut slots = Vec::new();
+    for (owner, work) in by_owner.into_iter().enumerate() {
+        if work.is_empty() {
+            continue;
+        }
+        slots.push(work.iter().map(|w| w.slot).collect::<Vec<_>>());
+        let me = shard.clone();
+        tasks.push(glommio::spawn_local(async move {
+            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
+                .await
+        }));
+    }
+    for (t, sent) in tasks.into_iter().zip(slots) {
+        match t.await {
+            Ok(rs) => {
+                for r in rs {
+                    let slot = r.slot;
+                    if let Some(dst) = results.get_mut(slot) {
+                        *dst = r;
+                    }
+                }
+            }
+            Err(e) => {
+                // Outcome unknown: REQUEST_TIMED_OUT for this owner's partitions.
+                for slot in sent {
+                    if let Some(r) = results.get_mut(slot) {
+                        r.error_code = e.code();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Asks the transaction coordinator of `transactional_id` whether
+/// `topic`-`partition` is in the open transaction of (producer id, epoch).
+/// Gives 0 or the Kafka error code for the Produce answer.
+async fn verify_in_transaction(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    producer_id: i64,
+    epoch: i16,
+    topic: &str,
+    partition: i32,
+) -> i16 {
+    let owner = match super::txn_owner(shard, transactional_id) {
+        Ok(o) => o,
+        Err(_) => return kafka_protocol::ResponseError::InvalidTxnState.code(),
+    };
+    let (id, tp) = (transactional_id.to_string(), (topic.to_string(), partition));
+    shard
+        .invoke_on(owner, move |s| async move {
+            crate::txn::coordinator::verify_partition(&s, &id, producer_id, epoch, &tp)
+        })
+        .await
+        .unwrap_or_else(|e| e.code())
 }
 
 /// Answers a Produce request.
@@ -198,44 +324,67 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     topic,
                     partition: p.index,
                     records,
+                    has_transactional_id: req.transactional_id.is_some(),
+                    verified: false,
                 });
             }
         }
     }
 
-    // One task per owner shard, run concurrently; local work inline.
     let wait_for_flush = acks == -1;
-    let mut tasks = Vec::new();
-    for (owner, work) in by_owner.into_iter().enumerate() {
-        if work.is_empty() {
-            continue;
+    // A request naming a transactional id may need a second round for the
+    // partitions where a transaction starts: keep their work (a clone of an
+    // `Arc` and a `Bytes` slice each). Other requests keep nothing.
+    let mut pending: std::collections::HashMap<usize, PartitionAppend> = Default::default();
+    if req.transactional_id.is_some() {
+        for w in by_owner.iter().flatten() {
+            pending.insert(
+                w.slot,
+                PartitionAppend {
+                    topic: w.topic.clone(),
+                    records: w.records.clone(),
+                    ..*w
+                },
+            );
         }
-        let me = shard.clone();
-        tasks.push(glommio::spawn_local(async move {
-            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
-                .await
-        }));
     }
-    for t in tasks {
-        match t.await {
-            Ok(rs) => {
-                for r in rs {
-                    let slot = r.slot;
-                    if let Some(dst) = results.get_mut(slot) {
-                        *dst = r;
-                    }
+    let first = by_owner;
+    dispatch(shard, first, wait_for_flush, &mut results).await;
+
+    // Partitions where a transaction would start: ask the coordinator, then
+    // append the confirmed ones (KIP-890's verification, in process).
+    let to_verify: Vec<(usize, i64, i16)> = results
+        .iter()
+        .filter_map(|r| r.verify.map(|(pid, epoch)| (r.slot, pid, epoch)))
+        .collect();
+    if !to_verify.is_empty() {
+        let id = req
+            .transactional_id
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default();
+        let mut again: Vec<Vec<PartitionAppend>> = (0..shard.shards).map(|_| Vec::new()).collect();
+        for (slot, pid, epoch) in to_verify {
+            let Some(mut w) = pending.remove(&slot) else {
+                continue;
+            };
+            let code = verify_in_transaction(shard, &id, pid, epoch, &w.topic, w.partition).await;
+            if code != 0 {
+                if let Some(r) = results.get_mut(slot) {
+                    r.verify = None;
+                    r.error_code = code;
+                    r.error_message = Some(format!(
+                        "{}-{} is not in an open transaction of producer {pid} epoch {epoch} (error {code})",
+                        w.topic, w.partition
+                    ));
                 }
+                continue;
             }
-            Err(e) => {
-                // Outcome unknown: REQUEST_TIMED_OUT for partitions without an answer.
-                for r in results
-                    .iter_mut()
-                    .filter(|r| r.error_code == 0 && r.base_offset < 0)
-                {
-                    r.error_code = e.code();
-                }
-            }
+            w.verified = true;
+            let owner = shard.owner(&w.topic, w.partition);
+            again[owner].push(w);
         }
+        dispatch(shard, again, wait_for_flush, &mut results).await;
     }
 
     if acks == 0 {

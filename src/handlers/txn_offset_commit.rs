@@ -3,8 +3,10 @@
 //! generation and member checks from v3, KIP-447). Forwarded to the group's
 //! coordinator, which writes them to `__consumer_offsets` as a transactional
 //! batch; they become the group's committed offsets when the transaction
-//! commits and are dropped when it aborts. PRODUCER_FENCED is answered as
-//! INVALID_PRODUCER_EPOCH below v2.
+//! commits and are dropped when it aborts. The transaction coordinator must
+//! confirm first that AddOffsetsToTxn added the group's partition to the
+//! producer's open transaction (KIP-890's check). PRODUCER_FENCED is
+//! answered as INVALID_PRODUCER_EPOCH below v2.
 
 use std::rc::Rc;
 
@@ -13,11 +15,36 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{fenced_for_version, group_owner, respond, HandlerResult};
+use super::{fenced_for_version, group_owner, respond, txn_owner, HandlerResult};
 use crate::error::{codes, KafkaCode};
+use crate::group::records::partition_for_group;
+use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
+
+/// Asks the transaction coordinator whether the group's `__consumer_offsets`
+/// partition is in the producer's open transaction (AddOffsetsToTxn came
+/// first, the producer id and epoch are current): 0 or the Kafka error code
+/// (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
+/// Offsets a coordinator does not know about could never be committed or
+/// aborted by a marker.
+async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) -> i16 {
+    let id = req.transactional_id.0.to_string();
+    let owner = match txn_owner(shard, &id) {
+        Ok(o) => o,
+        Err(_) => return kafka_protocol::ResponseError::InvalidTxnState.code(),
+    };
+    let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
+    let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
+    let tp = (OFFSETS_TOPIC.to_string(), p);
+    shard
+        .invoke_on(owner, move |s| async move {
+            crate::txn::coordinator::verify_partition(&s, &id, pid, epoch, &tp)
+        })
+        .await
+        .unwrap_or_else(|e| e.code())
+}
 
 /// Answers TxnOffsetCommit.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -46,8 +73,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
     let n = parts.len();
+    let verified = verify(shard, &req, &group).await;
     let out: Vec<i16> = match group_owner(shard, &group) {
         Err(code) => vec![code; n],
+        Ok(_) if verified != 0 => vec![verified; n],
         Ok(owner) => {
             let producer = (req.producer_id.0, req.producer_epoch);
             let (generation, member, instance) = (

@@ -41,6 +41,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 /// The supported version range of `key`, or `None` when the API is not served.

@@ -341,6 +341,35 @@ fn check_producer(m: Option<&TxnMetadata>, producer_id: i64, epoch: i16) -> Resu
     Ok(())
 }
 
+/// Whether `partition` is in the open transaction of `id` with this producer
+/// id and epoch: 0, or INVALID_PRODUCER_ID_MAPPING (unknown id or another
+/// producer id), INVALID_PRODUCER_EPOCH (another epoch) or INVALID_TXN_STATE
+/// (no open transaction, or the partition was not added to it). Produce
+/// (before a transaction's first batch on a partition) and TxnOffsetCommit
+/// ask this, as Kafka 3.6+ does (KIP-890).
+pub fn verify_partition(
+    shard: &Rc<Shard>,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+    partition: &(String, i32),
+) -> i16 {
+    let m = shard.txns.get(id);
+    match check_producer(m.as_ref(), producer_id, epoch) {
+        Err(c) if c == E::ProducerFenced.code() => return E::InvalidProducerEpoch.code(),
+        Err(c) => return c,
+        Ok(()) => {}
+    }
+    match m {
+        Some(m)
+            if m.value.status == TxnStatus::Ongoing && m.value.partitions.contains(partition) =>
+        {
+            0
+        }
+        _ => E::InvalidTxnState.code(),
+    }
+}
+
 /// AddPartitionsToTxn / AddOffsetsToTxn: adds `partitions` to the open
 /// transaction of `id` (opening one if none), written to
 /// `__transaction_state` before the answer. Gives 0 or the Kafka error code
