@@ -45,12 +45,7 @@ RUN_BUDGET = float(os.environ.get("CK_RUN_BUDGET", "100"))
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
+from checks import CheckFailed, log, run_checks  # noqa: E402 (shared runner helpers)
 
 
 def expect(cond, msg):
@@ -389,28 +384,8 @@ def main():
     checks = [("roundtrip", r.check_main)] + [
         (f"compression-{c}", (lambda c=c: r.check_codec(c))) for c in CODECS
     ]
-    failed = []
-    started = time.monotonic()
-    for name, fn in checks:
-        if time.monotonic() - started > RUN_BUDGET:
-            print(f"FAIL: {name}: not run, {RUN_BUDGET:.0f}s budget used up", file=sys.stderr, flush=True)
-            failed.append(name)
-            continue
-        try:
-            fn()
-        except CheckFailed as exc:
-            print(f"FAIL: {name}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-        except Exception as exc:  # unexpected client exception
-            print(f"FAIL: {name}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-    if r.client_errors:
-        log(f"note: {len(r.client_errors)} client error callback(s), first: {r.client_errors[:3]}")
-    if failed:
-        log(f"confluent-kafka: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
-        return 1
-    log(f"confluent-kafka: all {len(checks)} checks passed")
-    return 0
+    notes = [f"note: {len(r.client_errors)} client error callback(s), first: {r.client_errors[:3]}"] if r.client_errors else []
+    return run_checks("confluent-kafka", checks, RUN_BUDGET, notes)
 
 
 if __name__ == "__main__":

@@ -40,12 +40,7 @@ STEP_TIMEOUT = float(os.environ.get("CK_STEP_TIMEOUT", "30"))
 RUN_BUDGET = float(os.environ.get("CK_RUN_BUDGET", "100"))
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
+from checks import CheckFailed, log, run_checks  # noqa: E402 (shared runner helpers)
 
 
 def expect(cond, msg):
@@ -364,28 +359,8 @@ def main():
         ("send-offsets", r.check_send_offsets),
         ("fencing", r.check_fencing),
     ]
-    failed = []
-    started = time.monotonic()
-    for name, fn in checks:
-        if time.monotonic() - started > RUN_BUDGET:
-            print(f"FAIL: {name}: not run, {RUN_BUDGET:.0f}s budget used up", file=sys.stderr, flush=True)
-            failed.append(name)
-            continue
-        try:
-            fn()
-        except CheckFailed as exc:
-            print(f"FAIL: {name}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-        except Exception as exc:  # unexpected client exception
-            print(f"FAIL: {name}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-    if r.client_errors:
-        log(f"note: {len(r.client_errors)} client error callback(s), first: {r.client_errors[:3]}")
-    if failed:
-        log(f"confluent-kafka transactions: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
-        return 1
-    log(f"confluent-kafka transactions: all {len(checks)} checks passed")
-    return 0
+    notes = [f"note: {len(r.client_errors)} client error callback(s), first: {r.client_errors[:3]}"] if r.client_errors else []
+    return run_checks("confluent-kafka transactions", checks, RUN_BUDGET, notes)
 
 
 if __name__ == "__main__":

@@ -52,12 +52,7 @@ API_VERSION = parse_api_version()
 KAFKA_PYTHON_MAJOR = int(kafka.__version__.split(".")[0])
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def log(msg):
-    print(msg, flush=True)
+from checks import CheckFailed, log, run_checks  # noqa: E402 (shared runner helpers)
 
 
 def expect(cond, msg):
@@ -362,28 +357,8 @@ def main():
             checks.append((f"compression-{codec}", (lambda c=codec: r.check_codec(c))))
         else:
             skipped.append(codec)
-    failed = []
-    started = time.monotonic()
-    for name, fn in checks:
-        if time.monotonic() - started > RUN_BUDGET:
-            print(f"FAIL: {name}: not run, {RUN_BUDGET:.0f}s budget used up", file=sys.stderr, flush=True)
-            failed.append(name)
-            continue
-        try:
-            fn()
-        except CheckFailed as exc:
-            print(f"FAIL: {name}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-        except Exception as exc:
-            print(f"FAIL: {name}: unexpected {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
-            failed.append(name)
-    if skipped:
-        log(f"skipped codecs (Python codec library not installed): {', '.join(skipped)}")
-    if failed:
-        log(f"kafka-python: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
-        return 1
-    log(f"kafka-python: all {len(checks)} checks passed")
-    return 0
+    notes = [f"skipped codecs (Python codec library not installed): {', '.join(skipped)}"] if skipped else []
+    return run_checks("kafka-python", checks, RUN_BUDGET, notes)
 
 
 if __name__ == "__main__":

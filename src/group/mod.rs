@@ -174,6 +174,36 @@ pub struct CommitPartition {
     pub error_code: i16,
 }
 
+impl CommitPartition {
+    /// One partition of an OffsetCommit / TxnOffsetCommit, with
+    /// UNKNOWN_TOPIC_OR_PARTITION as its error when `image` has no such
+    /// partition.
+    pub fn checked(
+        image: &crate::cluster::metadata::MetadataImage,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        leader_epoch: i32,
+        metadata: Option<String>,
+    ) -> CommitPartition {
+        let known = image
+            .topic(topic)
+            .is_some_and(|m| (0..m.partitions).contains(&partition));
+        CommitPartition {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            leader_epoch,
+            metadata,
+            error_code: if known {
+                0
+            } else {
+                kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
+            },
+        }
+    }
+}
+
 /// One committed offset as OffsetFetch returns it.
 #[derive(Debug, Clone)]
 pub struct FetchedOffset {

@@ -11,7 +11,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::{codes, KafkaCode};
+use crate::error::KafkaCode;
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -23,22 +23,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let group = req.group_id.0.to_string();
     let mut parts = Vec::new();
     for t in &req.topics {
-        let name = t.name.0.to_string();
-        let meta = image.topic(&name);
         for p in &t.partitions {
-            let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
-            parts.push(CommitPartition {
-                topic: name.clone(),
-                partition: p.partition_index,
-                offset: p.committed_offset,
-                leader_epoch: p.committed_leader_epoch,
-                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                error_code: if known {
-                    0
-                } else {
-                    codes::UNKNOWN_TOPIC_OR_PARTITION
-                },
-            });
+            parts.push(CommitPartition::checked(
+                &image,
+                &t.name.0,
+                p.partition_index,
+                p.committed_offset,
+                p.committed_leader_epoch,
+                p.committed_metadata.as_ref().map(|m| m.to_string()),
+            ));
         }
     }
     let n = parts.len();

@@ -106,6 +106,16 @@ impl TransactionCoordinator {
         self.txns.borrow().get(id).cloned()
     }
 
+    /// The transactional ids whose metadata satisfies `f`.
+    fn ids_where(&self, f: impl Fn(&TxnMetadata) -> bool) -> Vec<String> {
+        self.txns
+            .borrow()
+            .iter()
+            .filter(|(_, m)| f(m))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Replays one `__transaction_state` partition (start-up, before the
     /// shard serves requests): the last record of each id wins; a tombstone
     /// removes it.
@@ -147,23 +157,17 @@ impl TransactionCoordinator {
     /// markers again, then complete them), and start the timers that abort
     /// timed-out transactions and remove expired transactional ids.
     pub fn start(shard: &Rc<Shard>) {
-        let pending: Vec<(String, TxnMetadata)> = shard
-            .txns
-            .txns
-            .borrow()
-            .iter()
-            .filter(|(_, m)| {
-                matches!(
-                    m.value.status,
-                    TxnStatus::PrepareCommit
-                        | TxnStatus::PrepareAbort
-                        | TxnStatus::PrepareEpochFence
-                )
-            })
-            .map(|(id, m)| (id.clone(), m.clone()))
-            .collect();
-        for (id, m) in pending {
+        let pending = shard.txns.ids_where(|m| {
+            matches!(
+                m.value.status,
+                TxnStatus::PrepareCommit | TxnStatus::PrepareAbort | TxnStatus::PrepareEpochFence
+            )
+        });
+        for id in pending {
             let Ok(busy) = acquire(shard, &id) else {
+                continue;
+            };
+            let Some(m) = shard.txns.get(&id) else {
                 continue;
             };
             let commit = m.value.status == TxnStatus::PrepareCommit;
@@ -341,6 +345,22 @@ fn check_producer(m: Option<&TxnMetadata>, producer_id: i64, epoch: i16) -> Resu
     Ok(())
 }
 
+/// Starts an operation of the current producer of `id`: marks the id busy
+/// and gives its metadata. Errors with CONCURRENT_TRANSACTIONS or the codes
+/// of [`check_producer`].
+fn begin(
+    shard: &Rc<Shard>,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+) -> Result<(Busy, TxnMetadata), i16> {
+    let busy = acquire(shard, id)?;
+    let m = shard.txns.get(id);
+    check_producer(m.as_ref(), producer_id, epoch)?;
+    let m = m.ok_or(E::InvalidProducerIdMapping.code())?;
+    Ok((busy, m))
+}
+
 /// Whether `partition` is in the open transaction of `id` with this producer
 /// id and epoch: 0, or INVALID_PRODUCER_ID_MAPPING (unknown id or another
 /// producer id), INVALID_PRODUCER_EPOCH (another epoch) or INVALID_TXN_STATE
@@ -383,16 +403,9 @@ pub async fn add_partitions(
     epoch: i16,
     partitions: Vec<(String, i32)>,
 ) -> i16 {
-    let busy = match acquire(&shard, &id) {
-        Ok(b) => b,
+    let (busy, m) = match begin(&shard, &id, producer_id, epoch) {
+        Ok(x) => x,
         Err(c) => return c,
-    };
-    let m = shard.txns.get(&id);
-    if let Err(c) = check_producer(m.as_ref(), producer_id, epoch) {
-        return c;
-    }
-    let Some(m) = m else {
-        return E::InvalidProducerIdMapping.code();
     };
     let mut value = m.value.clone();
     match value.status {
@@ -435,16 +448,9 @@ pub async fn end_txn(
     epoch: i16,
     commit: bool,
 ) -> i16 {
-    let busy = match acquire(&shard, &id) {
-        Ok(b) => b,
+    let (busy, m) = match begin(&shard, &id, producer_id, epoch) {
+        Ok(x) => x,
         Err(c) => return c,
-    };
-    let m = shard.txns.get(&id);
-    if let Err(c) = check_producer(m.as_ref(), producer_id, epoch) {
-        return c;
-    }
-    let Some(m) = m else {
-        return E::InvalidProducerIdMapping.code();
     };
     let code = match (m.value.status, commit) {
         (TxnStatus::Ongoing, _) => match end_transaction(&shard, &id, m.value, epoch, commit).await
@@ -643,18 +649,11 @@ async fn write_markers(shard: &Rc<Shard>, value: &TxnLogValue, commit: bool) -> 
 /// producer epoch so the producer is fenced (Kafka's behaviour).
 async fn abort_timed_out(shard: &Rc<Shard>) {
     let now = now_ms();
-    let expired: Vec<String> = shard
-        .txns
-        .txns
-        .borrow()
-        .iter()
-        .filter(|(_, m)| {
-            m.value.status == TxnStatus::Ongoing
-                && m.value.start_ms >= 0
-                && now > m.value.start_ms.saturating_add(m.value.timeout_ms as i64)
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
+    let expired = shard.txns.ids_where(|m| {
+        m.value.status == TxnStatus::Ongoing
+            && m.value.start_ms >= 0
+            && now > m.value.start_ms.saturating_add(m.value.timeout_ms as i64)
+    });
     for id in expired {
         let Ok(busy) = acquire(shard, &id) else {
             continue;
@@ -682,19 +681,12 @@ async fn abort_timed_out(shard: &Rc<Shard>) {
 /// `transactional.id.expiration.ms`, writing a tombstone for each.
 async fn remove_expired(shard: &Rc<Shard>, cfg: &TxnConfig) {
     let now = now_ms();
-    let expired: Vec<String> = shard
-        .txns
-        .txns
-        .borrow()
-        .iter()
-        .filter(|(_, m)| {
-            matches!(
-                m.value.status,
-                TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort
-            ) && now.saturating_sub(m.value.last_update_ms) > cfg.id_expiration_ms
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
+    let expired = shard.txns.ids_where(|m| {
+        matches!(
+            m.value.status,
+            TxnStatus::Empty | TxnStatus::CompleteCommit | TxnStatus::CompleteAbort
+        ) && now.saturating_sub(m.value.last_update_ms) > cfg.id_expiration_ms
+    });
     for id in expired {
         let Ok(_busy) = acquire(shard, &id) else {
             continue;
@@ -748,18 +740,11 @@ pub fn list(
     min_duration_ms: i64,
 ) -> Vec<TxnDescription> {
     let now = now_ms();
-    let ids: Vec<String> = shard
-        .txns
-        .txns
-        .borrow()
-        .iter()
-        .filter(|(_, m)| states.is_empty() || states.iter().any(|s| s == m.value.status.name()))
-        .filter(|(_, m)| producer_ids.is_empty() || producer_ids.contains(&m.value.producer_id))
-        .filter(|(_, m)| {
-            min_duration_ms < 0
-                || (m.value.start_ms >= 0 && now - m.value.start_ms >= min_duration_ms)
-        })
-        .map(|(id, _)| id.clone())
-        .collect();
+    let ids = shard.txns.ids_where(|m| {
+        (states.is_empty() || states.iter().any(|s| s == m.value.status.name()))
+            && (producer_ids.is_empty() || producer_ids.contains(&m.value.producer_id))
+            && (min_duration_ms < 0
+                || (m.value.start_ms >= 0 && now - m.value.start_ms >= min_duration_ms))
+    });
     ids.iter().map(|id| describe(shard, id)).collect()
 }
