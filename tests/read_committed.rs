@@ -186,6 +186,12 @@ fn read_committed_stops_at_the_lso() {
         resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
         0
     );
+    // One record batch per partition (Kafka's rule for Produce v3+): a
+    // second batch cannot slip another producer's transaction past the
+    // check.
+    let mut two = BytesMut::from(&txn_batch[..]);
+    two.extend_from_slice(&batch(pid + 1, 0, 0, 1, ts, true, false));
+    assert_eq!(produce(&mut s, two.freeze(), 23).0, INVALID_RECORD);
     assert_eq!(produce(&mut s, txn_batch, 4), (0, 2));
 
     let rc = fetch(&mut s, 0, 1, 5);

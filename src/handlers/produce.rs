@@ -2,8 +2,10 @@
 //!
 //! The connection's shard splits the request by owner shard; each owner
 //! validates its partitions' batches (magic, sizes, CRC32C — no per-record
-//! work), appends them (offsets assigned in place, record bytes written from
-//! the request buffer without a copy) and, for acks=all with a flush policy,
+//! work; exactly one RecordBatch per partition, as Kafka requires from v3,
+//! INVALID_RECORD otherwise), appends them (offsets assigned in place,
+//! record bytes written from the request buffer without a copy) and, for
+//! acks=all with a flush policy,
 //! waits for the group-committed fdatasync. Replies are merged back in request
 //! order. acks=0 gets no response; an error with acks=0 closes the connection,
 //! as Kafka does, so the client refreshes its metadata.
@@ -149,6 +151,16 @@ pub async fn append_on_owner(
             Ok(batches) if batches.is_empty() => {
                 r.error_code = codes::CORRUPT_MESSAGE;
                 r.error_message = Some("no record batch in the request".into());
+            }
+            Ok(batches) if batches.len() > 1 => {
+                // Kafka's rule for Produce v3+ (every version served here):
+                // one RecordBatch per partition. It also keeps each batch
+                // under the producer and transaction checks below.
+                r.error_code = kafka_protocol::ResponseError::InvalidRecord.code();
+                r.error_message = Some(format!(
+                    "a partition's records must be exactly one record batch, got {}",
+                    batches.len()
+                ));
             }
             Ok(batches) => match txn_gate(&part, &batches, &w) {
                 TxnGate::Reject(code, why) => {
