@@ -283,3 +283,54 @@ async fn write_txn_markers_ends_a_hanging_transaction() {
     assert_eq!(hw_and_lso(&broker, topic), (4, 4));
     assert!(read_committed_until(&broker, topic, 4).is_empty());
 }
+
+/// A transactional id with no transaction for `transactional.id.expiration.ms`
+/// is removed (a tombstone in `__transaction_state`), and stays removed
+/// after a restart; an id with an open transaction is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_transactional_ids_expire() {
+    let mut broker = Broker::start_with(&[
+        "transaction.state.log.num.partitions=1",
+        "transactional.id.expiration.ms=1000",
+        "transaction.remove.expired.transaction.cleanup.interval.ms=100",
+    ]);
+    broker.create_topic("expiring", 1).await;
+    let idle: FutureProducer = broker.producer(&[
+        ("transactional.id", "idle-id"),
+        ("enable.idempotence", "true"),
+    ]);
+    idle.init_transactions(WAIT).expect("init idle");
+    let open: FutureProducer = broker.producer(&[
+        ("transactional.id", "open-id"),
+        ("enable.idempotence", "true"),
+    ]);
+    open.init_transactions(WAIT).expect("init open");
+    open.begin_transaction().expect("begin");
+    open.send(
+        FutureRecord::<(), _>::to("expiring")
+            .partition(0)
+            .payload("x"),
+        WAIT,
+    )
+    .await
+    .expect("send");
+
+    let not_found = |broker: &Broker, id: &str| {
+        let mut s = common::connect(&broker.bootstrap());
+        let req = DescribeTransactionsRequest::default()
+            .with_transactional_ids(vec![StrBytes::from_string(id.to_string()).into()]);
+        kp_call(&mut s, 0, 1, &req).transaction_states[0].error_code == 105
+    };
+    poll_until(WAIT, "the idle transactional id to expire", || {
+        if not_found(&broker, "idle-id") {
+            Ok(())
+        } else {
+            Err(format!("{:?}", describe(&broker, "idle-id")))
+        }
+    });
+    assert_eq!(describe(&broker, "open-id").0, "Ongoing");
+    drop(idle);
+    drop(open);
+    broker.restart();
+    assert!(not_found(&broker, "idle-id"), "the tombstone is replayed");
+}
