@@ -70,11 +70,13 @@ impl GroupCoordinator {
                 let mut offsets = self.offsets.borrow_mut();
                 match value {
                     Some(v) => {
+                        let tp = (topic, partition);
                         offsets
                             .entry(group.clone())
                             .or_default()
-                            .insert((topic, partition), v);
+                            .insert(tp.clone(), v);
                         drop(offsets);
+                        self.supersede_pending(&group, &tp);
                         self.get_or_create(&group);
                     }
                     None => {
@@ -230,6 +232,17 @@ impl GroupCoordinator {
                 .entry(group)
                 .or_default()
                 .extend(offsets);
+        }
+    }
+
+    /// A plain commit of `group`'s offset for `tp` was appended: offsets that
+    /// open transactions wrote earlier for it must not overwrite it when
+    /// they commit (Kafka keeps the record appended last).
+    fn supersede_pending(&self, group: &str, tp: &(String, i32)) {
+        for groups in self.pending_txn.borrow_mut().values_mut() {
+            if let Some(m) = groups.get_mut(group) {
+                m.remove(tp);
+            }
         }
     }
 
@@ -1153,6 +1166,27 @@ pub async fn commit(
     .await
 }
 
+/// First step of a TxnOffsetCommit, before the transaction coordinator is
+/// asked: notes on the group's `__consumer_offsets` partition that (producer
+/// id, epoch) is being verified, so that [`txn_commit`] can tell whether the
+/// transaction's marker was written in between (Kafka's VerificationGuard,
+/// KIP-890). Errors with COORDINATOR_NOT_AVAILABLE when the partition is not
+/// on this shard.
+pub fn begin_txn_commit(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    producer: (i64, i16),
+) -> Result<(), i16> {
+    let p = records::partition_for_group(group_id, shard.config.group.offsets_topic_partitions);
+    let part = shard
+        .partition(OFFSETS_TOPIC, p)
+        .ok_or(E::CoordinatorNotAvailable.code())?;
+    part.txns
+        .borrow_mut()
+        .begin_verification(producer.0, producer.1);
+    Ok(())
+}
+
 /// Handles a TxnOffsetCommit (KIP-98, KIP-447): the offsets are written to
 /// `__consumer_offsets` as a transactional batch of `producer` (id, epoch)
 /// and become the group's committed offsets only when the transaction's
@@ -1173,6 +1207,15 @@ pub async fn txn_commit(
         let known = part.producers.borrow().get(producer.0).map(|e| e.epoch);
         if known.is_some_and(|e| e > producer.1) {
             return vec![E::ProducerFenced.code(); partitions.len()];
+        }
+        // The coordinator confirmed the transaction after
+        // `begin_txn_commit`; a marker written here since then ended it.
+        if !part
+            .txns
+            .borrow_mut()
+            .take_verification(producer.0, producer.1)
+        {
+            return vec![E::InvalidTxnState.code(); partitions.len()];
         }
     }
     commit_offsets(
@@ -1230,23 +1273,31 @@ async fn commit_offsets(
         };
         codes.push(code);
     }
+    // Transactional offsets become pending before the write is awaited: the
+    // append itself happens before the first await, and a marker written
+    // while a flush is awaited must find them (as replay of the log would).
+    if let Some((pid, _)) = producer {
+        let mut pending = shard.groups.pending_txn.borrow_mut();
+        let m = pending
+            .entry(pid)
+            .or_default()
+            .entry(group_id.clone())
+            .or_default();
+        m.extend(accepted.iter().cloned());
+    }
     if let Err(code) = write_records(&shard, &group_id, records, producer).await {
         return codes
             .into_iter()
             .map(|c| if c == 0 { code } else { c })
             .collect();
     }
-    match producer {
-        Some((pid, _)) => {
-            let mut pending = shard.groups.pending_txn.borrow_mut();
-            let m = pending.entry(pid).or_default().entry(group_id).or_default();
-            m.extend(accepted);
+    if producer.is_none() {
+        for (k, _) in &accepted {
+            shard.groups.supersede_pending(&group_id, k);
         }
-        None => {
-            let mut offsets = shard.groups.offsets.borrow_mut();
-            let m = offsets.entry(group_id).or_default();
-            m.extend(accepted);
-        }
+        let mut offsets = shard.groups.offsets.borrow_mut();
+        let m = offsets.entry(group_id).or_default();
+        m.extend(accepted);
     }
     codes
 }

@@ -1,9 +1,9 @@
 //! InitProducerId (key 22), v0–v4 (KIP-98).
 //!
 //! Without a transactional id: a fresh producer id with epoch 0 for an
-//! idempotent producer, never reused after a restart; from v3, a producer
-//! that passes its current id and epoch gets the epoch bumped (KIP-360) so it
-//! can reset its sequences.
+//! idempotent producer, never reused after a restart, also when a v3+
+//! client passes its current id and epoch to reset its sequences (KIP-360;
+//! Kafka answers those with a new id too).
 //!
 //! With a transactional id: forwarded to the id's transaction coordinator
 //! (`txn::coordinator::init_producer_id`), which bumps the epoch (fencing
@@ -58,15 +58,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
         return Ok(respond(frame, &resp));
     }
-    if req.producer_id.0 >= 0 && req.producer_epoch >= 0 {
-        // KIP-360: bump the epoch of an existing idempotent producer; a new id
-        // when the epoch would overflow.
-        if req.producer_epoch < i16::MAX - 1 {
-            resp.producer_id = req.producer_id;
-            resp.producer_epoch = req.producer_epoch + 1;
-            return Ok(respond(frame, &resp));
-        }
-    }
+    // Without a transactional id every call gets a new producer id with
+    // epoch 0, also when the client passes its current id and epoch (v3+,
+    // KIP-360), as Kafka answers it: bumping an id the client names could
+    // hand another producer's id to this one.
     match with_controller(shard, |c| {
         c.allocate_producer_id().map_err(|e| e.to_string())
     })

@@ -111,9 +111,29 @@ fn txn_gate(
                 "transactional batches need the request's transactional_id",
             );
         }
-        if !w.verified && !part.txns.borrow().is_ongoing(h.producer_id) {
-            return TxnGate::Verify(h.producer_id, h.producer_epoch);
+        // Continuing a transaction already open here at this epoch.
+        let same_epoch = part
+            .producers
+            .borrow()
+            .get(h.producer_id)
+            .is_some_and(|e| e.epoch == h.producer_epoch);
+        let mut txns = part.txns.borrow_mut();
+        if same_epoch && txns.is_ongoing(h.producer_id) {
+            continue;
         }
+        if w.verified {
+            // Confirmed by the coordinator; still valid only if no marker of
+            // this producer was written here meanwhile.
+            if txns.take_verification(h.producer_id, h.producer_epoch) {
+                continue;
+            }
+            return TxnGate::Reject(
+                kafka_protocol::ResponseError::InvalidTxnState.code(),
+                "the transaction ended while the batch was being verified",
+            );
+        }
+        txns.begin_verification(h.producer_id, h.producer_epoch);
+        return TxnGate::Verify(h.producer_id, h.producer_epoch);
     }
     TxnGate::Pass
 }

@@ -30,13 +30,28 @@ use crate::shard::Shard;
 /// Offsets a coordinator does not know about could never be committed or
 /// aborted by a marker.
 async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) -> i16 {
+    let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
+    // Mark the verification on the group's shard first (see
+    // `coordinator::begin_txn_commit`).
+    let g = group.to_string();
+    let begun = match group_owner(shard, group) {
+        Err(c) => Err(c),
+        Ok(owner) => shard
+            .invoke_on(owner, move |s| async move {
+                coordinator::begin_txn_commit(&s, &g, (pid, epoch))
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.code())),
+    };
+    if let Err(c) = begun {
+        return c;
+    }
     let id = req.transactional_id.0.to_string();
     let owner = match txn_owner(shard, &id) {
         Ok(o) => o,
         Err(_) => return kafka_protocol::ResponseError::InvalidTxnState.code(),
     };
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
-    let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
     let tp = (OFFSETS_TOPIC.to_string(), p);
     shard
         .invoke_on(owner, move |s| async move {

@@ -77,12 +77,16 @@ fn rebuild_state(topic: &str, index: i32, log: &PartitionLog) -> (ProducerStateM
     let mut txns = PartitionTxns::default();
     let start = log.log_start_offset();
     let mut from = start;
-    if let Some((offset, entries)) = snapshot::latest(log.dir(), log.log_end_offset()) {
+    // A snapshot below the log start is not used: the markers between it
+    // and the log start are gone, so it would bring back transactions that
+    // ended there.
+    let usable = snapshot::latest(log.dir(), log.log_end_offset()).filter(|(o, _)| *o >= start);
+    if let Some((offset, entries)) = usable {
         match log.txn_index_entries_below(offset) {
             Ok(aborted) => {
                 snapshot::restore(&entries, &mut producers, &mut txns);
                 txns.set_aborted(aborted);
-                from = offset.max(start);
+                from = offset;
                 ::log::info!(
                     "{topic}-{index}: producer state from the snapshot at offset {offset} ({} producers)",
                     entries.len()
@@ -940,6 +944,29 @@ mod tests {
             let p = open(&path, 1 << 30);
             assert_eq!(state(&p), before);
             assert!(snapshot::list(&path).is_empty());
+        });
+    }
+
+    #[test]
+    fn a_snapshot_below_the_log_start_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        glommio::LocalExecutor::default().run(async move {
+            let p = open(&path, 1 << 30);
+            assert_eq!(produce(&p, &batch(1, 0, 0, 1, true)), Ok(0)); // open txn
+            p.write_snapshot().unwrap(); // at offset 1, pid 1 open
+            assert_eq!(p.write_marker(1, 0, true, 0).await, Ok(1));
+            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(2));
+            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(3));
+            // Up to the high watermark: the segment holding the marker goes.
+            assert_eq!(p.delete_records(4).unwrap(), 4);
+            assert_eq!(p.last_stable_offset(), 4);
+            drop(p);
+            // The marker between the snapshot (1) and the log start (4) is
+            // gone: the snapshot would reopen the committed transaction.
+            let p = open(&path, 1 << 30);
+            assert_eq!(p.txns.borrow().ongoing_count(), 0);
+            assert_eq!(p.last_stable_offset(), 4);
         });
     }
 }

@@ -611,15 +611,16 @@ async fn write_markers(shard: &Rc<Shard>, value: &TxnLogValue, commit: bool) -> 
                         continue;
                     };
                     match part.write_marker(pid, epoch, commit, 0).await {
-                        Ok(_) => {}
+                        Ok(_) => {
+                            if t == OFFSETS_TOPIC {
+                                let n = s.config.group.offsets_topic_partitions;
+                                s.groups.complete_txn(pid, p, n, commit);
+                            }
+                        }
                         Err(c) if c == E::InvalidProducerEpoch.code() => {
                             log::warn!("marker for {t}-{p} skipped: the partition knows a newer epoch of producer {pid}");
                         }
                         Err(c) => return Err(format!("{t}-{p}: error {c}")),
-                    }
-                    if t == OFFSETS_TOPIC {
-                        s.groups
-                            .complete_txn(pid, p, s.config.group.offsets_topic_partitions, commit);
                     }
                 }
                 Ok(())

@@ -40,6 +40,12 @@ pub struct PartitionTxns {
     aborted: Vec<AbortedTxn>,
     /// Coordinator epoch of each producer's last marker.
     coordinator_epochs: HashMap<i64, i32>,
+    /// Producers whose first transactional batch here awaits the
+    /// coordinator's confirmation, with the batch's epoch (Kafka's
+    /// VerificationGuard, KIP-890). A marker of the producer clears it, so a
+    /// batch confirmed just before its transaction ended is not appended
+    /// after the marker.
+    verifying: HashMap<i64, i16>,
 }
 
 impl PartitionTxns {
@@ -62,6 +68,7 @@ impl PartitionTxns {
         marker_offset: i64,
         marker: ControlMarker,
     ) -> Option<AbortedTxn> {
+        self.verifying.remove(&producer_id);
         let first_offset = self.ongoing.remove(&producer_id).unwrap_or(marker_offset);
         self.coordinator_epochs
             .insert(producer_id, marker.coordinator_epoch);
@@ -93,6 +100,24 @@ impl PartitionTxns {
         match self.coordinator_epochs.get(&producer_id) {
             Some(e) if *e > coordinator_epoch => Err(TRANSACTION_COORDINATOR_FENCED),
             _ => Ok(()),
+        }
+    }
+
+    /// Notes that a transactional batch of (producer id, epoch) waits for the
+    /// coordinator's confirmation (see `verifying`).
+    pub fn begin_verification(&mut self, producer_id: i64, epoch: i16) {
+        self.verifying.insert(producer_id, epoch);
+    }
+
+    /// Takes the confirmation noted by [`Self::begin_verification`]: true
+    /// when it is still there for this epoch (no marker came in between).
+    pub fn take_verification(&mut self, producer_id: i64, epoch: i16) -> bool {
+        match self.verifying.get(&producer_id) {
+            Some(e) if *e == epoch => {
+                self.verifying.remove(&producer_id);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -277,5 +302,20 @@ mod tests {
         assert_eq!(t.aborted_in_range(13, 20), vec![]);
         assert_eq!(t.drop_aborted_before(5), 1);
         assert_eq!(t.aborted().len(), 2);
+    }
+
+    #[test]
+    fn a_marker_cancels_a_pending_verification() {
+        let mut t = PartitionTxns::default();
+        t.begin_verification(7, 2);
+        assert!(!t.take_verification(7, 1), "another epoch");
+        assert!(t.take_verification(7, 2));
+        assert!(!t.take_verification(7, 2), "taken once");
+        t.begin_verification(7, 2);
+        t.on_marker(7, 10, marker(false));
+        assert!(
+            !t.take_verification(7, 2),
+            "the transaction ended meanwhile"
+        );
     }
 }
