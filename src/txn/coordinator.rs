@@ -297,7 +297,9 @@ pub async fn init_producer_id(
         }
         TxnStatus::Ongoing => {
             // Fence the old producer and abort its transaction.
-            let fence = m.value.producer_epoch.saturating_add(1).min(i16::MAX - 1);
+            // Epochs handed out stop at 32766, so the fence can always bump
+            // (to 32767 at most; the next InitProducerId then rotates the id).
+            let fence = m.value.producer_epoch.saturating_add(1);
             log::info!(
                 "transactional id {id}: a new producer fences epoch {}; aborting its open transaction",
                 m.value.producer_epoch
@@ -665,7 +667,7 @@ async fn abort_timed_out(shard: &Rc<Shard>) {
         if m.value.status != TxnStatus::Ongoing {
             continue;
         }
-        let fence = m.value.producer_epoch.saturating_add(1).min(i16::MAX - 1);
+        let fence = m.value.producer_epoch.saturating_add(1);
         log::info!(
             "transactional id {id}: transaction open for longer than {} ms; aborting it (producer epoch {} fenced)",
             m.value.timeout_ms,
