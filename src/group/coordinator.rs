@@ -202,7 +202,6 @@ impl GroupCoordinator {
     /// on that partition become the committed offsets; on abort they are
     /// dropped. `partitions` is `offsets.topic.num.partitions`.
     pub fn complete_txn(&self, producer_id: i64, partition: i32, partitions: i32, commit: bool) {
-        let n = partitions;
         let done: Vec<(String, OffsetMap)> = {
             let mut pending = self.pending_txn.borrow_mut();
             let Some(groups) = pending.get_mut(&producer_id) else {
@@ -210,7 +209,7 @@ impl GroupCoordinator {
             };
             let ids: Vec<String> = groups
                 .keys()
-                .filter(|g| records::partition_for_group(g, n) == partition)
+                .filter(|g| records::partition_for_group(g, partitions) == partition)
                 .cloned()
                 .collect();
             let done = ids

@@ -33,7 +33,7 @@ use crate::storage::validate_batches;
 use crate::txn::producer_state::Check;
 
 /// One partition's share of a Produce request, sent to its owner shard.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PartitionAppend {
     /// Position in the flattened request (for merging replies).
     pub slot: usize,
@@ -66,12 +66,24 @@ pub struct PartitionAppendResult {
     pub log_append_time: i64,
     /// Log start offset after the append.
     pub log_start_offset: i64,
-    /// Not appended: a transactional batch of this (producer id, epoch)
-    /// would start a transaction on the partition, so the coordinator must
-    /// first confirm that the partition was added to it (the check of
-    /// KIP-890; without it a zombie or buggy producer could leave a
-    /// transaction open that no coordinator will ever end).
-    pub verify: Option<(i64, i16)>,
+    /// Not appended: the partition's batch would start a transaction, so
+    /// the coordinator must first confirm that the partition was added to it
+    /// (the check of KIP-890; without it a zombie or buggy producer could
+    /// leave a transaction open that no coordinator will ever end).
+    pub verify: Option<Verify>,
+}
+
+/// A partition's work handed back by its owner until the transaction
+/// coordinator confirms it (see [`PartitionAppendResult::verify`]).
+#[derive(Debug, Clone)]
+pub struct Verify {
+    /// Producer id of the transactional batch.
+    pub producer_id: i64,
+    /// Its producer epoch.
+    pub epoch: i16,
+    /// The work to send again once confirmed (`records` is the same slice
+    /// of the request frame).
+    pub work: PartitionAppend,
 }
 
 /// The idempotence check for one partition's batches. The borrow ends here,
@@ -187,7 +199,13 @@ pub async fn append_on_owner(
                     r.error_code = code;
                     r.error_message = Some(why.into());
                 }
-                TxnGate::Verify(pid, epoch) => r.verify = Some((pid, epoch)),
+                TxnGate::Verify(producer_id, epoch) => {
+                    r.verify = Some(Verify {
+                        producer_id,
+                        epoch,
+                        work: w,
+                    })
+                }
                 TxnGate::Pass => match check_producers(&part, &batches) {
                     Err(code) => {
                         r.error_code = code;
@@ -364,31 +382,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
 
     let wait_for_flush = acks == -1;
-    // A request naming a transactional id may need a second round for the
-    // partitions where a transaction starts: keep their work (a clone of an
-    // `Arc` and a `Bytes` slice each). Other requests keep nothing.
-    let mut pending: std::collections::HashMap<usize, PartitionAppend> = Default::default();
-    if req.transactional_id.is_some() {
-        for w in by_owner.iter().flatten() {
-            pending.insert(
-                w.slot,
-                PartitionAppend {
-                    topic: w.topic.clone(),
-                    records: w.records.clone(),
-                    ..*w
-                },
-            );
-        }
-    }
-    let first = by_owner;
-    dispatch(shard, first, wait_for_flush, &mut results).await;
+    dispatch(shard, by_owner, wait_for_flush, &mut results).await;
 
-    // Partitions where a transaction would start: ask the coordinator, then
-    // append the confirmed ones (KIP-890's verification, in process).
-    let to_verify: Vec<(usize, i64, i16)> = results
-        .iter()
-        .filter_map(|r| r.verify.map(|(pid, epoch)| (r.slot, pid, epoch)))
-        .collect();
+    // Partitions where a transaction would start came back unappended: ask
+    // the coordinator, then append the confirmed ones (KIP-890's check, in
+    // process).
+    let to_verify: Vec<Verify> = results.iter_mut().filter_map(|r| r.verify.take()).collect();
     if !to_verify.is_empty() {
         let id = req
             .transactional_id
@@ -396,14 +395,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             .map(|t| t.0.to_string())
             .unwrap_or_default();
         let mut again: Vec<Vec<PartitionAppend>> = (0..shard.shards).map(|_| Vec::new()).collect();
-        for (slot, pid, epoch) in to_verify {
-            let Some(mut w) = pending.remove(&slot) else {
-                continue;
-            };
+        for v in to_verify {
+            let (pid, epoch, mut w) = (v.producer_id, v.epoch, v.work);
             let code = verify_in_transaction(shard, &id, pid, epoch, &w.topic, w.partition).await;
             if code != 0 {
-                if let Some(r) = results.get_mut(slot) {
-                    r.verify = None;
+                if let Some(r) = results.get_mut(w.slot) {
                     r.error_code = code;
                     r.error_message = Some(format!(
                         "{}-{} is not in an open transaction of producer {pid} epoch {epoch} (error {code})",

@@ -39,21 +39,25 @@ pub async fn append_records(
     if recs.is_empty() {
         return Ok(part.log.borrow().log_end_offset() - 1);
     }
+    let bytes = encode_batch(&recs)?;
+    let res = append_encoded(part, bytes, ts).await?;
+    Ok(res.last_offset)
+}
+
+/// Encodes `records` as uncompressed v2 RecordBatch bytes (the protocol
+/// crate takes the batch attributes and producer fields from the first
+/// record). Errors with UNKNOWN_SERVER_ERROR if encoding fails.
+pub fn encode_batch(records: &[Record]) -> Result<Bytes, i16> {
     let mut buf = BytesMut::new();
     let opts = RecordEncodeOptions {
         version: 2,
         compression: Compression::None,
     };
-    RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).map_err(|e| {
-        log::error!(
-            "cannot encode records for {}-{}: {e}",
-            part.topic,
-            part.index
-        );
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).map_err(|e| {
+        log::error!("cannot encode an internal record batch: {e}");
         E::UnknownServerError.code()
     })?;
-    let res = append_encoded(part, buf.freeze(), ts).await?;
-    Ok(res.last_offset)
+    Ok(buf.freeze())
 }
 
 /// Appends RecordBatches this broker encoded itself (internal records,

@@ -8,11 +8,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use futures_channel::oneshot;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType as RecordTsType,
-};
+use kafka_protocol::records::{Record, TimestampType as RecordTsType};
 use kafka_protocol::ResponseError as E;
 use uuid::Uuid;
 
@@ -103,7 +100,7 @@ fn rebuild_state(topic: &str, index: i32, log: &PartitionLog) -> (ProducerStateM
                 apply_batch(&mut producers, &mut txns, h, h.base_offset, *marker);
             }
             // The log is the source of truth for the `.txnindex` files.
-            if let Err(e) = log.sync_txn_indexes(txns.aborted()) {
+            if let Err(e) = log.sync_txn_indexes(txns.aborted(), from) {
                 ::log::warn!("{topic}-{index}: cannot rewrite aborted-transaction indexes: {e}");
             }
             txns.drop_aborted_before(start);
@@ -637,16 +634,7 @@ pub(crate) fn encode_marker(
         ))),
         headers: Default::default(),
     };
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, std::iter::once(&record), &opts).map_err(|e| {
-        log::error!("cannot encode a transaction marker: {e}");
-        E::UnknownServerError.code()
-    })?;
-    Ok(buf.freeze())
+    super::internal::encode_batch(std::slice::from_ref(&record))
 }
 
 /// Unlinks `*.deleted` files after `delay_ms` (Kafka's `file.delete.delay.ms`)
@@ -673,6 +661,8 @@ mod tests {
     use crate::storage::txn_index::{read_txn_index, AbortedTxn};
     use crate::storage::{validate_batches, LogConfig};
     use crate::txn::producer_state::Check;
+    use bytes::BytesMut;
+    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
     use std::collections::BTreeMap;
     use std::path::Path;
 

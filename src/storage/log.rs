@@ -658,12 +658,22 @@ impl PartitionLog {
     /// Takes every aborted transaction rebuilt from the log (in marker
     /// order); rewrites each segment's `.txnindex` that is missing or does
     /// not hold exactly the entries whose marker is in that segment (a file
-    /// that should be empty is removed). Gives how many files were rewritten.
-    pub fn sync_txn_indexes(&self, aborted: &[AbortedTxn]) -> Result<usize, StorageError> {
+    /// that should be empty is removed). Segments wholly below `from` are
+    /// not checked: their entries were read from those files (start-up from
+    /// a producer-state snapshot at `from`). Gives how many files were
+    /// rewritten.
+    pub fn sync_txn_indexes(
+        &self,
+        aborted: &[AbortedTxn],
+        from: i64,
+    ) -> Result<usize, StorageError> {
         let mut fixed = 0;
         let segs: Vec<&super::segment::Segment> = self.segments().collect();
         for (i, seg) in segs.iter().enumerate() {
             let next_base = segs.get(i + 1).map_or(i64::MAX, |n| n.base_offset());
+            if next_base <= from {
+                continue;
+            }
             let want: Vec<AbortedTxn> = aborted
                 .iter()
                 .filter(|a| a.last_offset >= seg.base_offset() && a.last_offset < next_base)

@@ -143,19 +143,28 @@ pub fn path(dir: &Path, offset: i64) -> PathBuf {
 
 /// Every snapshot file of `dir` as (offset, path), by offset.
 pub fn list(dir: &Path) -> Vec<(i64, PathBuf)> {
-    let mut out: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            let off = name.strip_suffix(SNAPSHOT_SUFFIX)?.parse::<i64>().ok()?;
-            Some((off, e.path()))
-        })
-        .collect();
-    out.sort();
-    out
+    scan(dir).0
+}
+
+/// One pass over `dir`: the snapshot files as (offset, path), by offset,
+/// and the half-written ones.
+fn scan(dir: &Path) -> (Vec<(i64, PathBuf)>, Vec<PathBuf>) {
+    let mut snapshots = Vec::new();
+    let mut partial = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.ends_with(SNAPSHOT_TMP_SUFFIX) {
+            partial.push(e.path());
+        } else if let Some(off) = name
+            .strip_suffix(SNAPSHOT_SUFFIX)
+            .and_then(|o| o.parse::<i64>().ok())
+        {
+            snapshots.push((off, e.path()));
+        }
+    }
+    snapshots.sort();
+    (snapshots, partial)
 }
 
 /// Writes the snapshot taken at `offset` (temporary file, fsync, rename,
@@ -188,15 +197,11 @@ pub fn write(
 /// below them by recovery), unreadable ones and half-written ones (a crash
 /// during `write`) are removed.
 pub fn latest(dir: &Path, max_offset: i64) -> Option<(i64, Vec<SnapshotEntry>)> {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if e.file_name()
-            .to_str()
-            .is_some_and(|n| n.ends_with(SNAPSHOT_TMP_SUFFIX))
-        {
-            let _ = std::fs::remove_file(e.path());
-        }
+    let (snapshots, partial) = scan(dir);
+    for p in partial {
+        let _ = std::fs::remove_file(p);
     }
-    for (off, p) in list(dir).into_iter().rev() {
+    for (off, p) in snapshots.into_iter().rev() {
         if off > max_offset {
             let _ = std::fs::remove_file(&p);
             continue;
