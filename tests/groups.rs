@@ -25,7 +25,6 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::RDKafkaErrorCode;
 use rdkafka::message::Message;
-use rdkafka::producer::FutureRecord;
 use rdkafka::{Offset, TopicPartitionList};
 
 /// Broker settings for fast group tests.
@@ -58,27 +57,7 @@ async fn produce(
     let values: Vec<(i32, String)> = range
         .map(|i| ((i as i32) % partitions, format!("v{i}")))
         .collect();
-    let mut futures = Vec::new();
-    for (p, v) in &values {
-        let rec = FutureRecord::<(), _>::to(topic).partition(*p).payload(v);
-        futures.push(
-            producer
-                .send_result(rec)
-                .map_err(|(e, _)| e)
-                .expect("enqueue record"),
-        );
-    }
-    let mut out = Vec::new();
-    for (f, (p, v)) in futures.into_iter().zip(values) {
-        let d = tokio::time::timeout(Duration::from_secs(60), f)
-            .await
-            .expect("delivery within 60 s")
-            .expect("delivery future not cancelled")
-            .unwrap_or_else(|(e, _)| panic!("delivery failed: {e}"));
-        assert_eq!(d.partition, p);
-        out.push((d.partition, d.offset, v));
-    }
-    out
+    send_to_partitions(&producer, topic, &values, Duration::from_secs(60)).await
 }
 
 fn sorted<T: Ord + Clone>(v: &[T]) -> Vec<T> {

@@ -28,7 +28,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -100,27 +100,7 @@ async fn send(
     topic: &str,
     records: &[(i32, String)],
 ) -> Vec<(i32, i64, String)> {
-    let mut futures = Vec::new();
-    for (p, v) in records {
-        let rec = FutureRecord::<(), _>::to(topic).partition(*p).payload(v);
-        futures.push(
-            producer
-                .send_result(rec)
-                .map_err(|(e, _)| e)
-                .expect("enqueue record"),
-        );
-    }
-    let mut out = Vec::new();
-    for (f, (p, v)) in futures.into_iter().zip(records) {
-        let d = tokio::time::timeout(SETTLE, f)
-            .await
-            .expect("delivery within the deadline")
-            .expect("delivery future not cancelled")
-            .unwrap_or_else(|(e, _)| panic!("delivery of {v} failed: {e}"));
-        assert_eq!(d.partition, *p);
-        out.push((d.partition, d.offset, v.clone()));
-    }
-    out
+    send_to_partitions(producer, topic, records, SETTLE).await
 }
 
 /// `count` records `{tag}-{i}`, record `i` to partition `i % partitions`.

@@ -768,3 +768,38 @@ pub fn kp_recv<R: kafka_protocol::protocol::Request>(
     );
     body
 }
+
+/// Sends `(partition, value)` records to `topic` (all enqueued first, then
+/// awaited) and waits up to `limit` for each delivery report; gives
+/// `(partition, offset, value)` per record. Panics on a failed delivery or
+/// a record placed on another partition.
+pub async fn send_to_partitions(
+    producer: &FutureProducer,
+    topic: &str,
+    records: &[(i32, String)],
+    limit: Duration,
+) -> Vec<(i32, i64, String)> {
+    let mut futures = Vec::new();
+    for (p, v) in records {
+        let rec = rdkafka::producer::FutureRecord::<(), _>::to(topic)
+            .partition(*p)
+            .payload(v);
+        futures.push(
+            producer
+                .send_result(rec)
+                .map_err(|(e, _)| e)
+                .expect("enqueue record"),
+        );
+    }
+    let mut out = Vec::new();
+    for (f, (p, v)) in futures.into_iter().zip(records) {
+        let d = tokio::time::timeout(limit, f)
+            .await
+            .expect("delivery within the deadline")
+            .expect("delivery future not cancelled")
+            .unwrap_or_else(|(e, _)| panic!("delivery of {v} failed: {e}"));
+        assert_eq!(d.partition, *p);
+        out.push((d.partition, d.offset, v.clone()));
+    }
+    out
+}
