@@ -79,6 +79,7 @@ public final class StreamsCompat {
     private Process app;
     private Path appLog;
     private int appRuns;
+    private boolean killedOpen;
 
     private StreamsCompat(String bootstrap, Path workDir) {
         this.bootstrap = bootstrap;
@@ -188,7 +189,11 @@ public final class StreamsCompat {
 
     /** One poll of the committed output. */
     private void pollOutput() {
-        for (ConsumerRecord<String, Long> r : outConsumer.poll(Duration.ofMillis(100))) {
+        pollOutput(100);
+    }
+
+    private void pollOutput(long ms) {
+        for (ConsumerRecord<String, Long> r : outConsumer.poll(Duration.ofMillis(ms))) {
             seen.computeIfAbsent(r.key(), k -> new ArrayList<>()).add(r.value());
             updatesSeen++;
         }
@@ -360,6 +365,30 @@ public final class StreamsCompat {
         }
     }
 
+    /** How many output records only a read_uncommitted consumer sees: the aborted transactions' (the kill's). */
+    private void noteAborted(List<TopicPartition> parts, boolean killedOpen) {
+        Properties p = readCommitted();
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.assign(parts);
+            c.seekToBeginning(parts);
+            Map<TopicPartition, Long> end = c.endOffsets(parts);
+            long[] n = {0};
+            await("output read to its end (read_uncommitted)", WAIT_MS, () -> {
+                n[0] += c.poll(Duration.ofMillis(100)).count();
+                return parts.stream().allMatch(tp -> c.position(tp) >= end.get(tp));
+            });
+            long aborted = n[0] - updatesSeen;
+            String counts = " (read_uncommitted " + n[0] + " records, read_committed " + updatesSeen + ")";
+            if (killedOpen && aborted > 0) {
+                ok("the killed instance's open transaction was aborted: " + aborted + " output records only read_uncommitted sees" + counts);
+            } else {
+                System.out.println("note: " + aborted + " output records of aborted transactions" + counts
+                    + (killedOpen ? "; the open transaction seen at the kill committed first" : ""));
+            }
+        }
+    }
+
     /** The changelog's latest value per word (read_committed) is its final count. */
     private void checkChangelog() {
         try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(readCommitted(), new StringDeserializer(), new ByteArrayDeserializer())) {
@@ -474,16 +503,31 @@ public final class StreamsCompat {
             //    not count, the restarted one restores the store from its changelog.
             long before2 = updatesSeen;
             produceLines(producer, 2000);
-            await("progress before the kill", WAIT_MS, () -> {
-                pollOutput();
-                return updatesSeen > before2;
-            });
+            // Kill while a transaction is open with records on the broker:
+            // the output's high watermark is above its last stable offset.
+            // (Own consumers: a broker answers a connection's requests in
+            // order, so a ListOffsets would wait behind outConsumer's fetch.)
+            Properties up = readCommitted();
+            up.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted");
+            boolean[] open = {false};
+            try (KafkaConsumer<byte[], byte[]> hw = new KafkaConsumer<>(up, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+                 KafkaConsumer<byte[], byte[]> lso = new KafkaConsumer<>(readCommitted(), new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                await("an open transaction (or all input processed) before the kill", WAIT_MS, () -> {
+                    pollOutput(5);
+                    Map<TopicPartition, Long> high = hw.endOffsets(outParts);
+                    Map<TopicPartition, Long> stable = lso.endOffsets(outParts);
+                    open[0] = outParts.stream().anyMatch(tp -> high.get(tp) > stable.get(tp));
+                    return open[0] || updatesSeen >= updatesExpected;
+                });
+            }
+            killedOpen = open[0];
             long atKill = updatesSeen;
             long producedAtKill = updatesExpected;
             killApp();
             produceLines(producer, 700);
             ok("SIGKILL partway through the input (" + atKill + " count updates committed when killed, "
-                + producedAtKill + " of " + updatesExpected + " input words produced)");
+                + producedAtKill + " of " + updatesExpected + " input words produced"
+                + (open[0] ? ", with a transaction open" : ", no open transaction seen") + ")");
             startApp();
             checkFinalCounts("restart-after-kill-counts", "restart after the SIGKILL");
             System.out.println("note: after the kill, " + grep(appLog, "app: restored"));
@@ -502,6 +546,7 @@ public final class StreamsCompat {
             return outParts.stream().allMatch(tp -> outConsumer.position(tp) >= end.get(tp));
         });
         checkSequences("no-double-counts");
+        noteAborted(outParts, killedOpen);
         checkChangelog();
         checkInternalTopics();
         checkGroupOffsets();
