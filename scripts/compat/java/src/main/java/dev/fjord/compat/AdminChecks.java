@@ -12,9 +12,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -506,15 +503,8 @@ final class AdminChecks {
             Set<String> names = get(admin.listTopics().names(), "listTopics");
             return !names.contains(t) && !names.contains(other);
         });
-        Throwable gone;
-        try {
-            gone = admin.describeTopics(List.of(t)).allTopicNames().get(30, TimeUnit.SECONDS) == null ? null
-                    : new CheckFailed("describeTopics of a deleted topic succeeded");
-        } catch (ExecutionException e) {
-            gone = e.getCause();
-        } catch (TimeoutException | InterruptedException e) {
-            throw new CheckFailed("describeTopics of a deleted topic did not complete", e);
-        }
+        Throwable gone = Support.failureOf(admin.describeTopics(List.of(t)).allTopicNames(),
+                "describeTopics of a deleted topic");
         check(gone instanceof UnknownTopicOrPartitionException, "describeTopics of a deleted topic: %s",
                 Support.describe(gone));
         Throwable again = Support.failureOf(admin.deleteTopics(List.of(t)).all(), "deleteTopics of a deleted topic");

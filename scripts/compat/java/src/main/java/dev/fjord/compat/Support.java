@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
@@ -22,7 +23,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -164,20 +164,7 @@ final class Support {
     }
 
     /** Waits for a future (an Admin result, a send) and names it when it fails. */
-    static <T> T get(KafkaFuture<T> f, String what) {
-        try {
-            return f.get(30, TimeUnit.SECONDS);
-        } catch (ExecutionException e) {
-            throw new CheckFailed(what + " failed: " + describe(e.getCause()), e.getCause());
-        } catch (TimeoutException e) {
-            throw new CheckFailed(what + " did not complete within 30s");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new CheckFailed("interrupted");
-        }
-    }
-
-    static <T> T get(java.util.concurrent.Future<T> f, String what) {
+    static <T> T get(Future<T> f, String what) {
         try {
             return f.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
@@ -191,7 +178,7 @@ final class Support {
     }
 
     /** The exception that a future or call failed with, expected to be of the given type. */
-    static Throwable failureOf(KafkaFuture<?> f, String what) {
+    static Throwable failureOf(Future<?> f, String what) {
         try {
             Object v = f.get(30, TimeUnit.SECONDS);
             throw new CheckFailed(what + " succeeded (" + v + ") but should have failed");
