@@ -38,7 +38,9 @@ build() {
         echo "java-client: building $MODULE into $OUT" >&2
         rm -f "$STAMP"
         rm -rf "$OUT/lib"
-        "$MVN" -q -B -Dstyle.color=never -f "$MODULE/pom.xml" package >&2 \
+        # (Maven 3.8 prints colour resets even with -B; they are dropped.)
+        "$MVN" -q -B -Dstyle.color=never -f "$MODULE/pom.xml" package 2>&1 \
+            | sed 's/\x1b\[[0-9;]*m//g' >&2 \
             || { echo "java-client: the Maven build failed" >&2; return 1; }
         touch "$STAMP"
     fi
