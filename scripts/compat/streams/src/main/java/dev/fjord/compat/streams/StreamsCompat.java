@@ -445,6 +445,18 @@ public final class StreamsCompat {
                 wrong.add(tp + " committed " + got + " end " + end.get(tp));
             }
         }
+        // Streams purges what it has consumed from its repartition topic.
+        Map<TopicPartition, Long> start;
+        List<TopicPartition> rep = sources.stream().filter(tp -> tp.topic().equals(repartition)).collect(Collectors.toList());
+        try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(readCommitted(), new StringDeserializer(), new ByteArrayDeserializer())) {
+            start = c.beginningOffsets(rep);
+        }
+        if (rep.stream().allMatch(tp -> start.get(tp) > 0 && start.get(tp) <= end.get(tp))) {
+            ok("Streams purged consumed repartition records (DeleteRecords): log start offsets " + rep.stream()
+                .map(tp -> tp.partition() + ":" + start.get(tp) + "/" + end.get(tp)).collect(Collectors.joining(", ")) + " (start/end)");
+        } else {
+            fail("repartition-purge", "repartition log start offsets " + start + ", end offsets " + end);
+        }
         if (wrong.isEmpty()) {
             ok("group " + appId + " committed offsets are at the end of the input and repartition topics " + new TreeMap<>(end.entrySet().stream()
                 .collect(Collectors.toMap(e -> e.getKey().toString(), Map.Entry::getValue))));

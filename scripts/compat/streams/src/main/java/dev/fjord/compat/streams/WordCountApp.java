@@ -74,6 +74,8 @@ public final class WordCountApp {
         props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        // Streams deletes consumed repartition records (DeleteRecords) this often.
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1000);
         // Long enough that the runner can kill the application with a transaction open.
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
         // A killed instance's membership ends after this long; Kafka's
