@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"fjord/compat-go/internal/check"
 )
 
 type codec struct {
@@ -110,9 +112,6 @@ func (f *fg) produceConsume(ctx context.Context, c codec) error {
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}
-	if err := onlyCodec(hooks.written, c.id); err != nil {
-		return fmt.Errorf("the client wrote: %w", err)
-	}
 
 	type po struct {
 		p int32
@@ -185,6 +184,20 @@ func (f *fg) produceConsume(ctx context.Context, c codec) error {
 		if g.ProducerID < 0 {
 			return fmt.Errorf("%d/%d producer id %d: the idempotent producer's id is not in the batch", g.Partition, g.Offset, g.ProducerID)
 		}
+	}
+	// kgo calls the produce hook from a goroutine of its own after the
+	// records' promises, so wait until it has been called.
+	if err := check.Poll(ctx, 20*time.Millisecond, "batch hooks", func() (bool, string, error) {
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		return len(hooks.written) > 0 && len(hooks.read) > 0, fmt.Sprintf("written %v read %v", hooks.written, hooks.read), nil
+	}); err != nil {
+		return err
+	}
+	hooks.mu.Lock()
+	defer hooks.mu.Unlock()
+	if err := onlyCodec(hooks.written, c.id); err != nil {
+		return fmt.Errorf("the client wrote: %w", err)
 	}
 	if err := onlyCodec(hooks.read, c.id); err != nil {
 		return fmt.Errorf("the consumer read: %w", err)
