@@ -27,10 +27,10 @@ func (f *fg) adminChecks() {
 	}
 	defer closeAdm()
 
-	r.Check("admin create-topics: ids, partitions, already-exists error", adminTimeout, func(ctx context.Context) error {
+	r.Check("admin create-topics: ids, partitions, validate_only, invalid config, CreatePartitions, already-exists error", adminTimeout, func(ctx context.Context) error {
 		return f.adminCreateTopics(ctx, adm)
 	})
-	r.Check("admin describe-configs: override and default with their sources", adminTimeout, func(ctx context.Context) error {
+	r.Check("admin describe-configs: override and default with their sources, missing topic", adminTimeout, func(ctx context.Context) error {
 		return f.adminDescribeConfigs(ctx, adm)
 	})
 	r.Check("admin alter-configs: incremental set/delete, non-incremental replace, invalid value", adminTimeout, func(ctx context.Context) error {
@@ -58,7 +58,10 @@ func (f *fg) adminChecks() {
 		r.Check("admin list-groups: all, by state Stable, by state Empty", adminTimeout, func(ctx context.Context) error {
 			return fx.list(ctx, adm, simpleGroup)
 		})
-		r.Check("admin lag after the member left, then DeleteGroups", adminTimeout, func(ctx context.Context) error {
+		r.Check("admin DeleteGroups / OffsetDelete of an active group: NON_EMPTY_GROUP, GROUP_SUBSCRIBED_TO_TOPIC", adminTimeout, func(ctx context.Context) error {
+			return fx.deleteWhileActive(ctx, adm)
+		})
+		r.Check("admin lag after the member left, OffsetDelete, then DeleteGroups", adminTimeout, func(ctx context.Context) error {
 			return fx.afterLeave(ctx, adm)
 		})
 	}
@@ -104,6 +107,28 @@ func (f *fg) adminCreateTopics(ctx context.Context, adm *admin) error {
 		if tds[t].ID != ids[t] {
 			return fmt.Errorf("Metadata gives %s id %v, CreateTopics gave %v", t, tds[t].ID, ids[t])
 		}
+	}
+	// validate_only creates nothing.
+	t3 := f.r.Name("fg-admin-create-validate")
+	val, err := adm.ValidateCreateTopics(ctx, 2, -1, nil, t3)
+	if err != nil || val.Error() != nil {
+		return fmt.Errorf("CreateTopics validate_only: %v / %v", err, val.Error())
+	}
+	if md, err := adm.metadata(ctx, t3); err != nil || md.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		return fmt.Errorf("after a validate_only CreateTopics, Metadata for %s: %+v %v, want UNKNOWN_TOPIC_OR_PARTITION", t3, md, err)
+	}
+	// An invalid topic config is refused.
+	bad, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": kadm.StringPtr("bogus")}, f.r.Name("fg-admin-create-bad"))
+	if !errors.Is(bad.Err, kerr.InvalidConfig) {
+		return fmt.Errorf("CreateTopics with cleanup.policy=bogus: %v / %v, want INVALID_CONFIG", err, bad.Err)
+	}
+	// CreatePartitions: 3 -> 5.
+	cps, err := adm.CreatePartitions(ctx, 2, t2)
+	if err != nil || cps.Error() != nil {
+		return fmt.Errorf("CreatePartitions +2: %v / %v", err, cps.Error())
+	}
+	if err := waitLeaders(ctx, adm, t2, 5); err != nil {
+		return fmt.Errorf("after CreatePartitions: %w", err)
 	}
 	// kadm.CreateTopic returns the topic's error as its error too.
 	again, err := adm.CreateTopic(ctx, 3, -1, nil, t1)
@@ -165,11 +190,23 @@ func (f *fg) adminDescribeConfigs(ctx context.Context, adm *admin) error {
 	if err := createTopic(ctx, adm, topic, 1, map[string]*string{"retention.ms": kadm.StringPtr("3600000")}); err != nil {
 		return err
 	}
-	return waitConfigs(ctx, adm, topic, "DescribeConfigs of a new topic",
+	if err := waitConfigs(ctx, adm, topic, "DescribeConfigs of a new topic",
 		wantCfg{"retention.ms", "3600000", kmsg.ConfigSourceDynamicTopicConfig},
 		wantCfg{"cleanup.policy", "delete", kmsg.ConfigSourceDefaultConfig},
 		wantCfg{"max.message.bytes", "1048588", kmsg.ConfigSourceDefaultConfig},
-	)
+	); err != nil {
+		return err
+	}
+	missing := f.r.Name("fg-admin-describe-missing")
+	rcs, err := adm.DescribeTopicConfigs(ctx, missing)
+	if err != nil {
+		return fmt.Errorf("DescribeConfigs of a missing topic: %w", err)
+	}
+	rc, err := rcs.On(missing, nil)
+	if err != nil || !errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("DescribeConfigs of a missing topic: %v / %v, want UNKNOWN_TOPIC_OR_PARTITION", err, rc.Err)
+	}
+	return nil
 }
 
 func (f *fg) adminAlterConfigs(ctx context.Context, adm *admin) error {
@@ -549,6 +586,23 @@ func (fx *lagFixture) list(ctx context.Context, adm *admin, simpleGroup string) 
 	return nil
 }
 
+func (fx *lagFixture) deleteWhileActive(ctx context.Context, adm *admin) error {
+	resp, err := adm.DeleteGroup(ctx, fx.group)
+	if !errors.Is(resp.Err, kerr.NonEmptyGroup) {
+		return fmt.Errorf("DeleteGroups of a group with a member: %v / %v, want NON_EMPTY_GROUP", err, resp.Err)
+	}
+	dels, err := adm.DeleteOffsets(ctx, fx.group, kadm.TopicsSet{fx.topic: {0: {}}})
+	if err != nil && !errors.Is(err, kerr.GroupSubscribedToTopic) {
+		return fmt.Errorf("OffsetDelete of a subscribed topic: %w", err)
+	}
+	e, _ := dels.Lookup(fx.topic, 0)
+	if !errors.Is(e, kerr.GroupSubscribedToTopic) && !errors.Is(err, kerr.GroupSubscribedToTopic) {
+		return fmt.Errorf("OffsetDelete of a subscribed topic: %v / %v, want GROUP_SUBSCRIBED_TO_TOPIC", err, e)
+	}
+	// Nothing changed.
+	return fx.lag(ctx, adm, false)
+}
+
 func (fx *lagFixture) afterLeave(ctx context.Context, adm *admin) error {
 	fx.close()
 	if err := check.Poll(ctx, 100*time.Millisecond, "group Empty after the member left", func() (bool, string, error) {
@@ -563,6 +617,24 @@ func (fx *lagFixture) afterLeave(ctx context.Context, adm *admin) error {
 	}
 	if err := fx.lag(ctx, adm, true); err != nil {
 		return err
+	}
+	// OffsetDelete is allowed once nobody subscribes to the topic.
+	dels, err := adm.DeleteOffsets(ctx, fx.group, kadm.TopicsSet{fx.topic: {0: {}}})
+	if err != nil {
+		return fmt.Errorf("OffsetDelete: %w", err)
+	}
+	if e, ok := dels.Lookup(fx.topic, 0); !ok || e != nil {
+		return fmt.Errorf("OffsetDelete of partition 0: %v (answered %v)", e, ok)
+	}
+	left, err := adm.FetchOffsets(ctx, fx.group)
+	if err != nil {
+		return fmt.Errorf("OffsetFetch after OffsetDelete: %w", err)
+	}
+	if o, ok := left.Lookup(fx.topic, 0); ok && o.At >= 0 {
+		return fmt.Errorf("OffsetFetch after OffsetDelete still has partition 0 at %d", o.At)
+	}
+	if o, ok := left.Lookup(fx.topic, 1); !ok || o.At != 20 {
+		return fmt.Errorf("OffsetFetch after OffsetDelete of partition 0: partition 1 is %+v (found %v), want 20", o, ok)
 	}
 	resp, err := adm.DeleteGroup(ctx, fx.group)
 	if err != nil {
