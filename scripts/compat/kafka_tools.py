@@ -19,8 +19,10 @@ prints `KNOWN DIFFERENCE: ...` instead of failing the run. Against Kafka
 every check counts.
 """
 
+import hashlib
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -80,16 +82,24 @@ def log_dir():
 
 class Tool:
     """Kafka's tools, one JVM each. The first run records the classes it loads in an AppCDS
-    archive (target/compat-kafka-tools.jsa, JDK 13+); the later runs map it, which halves a
+    archive (target/compat-kafka-tools-<key>.jsa, JDK 13+); the later runs map it, which halves a
     tool's start-up CPU time. KT_CDS=0 turns that off; a stale or foreign archive is ignored
     by the JVM."""
 
     runs = 0
     times = []  # (seconds, tool name)
-    CDS = ROOT / "target" / "compat-kafka-tools.jsa"
+
+    @staticmethod
+    def archive_path():
+        """One archive per Kafka class path and JVM, so a new version records a new one."""
+        jars = sorted(str(j) for j in (ROOT / "target" / "peers").glob("kafka-*/libs/*.jar"))
+        java = os.path.realpath(shutil.which(os.environ.get("JAVA", "java")) or "java")
+        key = hashlib.sha1("\n".join(jars + [java]).encode()).hexdigest()[:12]
+        return ROOT / "target" / f"compat-kafka-tools-{key}.jsa"
 
     def __init__(self, bootstrap):
         self.bootstrap = bootstrap
+        self.CDS = self.archive_path()
 
     def env(self):
         env = dict(os.environ)
