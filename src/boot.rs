@@ -57,8 +57,8 @@ pub enum BootError {
 const IO_MEMORY: usize = 1 << 20;
 
 /// Takes an exclusive flock on `<dir>/.lock`; errors when another process
-/// holds it.
-fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
+/// holds it. The lock lasts as long as the returned file is open.
+pub fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
     use std::os::fd::AsRawFd;
     let path = dir.join(".lock");
     let f = std::fs::OpenOptions::new()
