@@ -196,8 +196,8 @@ def parse_log_dump(lines):
             if "endTxnMarker" in r:
                 rec["marker"] = r["endTxnMarker"]
             else:
-                head_nokey, _, key = head.partition(" key: ")
-                rec["key"] = key if _ else None
+                _, has_key, key = head.partition(" key: ")
+                rec["key"] = key if has_key else None
                 rec["value"] = payload
             batches[-1]["records"].append(rec)
     return batches
@@ -442,7 +442,6 @@ class Runner:
                       on_delivery=on_delivery)
         left = p.flush(STEP_TIMEOUT)
         expect(not errors and left == 0, f"producing 6 more records: {errors}, {left} left")
-        self.more = more
         self.leo = dict(self.phase1)
         for k, _ in more:
             self.leo[self.key_partition[k]] += 1
