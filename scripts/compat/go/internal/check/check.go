@@ -20,7 +20,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -166,29 +165,4 @@ func Poll(ctx context.Context, interval time.Duration, what string, cond func() 
 		case <-time.After(interval):
 		}
 	}
-}
-
-// Errs collects errors from concurrent work (consumer goroutines, callbacks).
-type Errs struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (e *Errs) Add(err error) {
-	if err == nil {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.errs) < 20 {
-		e.errs = append(e.errs, err)
-	}
-}
-
-func (e *Errs) Addf(format string, args ...any) { e.Add(fmt.Errorf(format, args...)) }
-
-func (e *Errs) Err() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return errors.Join(e.errs...)
 }
