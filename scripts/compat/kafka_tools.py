@@ -45,9 +45,6 @@ RUN_BUDGET = float(os.environ.get("KT_RUN_BUDGET", "105"))
 
 # Check name -> what differs (see scripts/compat/FINDINGS.md, "Kafka command-line tools 4.4").
 KNOWN_DIFFERENCES = {
-    "dump-log-snapshot-name": "the producer-state snapshot taken at a segment roll is named one "
-    "batch past the new segment's base offset",
-    "transactions-describe-ended": "DescribeTransactions gives no start time for an ended transaction",
     "configs-topic-synonyms": "DescribeConfigs lists DEFAULT_CONFIG synonyms log.retention.ms / log.roll.ms, "
     "which Kafka leaves unset (null)",
 }

@@ -68,11 +68,6 @@ public final class Main {
     private static final Map<String, String> KNOWN_FJORD_DIFFERENCES = new LinkedHashMap<>();
 
     static {
-        String staticRejoin = "a static member (group.instance.id) that rejoins a Stable group makes Fjord "
-                + "rebalance the whole group (new generation, the other member's partitions revoked and assigned "
-                + "again); Kafka keeps the generation and hands back the old assignment without a rebalance";
-        KNOWN_FJORD_DIFFERENCES.put("group-static-rejoin-leader", staticRejoin);
-        KNOWN_FJORD_DIFFERENCES.put("group-static-rejoin-follower", staticRejoin);
         KNOWN_FJORD_DIFFERENCES.put("admin-describe-topics-by-id", "Metadata by topic id (the Java client sends "
                 + "name \"\" with the id) is looked up by the empty name: Fjord answers INVALID_TOPIC_EXCEPTION "
                 + "with a zero topic id, so describeTopics(TopicCollection.ofTopicIds(...)) fails; Kafka resolves "
