@@ -233,6 +233,15 @@ def kafka_to_fjord(work):
     check(wait_compacted(b, f"mig-compact-{suffix}", kafka.logdir()),
           "Kafka compacted its compacted topic")
     served_by_kafka = dump_all(b, suffix)
+    # Kafka holds its log dir's .lock (an fcntl lock): Fjord must not open it.
+    imp = subprocess.run([FJORD_BIN, "import-logs", "--log-dirs", kafka.logdir(), "--dry-run"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    srv = subprocess.run([FJORD_BIN, "serve", "--listeners", "PLAINTEXT://127.0.0.1:0",
+                          "--log-dirs", kafka.logdir(), "--shards", "1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    check(imp.returncode != 0 and "in use by another broker" in imp.stdout
+          and srv.returncode != 0 and "in use by another broker" in srv.stdout,
+          "fjord serve and fjord import-logs refuse a log dir a running Kafka broker holds")
     kafka.stop()
 
     data = os.path.join(work, "fjord-a", "data")
@@ -255,12 +264,26 @@ def kafka_to_fjord(work):
         res = ConfigResource(ConfigResource.Type.TOPIC, f"mig-compact-{suffix}")
         cfg = list(admin.describe_configs([res]).values())[0].result(30)
         check(cfg["cleanup.policy"].value == "compact", "the imported topic has its config")
-        p = Producer({"bootstrap.servers": fb, "enable.idempotence": True})
-        offsets = []
-        p.produce(f"mig-gzip-{suffix}", value=b"after-import",
-                  on_delivery=lambda e, m: offsets.append((e, m.offset())))
+        # Kafka gave the five codec producers ids 0..4; a new idempotent
+        # producer on Fjord must get none of them, or its first batch would
+        # be taken for a duplicate (or refused as out of order) on the topic
+        # whose Kafka producer had that id.
+        p = Producer({"bootstrap.servers": fb, "enable.idempotence": True, "linger.ms": 50})
+        results = []
+        for c in CODECS:
+            for i in range(50):
+                p.produce(f"mig-{c}-{suffix}", value=b"after-import",
+                          on_delivery=lambda e, m: results.append((m.topic(), e, m.offset())))
         p.flush(30)
-        check(offsets == [(None, RECORDS)], f"appends continue at Kafka's log end ({offsets})")
+        errors = [r for r in results if r[1] is not None]
+        check(not errors and len(results) == 50 * len(CODECS),
+              f"a new idempotent producer appends to every imported topic ({errors[:2]})")
+        c = Consumer({"bootstrap.servers": fb, "group.id": "hw-check"})
+        highs = {t: c.get_watermark_offsets(TopicPartition(f"mig-{t}-{suffix}", 0), timeout=30)[1]
+                 for t in CODECS}
+        c.close()
+        check(all(h == RECORDS + 50 for h in highs.values()),
+              f"appends continue at Kafka's log end, none taken for a duplicate ({highs})")
     finally:
         fjord.stop()
 

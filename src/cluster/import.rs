@@ -14,12 +14,22 @@
 //! clean-shutdown marker exists yet) and rebuilds indexes that do not check.
 //! Topic configs live in Kafka's metadata log, not in the directories: they
 //! are given on the command line.
+//!
+//! Refused: a topic whose name is already registered (its directories would
+//! be mixed with the registered topic's), a topic id already in use (two
+//! topics with one id would serve each other's data to clients that fetch by
+//! id), Kafka's internal topics (`__consumer_offsets`, `__transaction_state`:
+//! Kafka 4.4 writes record versions Fjord does not read), and partition
+//! numbers with gaps. Producer ids named in the imported logs are reserved
+//! so that InitProducerId never hands one out again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use base64::Engine;
 use uuid::Uuid;
+
+use crate::storage::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
 
 use super::controller::{load_topics, write_topic};
 use super::metadata::{MetadataImage, TopicMeta};
@@ -55,7 +65,12 @@ pub fn read_partition_metadata(dir: &Path) -> std::io::Result<Option<Uuid>> {
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", path.display()),
+            ))
+        }
     };
     let bad = |what: &str| {
         std::io::Error::new(
@@ -69,7 +84,14 @@ pub fn read_partition_metadata(dir: &Path) -> std::io::Result<Option<Uuid>> {
         if let Some(v) = line.strip_prefix("version:") {
             version = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("topic_id:") {
-            id = Some(topic_id_from_kafka(v).ok_or_else(|| bad("topic_id is not a topic id"))?);
+            if id.is_some() {
+                return Err(bad("more than one topic_id line"));
+            }
+            let parsed = topic_id_from_kafka(v).ok_or_else(|| bad("topic_id is not a topic id"))?;
+            if parsed.is_nil() {
+                return Err(bad("topic_id is the reserved zero id"));
+            }
+            id = Some(parsed);
         }
     }
     if version.as_deref() != Some("0") {
@@ -101,6 +123,39 @@ pub struct FoundTopic {
     pub id_from_disk: bool,
     /// Partition count: the highest partition number found + 1.
     pub partitions: i32,
+    /// The highest producer id in the topic's record batches, if any.
+    pub max_producer_id: Option<i64>,
+}
+
+/// Kafka's internal topics, whose records Fjord keeps in its own versions.
+const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
+
+/// The highest producer id in the batch headers of every `.log` file in a
+/// partition directory (headers only; a torn tail ends the scan of a file).
+fn max_producer_id(dir: &Path) -> std::io::Result<Option<i64>> {
+    use std::os::unix::fs::FileExt;
+    let mut max = None;
+    for e in std::fs::read_dir(dir)? {
+        let path = e?.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("log") {
+            continue;
+        }
+        let f = std::fs::File::open(&path)?;
+        let len = f.metadata()?.len();
+        let mut pos = 0u64;
+        let mut buf = [0u8; RECORD_BATCH_HEADER_BYTES];
+        while pos + RECORD_BATCH_HEADER_BYTES as u64 <= len {
+            f.read_exact_at(&mut buf, pos)?;
+            let Ok(h) = BatchHeader::parse(&buf) else {
+                break;
+            };
+            if h.producer_id >= 0 {
+                max = max.max(Some(h.producer_id));
+            }
+            pos += h.total_size() as u64;
+        }
+    }
+    Ok(max)
 }
 
 /// Splits `<topic>-<partition>` at the last '-'.
@@ -130,14 +185,33 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
             continue;
         };
         // Kafka's own metadata log is not a topic.
-        if topic == "__cluster_metadata" || image.topic(topic).is_some() {
-            continue;
-        }
-        if super::topic_name::validate(topic).is_err() {
+        if topic == "__cluster_metadata" || super::topic_name::validate(topic).is_err() {
             continue;
         }
         let dir = entry.path();
         let id = read_partition_metadata(&dir).map_err(io)?;
+        if let Some(t) = image.topic(topic) {
+            // A directory the registered topic wrote itself, or an extra
+            // copy to be refused.
+            let own = id.is_none_or(|i| i == t.id) && p < t.partitions;
+            if own {
+                continue;
+            }
+            return Err(MetadataError::TopicAlreadyExists(format!(
+                "{topic} (registered with {} partition(s) and topic id {}; directory {name} has {}): \
+                 remove the copied directories or the registered topic first",
+                t.partitions,
+                topic_id_to_kafka(&t.id),
+                id.map(|i| format!("topic id {}", topic_id_to_kafka(&i)))
+                    .unwrap_or_else(|| "no partition.metadata".into())
+            )));
+        }
+        if INTERNAL_TOPICS.contains(&topic) {
+            return Err(MetadataError::InvalidTopic(format!(
+                "{name}: Kafka's internal topic {topic} cannot be imported (committed offsets and \
+                 transaction state do not move; see docs/migrating-from-kafka.md)"
+            )));
+        }
         let has_log = std::fs::read_dir(&dir)
             .map_err(io)?
             .flatten()
@@ -160,7 +234,7 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
             )));
         }
         if ids.len() > 1 {
-            return Err(MetadataError::InvalidTopic(format!(
+            return Err(MetadataError::InvalidRequest(format!(
                 "topic {name}: its partition directories name different topic ids"
             )));
         }
@@ -168,11 +242,31 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
             Some(id) => (id, true),
             None => (Uuid::new_v4(), false),
         };
+        let taken = image
+            .topic_by_id(&id)
+            .map(|t| t.name.to_string())
+            .or_else(|| {
+                out.iter()
+                    .find(|f: &&FoundTopic| f.id == id)
+                    .map(|f| f.name.clone())
+            });
+        if let Some(other) = taken {
+            return Err(MetadataError::InvalidRequest(format!(
+                "topic {name}: its topic id {} is already the id of topic {other}",
+                topic_id_to_kafka(&id)
+            )));
+        }
+        let mut max_pid = None;
+        for p in 0..n {
+            max_pid =
+                max_pid.max(max_producer_id(&data_dir.join(format!("{name}-{p}"))).map_err(io)?);
+        }
         out.push(FoundTopic {
             name,
             id,
             id_from_disk,
             partitions: n,
+            max_producer_id: max_pid,
         });
     }
     Ok(out)
@@ -202,8 +296,9 @@ pub fn import(
     let found = scan(data_dir, &image)?;
     for topic in configs.keys() {
         if !found.iter().any(|f| &f.name == topic) {
-            return Err(MetadataError::InvalidTopic(format!(
-                "--config names topic {topic}, which has no partition directories to import"
+            return Err(MetadataError::InvalidRequest(format!(
+                "--topic-config names topic {topic}, which has no unregistered partition \
+                 directories to import"
             )));
         }
     }
@@ -215,6 +310,13 @@ pub fn import(
     }
     if dry_run {
         return Ok(found);
+    }
+    if let Some(max) = found.iter().filter_map(|f| f.max_producer_id).max() {
+        crate::txn::producer_ids::reserve_through(
+            &data_dir.join(super::controller::METADATA_DIR),
+            max,
+        )
+        .map_err(io)?;
     }
     for f in &found {
         let meta = TopicMeta {
@@ -272,13 +374,32 @@ mod tests {
                 name: "orders".into(),
                 id,
                 id_from_disk: true,
-                partitions: 3
+                partitions: 3,
+                max_producer_id: None,
             }]
         );
         // Registered now: a second import finds nothing.
         assert!(import(dir.path(), &BTreeMap::new(), false)
             .unwrap()
             .is_empty());
+
+        // A second topic with the same id, and a copy beside a registered
+        // topic, are refused.
+        let d = dir.path().join("twin-0");
+        std::fs::create_dir_all(&d).unwrap();
+        ensure_partition_metadata(&d, &id).unwrap();
+        assert!(import(dir.path(), &BTreeMap::new(), true).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+        let d = dir.path().join("orders-3");
+        std::fs::create_dir_all(&d).unwrap();
+        ensure_partition_metadata(&d, &Uuid::new_v4()).unwrap();
+        assert!(import(dir.path(), &BTreeMap::new(), true).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+        let d = dir.path().join("__consumer_offsets-0");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("00000000000000000000.log"), b"").unwrap();
+        assert!(import(dir.path(), &BTreeMap::new(), true).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
 
         let d = dir.path().join("gappy-1");
         std::fs::create_dir_all(&d).unwrap();
