@@ -232,7 +232,13 @@ def kafka_to_fjord(work):
     produce(b, suffix)
     check(wait_compacted(b, f"mig-compact-{suffix}", kafka.logdir()),
           "Kafka compacted its compacted topic")
+    # DeleteRecords moves the log start offset, which Kafka keeps in its
+    # log dir's log-start-offset-checkpoint (written at shutdown).
+    admin = AdminClient({"bootstrap.servers": b})
+    for f in admin.delete_records([TopicPartition(f"mig-none-{suffix}", 0, 40)]).values():
+        f.result(30)
     served_by_kafka = dump_all(b, suffix)
+    check(served_by_kafka[f"mig-none-{suffix}"][0][0] == 40, "Kafka's log start offset is 40 after DeleteRecords")
     # Kafka holds its log dir's .lock (an fcntl lock): Fjord must not open it.
     imp = subprocess.run([FJORD_BIN, "import-logs", "--log-dirs", kafka.logdir(), "--dry-run"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -247,6 +253,7 @@ def kafka_to_fjord(work):
     data = os.path.join(work, "fjord-a", "data")
     os.makedirs(data)
     copy_partitions(kafka.logdir(), data, suffix)
+    shutil.copy2(os.path.join(kafka.logdir(), "log-start-offset-checkpoint"), data)
     imp = subprocess.run([FJORD_BIN, "import-logs", "--log-dirs", data,
                           "--topic-config", f"mig-compact-{suffix}:cleanup.policy=compact"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -127,6 +127,56 @@ pub struct FoundTopic {
     pub max_producer_id: Option<i64>,
 }
 
+/// Kafka's log-dir-level checkpoint of log start offsets (moved by
+/// DeleteRecords and retention), which the migration procedure copies into
+/// the data directory beside the partitions.
+pub const KAFKA_LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
+
+/// Parses Kafka's offset checkpoint file format (version 0: a version line,
+/// a count line, then `topic partition offset` lines) into
+/// (topic, partition) → offset. Errors name the file and the line.
+pub fn read_kafka_checkpoint(path: &Path) -> std::io::Result<BTreeMap<(String, i32), i64>> {
+    let text = std::fs::read_to_string(path)?;
+    let bad = |what: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("0") {
+        return Err(bad("only version 0 is known".into()));
+    }
+    let count: usize = lines
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| bad("no entry count on line 2".into()))?;
+    let mut out = BTreeMap::new();
+    for (i, line) in lines.enumerate().take(count) {
+        let mut f = line.split_whitespace();
+        let (Some(t), Some(p), Some(o), None) = (f.next(), f.next(), f.next(), f.next()) else {
+            return Err(bad(format!(
+                "line {} is not `topic partition offset`",
+                i + 3
+            )));
+        };
+        let (Ok(p), Ok(o)) = (p.parse::<i32>(), o.parse::<i64>()) else {
+            return Err(bad(format!(
+                "line {} is not `topic partition offset`",
+                i + 3
+            )));
+        };
+        out.insert((t.to_string(), p), o);
+    }
+    if out.len() != count {
+        return Err(bad(format!(
+            "{count} entries announced, {} found",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
 /// Kafka's internal topics, whose records Fjord keeps in its own versions.
 const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];
 
@@ -308,6 +358,12 @@ pub fn import(
                 .map_err(|e| MetadataError::InvalidConfig(format!("topic {topic}: {e}")))?;
         }
     }
+    let checkpoint = data_dir.join(KAFKA_LOG_START_CHECKPOINT);
+    let log_starts = if checkpoint.exists() {
+        read_kafka_checkpoint(&checkpoint).map_err(io)?
+    } else {
+        BTreeMap::new()
+    };
     if dry_run {
         return Ok(found);
     }
@@ -326,8 +382,16 @@ pub fn import(
             configs: configs.get(&f.name).cloned().unwrap_or_default(),
         };
         for p in 0..f.partitions {
-            ensure_partition_metadata(&data_dir.join(format!("{}-{p}", f.name)), &f.id)
+            let dir = data_dir.join(format!("{}-{p}", f.name));
+            ensure_partition_metadata(&dir, &f.id).map_err(io)?;
+            if let Some(&start) = log_starts.get(&(f.name.clone(), p)) {
+                crate::storage::write_offset_file(
+                    &dir,
+                    crate::storage::retention::LOG_START_CHECKPOINT,
+                    start,
+                )
                 .map_err(io)?;
+            }
         }
         write_topic(data_dir, &meta).map_err(io)?;
     }
@@ -344,6 +408,18 @@ mod tests {
         let id = topic_id_from_kafka("OUnLQThsT16GjBQqHdL_sA").unwrap();
         assert_eq!(topic_id_to_kafka(&id), "OUnLQThsT16GjBQqHdL_sA");
         assert!(topic_id_from_kafka("not-an-id").is_none());
+    }
+
+    #[test]
+    fn kafka_checkpoint_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(KAFKA_LOG_START_CHECKPOINT);
+        std::fs::write(&p, "0\n2\norders 0 40\nmy-topic-x 3 7\n").unwrap();
+        let m = read_kafka_checkpoint(&p).unwrap();
+        assert_eq!(m.get(&("orders".into(), 0)), Some(&40));
+        assert_eq!(m.get(&("my-topic-x".into(), 3)), Some(&7));
+        std::fs::write(&p, "0\n3\norders 0 40\n").unwrap();
+        assert!(read_kafka_checkpoint(&p).is_err());
     }
 
     #[test]
