@@ -9,4 +9,5 @@
 pub mod controller;
 pub mod metadata;
 pub mod topic_config;
+mod topic_config_defs;
 pub mod topic_name;

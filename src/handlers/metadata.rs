@@ -1,7 +1,14 @@
-//! Metadata (key 3), v0–v12, with topic ids (v10+). Unknown topics are
+//! Metadata (key 3), v0–v13, with topic ids (v10+). Unknown topics are
 //! auto-created with `num.partitions` partitions when
 //! `auto.create.topics.enable=true` and the request allows it
 //! (`allow_auto_topic_creation`, v4+; always allowed before v4, as in Kafka).
+//!
+//! Topics are looked up by id only from v12, as in Kafka: at v10 and v11 a
+//! name cannot be null in the response, so a request naming a topic by id
+//! alone is answered the way Kafka answers it (every requested topic with
+//! INVALID_REQUEST, a null name given back as "", no brokers). From v12 an
+//! unknown id gets UNKNOWN_TOPIC_ID with a null name. v13 only adds a
+//! top-level error code (KIP-1102), always NONE here.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -51,6 +58,29 @@ fn error_entry(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
     rt
 }
 
+/// Kafka's answer to a v10/v11 request naming a topic by id only
+/// (`MetadataRequest.getErrorResponse` with INVALID_REQUEST): every requested
+/// topic with that error, its id given back, a null name as "" (the field
+/// cannot be null before v12), no brokers and no controller.
+fn invalid_request_response(requested: &[(Option<String>, Uuid)]) -> MetadataResponse {
+    let mut resp = MetadataResponse::default();
+    resp.controller_id = BrokerId(-1);
+    resp.cluster_authorized_operations = i32::MIN;
+    resp.topics = requested
+        .iter()
+        .map(|(name, id)| {
+            let mut rt = error_entry(
+                Some(name.clone().unwrap_or_default()),
+                *id,
+                codes::INVALID_REQUEST,
+            );
+            rt.is_internal = false;
+            rt
+        })
+        .collect();
+    resp
+}
+
 /// Answers a Metadata request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: MetadataRequest = frame.decode()?;
@@ -93,6 +123,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 log::warn!("auto-creation failed: {e}");
             }
             image = shard.metadata();
+        }
+    }
+
+    if version < 12 {
+        if let Some(list) = requested
+            .as_ref()
+            .filter(|l| l.iter().any(|(n, _)| n.is_none()))
+        {
+            return Ok(respond(frame, &invalid_request_response(list)));
         }
     }
 
