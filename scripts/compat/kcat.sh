@@ -195,6 +195,23 @@ for codec in gzip snappy lz4 zstd; do
     stored_codec "stored-$codec" "fjord-kcat-$codec-$SUFFIX" "$codec"
 done
 
+# 4. The README's group example: a new group reads the topic from the start
+#    only with auto.offset.reset=earliest (without it, it starts at the end and
+#    prints nothing).
+CHECKS=$((CHECKS + 1))
+GROUP_TOPIC="$TOPIC"
+if run_kcat readme-group "${COMMON[@]}" -G "fjord-kcat-group-$SUFFIX" -X auto.offset.reset=earliest \
+    "$GROUP_TOPIC" -e; then
+    got="$(wc -l <"$WORK/readme-group.out")"
+    if [ "$got" -eq "$N" ]; then
+        ok "readme: kcat -G … -X auto.offset.reset=earliest read all $N records of $GROUP_TOPIC"
+    else
+        fail "readme: the README's group consumer read $got records of $GROUP_TOPIC, expected $N"
+    fi
+else
+    fail "readme: the README's group consumer failed"
+fi
+
 echo
 if [ "$FAILURES" -ne 0 ]; then
     echo "kcat: $FAILURES of $CHECKS checks failed"
