@@ -73,7 +73,14 @@ fn bench_recompress(c: &mut Criterion) {
         Err(e) => panic!("benchmark batch: {e}"),
     };
     g.bench_function("gzip -> snappy", |b| {
-        b.iter(|| recompress(&gz, &gz_header, TargetCodec::new(Codec::Snappy, 0), usize::MAX))
+        b.iter(|| {
+            recompress(
+                &gz,
+                &gz_header,
+                TargetCodec::new(Codec::Snappy, 0),
+                usize::MAX,
+            )
+        })
     });
     g.finish();
 }

@@ -30,16 +30,33 @@ async fn create(admin: &AdminClient<DefaultClientContext>, topic: &str, configs:
     for (k, v) in configs {
         nt = nt.set(k, v);
     }
-    let res = admin.create_topics(&[nt], &admin_opts()).await.expect("CreateTopics");
-    assert_eq!(res, vec![Ok(topic.to_string())], "create {topic} with {configs:?}");
+    let res = admin
+        .create_topics(&[nt], &admin_opts())
+        .await
+        .expect("CreateTopics");
+    assert_eq!(
+        res,
+        vec![Ok(topic.to_string())],
+        "create {topic} with {configs:?}"
+    );
 }
 
-async fn send(p: &FutureProducer, topic: &str, value: &[u8], ts: Option<i64>) -> Result<i64, KafkaError> {
-    let mut r = FutureRecord::<(), [u8]>::to(topic).partition(0).payload(value);
+async fn send(
+    p: &FutureProducer,
+    topic: &str,
+    value: &[u8],
+    ts: Option<i64>,
+) -> Result<i64, KafkaError> {
+    let mut r = FutureRecord::<(), [u8]>::to(topic)
+        .partition(0)
+        .payload(value);
     if let Some(ts) = ts {
         r = r.timestamp(ts);
     }
-    p.send(r, Duration::from_secs(15)).await.map(|d| d.offset).map_err(|(e, _)| e)
+    p.send(r, Duration::from_secs(15))
+        .await
+        .map(|d| d.offset)
+        .map_err(|(e, _)| e)
 }
 
 /// `(attributes, records bytes)` of each batch in a partition's first segment.
@@ -68,7 +85,17 @@ fn api_versions_list_produce_from_v0_and_kafka_4_maxima() {
     // Produce listed from v0 (KAFKA-18659); v12 (transactions v2) is out.
     assert_eq!(ranges[&0], (0, 11));
     // Kafka 4.0's maxima (TxnOffsetCommit v5, EndTxn v5: transactions v2).
-    for (key, max) in [(2, 10), (3, 13), (10, 6), (15, 6), (22, 5), (24, 5), (25, 4), (26, 4), (28, 4)] {
+    for (key, max) in [
+        (2, 10),
+        (3, 13),
+        (10, 6),
+        (15, 6),
+        (22, 5),
+        (24, 5),
+        (25, 4),
+        (26, 4),
+        (28, 4),
+    ] {
         assert_eq!(ranges[&key].1, max, "api key {key}");
     }
 }
@@ -80,7 +107,13 @@ fn produce_v0_to_v2_is_answered_with_unsupported_version() {
     let broker = Broker::start();
     for (version, tail) in [(0i16, 0usize), (1, 4), (2, 12)] {
         let mut body = Wire::new();
-        body.i16(1).i32(1000).i32(1).string("t").i32(1).i32(0).i32(0);
+        body.i16(1)
+            .i32(1000)
+            .i32(1)
+            .string("t")
+            .i32(1)
+            .i32(0)
+            .i32(0);
         let mut c = connect(&broker.bootstrap());
         let resp = roundtrip(&mut c, &frame_v1(0, version, 7, &body.buf));
         let mut r = Reader::new(&resp);
@@ -95,7 +128,13 @@ fn produce_v0_to_v2_is_answered_with_unsupported_version() {
     }
     // acks=0 expects no answer: the connection is closed.
     let mut body = Wire::new();
-    body.i16(0).i32(1000).i32(1).string("t").i32(1).i32(0).i32(0);
+    body.i16(0)
+        .i32(1000)
+        .i32(1)
+        .string("t")
+        .i32(1)
+        .i32(0)
+        .i32(0);
     let mut c = connect(&broker.bootstrap());
     std::io::Write::write_all(&mut c, &frame_v1(0, 2, 8, &body.buf)).unwrap();
     assert_closed(&mut c);
@@ -123,7 +162,12 @@ async fn metadata_by_topic_id_only_from_v12() {
     let broker = Broker::start();
     create(&broker.admin(), "by-id", &[]).await;
     let mut c = connect(&broker.bootstrap());
-    let r = kp_call(&mut c, 12, 1, &metadata_req(&[(Some("by-id"), Uuid::nil())]));
+    let r = kp_call(
+        &mut c,
+        12,
+        1,
+        &metadata_req(&[(Some("by-id"), Uuid::nil())]),
+    );
     let id = r.topics[0].topic_id;
     assert_ne!(id, Uuid::nil());
     let unknown = Uuid::new_v4();
@@ -145,11 +189,22 @@ async fn metadata_by_topic_id_only_from_v12() {
         }
     }
     for version in [12i16, 13] {
-        let r = kp_call(&mut c, version, 3, &metadata_req(&[(None, unknown), (None, id)]));
-        assert_eq!((r.topics[0].error_code, r.topics[0].name.is_none()), (100, true));
+        let r = kp_call(
+            &mut c,
+            version,
+            3,
+            &metadata_req(&[(None, unknown), (None, id)]),
+        );
+        assert_eq!(
+            (r.topics[0].error_code, r.topics[0].name.is_none()),
+            (100, true)
+        );
         assert_eq!(r.topics[0].topic_id, unknown);
         assert_eq!(r.topics[1].error_code, 0);
-        assert_eq!(r.topics[1].name.as_ref().map(|n| n.0.as_str()), Some("by-id"));
+        assert_eq!(
+            r.topics[1].name.as_ref().map(|n| n.0.as_str()),
+            Some("by-id")
+        );
         assert_eq!(r.brokers.len(), 1);
     }
 }
@@ -160,9 +215,11 @@ fn list_offsets(c: &mut std::net::TcpStream, version: i16, topic: &str, ts: i64)
         .with_timeout_ms(1000)
         .with_topics(vec![kp::list_offsets_request::ListOffsetsTopic::default()
             .with_name(TopicName(s(topic)))
-            .with_partitions(vec![kp::list_offsets_request::ListOffsetsPartition::default()
-                .with_partition_index(0)
-                .with_timestamp(ts)])]);
+            .with_partitions(vec![
+                kp::list_offsets_request::ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(ts),
+            ])]);
     let r = kp_call(c, version, 1, &req);
     let p = &r.topics[0].partitions[0];
     (p.error_code, p.offset)
@@ -182,7 +239,11 @@ async fn list_offsets_special_timestamps_by_version() {
     assert_eq!(list_offsets(&mut c, 7, "lo", -4), (35, -1));
     assert_eq!(list_offsets(&mut c, 8, "lo", -4), (0, 0), "earliest local");
     assert_eq!(list_offsets(&mut c, 8, "lo", -5), (35, -1));
-    assert_eq!(list_offsets(&mut c, 9, "lo", -5), (0, -1), "latest tiered: none");
+    assert_eq!(
+        list_offsets(&mut c, 9, "lo", -5),
+        (0, -1),
+        "latest tiered: none"
+    );
     assert_eq!(list_offsets(&mut c, 10, "lo", -6), (35, -1));
     assert_eq!(list_offsets(&mut c, 10, "lo", -1), (0, 3));
     assert_eq!(list_offsets(&mut c, 10, "lo", -7), (35, -1));
@@ -193,14 +254,25 @@ fn describe_groups_v6_unknown_group_is_not_found() {
     let broker = Broker::start();
     let mut c = connect(&broker.bootstrap());
     poll_until(CLIENT_TIMEOUT, "group coordinator", || {
-        let r = kp_call(&mut c, 0, 1, &kp::FindCoordinatorRequest::default().with_key(s("g")));
+        let r = kp_call(
+            &mut c,
+            0,
+            1,
+            &kp::FindCoordinatorRequest::default().with_key(s("g")),
+        );
         (r.error_code == 0).then_some(()).ok_or(format!("{r:?}"))
     });
     let req = kp::DescribeGroupsRequest::default().with_groups(vec![kp::GroupId(s("no-such"))]);
     let r = kp_call(&mut c, 5, 2, &req);
-    assert_eq!((r.groups[0].error_code, r.groups[0].group_state.as_str()), (0, "Dead"));
+    assert_eq!(
+        (r.groups[0].error_code, r.groups[0].group_state.as_str()),
+        (0, "Dead")
+    );
     let r = kp_call(&mut c, 6, 3, &req);
-    assert_eq!((r.groups[0].error_code, r.groups[0].group_state.as_str()), (69, "Dead"));
+    assert_eq!(
+        (r.groups[0].error_code, r.groups[0].group_state.as_str()),
+        (69, "Dead")
+    );
     assert_eq!(
         r.groups[0].error_message.as_ref().map(|m| m.as_str()),
         Some("Group no-such not found.")
@@ -215,7 +287,9 @@ fn add_partitions_v4(
     verify_only: bool,
     partitions: Vec<i32>,
 ) -> Vec<i16> {
-    use kp::add_partitions_to_txn_request::{AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction};
+    use kp::add_partitions_to_txn_request::{
+        AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
+    };
     let req = kp::AddPartitionsToTxnRequest::default().with_transactions(vec![
         AddPartitionsToTxnTransaction::default()
             .with_transactional_id(TransactionalId(s(id)))
@@ -244,7 +318,9 @@ async fn add_partitions_to_txn_v4_verifies_and_adds() {
     let mut c = connect(&broker.bootstrap());
     let id = "parity-tx";
     let (pid, epoch) = poll_until(CLIENT_TIMEOUT, "InitProducerId v5", || {
-        let fc = kp::FindCoordinatorRequest::default().with_key(s(id)).with_key_type(1);
+        let fc = kp::FindCoordinatorRequest::default()
+            .with_key(s(id))
+            .with_key_type(1);
         let _ = kp_call(&mut c, 3, 1, &fc);
         let req = kp::InitProducerIdRequest::default()
             .with_transactional_id(Some(TransactionalId(s(id))))
@@ -257,12 +333,27 @@ async fn add_partitions_to_txn_v4_verifies_and_adds() {
             .ok_or(format!("{r:?}"))
     });
     // INVALID_TXN_STATE (48): not in the transaction yet; nothing is added.
-    assert_eq!(add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]), [48]);
-    assert_eq!(add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]), [48]);
-    assert_eq!(add_partitions_v4(&mut c, id, pid, epoch, false, vec![0]), [0]);
-    assert_eq!(add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]), [0]);
+    assert_eq!(
+        add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]),
+        [48]
+    );
+    assert_eq!(
+        add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]),
+        [48]
+    );
+    assert_eq!(
+        add_partitions_v4(&mut c, id, pid, epoch, false, vec![0]),
+        [0]
+    );
+    assert_eq!(
+        add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]),
+        [0]
+    );
     // An unknown partition, and the others of that id not attempted (55).
-    assert_eq!(add_partitions_v4(&mut c, id, pid, epoch, false, vec![0, 9]), [55, 3]);
+    assert_eq!(
+        add_partitions_v4(&mut c, id, pid, epoch, false, vec![0, 9]),
+        [55, 3]
+    );
     let end = kp::EndTxnRequest::default()
         .with_transactional_id(TransactionalId(s(id)))
         .with_producer_id(ProducerId(pid))
@@ -304,7 +395,10 @@ async fn every_kafka_4_topic_config_is_accepted_and_described() {
     create(&admin, "defaults", &[]).await;
     let r = admin
         .describe_configs(
-            &[ResourceSpecifier::Topic("all-configs"), ResourceSpecifier::Topic("defaults")],
+            &[
+                ResourceSpecifier::Topic("all-configs"),
+                ResourceSpecifier::Topic("defaults"),
+            ],
             &admin_opts(),
         )
         .await
@@ -326,19 +420,45 @@ async fn every_kafka_4_topic_config_is_accepted_and_described() {
         ("remote.storage.enable", "false"),
         ("leader.replication.throttled.replicas", ""),
     ] {
-        assert_eq!(defaults.get(k).and_then(|e| e.value.as_deref()), Some(v), "{k}");
+        assert_eq!(
+            defaults.get(k).and_then(|e| e.value.as_deref()),
+            Some(v),
+            "{k}"
+        );
     }
     // Tiered storage cannot be enabled: INVALID_CONFIG, as Kafka without
     // remote storage, at creation and when altered.
-    let nt = NewTopic::new("tiered", 1, TopicReplication::Fixed(1)).set("remote.storage.enable", "true");
-    let res = admin.create_topics(&[nt], &admin_opts()).await.expect("CreateTopics");
-    assert_eq!(res, vec![Err(("tiered".to_string(), RDKafkaErrorCode::InvalidConfig))]);
-    let alter = rdkafka::admin::AlterConfig::new(ResourceSpecifier::Topic("defaults"))
-        .set("remote.storage.enable", "true");
-    let res = admin.alter_configs(&[alter], &admin_opts()).await.expect("AlterConfigs");
+    let nt =
+        NewTopic::new("tiered", 1, TopicReplication::Fixed(1)).set("remote.storage.enable", "true");
+    let res = admin
+        .create_topics(&[nt], &admin_opts())
+        .await
+        .expect("CreateTopics");
+    assert_eq!(
+        res,
+        vec![Err(("tiered".to_string(), RDKafkaErrorCode::InvalidConfig))]
+    );
+    // AlterConfigs on the wire (the rdkafka crate reports no per-resource
+    // error for AlterConfigs).
+    let req = kp::AlterConfigsRequest::default().with_resources(vec![
+        kp::alter_configs_request::AlterConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s("defaults"))
+            .with_configs(vec![kp::alter_configs_request::AlterableConfig::default()
+                .with_name(s("remote.storage.enable"))
+                .with_value(Some(s("true")))]),
+    ]);
+    let mut c = connect(&broker.bootstrap());
+    let r = kp_call(&mut c, 2, 1, &req);
+    assert_eq!(r.responses[0].error_code, 40, "{r:?}");
+    let msg = r.responses[0]
+        .error_message
+        .as_ref()
+        .map(|m| m.to_string())
+        .unwrap_or_default();
     assert!(
-        matches!(&res[0], Err((_, RDKafkaErrorCode::InvalidConfig))),
-        "{res:?}"
+        msg.contains("Tiered Storage functionality is disabled"),
+        "{msg}"
     );
 }
 
@@ -350,7 +470,9 @@ async fn snappy_topic_stores_uncompressed_batches_as_xerial_snappy() {
     let admin = broker.admin();
     create(&admin, "snappy-topic", &[("compression.type", "snappy")]).await;
     let p = broker.producer(&[("compression.type", "none"), ("linger.ms", "0")]);
-    let values: Vec<Vec<u8>> = (0..5).map(|i| format!("value-{i}-{}", "abc".repeat(100)).into_bytes()).collect();
+    let values: Vec<Vec<u8>> = (0..5)
+        .map(|i| format!("value-{i}-{}", "abc".repeat(100)).into_bytes())
+        .collect();
     for v in &values {
         send(&p, "snappy-topic", v, None).await.expect("produce");
     }
@@ -358,7 +480,10 @@ async fn snappy_topic_stores_uncompressed_batches_as_xerial_snappy() {
     assert_eq!(batches.len(), values.len());
     for (attrs, body) in &batches {
         assert_eq!(attrs & 7, 2, "snappy");
-        assert_eq!(&body[..16], b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01");
+        assert_eq!(
+            &body[..16],
+            b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01"
+        );
     }
     let c = broker.consumer(&[]);
     assign(&c, "snappy-topic", &[0], Offset::Beginning);
@@ -375,9 +500,27 @@ async fn snappy_topic_stores_uncompressed_batches_as_xerial_snappy() {
 async fn codec_levels_are_applied_when_recompressing() {
     let broker = Broker::start();
     let admin = broker.admin();
-    create(&admin, "gzip-1", &[("compression.type", "gzip"), ("compression.gzip.level", "1")]).await;
-    create(&admin, "gzip-9", &[("compression.type", "gzip"), ("compression.gzip.level", "9")]).await;
-    let value: Vec<u8> = (0..20_000u32).flat_map(|i| format!("{} ", (i * 7919) % 1000).into_bytes()).collect();
+    create(
+        &admin,
+        "gzip-1",
+        &[
+            ("compression.type", "gzip"),
+            ("compression.gzip.level", "1"),
+        ],
+    )
+    .await;
+    create(
+        &admin,
+        "gzip-9",
+        &[
+            ("compression.type", "gzip"),
+            ("compression.gzip.level", "9"),
+        ],
+    )
+    .await;
+    let value: Vec<u8> = (0..20_000u32)
+        .flat_map(|i| format!("{} ", (i * 7919) % 1000).into_bytes())
+        .collect();
     let p = broker.producer(&[("compression.type", "none"), ("linger.ms", "0")]);
     for t in ["gzip-1", "gzip-9"] {
         send(&p, t, &value, None).await.expect("produce");
@@ -385,7 +528,12 @@ async fn codec_levels_are_applied_when_recompressing() {
     let (a1, b1) = &stored(&broker, "gzip-1")[0];
     let (a9, b9) = &stored(&broker, "gzip-9")[0];
     assert_eq!((a1 & 7, a9 & 7), (1, 1));
-    assert!(b9.len() < b1.len(), "level 9: {} bytes, level 1: {} bytes", b9.len(), b1.len());
+    assert!(
+        b9.len() < b1.len(),
+        "level 9: {} bytes, level 1: {} bytes",
+        b9.len(),
+        b1.len()
+    );
     create(&admin, "zstd-kept", &[("compression.type", "zstd")]).await;
     let pz = broker.producer(&[("compression.type", "zstd"), ("linger.ms", "0")]);
     send(&pz, "zstd-kept", &value, None).await.expect("produce");
@@ -404,19 +552,53 @@ async fn timestamps_outside_the_topic_window_are_refused() {
     let broker = Broker::start();
     let admin = broker.admin();
     create(&admin, "ts-default", &[]).await;
-    create(&admin, "ts-wide", &[("message.timestamp.after.max.ms", "10800000")]).await;
-    create(&admin, "ts-recent", &[("message.timestamp.before.max.ms", "60000")]).await;
-    create(&admin, "ts-append", &[("message.timestamp.type", "LogAppendTime"), ("message.timestamp.before.max.ms", "0")]).await;
+    create(
+        &admin,
+        "ts-wide",
+        &[("message.timestamp.after.max.ms", "10800000")],
+    )
+    .await;
+    create(
+        &admin,
+        "ts-recent",
+        &[("message.timestamp.before.max.ms", "60000")],
+    )
+    .await;
+    create(
+        &admin,
+        "ts-append",
+        &[
+            ("message.timestamp.type", "LogAppendTime"),
+            ("message.timestamp.before.max.ms", "0"),
+        ],
+    )
+    .await;
     let p = broker.producer(&[("retries", "0"), ("message.timeout.ms", "10000")]);
     let hour = 3_600_000;
     let future = Some(now_ms() + 2 * hour);
-    let e = send(&p, "ts-default", b"x", future).await.expect_err("2 h ahead, default 1 h window");
-    assert_eq!(error_code(&e), Some(RDKafkaErrorCode::InvalidTimestamp), "{e}");
+    let e = send(&p, "ts-default", b"x", future)
+        .await
+        .expect_err("2 h ahead, default 1 h window");
+    assert_eq!(
+        error_code(&e),
+        Some(RDKafkaErrorCode::InvalidTimestamp),
+        "{e}"
+    );
     send(&p, "ts-wide", b"x", future).await.expect("3 h window");
-    let e = send(&p, "ts-recent", b"x", Some(now_ms() - hour)).await.expect_err("an hour old");
-    assert_eq!(error_code(&e), Some(RDKafkaErrorCode::InvalidTimestamp), "{e}");
-    send(&p, "ts-recent", b"x", Some(now_ms() - 1000)).await.expect("recent");
-    send(&p, "ts-append", b"x", Some(1)).await.expect("LogAppendTime ignores the window");
+    let e = send(&p, "ts-recent", b"x", Some(now_ms() - hour))
+        .await
+        .expect_err("an hour old");
+    assert_eq!(
+        error_code(&e),
+        Some(RDKafkaErrorCode::InvalidTimestamp),
+        "{e}"
+    );
+    send(&p, "ts-recent", b"x", Some(now_ms() - 1000))
+        .await
+        .expect("recent");
+    send(&p, "ts-append", b"x", Some(1))
+        .await
+        .expect("LogAppendTime ignores the window");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,7 +612,11 @@ async fn min_insync_replicas_above_one_refuses_acks_all() {
         ("message.timeout.ms", "10000"),
     ]);
     let e = send(&all, "isr2", b"x", None).await.expect_err("acks=all");
-    assert_eq!(error_code(&e), Some(RDKafkaErrorCode::NotEnoughReplicas), "{e}");
+    assert_eq!(
+        error_code(&e),
+        Some(RDKafkaErrorCode::NotEnoughReplicas),
+        "{e}"
+    );
     let one = broker.producer(&[("acks", "1"), ("enable.idempotence", "false")]);
     assert_eq!(send(&one, "isr2", b"x", None).await.expect("acks=1"), 0);
 }
@@ -447,25 +633,40 @@ fn allocated(path: &std::path::Path) -> (u64, u64) {
 async fn preallocate_reserves_the_active_segment() {
     let mut broker = Broker::start();
     let mib = 1 << 20;
-    create(&broker.admin(), "prealloc", &[("preallocate", "true"), ("segment.bytes", "1048576")]).await;
+    create(
+        &broker.admin(),
+        "prealloc",
+        &[("preallocate", "true"), ("segment.bytes", "1048576")],
+    )
+    .await;
     let p = broker.producer(&[("linger.ms", "0")]);
     send(&p, "prealloc", b"first", None).await.expect("produce");
     let first = broker.segment_path("prealloc", 0);
     let (len, blocks) = allocated(&first);
-    assert!(len < 4096 && blocks >= mib, "active segment: {len} bytes long, {blocks} allocated");
+    assert!(
+        len < 4096 && blocks >= mib,
+        "active segment: {len} bytes long, {blocks} allocated"
+    );
     let chunk = vec![b'x'; 100_000];
     for _ in 0..12 {
         send(&p, "prealloc", &chunk, None).await.expect("produce");
     }
     let (len, blocks) = allocated(&first);
-    assert!(blocks < len + 65_536, "rolled segment: {len} bytes long, {blocks} allocated");
+    assert!(
+        blocks < len + 65_536,
+        "rolled segment: {len} bytes long, {blocks} allocated"
+    );
     drop(p);
     broker.stop();
     let dir = first.parent().expect("partition dir").to_path_buf();
     for e in std::fs::read_dir(&dir).expect("list").flatten() {
         if e.path().extension().is_some_and(|x| x == "log") {
             let (len, blocks) = allocated(&e.path());
-            assert!(blocks < len + 65_536, "{:?} after close: {len} long, {blocks} allocated", e.path());
+            assert!(
+                blocks < len + 65_536,
+                "{:?} after close: {len} long, {blocks} allocated",
+                e.path()
+            );
         }
     }
 }
@@ -477,25 +678,46 @@ async fn preallocate_reserves_the_active_segment() {
 /// the restart whatever the machine's speed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_runs_soon_after_a_restart() {
-    let mut broker = Broker::start_with(&["log.initial.task.delay.ms=600000", "log.segment.delete.delay.ms=0"]);
-    create(&broker.admin(), "old", &[("retention.ms", "60000"), ("segment.bytes", "1024")]).await;
+    let mut broker = Broker::start_with(&[
+        "log.initial.task.delay.ms=600000",
+        "log.segment.delete.delay.ms=0",
+    ]);
+    create(
+        &broker.admin(),
+        "old",
+        &[("retention.ms", "60000"), ("segment.bytes", "1024")],
+    )
+    .await;
     let p = broker.producer(&[("linger.ms", "0")]);
     let hour_ago = now_ms() - 3_600_000;
     for _ in 0..5 {
-        send(&p, "old", &[b'x'; 600], Some(hour_ago)).await.expect("produce");
+        send(&p, "old", &[b'x'; 600], Some(hour_ago))
+            .await
+            .expect("produce");
     }
     drop(p);
     let c = broker.consumer(&[]);
     assert_eq!(watermarks(&c, "old", 0), (0, 5), "no retention pass yet");
     drop(c);
     broker.stop();
-    broker.set_overrides(&["log.initial.task.delay.ms=200", "log.segment.delete.delay.ms=0"]);
+    broker.set_overrides(&[
+        "log.initial.task.delay.ms=200",
+        "log.segment.delete.delay.ms=0",
+    ]);
     broker.restart();
     let c = broker.consumer(&[]);
-    poll_until(Duration::from_secs(30), "retention after the restart", || {
-        let (lo, hi) = watermarks(&c, "old", 0);
-        (lo == 4 && hi == 5).then_some(()).ok_or(format!("watermarks {lo}..{hi}"))
-    });
+    // Every segment is past retention (the active one is rolled first, as
+    // in Kafka), so the log starts at its end.
+    poll_until(
+        Duration::from_secs(30),
+        "retention after the restart",
+        || {
+            let (lo, hi) = watermarks(&c, "old", 0);
+            (lo == 5 && hi == 5)
+                .then_some(())
+                .ok_or(format!("watermarks {lo}..{hi}"))
+        },
+    );
 }
 
 /// `producer.id.expiration.check.interval.ms` sets how often idle producers
@@ -517,11 +739,17 @@ async fn idle_producers_expire_on_their_own_interval() {
                 .with_name(TopicName(s("pids")))
                 .with_partition_indexes(vec![0]),
         ]);
-        kp_call(c, 0, 1, &req).topics[0].partitions[0].active_producers.len()
+        kp_call(c, 0, 1, &req).topics[0].partitions[0]
+            .active_producers
+            .len()
     };
     assert_eq!(producers(&mut c), 1);
-    poll_until(Duration::from_secs(20), "the idle producer to expire", || {
-        let n = producers(&mut c);
-        (n == 0).then_some(()).ok_or(format!("{n} producers"))
-    });
+    poll_until(
+        Duration::from_secs(20),
+        "the idle producer to expire",
+        || {
+            let n = producers(&mut c);
+            (n == 0).then_some(()).ok_or(format!("{n} producers"))
+        },
+    );
 }

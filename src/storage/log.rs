@@ -1228,6 +1228,61 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn segment_jitter_rolls_earlier() {
+        let config = LogConfig {
+            segment_ms: Some(1000),
+            segment_jitter_ms: 5000,
+            ..cfg()
+        };
+        // Drawn below min(segment.jitter.ms, segment.ms).
+        for _ in 0..200 {
+            assert!((0..1000).contains(&config.random_segment_jitter()));
+        }
+        let none = LogConfig {
+            segment_jitter_ms: 0,
+            ..config.clone()
+        };
+        assert_eq!(none.random_segment_jitter(), 0);
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        log.active.roll_jitter_ms = 400;
+        append_batches(&mut log, &[1], 0, 1, 10_000);
+        append_batches(&mut log, &[1], 0, 1, 10_600);
+        assert_eq!(log.segment_count(), 1, "600 ms is within 1000 - 400");
+        append_batches(&mut log, &[1], 0, 1, 10_601);
+        assert_eq!(log.segment_count(), 2, "rolled past 1000 - 400 ms");
+    }
+
+    #[test]
+    fn preallocated_segments_keep_their_length() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            preallocate: true,
+            segment_bytes: 1 << 20,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        append_batches(&mut log, &[1], 0, 1, 0);
+        let path = dir.path().join("00000000000000000000.log");
+        let m = std::fs::metadata(&path).unwrap();
+        assert!(m.len() < 4096);
+        assert!(
+            m.blocks() * 512 >= 1 << 20,
+            "{} allocated",
+            m.blocks() * 512
+        );
+        log.roll().unwrap();
+        let m = std::fs::metadata(&path).unwrap();
+        assert!(
+            m.blocks() * 512 <= 8192,
+            "{} allocated after the roll",
+            m.blocks() * 512
+        );
+        assert_eq!(consume_all(&log, u64::MAX).len(), 1);
+    }
+
+    #[test]
     fn flush_and_active_file() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
