@@ -93,7 +93,7 @@ pub fn apply(
             } else {
                 None
             };
-            (records.clone(), batch.clone(), summary)
+            (records.clone(), *batch, summary)
         }
     };
     check_timestamps(settings, &out.header, summary, now_ms)?;

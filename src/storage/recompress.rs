@@ -381,7 +381,10 @@ mod tests {
         buf.to_vec()
     }
 
-    fn values(b: &[u8]) -> Vec<(i64, i64, Option<Bytes>, Option<Bytes>, i64, i32)> {
+    /// (offset, timestamp, key, value, producer id, sequence) of a record.
+    type Row = (i64, i64, Option<Bytes>, Option<Bytes>, i64, i32);
+
+    fn values(b: &[u8]) -> Vec<Row> {
         let mut buf = Bytes::copy_from_slice(b);
         let set = RecordBatchDecoder::decode(&mut buf).unwrap();
         set.records
