@@ -5,7 +5,8 @@
 //!   NOT_ENOUGH_REPLICAS (19);
 //! * `compression.type` other than `producer`: a batch with another codec is
 //!   rebuilt with the topic's codec and level (`storage::recompress`),
-//!   refusing records above `max.decompressed.message.bytes`;
+//!   refusing records above `max.decompressed.message.bytes` and a rebuilt
+//!   batch above `max.message.bytes` (MESSAGE_TOO_LARGE);
 //! * CreateTime topics: every record timestamp must lie in
 //!   `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`,
 //!   else INVALID_TIMESTAMP (32). The timestamps are the records' own when
@@ -72,6 +73,13 @@ pub fn apply(
         Some(r) => {
             let header = BatchHeader::parse(&r.bytes)?;
             let size = r.bytes.len();
+            // As Kafka, the size limit holds for the batch as stored too.
+            if size > settings.max_message_bytes {
+                return Err(Refused::Batch(BatchError::MessageTooLarge {
+                    size,
+                    max: settings.max_message_bytes,
+                }));
+            }
             let out = ValidatedBatch {
                 position: 0,
                 size,
@@ -228,6 +236,18 @@ mod tests {
         let s = topic(&[("compression.type", "producer")]);
         let (bytes, _) = run(&s, &plain, now, false).unwrap();
         assert_eq!(bytes, plain);
+    }
+
+    #[test]
+    fn a_rebuilt_batch_must_fit_max_message_bytes() {
+        let now = 1_000;
+        let plain = batch(Compression::Gzip, &[now; 50]);
+        let limit = plain.len().to_string();
+        let s = topic(&[("compression.type", "uncompressed"), ("max.message.bytes", &limit)]);
+        assert!(matches!(
+            run(&s, &plain, now, false),
+            Err(Refused::Batch(BatchError::MessageTooLarge { .. }))
+        ));
     }
 
     #[test]
