@@ -18,7 +18,7 @@ use bytes::Bytes;
 
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::batch::BatchError;
-use crate::storage::recompress::{self, Codec, RecordsSummary};
+use crate::storage::recompress::{self, Codec, RecordsSummary, NO_TIMESTAMP};
 use crate::storage::{BatchHeader, TimestampType, ValidatedBatch, RECORD_BATCH_HEADER_BYTES};
 
 /// Why a batch is refused: NOT_ENOUGH_REPLICAS, or a batch error (its code
@@ -119,21 +119,24 @@ fn check_timestamps(
     if settings.log.message_timestamp_type == TimestampType::LogAppendTime {
         return Ok(());
     }
+    // Records without a timestamp (-1) are not checked, as in Kafka.
     let (min, max) = match summary {
         Some(s) => (s.min_timestamp, s.max_timestamp),
-        None => (
-            header.base_timestamp.min(header.max_timestamp),
-            header.max_timestamp,
-        ),
+        None => [header.base_timestamp, header.max_timestamp]
+            .into_iter()
+            .filter(|t| *t != NO_TIMESTAMP)
+            .fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t))),
     };
+    if min > max {
+        return Ok(());
+    }
     let earliest = now_ms.saturating_sub(settings.timestamp_before_max_ms);
     let latest = now_ms.saturating_add(settings.timestamp_after_max_ms);
     for (ts, side) in [(min, "before"), (max, "after")] {
         if ts < earliest || ts > latest {
             return Err(BatchError::InvalidTimestamp(format!(
-                "timestamp {ts} of a record in the batch at base offset {} is out of range: \
-                 it should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)",
-                header.base_offset
+                "Timestamp {ts} of a message in the batch is out of range. The timestamp \
+                 should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)"
             )));
         }
     }
@@ -210,6 +213,14 @@ mod tests {
     }
 
     #[test]
+    fn records_without_a_timestamp_are_not_checked() {
+        let s = topic(&[("message.timestamp.before.max.ms", "0")]);
+        assert!(run(&s, &batch(Compression::None, &[-1, -1]), 10_000, false).is_ok());
+        assert!(run(&s, &batch(Compression::Gzip, &[-1]), 10_000, false).is_ok());
+        assert!(run(&s, &batch(Compression::None, &[-1, 9_999]), 10_000, false).is_err());
+    }
+
+    #[test]
     fn the_oldest_record_counts_not_the_first() {
         let now = 10_000_000;
         let s = topic(&[("message.timestamp.before.max.ms", "1000")]);
@@ -243,7 +254,10 @@ mod tests {
         let now = 1_000;
         let plain = batch(Compression::Gzip, &[now; 50]);
         let limit = plain.len().to_string();
-        let s = topic(&[("compression.type", "uncompressed"), ("max.message.bytes", &limit)]);
+        let s = topic(&[
+            ("compression.type", "uncompressed"),
+            ("max.message.bytes", &limit),
+        ]);
         assert!(matches!(
             run(&s, &plain, now, false),
             Err(Refused::Batch(BatchError::MessageTooLarge { .. }))

@@ -237,12 +237,16 @@ fn varint(buf: &[u8], pos: &mut usize) -> Option<i64> {
     None
 }
 
+/// A record without a timestamp (Kafka's `RecordBatch.NO_TIMESTAMP`).
+pub const NO_TIMESTAMP: i64 = -1;
+
 /// What the record walk found in uncompressed records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordsSummary {
-    /// Smallest record timestamp (base timestamp + delta).
+    /// Smallest record timestamp (base timestamp + delta), records without
+    /// a timestamp (-1) left out; `i64::MAX` when there is none.
     pub min_timestamp: i64,
-    /// Largest record timestamp.
+    /// Largest record timestamp, likewise; `i64::MIN` when there is none.
     pub max_timestamp: i64,
     /// Largest record (bytes, its length field).
     pub max_record_bytes: usize,
@@ -274,8 +278,10 @@ pub fn summarize_records(
         let delta =
             varint(&records[..end], &mut p).ok_or_else(|| corrupt("bad timestamp delta"))?;
         let ts = base_timestamp.saturating_add(delta);
-        s.min_timestamp = s.min_timestamp.min(ts);
-        s.max_timestamp = s.max_timestamp.max(ts);
+        if ts != NO_TIMESTAMP {
+            s.min_timestamp = s.min_timestamp.min(ts);
+            s.max_timestamp = s.max_timestamp.max(ts);
+        }
         s.max_record_bytes = s.max_record_bytes.max(len);
         pos = end;
     }
