@@ -459,8 +459,9 @@ impl Config {
             .unwrap_or_else(|| PathBuf::from("./data"))
     }
 
-    /// The broker's settings as `(Kafka name, value)` pairs, for
-    /// DescribeConfigs on the broker resource.
+    /// The broker's own settings as `(Kafka name, value)` pairs, for
+    /// DescribeConfigs on the broker resource (the broker keys of topic
+    /// configs come from `topic_config::broker_key_entries`).
     pub fn describe(&self) -> BTreeMap<&'static str, String> {
         let mut m = BTreeMap::new();
         m.insert("node.id", self.node_id.to_string());
@@ -535,17 +536,8 @@ impl Config {
             "offsets.topic.num.partitions",
             self.group.offsets_topic_partitions.to_string(),
         );
-        for d in topic_config::TOPIC_CONFIGS {
-            let Some(key) = d.primary_broker_key() else {
-                continue;
-            };
-            let v = self
-                .topic_defaults
-                .get(d.name)
-                .cloned()
-                .unwrap_or_else(|| d.default.to_string());
-            m.insert(key, v);
-        }
+        // The broker keys of topic configs are described by
+        // `topic_config::broker_key_entries`.
         m
     }
 }

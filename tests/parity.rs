@@ -753,3 +753,81 @@ async fn idle_producers_expire_on_their_own_interval() {
         },
     );
 }
+
+/// The broker resource reports the broker keys of topic configs as Kafka
+/// 4.4 does: `log.retention.hours=168` and `log.roll.hours=168` with their
+/// DEFAULT_CONFIG synonym, the `.ms` forms with a null value and none.
+#[test]
+fn broker_keys_are_described_as_kafka_reports_them() {
+    let broker = Broker::start_with(&["log.segment.bytes=2097152"]);
+    let keys = [
+        "log.retention.hours",
+        "log.retention.ms",
+        "log.roll.hours",
+        "log.segment.bytes",
+    ];
+    let req = kp::DescribeConfigsRequest::default()
+        .with_include_synonyms(true)
+        .with_resources(vec![
+            kp::describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(4)
+                .with_resource_name(s("1"))
+                .with_configuration_keys(Some(keys.iter().map(|k| s(k)).collect())),
+        ]);
+    let mut c = connect(&broker.bootstrap());
+    let r = kp_call(&mut c, 4, 1, &req);
+    let got: Vec<(String, Option<String>, i8, i8, Vec<String>)> = r.results[0]
+        .configs
+        .iter()
+        .map(|e| {
+            (
+                e.name.to_string(),
+                e.value.as_ref().map(|v| v.to_string()),
+                e.config_source,
+                e.config_type,
+                e.synonyms
+                    .iter()
+                    .map(|y| {
+                        format!(
+                            "{}={}@{}",
+                            y.name,
+                            y.value.as_deref().unwrap_or("null"),
+                            y.source
+                        )
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    let owned = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "log.retention.hours".into(),
+                Some("168".into()),
+                5,
+                3,
+                owned(&["log.retention.hours=168@5"])
+            ),
+            ("log.retention.ms".into(), None, 5, 5, vec![]),
+            (
+                "log.roll.hours".into(),
+                Some("168".into()),
+                5,
+                3,
+                owned(&["log.roll.hours=168@5"])
+            ),
+            (
+                "log.segment.bytes".into(),
+                Some("2097152".into()),
+                4,
+                3,
+                owned(&[
+                    "log.segment.bytes=2097152@4",
+                    "log.segment.bytes=1073741824@5"
+                ])
+            ),
+        ]
+    );
+}

@@ -340,6 +340,69 @@ pub fn synonyms_of(
     out
 }
 
+/// One broker-level key of a topic config as DescribeConfigs reports it on
+/// the broker resource (`log.retention.hours=168`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerKeyEntry {
+    /// Broker key.
+    pub name: &'static str,
+    /// Its value as set, else Kafka's default; None when Kafka's key has no
+    /// default (`log.retention.ms`), as Kafka reports it (a null value).
+    pub value: Option<String>,
+    /// STATIC_BROKER_CONFIG when set, else DEFAULT_CONFIG.
+    pub source: ConfigSource,
+    /// The key's type (the hours and minutes forms are Int).
+    pub ty: ConfigType,
+    /// Its synonyms, as Kafka lists them: the keys of the same topic config
+    /// set statically, then those with a default, from this key on.
+    pub synonyms: Vec<DescribedSynonym>,
+}
+
+/// Every broker-level key of every topic config, as the broker resource's
+/// DescribeConfigs reports them (Kafka's `ConfigHelper` for broker configs).
+pub fn broker_key_entries(broker: &Config) -> Vec<BrokerKeyEntry> {
+    let mut out = Vec::new();
+    for d in TOPIC_CONFIGS {
+        let mut group: Vec<DescribedSynonym> = Vec::new();
+        for s in d.synonyms {
+            if let Some(v) = broker.broker_synonyms.get(s.key) {
+                group.push((s.key, v.clone(), ConfigSource::StaticBroker));
+            }
+        }
+        for s in d.synonyms {
+            if let Some(v) = s.default {
+                group.push((s.key, v.to_string(), ConfigSource::Default));
+            }
+        }
+        for s in d.synonyms {
+            let from = group
+                .iter()
+                .position(|(k, _, _)| *k == s.key)
+                .unwrap_or(group.len());
+            let synonyms = group[from..].to_vec();
+            let value = broker
+                .broker_synonyms
+                .get(s.key)
+                .cloned()
+                .or_else(|| s.default.map(str::to_string));
+            out.push(BrokerKeyEntry {
+                name: s.key,
+                value,
+                source: synonyms
+                    .first()
+                    .map(|x| x.2)
+                    .unwrap_or(ConfigSource::Default),
+                ty: match s.unit {
+                    Unit::Same => d.ty,
+                    Unit::Minutes | Unit::Hours => ConfigType::Int,
+                },
+                synonyms,
+            });
+        }
+    }
+    out
+}
+
 /// The value of `name` for a topic and where it comes from: the topic
 /// override, else the broker's setting (converted to the topic config's
 /// unit), else Kafka's default. The source is that of the first synonym
@@ -579,6 +642,33 @@ mod tests {
             value_of(&b, &none, def("retention.ms").unwrap()),
             ("5000".to_string(), ConfigSource::StaticBroker)
         );
+    }
+
+    /// The broker resource as Kafka 4.4 reports these keys: the hours forms
+    /// with their default, the ms forms with a null value and no synonyms.
+    #[test]
+    fn broker_keys_as_kafka_reports_them() {
+        let find = |b: &Config, k: &str| {
+            broker_key_entries(b)
+                .into_iter()
+                .find(|e| e.name == k)
+                .unwrap_or_else(|| panic!("{k}"))
+        };
+        let b = Config::default();
+        let e = find(&b, "log.retention.hours");
+        assert_eq!(e.value.as_deref(), Some("168"));
+        assert_eq!((e.source, e.ty), (ConfigSource::Default, ConfigType::Int));
+        assert_eq!(e.synonyms.len(), 1);
+        let e = find(&b, "log.retention.ms");
+        assert_eq!((e.value, e.synonyms.len()), (None, 0));
+        assert_eq!(find(&b, "log.roll.hours").value.as_deref(), Some("168"));
+        assert_eq!(find(&b, "log.roll.ms").value, None);
+        let mut b = Config::default();
+        b.set("log.retention.ms", "5000").unwrap();
+        let e = find(&b, "log.retention.ms");
+        assert_eq!(e.value.as_deref(), Some("5000"));
+        assert_eq!(e.source, ConfigSource::StaticBroker);
+        assert_eq!(e.synonyms.len(), 2, "{:?}", e.synonyms);
     }
 
     #[test]
