@@ -757,6 +757,9 @@ async fn idle_producers_expire_on_their_own_interval() {
 /// The broker resource reports the broker keys of topic configs as Kafka
 /// 4.4 does: `log.retention.hours=168` and `log.roll.hours=168` with their
 /// DEFAULT_CONFIG synonym, the `.ms` forms with a null value and none.
+/// (name, value, source, type, synonyms as `name=value@source`).
+type DescribedEntry = (String, Option<String>, i8, i8, Vec<String>);
+
 #[test]
 fn broker_keys_are_described_as_kafka_reports_them() {
     let broker = Broker::start_with(&["log.segment.bytes=2097152"]);
@@ -776,7 +779,7 @@ fn broker_keys_are_described_as_kafka_reports_them() {
         ]);
     let mut c = connect(&broker.bootstrap());
     let r = kp_call(&mut c, 4, 1, &req);
-    let got: Vec<(String, Option<String>, i8, i8, Vec<String>)> = r.results[0]
+    let got: Vec<DescribedEntry> = r.results[0]
         .configs
         .iter()
         .map(|e| {
