@@ -57,8 +57,8 @@ pub enum BootError {
 const IO_MEMORY: usize = 1 << 20;
 
 /// Takes an exclusive flock on `<dir>/.lock`; errors when another process
-/// holds it.
-fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
+/// holds it. The lock lasts as long as the returned file is open.
+pub fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
     use std::os::fd::AsRawFd;
     let path = dir.join(".lock");
     let f = std::fs::OpenOptions::new()
@@ -72,6 +72,22 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, BootError> {
         })?;
     // SAFETY: flock on an fd we own.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(BootError::DataDirLocked {
+            path: dir.to_path_buf(),
+        });
+    }
+    // Apache Kafka locks the same `.lock` file with FileChannel.tryLock, an
+    // fcntl (POSIX record) lock, which flock does not see: take that kind
+    // too, so neither broker opens a directory the other one is using.
+    // SAFETY: fcntl(F_SETLK) with a zeroed flock struct we own; l_len 0 is
+    // the whole file.
+    let locked = unsafe {
+        let mut fl: libc::flock = std::mem::zeroed();
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        libc::fcntl(f.as_raw_fd(), libc::F_SETLK, &fl) == 0
+    };
+    if !locked {
         return Err(BootError::DataDirLocked {
             path: dir.to_path_buf(),
         });

@@ -1129,6 +1129,12 @@ async fn describe_and_list_transactions() {
         "{c:?}"
     );
     assert!(c.partitions.is_empty(), "{c:?}");
+    // Kafka keeps the start time in the Complete state.
+    assert!(
+        c.start_ms > 0 && c.start_ms <= start_floor,
+        "completed transaction's start time {} (must be before {start_floor})",
+        c.start_ms
+    );
     assert_ne!(c.producer_id, o.producer_id);
     assert_eq!(u.error_code, TRANSACTIONAL_ID_NOT_FOUND, "{u:?}");
     assert_eq!(d[2].transactional_id.0.as_str(), "adm-unknown");

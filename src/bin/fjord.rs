@@ -45,6 +45,87 @@ enum Command {
     Serve(ServeArgs),
     /// Consumer-group operations against any Kafka-compatible broker.
     Groups(GroupsArgs),
+    /// Register partition directories copied into a stopped broker's data
+    /// directory from another broker (Apache Kafka, or a Fjord data
+    /// directory that lost its topic registry). See docs/migrating-from-kafka.md.
+    ImportLogs(ImportArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ImportArgs {
+    /// `log.dirs`: the (stopped) broker's data directory.
+    #[arg(long = "log-dirs", default_value = "./data")]
+    log_dirs: PathBuf,
+    /// A topic config override for an imported topic, as TOPIC:KEY=VALUE
+    /// (e.g. orders:cleanup.policy=compact); repeatable. Kafka keeps topic
+    /// configs in its metadata log, not in the partition directories.
+    #[arg(long = "topic-config", value_name = "TOPIC:KEY=VALUE")]
+    topic_configs: Vec<String>,
+    /// Only print what would be registered.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn run_import(args: ImportArgs) -> Result<(), String> {
+    use std::collections::BTreeMap;
+    let mut configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for tc in &args.topic_configs {
+        let (topic, kv) = tc
+            .split_once(':')
+            .ok_or_else(|| format!("--topic-config expects TOPIC:KEY=VALUE, got {tc:?}"))?;
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--topic-config expects TOPIC:KEY=VALUE, got {tc:?}"))?;
+        configs
+            .entry(topic.to_string())
+            .or_default()
+            .insert(k.trim().to_string(), v.trim().to_string());
+    }
+    if !args.log_dirs.is_dir() {
+        return Err(format!("{} is not a directory", args.log_dirs.display()));
+    }
+    let _lock = fjord::boot::lock_data_dir(&args.log_dirs).map_err(|e| e.to_string())?;
+    let found = fjord::cluster::import::import(&args.log_dirs, &configs, args.dry_run)
+        .map_err(|e| e.to_string())?;
+    if found.is_empty() {
+        println!(
+            "no unregistered partition directories in {}",
+            args.log_dirs.display()
+        );
+    }
+    for f in &found {
+        let id = fjord::cluster::import::topic_id_to_kafka(&f.id);
+        let origin = if f.id_from_disk {
+            "from partition.metadata"
+        } else {
+            "new"
+        };
+        let cfg = configs
+            .get(&f.name)
+            .map(|c| {
+                c.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default();
+        println!(
+            "{} topic {} with {} partition(s), topic id {id} ({origin}){}",
+            if args.dry_run {
+                "would register"
+            } else {
+                "registered"
+            },
+            f.name,
+            f.partitions,
+            if cfg.is_empty() {
+                String::new()
+            } else {
+                format!(", configs {cfg}")
+            }
+        );
+    }
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -294,6 +375,15 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("fjord groups: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Some(Command::ImportLogs(a)) => {
+            return match run_import(a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("fjord import-logs: {e}");
                     ExitCode::from(1)
                 }
             };

@@ -80,6 +80,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Persists one topic's registry entry (atomically) under `data_dir`.
+pub fn write_topic(data_dir: &Path, topic: &TopicMeta) -> std::io::Result<()> {
+    std::fs::create_dir_all(data_dir.join(METADATA_DIR))?;
+    write_atomic(
+        &topic_file(data_dir, &topic.name),
+        encode_topic(topic).as_bytes(),
+    )
+}
+
 fn topic_file(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join(METADATA_DIR).join(format!("{name}.topic"))
 }
@@ -255,11 +264,7 @@ impl Controller {
     /// Persists a new or changed topic, then moves the image to a version
     /// that has it; gives the topic as published.
     fn commit_topic(&mut self, topic: TopicMeta) -> Result<Arc<TopicMeta>, MetadataError> {
-        write_atomic(
-            &topic_file(&self.data_dir, &topic.name),
-            encode_topic(&topic).as_bytes(),
-        )
-        .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        write_topic(&self.data_dir, &topic).map_err(|e| MetadataError::Storage(e.to_string()))?;
         let name = topic.name.clone();
         self.image = Arc::new(self.image.with_topic(topic));
         self.image

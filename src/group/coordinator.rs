@@ -841,15 +841,13 @@ fn static_rejoin(
     if grp.leader.as_deref() == Some(old_id) {
         grp.leader = Some(new_id.to_string());
     }
-    let selected_unchanged = grp.protocol_name.as_ref().is_some_and(|p| {
-        old.metadata_for(p)
-            == args
-                .protocols
-                .iter()
-                .find(|(n, _)| n == p)
-                .map(|(_, m)| m.clone())
-                .unwrap_or_default()
-    });
+    // Kafka's rule for a static member rejoining a Stable group: no
+    // rebalance when the protocol the next generation would select is the
+    // current one. The metadata bytes may differ (a restarted Java consumer
+    // sends its owned partitions and generation in them); the member keeps
+    // its old assignment either way.
+    let selected_unchanged =
+        grp.protocol_name.is_some() && grp.select_protocol() == grp.protocol_name;
     match grp.state {
         GroupState::Stable if same || selected_unchanged => {
             let mut r = current_join_result(grp, new_id);

@@ -233,7 +233,11 @@ impl Shard {
                     continue;
                 }
                 let dir = self.partition_dir(&topic.name, p);
-                match PartitionLog::open(&dir, settings.log.clone()) {
+                let opened = PartitionLog::open(&dir, settings.log.clone()).and_then(|log| {
+                    crate::cluster::import::ensure_partition_metadata(&dir, &topic.id)?;
+                    Ok(log)
+                });
+                match opened {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());

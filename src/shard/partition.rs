@@ -224,15 +224,23 @@ impl Partition {
         batches: &[ValidatedBatch],
         now_ms: i64,
     ) -> Result<(AppendResult, bool), StorageError> {
-        let (result, rolled_from, index_err) = {
+        let (result, rolled_from, index_err, roll_snapshot) = {
             let mut log = self.log.borrow_mut();
             let before = log.active_log_file();
             let r = log.append(records, batches, self.leader_epoch, now_ms)?;
+            let rolled = !Arc::ptr_eq(&before, &log.active_log_file());
             let mut producers = self.producers.borrow_mut();
             let mut txns = self.txns.borrow_mut();
             let mut index_err = None;
+            // Kafka takes the roll's snapshot at the new segment's base
+            // offset, with the state of the batches below it.
+            let roll_base = rolled.then(|| log.active_base_offset());
+            let mut roll_snapshot = None;
             let mut first = r.base_offset;
             for b in batches {
+                if roll_base == Some(first) && roll_snapshot.is_none() {
+                    roll_snapshot = Some((first, snapshot::capture(&producers, &txns)));
+                }
                 let marker = if b.header.is_control() {
                     records
                         .get(b.position..b.position.saturating_add(b.size))
@@ -249,16 +257,11 @@ impl Partition {
                 }
                 first += b.header.last_offset_delta as i64 + 1;
             }
-            let after = log.active_log_file();
-            (
-                r,
-                (!Arc::ptr_eq(&before, &after)).then_some(before),
-                index_err,
-            )
+            (r, rolled.then_some(before), index_err, roll_snapshot)
         };
         self.appended.notify_all();
         if rolled_from.is_some() {
-            self.snapshot_in_background();
+            self.snapshot_in_background(roll_snapshot);
         }
         let (flush_messages, flush_ms) = {
             let s = self.settings.borrow();
@@ -319,11 +322,17 @@ impl Partition {
     }
 
     /// Writes a producer-state snapshot after a segment roll (Kafka takes
-    /// one per segment), on the blocking pool so the reactor never waits for
-    /// the fsyncs. A failure is logged: start-up then replays more of the
-    /// log.
-    fn snapshot_in_background(self: &Rc<Self>) {
-        let (dir, offset, entries, indexes) = self.snapshot_parts();
+    /// one per segment, named by the new segment's base offset), on the
+    /// blocking pool so the reactor never waits for the fsyncs. `at` is the
+    /// new segment's base offset and the state captured there; without it
+    /// the snapshot is taken at the LEO. A failure is logged: start-up then
+    /// replays more of the log.
+    fn snapshot_in_background(self: &Rc<Self>, at: Option<(i64, Vec<snapshot::SnapshotEntry>)>) {
+        let (dir, mut offset, mut entries, indexes) = self.snapshot_parts();
+        if let Some((base, captured)) = at {
+            offset = base;
+            entries = captured;
+        }
         let name = format!("{}-{}", self.topic, self.index);
         glommio::spawn_local(async move {
             let res = glommio::executor()

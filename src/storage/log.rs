@@ -576,6 +576,11 @@ impl PartitionLog {
         self.active.log_file()
     }
 
+    /// Base offset of the active segment.
+    pub fn active_base_offset(&self) -> i64 {
+        self.active.base_offset()
+    }
+
     /// Marks a clean shutdown: writes the final time index entry of the
     /// active segment, fdatasyncs every segment's `.log` and indexes written
     /// since their last flush, then writes `.clean_shutdown` in the partition

@@ -83,6 +83,9 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
             }
             _ if name == super::retention::LOG_START_CHECKPOINT
                 || name == super::cleaner::CLEANER_CHECKPOINT => {}
+            // Kafka's topic-id file (written by the shard, KIP-516) and its
+            // leader-epoch cache, found in directories Kafka wrote.
+            _ if name == "partition.metadata" || name == "leader-epoch-checkpoint" => {}
             // Producer-state snapshots are read by the partition (txn::snapshot).
             _ if name.ends_with(crate::txn::snapshot::SNAPSHOT_SUFFIX)
                 || name.ends_with(crate::txn::snapshot::SNAPSHOT_TMP_SUFFIX) => {}

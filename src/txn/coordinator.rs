@@ -544,7 +544,8 @@ async fn complete(
             TxnStatus::CompleteAbort
         },
         partitions: BTreeSet::new(),
-        start_ms: -1,
+        // Kafka keeps the transaction's start time in the Complete state
+        // (DescribeTransactions shows it after the end).
         last_update_ms: now_ms(),
         ..prepare
     };

@@ -47,6 +47,22 @@ impl ProducerIdManager {
     }
 }
 
+/// Makes sure the allocator persisted in `dir` never hands out `id` or any
+/// id below it (after importing partitions whose producer state names ids
+/// another broker allocated). Only moves the persisted value forward.
+pub fn reserve_through(dir: &Path, id: i64) -> std::io::Result<()> {
+    let path = dir.join("producer-ids");
+    let current = match std::fs::read_to_string(&path) {
+        Ok(s) => s.trim().parse().unwrap_or(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    if id < current {
+        return Ok(());
+    }
+    write_atomic(&path, format!("{}\n", id + 1).as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +77,14 @@ mod tests {
         drop(m);
         let mut m = ProducerIdManager::open(dir.path()).unwrap();
         assert!(m.allocate().unwrap() >= BLOCK);
+    }
+
+    #[test]
+    fn reserved_ids_are_never_allocated() {
+        let dir = tempfile::tempdir().unwrap();
+        reserve_through(dir.path(), 4711).unwrap();
+        reserve_through(dir.path(), 12).unwrap(); // never moves back
+        let mut m = ProducerIdManager::open(dir.path()).unwrap();
+        assert_eq!(m.allocate().unwrap(), 4712);
     }
 }
