@@ -153,10 +153,11 @@ fn metadata_req(topics: &[(Option<&str>, Uuid)]) -> kp::MetadataRequest {
     ))
 }
 
-/// As Kafka 4.4 answers (checked on the peer): a null name before v12 makes
-/// every requested topic INVALID_REQUEST with "" for the null name, no
-/// brokers, controller -1; from v12 an unknown id is UNKNOWN_TOPIC_ID with a
-/// null name and a known id is resolved.
+/// As Kafka 4.4 answers (checked on the peer): a null name or a topic id
+/// before v12 makes every requested topic INVALID_REQUEST with "" for the
+/// null name, no brokers, controller -1; from v12 an unknown id is
+/// UNKNOWN_TOPIC_ID with a null name, a known id is resolved, and a request
+/// with ids is answered by ids alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_by_topic_id_only_from_v12() {
     let broker = Broker::start();
@@ -206,7 +207,26 @@ async fn metadata_by_topic_id_only_from_v12() {
             Some("by-id")
         );
         assert_eq!(r.brokers.len(), 1);
+        // Any id makes it a lookup by ids: a name beside it ("" as the Java
+        // client sends, a wrong one, or another topic) is not looked at.
+        for req in [
+            metadata_req(&[(Some(""), id)]),
+            metadata_req(&[(Some("no-such"), id)]),
+            metadata_req(&[(Some("by-id"), Uuid::nil()), (None, id)]),
+        ] {
+            let r = kp_call(&mut c, version, 4, &req);
+            assert_eq!(r.topics.len(), 1, "{r:?}");
+            assert_eq!(r.topics[0].error_code, 0);
+            assert_eq!(
+                r.topics[0].name.as_ref().map(|n| n.0.as_str()),
+                Some("by-id")
+            );
+        }
     }
+    // Before v12 a topic id is refused even with a name (Kafka 4.4).
+    let r = kp_call(&mut c, 11, 5, &metadata_req(&[(Some("by-id"), id)]));
+    assert_eq!(r.topics[0].error_code, 42);
+    assert!(r.brokers.is_empty());
 }
 
 fn list_offsets(c: &mut std::net::TcpStream, version: i16, topic: &str, ts: i64) -> (i16, i64) {
