@@ -338,6 +338,7 @@ async fn shard_main(
     crate::txn::TransactionCoordinator::start(&shard);
     shard.start_retention();
     shard.start_cleaner();
+    shard.start_producer_expiration();
     let listener = match bind_listener(addr) {
         Ok(l) => l,
         Err(e) => {

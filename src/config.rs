@@ -109,12 +109,20 @@ pub struct Config {
     /// (`log.retention.ms=…` is stored as `retention.ms`); see
     /// `cluster::topic_config`.
     pub topic_defaults: BTreeMap<String, String>,
+    /// The broker keys of topic configs as given (`log.retention.hours` →
+    /// `100`), for DescribeConfigs' synonyms.
+    pub broker_synonyms: BTreeMap<String, String>,
     /// `log.retention.check.interval.ms`: how often retention runs (ms). Default 300000.
     pub log_retention_check_interval_ms: u64,
     /// `log.cleaner.backoff.ms`: how often the cleaner looks for work (ms). Default 15000.
     pub log_cleaner_backoff_ms: u64,
     /// `producer.id.expiration.ms`: idle idempotent producers are forgotten after this (ms). Default 86400000.
     pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`: how often idle producers are looked for (ms). Default 600000.
+    pub producer_id_expiration_check_interval_ms: u64,
+    /// `log.initial.task.delay.ms`: delay after start-up before the first
+    /// retention, cleaner and producer-expiration passes (ms). Default 30000.
+    pub log_initial_task_delay_ms: u64,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.*`).
     pub txn: crate::txn::TxnConfig,
     /// Keys given that this broker does not use (logged at start, like Kafka).
@@ -148,9 +156,12 @@ impl Default for Config {
             cluster_id: None,
             group: GroupConfig::default(),
             topic_defaults: BTreeMap::new(),
+            broker_synonyms: BTreeMap::new(),
             log_retention_check_interval_ms: 300_000,
             log_cleaner_backoff_ms: 15_000,
             producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            log_initial_task_delay_ms: 30_000,
             txn: crate::txn::TxnConfig::default(),
             unknown_keys: Vec::new(),
         }
@@ -253,57 +264,43 @@ impl Config {
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         const I64MAX: u64 = i64::MAX as u64;
         // Broker-level defaults of topic configs (log.retention.ms, …).
-        let (topic_key, topic_value) = match key {
-            "log.retention.minutes" => (
-                "retention.ms",
-                parse_int(key, value, -1i64, i64::MAX / 60_000)?
-                    .saturating_mul(60_000)
-                    .to_string(),
-            ),
-            "log.retention.hours" => (
-                "retention.ms",
-                parse_int(key, value, -1i64, i64::MAX / 3_600_000)?
-                    .saturating_mul(3_600_000)
-                    .to_string(),
-            ),
-            "log.roll.hours" => (
-                "segment.ms",
-                (parse_int(key, value, 1i64, 1_000_000)? * 3_600_000).to_string(),
-            ),
-            _ => match topic_config::def_by_broker_key(key) {
-                Some(d) => {
-                    topic_config::check(d, key, value).map_err(|e| ConfigError::Invalid {
-                        key: key.to_string(),
-                        value: value.to_string(),
-                        allowed: e.to_string(),
-                    })?;
-                    (d.name, value.to_string())
-                }
-                None => ("", String::new()),
-            },
-        };
-        let minus_one_minutes = key == "log.retention.minutes" || key == "log.retention.hours";
-        if !topic_key.is_empty() {
-            let v = if minus_one_minutes && topic_value.starts_with('-') {
-                "-1".to_string()
-            } else {
-                topic_value
+        if let Some((d, syn)) = topic_config::def_by_broker_key(key) {
+            let lowest = match d.allowed {
+                topic_config::Allowed::Range(lo, _) => lo,
+                _ => 0,
             };
-            self.topic_defaults.insert(topic_key.to_string(), v);
-            if matches!(
+            let checked = match syn.unit {
+                topic_config::Unit::Same => topic_config::check(d, key, value),
+                unit => unit.convert(key, value, lowest).map(drop),
+            };
+            checked.map_err(|e| ConfigError::Invalid {
+                key: key.to_string(),
+                value: value.to_string(),
+                allowed: e.to_string(),
+            })?;
+            self.broker_synonyms
+                .insert(key.to_string(), value.trim().to_string());
+            // The synonym with the highest precedence that is set wins, as
+            // in Kafka (log.retention.ms over .minutes over .hours).
+            for s in d.synonyms {
+                if let Some(v) = self.broker_synonyms.get(s.key) {
+                    let v = s.unit.convert(s.key, v, lowest).unwrap_or_default();
+                    self.topic_defaults.insert(d.name.to_string(), v);
+                    break;
+                }
+            }
+            // Keys that also set a broker field below; the others are done.
+            if !matches!(
                 key,
-                "log.retention.ms"
-                    | "log.retention.minutes"
-                    | "log.retention.hours"
-                    | "log.retention.bytes"
-                    | "log.cleanup.policy"
-                    | "log.cleaner.min.compaction.lag.ms"
-                    | "log.cleaner.max.compaction.lag.ms"
-                    | "log.cleaner.delete.retention.ms"
-                    | "log.cleaner.min.cleanable.ratio"
-                    | "log.segment.delete.delay.ms"
-                    | "min.insync.replicas"
-                    | "compression.type"
+                "message.max.bytes"
+                    | "log.segment.bytes"
+                    | "log.roll.ms"
+                    | "log.roll.hours"
+                    | "log.index.interval.bytes"
+                    | "log.index.size.max.bytes"
+                    | "log.flush.interval.messages"
+                    | "log.flush.interval.ms"
+                    | "log.message.timestamp.type"
             ) {
                 return Ok(());
             }
@@ -329,6 +326,12 @@ impl Config {
             }
             "producer.id.expiration.ms" => {
                 self.producer_id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
+            }
+            "producer.id.expiration.check.interval.ms" => {
+                self.producer_id_expiration_check_interval_ms = parse_int(key, value, 1u64, I64MAX)?
+            }
+            "log.initial.task.delay.ms" => {
+                self.log_initial_task_delay_ms = parse_int(key, value, 0u64, I64MAX)?
             }
             "log.cleaner.backoff.ms" => {
                 self.log_cleaner_backoff_ms = parse_int(key, value, 1u64, I64MAX)?
@@ -456,8 +459,9 @@ impl Config {
             .unwrap_or_else(|| PathBuf::from("./data"))
     }
 
-    /// The broker's settings as `(Kafka name, value)` pairs, for
-    /// DescribeConfigs on the broker resource.
+    /// The broker's own settings as `(Kafka name, value)` pairs, for
+    /// DescribeConfigs on the broker resource (the broker keys of topic
+    /// configs come from `topic_config::broker_key_entries`).
     pub fn describe(&self) -> BTreeMap<&'static str, String> {
         let mut m = BTreeMap::new();
         m.insert("node.id", self.node_id.to_string());
@@ -483,6 +487,14 @@ impl Config {
         m.insert(
             "producer.id.expiration.ms",
             self.producer_id_expiration_ms.to_string(),
+        );
+        m.insert(
+            "producer.id.expiration.check.interval.ms",
+            self.producer_id_expiration_check_interval_ms.to_string(),
+        );
+        m.insert(
+            "log.initial.task.delay.ms",
+            self.log_initial_task_delay_ms.to_string(),
         );
         m.insert(
             "transaction.state.log.num.partitions",
@@ -524,14 +536,8 @@ impl Config {
             "offsets.topic.num.partitions",
             self.group.offsets_topic_partitions.to_string(),
         );
-        for d in topic_config::TOPIC_CONFIGS {
-            let v = self
-                .topic_defaults
-                .get(d.name)
-                .cloned()
-                .unwrap_or_else(|| d.default.to_string());
-            m.insert(d.broker_key, v);
-        }
+        // The broker keys of topic configs are described by
+        // `topic_config::broker_key_entries`.
         m
     }
 }
@@ -579,5 +585,39 @@ mod tests {
         c.set("log.flush.interval.messages", &i64::MAX.to_string())
             .unwrap();
         assert_eq!(c.log_flush_interval_messages, None);
+    }
+
+    #[test]
+    fn retention_units_and_precedence() {
+        let mut c = Config::default();
+        c.set("log.retention.ms", "5000").unwrap();
+        c.set("log.retention.hours", "2").unwrap();
+        // log.retention.ms wins whatever the order.
+        assert_eq!(c.topic_defaults["retention.ms"], "5000");
+        let mut c = Config::default();
+        c.set("log.retention.minutes", "-1").unwrap();
+        assert_eq!(c.topic_defaults["retention.ms"], "-1");
+        c.set("log.roll.jitter.hours", "1").unwrap();
+        assert_eq!(c.topic_defaults["segment.jitter.ms"], "3600000");
+        assert!(c.set("log.roll.hours", "0").is_err());
+        c.set("log.preallocate", "true").unwrap();
+        assert_eq!(c.topic_defaults["preallocate"], "true");
+        assert!(c.unknown_keys.is_empty(), "{:?}", c.unknown_keys);
+    }
+
+    #[test]
+    fn background_task_timers() {
+        let mut c = Config::default();
+        assert_eq!(c.log_initial_task_delay_ms, 30_000);
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 600_000);
+        c.set("log.initial.task.delay.ms", "0").unwrap();
+        c.set("producer.id.expiration.check.interval.ms", "100")
+            .unwrap();
+        assert_eq!(c.log_initial_task_delay_ms, 0);
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 100);
+        assert!(c
+            .set("producer.id.expiration.check.interval.ms", "0")
+            .is_err());
+        assert!(c.unknown_keys.is_empty());
     }
 }

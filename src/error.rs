@@ -106,6 +106,7 @@ impl KafkaCode for BatchError {
             // (ProduceRequest.validateRecords) and CORRUPT_MESSAGE above 2.
             BatchError::UnsupportedMagic(m) if *m < 2 => E::InvalidRecord.code(),
             BatchError::UnsupportedMagic(_) => E::CorruptMessage.code(),
+            BatchError::InvalidTimestamp(_) => E::InvalidTimestamp.code(),
         }
     }
 }

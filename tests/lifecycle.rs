@@ -36,8 +36,9 @@ use rdkafka::message::{Message, OwnedMessage, Timestamp};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer, PurgeConfig};
 use rdkafka::{Offset, TopicPartitionList};
 
-/// Retention every 200 ms, deleted files removed at once.
+/// Retention from start-up and every 200 ms, deleted files removed at once.
 const FAST_RETENTION: &[&str] = &[
+    "log.initial.task.delay.ms=0",
     "log.retention.check.interval.ms=200",
     "log.segment.delete.delay.ms=0",
 ];
@@ -462,6 +463,7 @@ fn payload_str(m: &OwnedMessage) -> String {
 async fn configs_describe_alter_and_survive_restart() {
     let mut broker = Broker::start_with(&[
         "log.retention.bytes=987654321",
+        "log.initial.task.delay.ms=0",
         "log.retention.check.interval.ms=200",
     ]);
     let topic = "configured";
@@ -1403,6 +1405,7 @@ async fn kill9_under_load_keeps_every_acknowledged_record() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_keeps_the_latest_record_per_key() {
     let mut broker = Broker::start_with(&[
+        "log.initial.task.delay.ms=0",
         "log.cleaner.backoff.ms=200",
         "log.retention.check.interval.ms=200",
         "log.segment.delete.delay.ms=0",

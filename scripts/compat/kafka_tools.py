@@ -44,10 +44,7 @@ STEP_TIMEOUT = 30.0
 RUN_BUDGET = float(os.environ.get("KT_RUN_BUDGET", "105"))
 
 # Check name -> what differs (see scripts/compat/FINDINGS.md, "Kafka command-line tools 4.4").
-KNOWN_DIFFERENCES = {
-    "configs-topic-synonyms": "DescribeConfigs lists DEFAULT_CONFIG synonyms log.retention.ms / log.roll.ms, "
-    "which Kafka leaves unset (null)",
-}
+KNOWN_DIFFERENCES = {}
 
 
 def expect(cond, msg):

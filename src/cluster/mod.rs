@@ -10,4 +10,5 @@ pub mod controller;
 pub mod import;
 pub mod metadata;
 pub mod topic_config;
+mod topic_config_defs;
 pub mod topic_name;

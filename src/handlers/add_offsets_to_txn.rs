@@ -1,4 +1,4 @@
-//! AddOffsetsToTxn (key 25), v0–v3: a transactional producer about to
+//! AddOffsetsToTxn (key 25), v0–v4 (v4 only allows TRANSACTION_ABORTABLE): a transactional producer about to
 //! commit a consumer group's offsets in its transaction
 //! (`sendOffsetsToTransaction`) adds the group's `__consumer_offsets`
 //! partition to the transaction, so the transaction's marker ends the

@@ -1,14 +1,22 @@
-//! AddPartitionsToTxn (key 24), v0–v3: a transactional producer registers
-//! the partitions it is about to write to before producing to them (KIP-98).
-//! Forwarded to the transactional id's coordinator. Partitions of unknown
-//! topics get UNKNOWN_TOPIC_OR_PARTITION and the rest OPERATION_NOT_ATTEMPTED
-//! (nothing is added). v4+ is Kafka's broker-to-broker form (KIP-890) and is
-//! not served. PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.
+//! AddPartitionsToTxn (key 24), v0–v5 (KIP-98; v4+ KIP-890).
+//!
+//! v0–v3 is the client form: a transactional producer registers the
+//! partitions it is about to write to. v4+ is the form Kafka's brokers send
+//! to the coordinator: several transactional ids per request, each either
+//! added as in v3 or, with `verify_only`, only checked (every partition
+//! answered NONE when it is in the producer's open transaction, the
+//! coordinator's error otherwise). v5 only allows TRANSACTION_ABORTABLE in
+//! the answer, which this broker does not give. Every form is forwarded to
+//! the transactional id's coordinator. Partitions of unknown topics get
+//! UNKNOWN_TOPIC_OR_PARTITION and the others of that transactional id
+//! OPERATION_NOT_ATTEMPTED (nothing is added). PRODUCER_FENCED is answered as
+//! INVALID_PRODUCER_EPOCH below v2.
 
 use std::rc::Rc;
 
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 use kafka_protocol::ResponseError as E;
@@ -18,72 +26,122 @@ use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
 
-/// Answers AddPartitionsToTxn.
-pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
-    let req: AddPartitionsToTxnRequest = frame.decode()?;
+/// One transactional id's share of the request.
+struct TxnPart<'a> {
+    id: String,
+    producer_id: i64,
+    epoch: i16,
+    verify_only: bool,
+    topics: &'a [AddPartitionsToTxnTopic],
+}
+
+/// Adds (or, with `verify_only`, checks) one transactional id's partitions
+/// on its coordinator; gives the per-topic results in request order.
+async fn run(
+    shard: &Rc<Shard>,
+    t: TxnPart<'_>,
+    version: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = shard.metadata();
     let mut unknown = Vec::new();
     let mut wanted = Vec::new();
-    for t in &req.v3_and_below_topics {
-        let meta = image.topic(&t.name.0);
-        for p in &t.partitions {
+    for topic in t.topics {
+        let meta = image.topic(&topic.name.0);
+        for p in &topic.partitions {
             if meta.is_some_and(|m| (0..m.partitions).contains(p)) {
-                wanted.push((t.name.0.to_string(), *p));
+                wanted.push((topic.name.0.to_string(), *p));
             } else {
-                unknown.push((t.name.0.to_string(), *p));
+                unknown.push((topic.name.0.to_string(), *p));
             }
         }
     }
-    let code_for = |topic: &str, p: i32, common: i16| {
-        if unknown.iter().any(|(t, q)| t == topic && *q == p) {
-            E::UnknownTopicOrPartition.code()
-        } else {
-            common
-        }
-    };
-    let common = if !unknown.is_empty() {
-        E::OperationNotAttempted.code()
+    // One code per partition, in `wanted` order; unknown ones answered below.
+    let codes: Vec<i16> = if !unknown.is_empty() {
+        vec![E::OperationNotAttempted.code(); wanted.len()]
     } else {
-        let id = req.v3_and_below_transactional_id.0.to_string();
-        match txn_owner(shard, &id) {
-            Err(c) => c,
+        match txn_owner(shard, &t.id) {
+            Err(c) => vec![c; wanted.len()],
             Ok(owner) => {
-                let (pid, epoch) = (
-                    req.v3_and_below_producer_id.0,
-                    req.v3_and_below_producer_epoch,
-                );
-                shard
-                    .invoke_on(owner, move |s| {
-                        coordinator::add_partitions(s, id, pid, epoch, wanted)
-                    })
-                    .await
-                    .unwrap_or_else(|e| {
-                        log::warn!("AddPartitionsToTxn: {e}");
-                        E::CoordinatorNotAvailable.code()
-                    })
+                let (id, pid, epoch, n) = (t.id.clone(), t.producer_id, t.epoch, wanted.len());
+                let answer = if t.verify_only {
+                    shard
+                        .invoke_on(owner, move |s| async move {
+                            wanted
+                                .iter()
+                                .map(|p| coordinator::verify_partition(&s, &id, pid, epoch, p))
+                                .collect::<Vec<i16>>()
+                        })
+                        .await
+                } else {
+                    shard
+                        .invoke_on(owner, move |s| async move {
+                            let c = coordinator::add_partitions(s, id, pid, epoch, wanted).await;
+                            vec![c; n]
+                        })
+                        .await
+                };
+                answer.unwrap_or_else(|e| {
+                    log::warn!("AddPartitionsToTxn: {e}");
+                    vec![E::CoordinatorNotAvailable.code(); n]
+                })
             }
         }
     };
-    let common = fenced_for_version(common, frame.prefix.api_version, 2);
-    let mut resp = AddPartitionsToTxnResponse::default();
-    resp.results_by_topic_v3_and_below = req
-        .v3_and_below_topics
+    let mut next = codes.into_iter();
+    t.topics
         .iter()
-        .map(|t| {
+        .map(|topic| {
             let mut rt = AddPartitionsToTxnTopicResult::default();
-            rt.name = t.name.clone();
-            rt.results_by_partition = t
+            rt.name = topic.name.clone();
+            rt.results_by_partition = topic
                 .partitions
                 .iter()
                 .map(|p| {
                     let mut rp = AddPartitionsToTxnPartitionResult::default();
                     rp.partition_index = *p;
-                    rp.partition_error_code = code_for(&t.name.0, *p, common);
+                    let is_unknown = unknown.iter().any(|(n, q)| *n == *topic.name.0 && q == p);
+                    rp.partition_error_code = if is_unknown {
+                        E::UnknownTopicOrPartition.code()
+                    } else {
+                        let c = next.next().unwrap_or(E::OperationNotAttempted.code());
+                        fenced_for_version(c, version, 2)
+                    };
                     rp
                 })
                 .collect();
             rt
         })
-        .collect();
+        .collect()
+}
+
+/// Answers AddPartitionsToTxn.
+pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let req: AddPartitionsToTxnRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
+    let mut resp = AddPartitionsToTxnResponse::default();
+    if version <= 3 {
+        let part = TxnPart {
+            id: req.v3_and_below_transactional_id.0.to_string(),
+            producer_id: req.v3_and_below_producer_id.0,
+            epoch: req.v3_and_below_producer_epoch,
+            verify_only: false,
+            topics: &req.v3_and_below_topics,
+        };
+        resp.results_by_topic_v3_and_below = run(shard, part, version).await;
+    } else {
+        for t in &req.transactions {
+            let part = TxnPart {
+                id: t.transactional_id.0.to_string(),
+                producer_id: t.producer_id.0,
+                epoch: t.producer_epoch,
+                verify_only: t.verify_only,
+                topics: &t.topics,
+            };
+            let mut r = AddPartitionsToTxnResult::default();
+            r.transactional_id = t.transactional_id.clone();
+            r.topic_results = run(shard, part, version).await;
+            resp.results_by_transaction.push(r);
+        }
+    }
     Ok(respond(frame, &resp))
 }

@@ -1,4 +1,5 @@
-//! ApiVersions (key 18), v0–v4. Lists [`crate::protocol::SUPPORTED_APIS`].
+//! ApiVersions (key 18), v0–v4. Lists [`crate::protocol::SUPPORTED_APIS`]
+//! with [`crate::protocol::advertised_range`] (Produce from v0, as Kafka 4.x).
 //! An unsupported ApiVersions version is answered at v0 with
 //! UNSUPPORTED_VERSION and the full list, so the client can retry at a version
 //! we serve (KIP-511). The response header is always v0.
@@ -8,14 +9,15 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use super::{respond, HandlerResult, Outcome};
 use crate::error::codes;
-use crate::protocol::{encode_response, RequestFrame, SUPPORTED_APIS};
+use crate::protocol::{advertised_range, encode_response, RequestFrame, SUPPORTED_APIS};
 
 fn body(error_code: i16) -> ApiVersionsResponse {
     let mut r = ApiVersionsResponse::default();
     r.error_code = error_code;
     r.api_keys = SUPPORTED_APIS
         .iter()
-        .map(|&(k, lo, hi)| {
+        .map(|&(k, _, _)| {
+            let (lo, hi) = advertised_range(k).unwrap_or_default();
             let mut v = ApiVersion::default();
             v.api_key = k as i16;
             v.min_version = lo;

@@ -1,7 +1,9 @@
-//! DescribeConfigs (key 32), v1–v4: a topic's configs with value, source
-//! (topic override, broker setting or Kafka default), synonyms (v1+ when
-//! asked), type and documentation (v3+), as Kafka reports them; a broker's
-//! settings (read-only: they come from `server.properties` and flags).
+//! DescribeConfigs (key 32), v1–v4: a topic's configs (every Kafka 4.x topic
+//! config) with value, source (topic override, broker setting or Kafka
+//! default), synonyms (v1+ when asked: Kafka's broker keys as Kafka reports
+//! them, see `topic_config::synonyms_of`), type and documentation (v3+); a
+//! broker's settings (read-only: they come from `server.properties` and
+//! flags).
 
 use std::rc::Rc;
 
@@ -12,7 +14,9 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, HandlerResult};
-use crate::cluster::topic_config::{value_of, ConfigSource, TOPIC_CONFIGS};
+use crate::cluster::topic_config::{
+    broker_key_entries, synonyms_of, value_of, ConfigSource, TOPIC_CONFIGS,
+};
 use crate::error::codes;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -57,25 +61,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         e.value = Some(s(value));
                         e.config_source = source as i8;
                         if req.include_synonyms {
-                            if let Some(v) = t.configs.get(d.name) {
+                            for (name, value, source) in synonyms_of(cfg, &t.configs, d) {
                                 let mut syn = DescribeConfigsSynonym::default();
-                                syn.name = s(d.name);
-                                syn.value = Some(s(v.clone()));
-                                syn.source = ConfigSource::Topic as i8;
+                                syn.name = s(name);
+                                syn.value = Some(s(value));
+                                syn.source = source as i8;
                                 e.synonyms.push(syn);
                             }
-                            if let Some(v) = cfg.topic_defaults.get(d.name) {
-                                let mut syn = DescribeConfigsSynonym::default();
-                                syn.name = s(d.broker_key);
-                                syn.value = Some(s(v.clone()));
-                                syn.source = ConfigSource::StaticBroker as i8;
-                                e.synonyms.push(syn);
-                            }
-                            let mut syn = DescribeConfigsSynonym::default();
-                            syn.name = s(d.broker_key);
-                            syn.value = Some(s(d.default));
-                            syn.source = ConfigSource::Default as i8;
-                            e.synonyms.push(syn);
                         }
                         if version >= 3 {
                             e.config_type = d.ty as i8;
@@ -102,20 +94,36 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         e.name = s(k);
                         e.value = Some(s(v));
                         e.read_only = true;
-                        // Topic defaults not set in the file or flags are
-                        // Kafka's defaults; the rest comes from the config.
-                        let defaulted = crate::cluster::topic_config::def_by_broker_key(k)
-                            .is_some_and(|d| !cfg.topic_defaults.contains_key(d.name));
-                        e.config_source = if defaulted {
-                            ConfigSource::Default
-                        } else {
-                            ConfigSource::StaticBroker
-                        } as i8;
+                        e.config_source = ConfigSource::StaticBroker as i8;
                         if version >= 3 {
                             e.config_type = 2;
                         }
                         out.configs.push(e);
                     }
+                    for b in broker_key_entries(cfg)
+                        .into_iter()
+                        .filter(|b| wanted(b.name))
+                    {
+                        let mut e = DescribeConfigsResourceResult::default();
+                        e.name = s(b.name);
+                        e.value = b.value.map(s);
+                        e.read_only = true;
+                        e.config_source = b.source as i8;
+                        if req.include_synonyms {
+                            for (name, value, source) in b.synonyms {
+                                let mut syn = DescribeConfigsSynonym::default();
+                                syn.name = s(name);
+                                syn.value = Some(s(value));
+                                syn.source = source as i8;
+                                e.synonyms.push(syn);
+                            }
+                        }
+                        if version >= 3 {
+                            e.config_type = b.ty as i8;
+                        }
+                        out.configs.push(e);
+                    }
+                    out.configs.sort_by(|a, b| a.name.cmp(&b.name));
                 }
             }
             other => {

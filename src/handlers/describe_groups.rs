@@ -1,6 +1,7 @@
-//! DescribeGroups (key 15), v0–v5: state, protocol, and each member with its
-//! metadata and assignment. An unknown group is described as "Dead" with no
-//! error, as Kafka does before v6.
+//! DescribeGroups (key 15), v0–v6: state, protocol, and each member with its
+//! metadata and assignment. An unknown group is described as "Dead": with no
+//! error before v6, with GROUP_ID_NOT_FOUND (69) and "Group G not found."
+//! from v6 (KIP-1043), as Kafka does.
 
 use std::rc::Rc;
 
@@ -17,6 +18,7 @@ use crate::shard::Shard;
 /// Answers DescribeGroups.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeGroupsRequest = frame.decode()?;
+    let version = frame.prefix.api_version;
     let mut resp = DescribeGroupsResponse::default();
     for gid in &req.groups {
         let group = gid.0.to_string();
@@ -40,6 +42,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         };
         let mut w = DescribedGroup::default();
         w.error_code = d.error_code;
+        if version >= 6 && d.error_code == 0 && d.state == "Dead" {
+            w.error_code = kafka_protocol::ResponseError::GroupIdNotFound.code();
+            w.error_message = Some(StrBytes::from_string(format!("Group {group} not found.")));
+        }
         w.group_id = gid.clone();
         w.group_state = StrBytes::from_string(d.state);
         w.protocol_type = StrBytes::from_string(d.protocol_type);

@@ -1,4 +1,4 @@
-//! EndTxn (key 26), v0–v3: commit or abort the producer's transaction
+//! EndTxn (key 26), v0–v4 (v4 only allows TRANSACTION_ABORTABLE; v5, transactions v2, is not served): commit or abort the producer's transaction
 //! (KIP-98). Forwarded to the transactional id's coordinator, which writes
 //! the decision, the COMMIT/ABORT markers to every partition of the
 //! transaction, then the Complete state, and answers after the markers.

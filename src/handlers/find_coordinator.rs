@@ -1,4 +1,6 @@
-//! FindCoordinator (key 10), v0–v4 (v4: batched `coordinator_keys`, KIP-699).
+//! FindCoordinator (key 10), v0–v6 (v4+: batched `coordinator_keys`, KIP-699; v5 only allows
+//! TRANSACTION_ABORTABLE; v6 share-group keys, type 2, get INVALID_REQUEST as on Kafka 4.4
+//! without share groups).
 //! Every group's coordinator is this broker; the connection's shard forwards
 //! group requests to the owning shard itself. The first group lookup creates
 //! `__consumer_offsets` (`offsets.topic.num.partitions`, compacted), as Kafka

@@ -1,4 +1,4 @@
-//! InitProducerId (key 22), v0–v4 (KIP-98).
+//! InitProducerId (key 22), v0–v5 (KIP-98; v5 only allows TRANSACTION_ABORTABLE).
 //!
 //! Without a transactional id: a fresh producer id with epoch 0 for an
 //! idempotent producer, never reused after a restart, also when a v3+

@@ -1,8 +1,13 @@
-//! ListOffsets (key 2), v1–v8: earliest (-2, the log start offset), latest
+//! ListOffsets (key 2), v1–v10: earliest (-2, the log start offset), latest
 //! (-1, the high watermark; the last stable offset under READ_COMMITTED,
-//! `isolation_level` 1, v2+, KIP-98), max-timestamp (-3, KIP-734, v7+) and by
+//! `isolation_level` 1, v2+, KIP-98), max-timestamp (-3, KIP-734, v7+),
+//! earliest-local (-4, KIP-405, v8+: the log start offset, as every segment
+//! is local), latest-tiered (-5, KIP-1005, v9+: -1, nothing is tiered) and by
 //! timestamp (the first offset whose timestamp is >= the one given; -1/-1
-//! when none). As in Kafka, timestamp and max-timestamp answers must lie
+//! when none). A special timestamp newer than the request version, or an
+//! unknown one, gets UNSUPPORTED_VERSION for that partition, as Kafka
+//! answers. v10's `timeout_ms` (KIP-1075, for lookups in remote storage) has
+//! nothing to wait for: every answer is local and immediate. As in Kafka, timestamp and max-timestamp answers must lie
 //! below the last fetchable offset (the LSO under READ_COMMITTED, the high
 //! watermark otherwise); an answer at or past it is -1/-1.
 
@@ -26,6 +31,22 @@ use kafka_protocol::records::{RecordBatchDecoder, TimestampType as RecordTimesta
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
 const MAX_TIMESTAMP: i64 = -3;
+const EARLIEST_LOCAL: i64 = -4;
+const LATEST_TIERED: i64 = -5;
+
+/// The first ListOffsets version that may carry special timestamp `ts`
+/// (`None`: not a timestamp this broker knows, e.g. -6, earliest pending
+/// upload, which needs v11).
+fn first_version_for(ts: i64) -> Option<i16> {
+    match ts {
+        t if t >= 0 => Some(0),
+        LATEST | EARLIEST => Some(0),
+        MAX_TIMESTAMP => Some(7),
+        EARLIEST_LOCAL => Some(8),
+        LATEST_TIERED => Some(9),
+        _ => None,
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 struct Answer {
@@ -57,10 +78,11 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
             offset: last_fetchable,
             ..none
         }),
-        EARLIEST => Ok(Answer {
+        EARLIEST | EARLIEST_LOCAL => Ok(Answer {
             offset: log.log_start_offset(),
             ..none
         }),
+        LATEST_TIERED => Ok(none),
         MAX_TIMESTAMP => log.max_timestamp_offset().and_then(|o| match o {
             None => Ok(none),
             Some((last_offset, max_ts)) => {
@@ -89,7 +111,7 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
         }),
         _ => {
             return Answer {
-                error_code: codes::INVALID_REQUEST,
+                error_code: codes::UNSUPPORTED_VERSION,
                 ..none
             }
         }
@@ -161,6 +183,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let meta = image.topic(name);
         let mut row = Vec::new();
         for p in &t.partitions {
+            // Checked before the partition, as Kafka does.
+            if first_version_for(p.timestamp).is_none_or(|v| version < v) {
+                row.push(Answer {
+                    error_code: codes::UNSUPPORTED_VERSION,
+                    timestamp: -1,
+                    offset: -1,
+                });
+                continue;
+            }
             let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
             if !known {
                 row.push(Answer {

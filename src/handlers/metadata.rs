@@ -1,7 +1,16 @@
-//! Metadata (key 3), v0–v12, with topic ids (v10+). Unknown topics are
+//! Metadata (key 3), v0–v13, with topic ids (v10+). Unknown topics are
 //! auto-created with `num.partitions` partitions when
 //! `auto.create.topics.enable=true` and the request allows it
 //! (`allow_auto_topic_creation`, v4+; always allowed before v4, as in Kafka).
+//!
+//! Topics are looked up by id only from v12, as in Kafka: at v10 and v11 a
+//! name cannot be null in the response, so a request with a null name or a
+//! topic id is answered the way Kafka answers it (every requested topic with
+//! INVALID_REQUEST, a null name given back as "", no brokers). From v12 a
+//! request with any topic id is answered by ids alone, whatever the names
+//! (the Java client sends "" with the id); an unknown id gets
+//! UNKNOWN_TOPIC_ID with a null name. v13 only adds a top-level error code
+//! (KIP-1102), always NONE here.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -51,6 +60,29 @@ fn error_entry(name: Option<String>, id: Uuid, code: i16) -> MetadataResponseTop
     rt
 }
 
+/// Kafka's answer to a v10/v11 request naming a topic by id only
+/// (`MetadataRequest.getErrorResponse` with INVALID_REQUEST): every requested
+/// topic with that error, its id given back, a null name as "" (the field
+/// cannot be null before v12), no brokers and no controller.
+fn invalid_request_response(requested: &[(Option<String>, Uuid)]) -> MetadataResponse {
+    let mut resp = MetadataResponse::default();
+    resp.controller_id = BrokerId(-1);
+    resp.cluster_authorized_operations = i32::MIN;
+    resp.topics = requested
+        .iter()
+        .map(|(name, id)| {
+            let mut rt = error_entry(
+                Some(name.clone().unwrap_or_default()),
+                *id,
+                codes::INVALID_REQUEST,
+            );
+            rt.is_internal = false;
+            rt
+        })
+        .collect();
+    resp
+}
+
 /// Answers a Metadata request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: MetadataRequest = frame.decode()?;
@@ -65,34 +97,59 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             .map(|t| (t.name.as_ref().map(|n| n.0.to_string()), t.topic_id))
             .collect()
     });
-    if let Some(list) = &requested {
-        let to_create: Vec<String> = list
-            .iter()
-            .filter_map(|(n, _)| n.clone())
-            .filter(|n| {
-                image.topic(n).is_none()
-                    && topic_name::validate(n).is_ok()
-                    && !topic_name::is_internal(n)
-            })
-            .collect();
-        if allow_create && !to_create.is_empty() {
-            let partitions = shard.config.num_partitions;
-            let created = with_controller(shard, move |c| {
-                for name in to_create {
-                    match c.create_topic(&name, partitions, BTreeMap::new(), false) {
-                        Ok(_) => {
-                            log::info!("auto-created topic {name} with {partitions} partitions")
-                        }
-                        Err(MetadataError::TopicAlreadyExists(_)) => {}
-                        Err(e) => log::warn!("auto-creating {name} failed: {e}"),
-                    }
-                }
-            })
-            .await;
-            if let Err(e) = created {
-                log::warn!("auto-creation failed: {e}");
+    // Kafka looks topics up by id from v12 only; before, a null name or a
+    // topic id fails the whole request (INVALID_REQUEST), before anything
+    // is created.
+    let by_id = |l: &[(Option<String>, Uuid)]| l.iter().any(|(_, id)| !id.is_nil());
+    if version < 12 {
+        if let Some(list) = requested
+            .as_ref()
+            .filter(|l| by_id(l) || l.iter().any(|(n, _)| n.is_none()))
+        {
+            return Ok(respond(frame, &invalid_request_response(list)));
+        }
+    }
+    // From v12, a request naming any topic id is answered by ids alone (the
+    // names are not looked at, nothing is auto-created), as Kafka does.
+    let ids: Option<Vec<Uuid>> = requested.as_ref().filter(|l| by_id(l)).map(|l| {
+        let mut ids: Vec<Uuid> = Vec::new();
+        for (_, id) in l {
+            if !id.is_nil() && !ids.contains(id) {
+                ids.push(*id);
             }
-            image = shard.metadata();
+        }
+        ids
+    });
+    if ids.is_none() {
+        if let Some(list) = &requested {
+            let to_create: Vec<String> = list
+                .iter()
+                .filter_map(|(n, _)| n.clone())
+                .filter(|n| {
+                    image.topic(n).is_none()
+                        && topic_name::validate(n).is_ok()
+                        && !topic_name::is_internal(n)
+                })
+                .collect();
+            if allow_create && !to_create.is_empty() {
+                let partitions = shard.config.num_partitions;
+                let created = with_controller(shard, move |c| {
+                    for name in to_create {
+                        match c.create_topic(&name, partitions, BTreeMap::new(), false) {
+                            Ok(_) => {
+                                log::info!("auto-created topic {name} with {partitions} partitions")
+                            }
+                            Err(MetadataError::TopicAlreadyExists(_)) => {}
+                            Err(e) => log::warn!("auto-creating {name} failed: {e}"),
+                        }
+                    }
+                })
+                .await;
+                if let Err(e) = created {
+                    log::warn!("auto-creation failed: {e}");
+                }
+                image = shard.metadata();
+            }
         }
     }
 
@@ -112,6 +169,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
     resp.controller_id = BrokerId(image.controller_id);
     resp.cluster_authorized_operations = i32::MIN;
+    if let Some(ids) = ids {
+        resp.topics = ids
+            .into_iter()
+            .map(|id| match image.topic_by_id(&id) {
+                Some(t) => topic_entry(&image, t),
+                None => error_entry(None, id, codes::UNKNOWN_TOPIC_ID),
+            })
+            .collect();
+        return Ok(respond(frame, &resp));
+    }
     resp.topics = match requested {
         // v0: an empty list means all topics; v1+: null means all topics.
         None => image

@@ -32,6 +32,8 @@ mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
 pub mod produce;
+mod produce_legacy;
+mod produce_rules;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
@@ -81,6 +83,9 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
     let supported =
         supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
     if !supported {
+        if frame.api_key == ApiKey::Produce && (0..3).contains(&version) {
+            return produce_legacy::handle(&frame);
+        }
         if frame.api_key == ApiKey::ApiVersions {
             return api_versions::unsupported_version(&frame);
         }

@@ -150,6 +150,35 @@ fn txn_gate(
     TxnGate::Pass
 }
 
+/// The topic's rules for one partition's batch (`produce_rules`): gives the
+/// bytes and batch to append and the append time, or the Kafka error code
+/// and message.
+fn prepare(
+    part: &crate::shard::partition::Partition,
+    w: &PartitionAppend,
+    batches: &[crate::storage::ValidatedBatch],
+    acks_all: bool,
+) -> Result<(Bytes, Vec<crate::storage::ValidatedBatch>, i64), (i16, String)> {
+    let now = now_ms();
+    let Some(batch) = batches.first() else {
+        return Err((codes::CORRUPT_MESSAGE, "no record batch".into()));
+    };
+    match super::produce_rules::apply(&part.settings(), &w.records, batch, now, acks_all) {
+        Ok((bytes, b)) => Ok((bytes, vec![b], now)),
+        Err(super::produce_rules::Refused::NotEnoughReplicas { required }) => Err((
+            kafka_protocol::ResponseError::NotEnoughReplicas.code(),
+            format!(
+                "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {required} for partition {}-{}",
+                w.topic, w.partition
+            ),
+        )),
+        Err(super::produce_rules::Refused::Batch(e)) => {
+            log::debug!("rejecting produce to {}-{}: {e}", w.topic, w.partition);
+            Err((e.code(), e.to_string()))
+        }
+    }
+}
+
 /// Runs on the owner shard: validates and appends each partition's batches.
 /// With `wait_for_flush` (acks=all), waits for the flush policy before
 /// answering.
@@ -225,22 +254,28 @@ pub async fn append_on_owner(
                         r.base_offset = meta.first_offset;
                         r.log_start_offset = part.log.borrow().log_start_offset();
                     }
-                    Ok(Check::Append) => match part.append(&w.records, &batches, now_ms()) {
-                        Ok((res, needs_flush)) => {
-                            r.base_offset = res.base_offset;
-                            r.log_append_time = res.log_append_time;
-                            r.log_start_offset = res.log_start_offset;
-                            // acks=all waits when this append made a flush due
-                            // (`flush.messages` reached); see docs/ARCHITECTURE.md.
-                            if wait_for_flush && needs_flush {
-                                flushes.push((out.len(), part.clone(), res.last_offset + 1));
+                    Ok(Check::Append) => match prepare(&part, &w, &batches, wait_for_flush) {
+                        Err((code, why)) => {
+                            r.error_code = code;
+                            r.error_message = Some(why);
+                        }
+                        Ok((records, batches, now)) => match part.append(&records, &batches, now) {
+                            Ok((res, needs_flush)) => {
+                                r.base_offset = res.base_offset;
+                                r.log_append_time = res.log_append_time;
+                                r.log_start_offset = res.log_start_offset;
+                                // acks=all waits when this append made a flush due
+                                // (`flush.messages` reached); see docs/ARCHITECTURE.md.
+                                if wait_for_flush && needs_flush {
+                                    flushes.push((out.len(), part.clone(), res.last_offset + 1));
+                                }
                             }
-                        }
-                        Err(e) => {
-                            log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
-                            r.error_code = e.code();
-                            r.error_message = Some(e.to_string());
-                        }
+                            Err(e) => {
+                                log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
+                                r.error_code = e.code();
+                                r.error_message = Some(e.to_string());
+                            }
+                        },
                     },
                 },
             },

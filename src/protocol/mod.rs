@@ -7,7 +7,7 @@ pub mod frame;
 pub mod versions;
 
 pub use frame::{encode_response, RequestFrame, Response, ResponseChunk};
-pub use versions::{supported_range, SUPPORTED_APIS};
+pub use versions::{advertised_range, supported_range, SUPPORTED_APIS};
 
 /// Re-export of the pinned protocol crate so other modules name one path.
 pub use kafka_protocol as kp;

@@ -1,23 +1,27 @@
 //! The one table of supported (API key, min version, max version). Dispatch
 //! (`handlers::dispatch`) and the ApiVersions response both read it, so they
-//! cannot disagree.
+//! cannot disagree. The one exception is written next to it:
+//! [`ADVERTISED_PRODUCE_MIN`], the lower bound ApiVersions lists for Produce.
 
 use kafka_protocol::messages::ApiKey;
 
 /// (API, min version, max version) this broker serves. Ranges are within what
 /// the `kafka-protocol` crate can decode and encode (Kafka 4.x removed the
-/// older versions: Produce starts at v3, ListOffsets at v1, CreateTopics at v2).
+/// older versions: Produce starts at v3, ListOffsets at v1, CreateTopics at
+/// v2), and reach at least Kafka 4.0's maxima except where a newer version
+/// means transactions v2 (KIP-890 part 2: Produce v12, TxnOffsetCommit v5,
+/// EndTxn v5; see docs/compatibility.md).
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 11),
     (ApiKey::Fetch, 4, 18),
-    (ApiKey::ListOffsets, 1, 8),
-    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ListOffsets, 1, 10),
+    (ApiKey::Metadata, 0, 13),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::DescribeCluster, 0, 1),
-    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::FindCoordinator, 0, 6),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
     (ApiKey::Heartbeat, 0, 4),
@@ -25,7 +29,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::OffsetCommit, 2, 9),
     (ApiKey::OffsetFetch, 1, 9),
     (ApiKey::ListGroups, 0, 5),
-    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeConfigs, 1, 4),
@@ -33,16 +37,33 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DeleteRecords, 0, 2),
     (ApiKey::DescribeLogDirs, 1, 4),
-    (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
     (ApiKey::DescribeProducers, 0, 0),
-    (ApiKey::AddPartitionsToTxn, 0, 3),
-    (ApiKey::AddOffsetsToTxn, 0, 3),
-    (ApiKey::EndTxn, 0, 3),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
     (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::WriteTxnMarkers, 1, 1),
 ];
+
+/// The lowest Produce version ApiVersions lists, below the lowest one served
+/// (v3). Kafka 4.0 removed Produce v0–v2 but still lists Produce from v0
+/// (KAFKA-18659): librdkafka before 2.10 decides from the Produce range
+/// whether the broker supports gzip, snappy and lz4, and sends those codecs
+/// uncompressed when v0–v2 are missing. A v0–v2 request is answered with
+/// UNSUPPORTED_VERSION (`handlers::produce_legacy`).
+pub const ADVERTISED_PRODUCE_MIN: i16 = 0;
+
+/// The range ApiVersions lists for `key`: the served range, except
+/// Produce's lower bound ([`ADVERTISED_PRODUCE_MIN`]).
+pub fn advertised_range(key: ApiKey) -> Option<(i16, i16)> {
+    supported_range(key).map(|(lo, hi)| match key {
+        ApiKey::Produce => (ADVERTISED_PRODUCE_MIN, hi),
+        _ => (lo, hi),
+    })
+}
 
 /// The supported version range of `key`, or `None` when the API is not served.
 pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
@@ -65,5 +86,15 @@ mod tests {
                 "{k:?} {lo}..{hi} vs {r}"
             );
         }
+    }
+
+    #[test]
+    fn produce_is_listed_from_v0_and_served_from_v3() {
+        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 11)));
+        assert_eq!(supported_range(ApiKey::Produce), Some((3, 11)));
+        assert_eq!(
+            advertised_range(ApiKey::Fetch),
+            supported_range(ApiKey::Fetch)
+        );
     }
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::{Receivers, Senders};
@@ -317,58 +318,86 @@ impl Shard {
             .collect()
     }
 
-    /// Starts the retention timer: every `log.retention.check.interval.ms`
-    /// each owned partition applies its retention settings.
-    pub fn start_retention(self: &Rc<Self>) {
+    /// Runs `pass` on this shard `initial` after start-up, then every
+    /// `every`, while the shard lives. Kafka's log manager schedules its
+    /// periodic tasks this way (first run after `log.initial.task.delay.ms`),
+    /// so a broker restarted more often than the interval still runs them.
+    fn start_periodic<F, Fut>(self: &Rc<Self>, initial: Duration, every: Duration, pass: F)
+    where
+        F: Fn(Rc<Shard>) -> Fut + 'static,
+        Fut: std::future::Future<Output = ()> + 'static,
+    {
         let me = Rc::downgrade(self);
-        let every =
-            std::time::Duration::from_millis(self.config.log_retention_check_interval_ms.max(1));
         glommio::spawn_local(async move {
+            glommio::timer::sleep(initial).await;
             loop {
-                glommio::timer::sleep(every).await;
                 let Some(shard) = me.upgrade() else { break };
-                let now = now_ms();
-                let producer_expiration = shard.config.producer_id_expiration_ms;
-                for p in shard.owned_partitions() {
-                    if let Err(e) = p.apply_retention(now) {
-                        log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
-                    }
-                    // `producer.id.expiration.ms`: forget idle idempotent producers.
-                    p.expire_producers(now, producer_expiration);
-                }
+                pass(shard).await;
+                glommio::timer::sleep(every).await;
             }
         })
         .detach();
     }
 
-    /// Starts the log cleaner: every `log.cleaner.backoff.ms` each owned
-    /// partition with `cleanup.policy=compact` gets a compaction pass, up to 4
-    /// segment rewrites at a time with a yield in between so produce and fetch
-    /// on this shard keep running.
-    pub fn start_cleaner(self: &Rc<Self>) {
-        let me = Rc::downgrade(self);
-        let every = std::time::Duration::from_millis(self.config.log_cleaner_backoff_ms.max(1));
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(every).await;
-                let Some(shard) = me.upgrade() else { break };
-                for p in shard.owned_partitions() {
-                    loop {
-                        let now = now_ms();
-                        match p.compact(now, 4) {
-                            Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
-                            Ok(_) => break,
-                            Err(e) => {
-                                log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
-                                break;
-                            }
-                        }
-                    }
-                    glommio::yield_if_needed().await;
+    /// `log.initial.task.delay.ms`: when the first retention, cleaner and
+    /// producer-expiration passes run after start-up.
+    fn initial_task_delay(&self) -> Duration {
+        Duration::from_millis(self.config.log_initial_task_delay_ms)
+    }
+
+    /// Starts the retention timer: `log.initial.task.delay.ms` after
+    /// start-up, then every `log.retention.check.interval.ms`, each owned
+    /// partition applies its retention settings.
+    pub fn start_retention(self: &Rc<Self>) {
+        let every = Duration::from_millis(self.config.log_retention_check_interval_ms.max(1));
+        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
+            let now = now_ms();
+            for p in shard.owned_partitions() {
+                if let Err(e) = p.apply_retention(now) {
+                    log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
                 }
             }
-        })
-        .detach();
+        });
+    }
+
+    /// Starts the producer-id expiration timer: `log.initial.task.delay.ms`
+    /// after start-up, then every `producer.id.expiration.check.interval.ms`,
+    /// each owned partition forgets the idempotent producers idle for
+    /// longer than `producer.id.expiration.ms`.
+    pub fn start_producer_expiration(self: &Rc<Self>) {
+        let every =
+            Duration::from_millis(self.config.producer_id_expiration_check_interval_ms.max(1));
+        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
+            let (now, after) = (now_ms(), shard.config.producer_id_expiration_ms);
+            for p in shard.owned_partitions() {
+                p.expire_producers(now, after);
+            }
+        });
+    }
+
+    /// Starts the log cleaner: `log.initial.task.delay.ms` after start-up,
+    /// then every `log.cleaner.backoff.ms`, each owned partition with
+    /// `cleanup.policy=compact` gets a compaction pass, up to 4 segment
+    /// rewrites at a time with a yield in between so produce and fetch on
+    /// this shard keep running.
+    pub fn start_cleaner(self: &Rc<Self>) {
+        let every = Duration::from_millis(self.config.log_cleaner_backoff_ms.max(1));
+        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
+            for p in shard.owned_partitions() {
+                loop {
+                    let now = now_ms();
+                    match p.compact(now, 4) {
+                        Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
+                        Ok(_) => break,
+                        Err(e) => {
+                            log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
+                            break;
+                        }
+                    }
+                }
+                glommio::yield_if_needed().await;
+            }
+        });
     }
 
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown

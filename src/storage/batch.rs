@@ -89,6 +89,11 @@ pub enum BatchError {
     /// `INVALID_RECORD` (87). An unknown magic > 2 is `CORRUPT_MESSAGE` (2).
     #[error("unsupported magic {0}")]
     UnsupportedMagic(i8),
+    /// A record timestamp outside the topic's window
+    /// (`message.timestamp.before.max.ms` / `.after.max.ms`, CreateTime).
+    /// Kafka `INVALID_TIMESTAMP` (error code 32).
+    #[error("{0}")]
+    InvalidTimestamp(String),
 }
 
 /// The 61-byte RecordBatch v2 header, decoded (values copied out of the wire bytes).

@@ -43,6 +43,29 @@ pub struct LogConfig {
     pub segment_index_bytes: u32,
     /// CreateTime or LogAppendTime (`log.message.timestamp.type`, default CreateTime).
     pub message_timestamp_type: TimestampType,
+    /// Largest random amount (ms) by which a segment rolls on age before
+    /// `segment_ms` (`segment.jitter.ms`, default 0).
+    pub segment_jitter_ms: u64,
+    /// Reserve `segment_bytes` of disk for each new segment (`preallocate`,
+    /// default false).
+    pub preallocate: bool,
+}
+
+impl LogConfig {
+    /// A new segment's roll jitter (ms): uniform in
+    /// `[0, min(segment_jitter_ms, segment_ms))`, 0 without jitter, as
+    /// Kafka's `LogConfig.randomSegmentJitter`.
+    pub fn random_segment_jitter(&self) -> i64 {
+        let bound = match self.segment_ms {
+            Some(ms) => self.segment_jitter_ms.min(ms),
+            None => self.segment_jitter_ms,
+        };
+        if bound == 0 {
+            return 0;
+        }
+        let r = (uuid::Uuid::new_v4().as_u128() >> 64) as u64;
+        i64::try_from(r % bound).unwrap_or(0)
+    }
 }
 
 impl Default for LogConfig {
@@ -51,6 +74,8 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1_073_741_824,
             segment_ms: Some(604_800_000),
+            segment_jitter_ms: 0,
+            preallocate: false,
             index_interval_bytes: 4096,
             segment_index_bytes: 10_485_760,
             message_timestamp_type: TimestampType::CreateTime,
@@ -128,7 +153,13 @@ impl PartitionLog {
     /// [`super::recovery`]) and gives the log. I/O failures → `Io`,
     /// unrecoverable layouts → `Corrupt` (both KAFKA_STORAGE_ERROR).
     pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, StorageError> {
-        let (older, active) = recovery::recover(dir, &config)?;
+        let (older, mut active) = recovery::recover(dir, &config)?;
+        // A loaded active segment gets its own jitter, as in Kafka; an empty
+        // one (a new partition) is reserved like any new segment.
+        active.roll_jitter_ms = config.random_segment_jitter();
+        if config.preallocate && active.size() == 0 {
+            active.preallocate(config.segment_bytes.min(MAX_SEGMENT_BYTES))?;
+        }
         let log_end_offset = active.next_offset();
         // The first segment's base offset, or the DeleteRecords checkpoint
         // when that is further (never past the LEO).
@@ -334,7 +365,8 @@ impl PartitionLog {
         let full = seg.size().saturating_add(bytes) > max_bytes;
         let aged = match (cfg.segment_ms, seg.roll_base_ms) {
             (Some(ms), Some(base)) => {
-                now_ms.saturating_sub(base) > i64::try_from(ms).unwrap_or(i64::MAX)
+                let limit = i64::try_from(ms).unwrap_or(i64::MAX) - seg.roll_jitter_ms;
+                now_ms.saturating_sub(base) > limit
             }
             _ => false,
         };
@@ -355,15 +387,26 @@ impl PartitionLog {
     /// flushes the old segment asynchronously; here it is flushed at close.)
     pub fn roll(&mut self) -> Result<i64, StorageError> {
         let leo = self.log_end_offset;
-        let index_bytes = self.config.segment_index_bytes;
         if self.active.size() == 0 {
             return Ok(self.active.base_offset());
         }
         self.active.finish_time_index()?;
-        let seg = Segment::create(&self.dir, leo, index_bytes)?;
-        let old = std::mem::replace(&mut self.active, seg);
+        let seg = self.new_segment(leo)?;
+        let mut old = std::mem::replace(&mut self.active, seg);
+        old.release_preallocation()?;
         self.older.push(old);
         Ok(leo)
+    }
+
+    /// Creates the empty segment starting at `base_offset` with this log's
+    /// settings: its roll jitter and, with `preallocate`, its disk reserved.
+    fn new_segment(&self, base_offset: i64) -> Result<Segment, StorageError> {
+        let mut seg = Segment::create(&self.dir, base_offset, self.config.segment_index_bytes)?;
+        seg.roll_jitter_ms = self.config.random_segment_jitter();
+        if self.config.preallocate {
+            seg.preallocate(self.config.segment_bytes.min(MAX_SEGMENT_BYTES))?;
+        }
+        Ok(seg)
     }
 
     /// Takes a fetch offset, a byte budget (`max_bytes`, the partition's
@@ -545,6 +588,7 @@ impl PartitionLog {
     /// (only the tail is checked) and deletes the marker.
     pub fn close(mut self) -> Result<(), StorageError> {
         self.active.finish_time_index()?;
+        self.active.release_preallocation()?;
         for seg in self.older.iter_mut() {
             seg.flush_all()?;
         }
@@ -1186,6 +1230,61 @@ pub(crate) mod tests {
         }
         assert!(log.segment_count() >= 3, "{}", log.segment_count());
         assert_eq!(consume_all(&log, u64::MAX).len(), 10);
+    }
+
+    #[test]
+    fn segment_jitter_rolls_earlier() {
+        let config = LogConfig {
+            segment_ms: Some(1000),
+            segment_jitter_ms: 5000,
+            ..cfg()
+        };
+        // Drawn below min(segment.jitter.ms, segment.ms).
+        for _ in 0..200 {
+            assert!((0..1000).contains(&config.random_segment_jitter()));
+        }
+        let none = LogConfig {
+            segment_jitter_ms: 0,
+            ..config.clone()
+        };
+        assert_eq!(none.random_segment_jitter(), 0);
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        log.active.roll_jitter_ms = 400;
+        append_batches(&mut log, &[1], 0, 1, 10_000);
+        append_batches(&mut log, &[1], 0, 1, 10_600);
+        assert_eq!(log.segment_count(), 1, "600 ms is within 1000 - 400");
+        append_batches(&mut log, &[1], 0, 1, 10_601);
+        assert_eq!(log.segment_count(), 2, "rolled past 1000 - 400 ms");
+    }
+
+    #[test]
+    fn preallocated_segments_keep_their_length() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            preallocate: true,
+            segment_bytes: 1 << 20,
+            ..cfg()
+        };
+        let mut log = PartitionLog::open(dir.path(), config).unwrap();
+        append_batches(&mut log, &[1], 0, 1, 0);
+        let path = dir.path().join("00000000000000000000.log");
+        let m = std::fs::metadata(&path).unwrap();
+        assert!(m.len() < 4096);
+        assert!(
+            m.blocks() * 512 >= 1 << 20,
+            "{} allocated",
+            m.blocks() * 512
+        );
+        log.roll().unwrap();
+        let m = std::fs::metadata(&path).unwrap();
+        assert!(
+            m.blocks() * 512 <= 8192,
+            "{} allocated after the roll",
+            m.blocks() * 512
+        );
+        assert_eq!(consume_all(&log, u64::MAX).len(), 1);
     }
 
     #[test]

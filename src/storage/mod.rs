@@ -10,6 +10,7 @@
 //! - [`index`]: `.index` / `.timeindex` files.
 //! - [`segment`]: one segment.
 //! - [`log`]: [`PartitionLog`], append/read/list-offsets.
+//! - [`recompress`]: broker-side compression (topic `compression.type`).
 //! - [`recovery`]: opening a partition directory after a clean or unclean shutdown.
 //! - [`txn_index`]: transaction markers and `.txnindex` files (KIP-98).
 
@@ -17,6 +18,7 @@ pub mod batch;
 pub mod cleaner;
 pub mod index;
 pub mod log;
+pub mod recompress;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
@@ -27,6 +29,7 @@ pub use self::batch::{
     RECORD_BATCH_HEADER_BYTES,
 };
 pub use self::log::{AppendResult, FileRegion, LogConfig, PartitionLog, ReadResult, TimestampType};
+pub use self::recompress::{Codec, TargetCodec};
 
 /// Errors of the storage layer. `crate::error` maps each variant to
 /// the Kafka error code to answer with.

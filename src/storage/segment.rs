@@ -125,6 +125,11 @@ pub struct Segment {
     pub(crate) offset_of_max_timestamp: i64,
     /// Time (ms) the `segment.ms` roll clock starts from.
     pub(crate) roll_base_ms: Option<i64>,
+    /// How much earlier (ms) than `segment.ms` this segment rolls on age
+    /// (`segment.jitter.ms`, drawn when the segment is created or loaded).
+    pub(crate) roll_jitter_ms: i64,
+    /// Disk was reserved past the data with [`Segment::preallocate`].
+    preallocated: bool,
     log_dirty: bool,
 }
 
@@ -192,8 +197,44 @@ impl Segment {
             max_timestamp: -1,
             offset_of_max_timestamp: -1,
             roll_base_ms: None,
+            roll_jitter_ms: 0,
+            preallocated: false,
             log_dirty: false,
         })
+    }
+
+    /// Takes a byte count (`segment.bytes`); reserves that much disk for the
+    /// `.log` (Kafka `preallocate=true`) with fallocate(2) and
+    /// FALLOC_FL_KEEP_SIZE, so the file's length, and with it recovery and
+    /// every reader, stays as without preallocation. A file system without
+    /// fallocate support leaves the file as it is (logged at debug).
+    pub fn preallocate(&mut self, bytes: u64) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let len = libc::off_t::try_from(bytes).unwrap_or(libc::off_t::MAX);
+        // SAFETY: fallocate on an open file descriptor we own; no memory is
+        // passed to the kernel.
+        let r = unsafe { libc::fallocate(self.log.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, 0, len) };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                ::log::debug!("{}: no fallocate support: {e}", self.log_path.display());
+                return Ok(());
+            }
+            return Err(e);
+        }
+        self.preallocated = true;
+        Ok(())
+    }
+
+    /// Releases disk reserved by [`Segment::preallocate`] past the data
+    /// (truncating the file to its own length frees the blocks beyond it).
+    /// Called when the segment stops being the active one and at close.
+    pub fn release_preallocation(&mut self) -> io::Result<()> {
+        if self.preallocated {
+            self.log.set_len(self.size)?;
+            self.preallocated = false;
+        }
+        Ok(())
     }
 
     /// Gives the base offset (first offset this segment may hold).

@@ -69,6 +69,11 @@ impl Broker {
         b
     }
 
+    /// Replaces the `--override` settings used by the next start (restart).
+    pub fn set_overrides(&mut self, overrides: &[&str]) {
+        self.overrides = overrides.iter().map(|s| s.to_string()).collect();
+    }
+
     /// The data directory passed as `--log-dirs`.
     pub fn data_dir(&self) -> PathBuf {
         self.root.path().join("data")

@@ -68,10 +68,6 @@ public final class Main {
     private static final Map<String, String> KNOWN_FJORD_DIFFERENCES = new LinkedHashMap<>();
 
     static {
-        KNOWN_FJORD_DIFFERENCES.put("admin-describe-topics-by-id", "Metadata by topic id (the Java client sends "
-                + "name \"\" with the id) is looked up by the empty name: Fjord answers INVALID_TOPIC_EXCEPTION "
-                + "with a zero topic id, so describeTopics(TopicCollection.ofTopicIds(...)) fails; Kafka resolves "
-                + "the id");
     }
 
     /** The kafka-clients version, from the properties file in its jar. */

@@ -1,0 +1,277 @@
+//! The topic rules a Produce batch meets on its owner before it is appended
+//! (Kafka's `LogValidator` part that depends on topic configs):
+//!
+//! * `min.insync.replicas` above the one replica of this node: acks=all gets
+//!   NOT_ENOUGH_REPLICAS (19);
+//! * `compression.type` other than `producer`: a batch with another codec is
+//!   rebuilt with the topic's codec and level (`storage::recompress`),
+//!   refusing records above `max.decompressed.message.bytes` and a rebuilt
+//!   batch above `max.message.bytes` (MESSAGE_TOO_LARGE);
+//! * CreateTime topics: every record timestamp must lie in
+//!   `[now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]`,
+//!   else INVALID_TIMESTAMP (32). The timestamps are the records' own when
+//!   the batch is uncompressed or was rebuilt; a compressed batch kept as
+//!   sent is checked by its header's base and max timestamps (see
+//!   docs/decisions/timestamp-window-on-compressed-batches.md).
+
+use bytes::Bytes;
+
+use crate::cluster::topic_config::TopicSettings;
+use crate::storage::batch::BatchError;
+use crate::storage::recompress::{self, Codec, RecordsSummary, NO_TIMESTAMP};
+use crate::storage::{BatchHeader, TimestampType, ValidatedBatch, RECORD_BATCH_HEADER_BYTES};
+
+/// Why a batch is refused: NOT_ENOUGH_REPLICAS, or a batch error (its code
+/// comes from `crate::error`).
+#[derive(Debug)]
+pub enum Refused {
+    /// `min.insync.replicas` cannot be met on one node (acks=all only).
+    NotEnoughReplicas {
+        /// The topic's `min.insync.replicas`.
+        required: i32,
+    },
+    /// The batch breaks a rule (timestamp window, decompression, size).
+    Batch(BatchError),
+}
+
+impl From<BatchError> for Refused {
+    fn from(e: BatchError) -> Refused {
+        Refused::Batch(e)
+    }
+}
+
+/// Takes a partition's settings, its one validated batch (`records` holds
+/// exactly that batch), the broker time and whether the produce is
+/// acks=all; gives the bytes to append and their batch (rebuilt with the
+/// topic's codec, or the same bytes), or why the batch is refused.
+pub fn apply(
+    settings: &TopicSettings,
+    records: &Bytes,
+    batch: &ValidatedBatch,
+    now_ms: i64,
+    acks_all: bool,
+) -> Result<(Bytes, ValidatedBatch), Refused> {
+    if acks_all && settings.min_insync_replicas > 1 {
+        return Err(Refused::NotEnoughReplicas {
+            required: settings.min_insync_replicas,
+        });
+    }
+    let whole = records
+        .get(batch.position..batch.position + batch.size)
+        .ok_or_else(|| BatchError::CorruptMessage("batch outside the records".into()))?;
+    let rebuilt = match settings.compression {
+        Some(target) => recompress::recompress(
+            whole,
+            &batch.header,
+            target,
+            settings.max_decompressed_message_bytes,
+        )
+        .map_err(BatchError::from)?,
+        None => None,
+    };
+    let (bytes, out, summary) = match rebuilt {
+        Some(r) => {
+            let header = BatchHeader::parse(&r.bytes)?;
+            let size = r.bytes.len();
+            // As Kafka, the size limit holds for the batch as stored too.
+            if size > settings.max_message_bytes {
+                return Err(Refused::Batch(BatchError::MessageTooLarge {
+                    size,
+                    max: settings.max_message_bytes,
+                }));
+            }
+            let out = ValidatedBatch {
+                position: 0,
+                size,
+                header,
+            };
+            (Bytes::from(r.bytes), out, Some(r.summary))
+        }
+        None => {
+            let summary = if Codec::from_bits(batch.header.compression()) == Some(Codec::None) {
+                let body = whole.get(RECORD_BATCH_HEADER_BYTES..).unwrap_or_default();
+                Some(
+                    recompress::summarize_records(
+                        body,
+                        batch.header.records_count,
+                        batch.header.base_timestamp,
+                    )
+                    .map_err(BatchError::from)?,
+                )
+            } else {
+                None
+            };
+            (records.clone(), *batch, summary)
+        }
+    };
+    check_timestamps(settings, &out.header, summary, now_ms)?;
+    Ok((bytes, out))
+}
+
+/// The timestamp window of CreateTime topics (Kafka
+/// `LogValidator.validateTimestamp`); LogAppendTime topics are not checked.
+fn check_timestamps(
+    settings: &TopicSettings,
+    header: &BatchHeader,
+    summary: Option<RecordsSummary>,
+    now_ms: i64,
+) -> Result<(), BatchError> {
+    if settings.log.message_timestamp_type == TimestampType::LogAppendTime {
+        return Ok(());
+    }
+    // Records without a timestamp (-1) are not checked, as in Kafka.
+    let (min, max) = match summary {
+        Some(s) => (s.min_timestamp, s.max_timestamp),
+        None => [header.base_timestamp, header.max_timestamp]
+            .into_iter()
+            .filter(|t| *t != NO_TIMESTAMP)
+            .fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t))),
+    };
+    if min > max {
+        return Ok(());
+    }
+    let earliest = now_ms.saturating_sub(settings.timestamp_before_max_ms);
+    let latest = now_ms.saturating_add(settings.timestamp_after_max_ms);
+    for (ts, side) in [(min, "before"), (max, "after")] {
+        if ts < earliest || ts > latest {
+            return Err(BatchError::InvalidTimestamp(format!(
+                "Timestamp {ts} of a message in the batch is out of range. The timestamp \
+                 should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::topic_config::settings;
+    use crate::config::Config;
+    use crate::storage::validate_batches;
+    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
+    use std::collections::BTreeMap;
+
+    fn batch(compression: Compression, timestamps: &[i64]) -> Bytes {
+        let recs: Vec<_> = timestamps
+            .iter()
+            .enumerate()
+            .map(|(i, ts)| {
+                crate::protocol::plain_record(i as i64, *ts, None, Some(Bytes::from("v")))
+            })
+            .collect();
+        let mut buf = bytes::BytesMut::new();
+        RecordBatchEncoder::encode(
+            &mut buf,
+            recs.iter(),
+            &RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf.freeze()
+    }
+
+    fn topic(pairs: &[(&str, &str)]) -> TopicSettings {
+        let t: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        settings(&Config::default(), &t)
+    }
+
+    fn run(
+        s: &TopicSettings,
+        b: &Bytes,
+        now: i64,
+        acks_all: bool,
+    ) -> Result<(Bytes, ValidatedBatch), Refused> {
+        let v = validate_batches(b, usize::MAX).unwrap();
+        apply(s, b, &v[0], now, acks_all)
+    }
+
+    #[test]
+    fn future_timestamps_past_the_window_are_refused() {
+        let now = 10_000_000;
+        let s = topic(&[]);
+        assert!(run(
+            &s,
+            &batch(Compression::None, &[now, now + 3_600_000]),
+            now,
+            false
+        )
+        .is_ok());
+        // A record an hour and a bit ahead, behind an earlier first record.
+        let late = batch(Compression::None, &[now, now + 3_600_001]);
+        assert!(matches!(
+            run(&s, &late, now, false),
+            Err(Refused::Batch(BatchError::InvalidTimestamp(_)))
+        ));
+        let s = topic(&[("message.timestamp.type", "LogAppendTime")]);
+        assert!(run(&s, &late, now, false).is_ok());
+    }
+
+    #[test]
+    fn records_without_a_timestamp_are_not_checked() {
+        let s = topic(&[("message.timestamp.before.max.ms", "0")]);
+        assert!(run(&s, &batch(Compression::None, &[-1, -1]), 10_000, false).is_ok());
+        assert!(run(&s, &batch(Compression::Gzip, &[-1]), 10_000, false).is_ok());
+        assert!(run(&s, &batch(Compression::None, &[-1, 9_999]), 10_000, false).is_err());
+    }
+
+    #[test]
+    fn the_oldest_record_counts_not_the_first() {
+        let now = 10_000_000;
+        let s = topic(&[("message.timestamp.before.max.ms", "1000")]);
+        // The first record is recent; the second is older than allowed.
+        let b = batch(Compression::None, &[now, now - 1001]);
+        assert!(matches!(
+            run(&s, &b, now, false),
+            Err(Refused::Batch(BatchError::InvalidTimestamp(_)))
+        ));
+        assert!(run(&s, &batch(Compression::None, &[now - 1000]), now, false).is_ok());
+    }
+
+    #[test]
+    fn topic_codec_rebuilds_other_codecs_only() {
+        let now = 1_000;
+        let s = topic(&[("compression.type", "snappy")]);
+        let plain = batch(Compression::None, &[now; 10]);
+        let (bytes, v) = run(&s, &plain, now, false).unwrap();
+        assert_eq!(v.header.compression(), Codec::Snappy as u8);
+        assert_eq!(v.size, bytes.len());
+        let snappy = batch(Compression::Snappy, &[now; 10]);
+        let (bytes, _) = run(&s, &snappy, now, false).unwrap();
+        assert_eq!(bytes, snappy, "same codec: the bytes are kept");
+        let s = topic(&[("compression.type", "producer")]);
+        let (bytes, _) = run(&s, &plain, now, false).unwrap();
+        assert_eq!(bytes, plain);
+    }
+
+    #[test]
+    fn a_rebuilt_batch_must_fit_max_message_bytes() {
+        let now = 1_000;
+        let plain = batch(Compression::Gzip, &[now; 50]);
+        let limit = plain.len().to_string();
+        let s = topic(&[
+            ("compression.type", "uncompressed"),
+            ("max.message.bytes", &limit),
+        ]);
+        assert!(matches!(
+            run(&s, &plain, now, false),
+            Err(Refused::Batch(BatchError::MessageTooLarge { .. }))
+        ));
+    }
+
+    #[test]
+    fn min_insync_above_one_refuses_acks_all_only() {
+        let s = topic(&[("min.insync.replicas", "2")]);
+        let b = batch(Compression::None, &[1_000]);
+        assert!(matches!(
+            run(&s, &b, 1_000, true),
+            Err(Refused::NotEnoughReplicas { required: 2 })
+        ));
+        assert!(run(&s, &b, 1_000, false).is_ok());
+    }
+}
