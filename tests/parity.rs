@@ -854,3 +854,60 @@ fn broker_keys_are_described_as_kafka_reports_them() {
         ]
     );
 }
+
+/// ListOffsets by timestamp gives the first record at or after the log start
+/// offset, as Kafka does: after DeleteRecords moved the log start into the
+/// middle of a batch, a timestamp older than every record answers the log
+/// start, not the batch's first (deleted) record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timestamp_lookup_starts_at_the_log_start() {
+    use rdkafka::consumer::Consumer;
+    use rdkafka::TopicPartitionList;
+    let broker = Broker::start();
+    let topic = "ts-below-start";
+    broker.create_topic(topic, 1).await;
+    // One batch of 20 records (linger), timestamps 1_000_000 + i.
+    let p = broker.producer(&[("linger.ms", "200"), ("batch.num.messages", "100")]);
+    let futures: Vec<_> = (0..20i64)
+        .map(|i| {
+            let v = format!("v{i}");
+            p.send_result(
+                FutureRecord::to(topic)
+                    .partition(0)
+                    .key("k")
+                    .payload(&v)
+                    .timestamp(1_000_000 + i),
+            )
+            .expect("enqueue")
+        })
+        .collect();
+    for f in futures {
+        f.await.expect("delivery").expect("produced");
+    }
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(10))
+        .unwrap();
+    broker
+        .admin()
+        .delete_records(&tpl, &admin_opts())
+        .await
+        .expect("DeleteRecords");
+    let c = broker.consumer(&[]);
+    let lookup = |ts: i64| {
+        let mut q = TopicPartitionList::new();
+        q.add_partition_offset(topic, 0, Offset::Offset(ts))
+            .unwrap();
+        let r = c
+            .offsets_for_times(q, Duration::from_secs(10))
+            .expect("offsets_for_times");
+        r.find_partition(topic, 0).expect("partition").offset()
+    };
+    assert_eq!(lookup(0), Offset::Offset(10), "older than every record");
+    assert_eq!(
+        lookup(1_000_005),
+        Offset::Offset(10),
+        "a deleted record's time"
+    );
+    assert_eq!(lookup(1_000_015), Offset::Offset(15));
+    assert_eq!(lookup(2_000_000), Offset::End, "newer than every record");
+}

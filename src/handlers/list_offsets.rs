@@ -88,8 +88,11 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
             Some((last_offset, max_ts)) => {
                 // The batch holding the largest timestamp ends at `last_offset`;
                 // find the first record in it carrying that timestamp.
-                let exact = first_record_at_or_after(&log, last_offset, max_ts, true)?;
-                let (offset, timestamp) = exact.unwrap_or((last_offset, max_ts));
+                let exact = first_record_at_or_after(&log, last_offset, max_ts, true, -1)?;
+                let (offset, timestamp) = match exact {
+                    InBatch::Found(o, t) => (o, t),
+                    InBatch::NoneBefore(_) | InBatch::Undecodable => (last_offset, max_ts),
+                };
                 Ok(Answer {
                     offset,
                     timestamp,
@@ -100,13 +103,25 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
         t if t >= 0 => log.offset_for_timestamp(t).and_then(|o| match o {
             None => Ok(none),
             Some((base_offset, batch_max_ts)) => {
-                let exact = first_record_at_or_after(&log, base_offset, t, false)?;
-                let (offset, timestamp) = exact.unwrap_or((base_offset, batch_max_ts));
-                Ok(Answer {
+                // Kafka's rule: the first record at or after the log start
+                // offset whose timestamp is >= t. Batches left empty by the
+                // cleaner, and records below the log start (DeleteRecords
+                // inside a batch), are passed over.
+                let start = log.log_start_offset();
+                let mut at = base_offset.max(start);
+                let found = loop {
+                    match first_record_at_or_after(&log, at, t, false, start)? {
+                        InBatch::Found(o, ts) => break Some((o, ts)),
+                        InBatch::NoneBefore(next) if next < last_fetchable => at = next,
+                        InBatch::NoneBefore(_) => break None,
+                        InBatch::Undecodable => break Some((at, batch_max_ts)),
+                    }
+                };
+                Ok(found.map_or(none, |(offset, timestamp)| Answer {
                     offset,
                     timestamp,
                     error_code: 0,
-                })
+                }))
             }
         }),
         _ => {
@@ -132,17 +147,28 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
     }
 }
 
+/// What one batch holds for a timestamp lookup.
+enum InBatch {
+    /// (offset, timestamp) of the first matching record.
+    Found(i64, i64),
+    /// No record of the batch matches; the next batch starts at this offset.
+    NoneBefore(i64),
+    /// The batch could not be decoded.
+    Undecodable,
+}
+
 /// Record-level answer inside one batch: decodes the batch containing
 /// `offset` (decompressing it with the protocol crate's codecs, as Kafka does
-/// for this lookup) and returns the first record whose timestamp is >= `ts`
-/// (or == `ts` with `exact`). LogAppendTime batches answer with the batch's
-/// timestamp for every record. `None` when the batch cannot be decoded.
+/// for this lookup) and gives the first record at or after `min_offset`
+/// whose timestamp is >= `ts` (or == `ts` with `exact`). LogAppendTime
+/// batches answer with the batch's timestamp for every record.
 fn first_record_at_or_after(
     log: &PartitionLog,
     offset: i64,
     ts: i64,
     exact: bool,
-) -> Result<Option<(i64, i64)>, StorageError> {
+    min_offset: i64,
+) -> Result<InBatch, StorageError> {
     let read = log.read(offset, 1, true)?;
     let mut bytes = Vec::with_capacity(read.bytes as usize);
     for r in &read.regions {
@@ -150,26 +176,33 @@ fn first_record_at_or_after(
         bytes.resize(start + r.len as usize, 0);
         std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut bytes[start..], r.position)?;
     }
+    let Ok(header) = crate::storage::batch::BatchHeader::parse(&bytes) else {
+        log::warn!("ListOffsets: no batch header at offset {offset}");
+        return Ok(InBatch::Undecodable);
+    };
     let mut buf = bytes::Bytes::from(bytes);
     let set = match RecordBatchDecoder::decode(&mut buf) {
         Ok(set) => set,
         Err(e) => {
             log::warn!("ListOffsets: cannot decode batch at offset {offset}: {e}");
-            return Ok(None);
+            return Ok(InBatch::Undecodable);
         }
     };
     Ok(set
         .records
         .iter()
         .find(|r| {
-            r.timestamp_type == RecordTimestampType::LogAppend
-                || if exact {
-                    r.timestamp == ts
-                } else {
-                    r.timestamp >= ts
-                }
+            r.offset >= min_offset
+                && (r.timestamp_type == RecordTimestampType::LogAppend
+                    || if exact {
+                        r.timestamp == ts
+                    } else {
+                        r.timestamp >= ts
+                    })
         })
-        .map(|r| (r.offset, r.timestamp)))
+        .map_or(InBatch::NoneBefore(header.next_offset()), |r| {
+            InBatch::Found(r.offset, r.timestamp)
+        }))
 }
 
 /// Answers ListOffsets.
