@@ -11,9 +11,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_request::ApiVersionsRequest;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, ListOffsetsRequest, RequestHeader,
-    ResponseHeader, TopicName,
+    ApiKey, CreateTopicsRequest, DeleteTopicsRequest, ListOffsetsRequest, MetadataRequest,
+    RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{
     encode_request_header_into_buffer, Decodable, HeaderVersion, Request, StrBytes,
@@ -205,7 +206,37 @@ pub fn create_topic(
             .into());
         }
     }
-    Ok(())
+    wait_for_leaders(conn, versions, name, partitions)
+}
+
+/// Polls Metadata until every partition of `name` has a leader: a broker
+/// may answer CreateTopics before its partitions can take produce requests
+/// (Apache Kafka applies the topic from its metadata log asynchronously).
+/// Gives up after 30 s.
+fn wait_for_leaders(conn: &mut Conn, versions: &Versions, name: &str, partitions: i32) -> Res<()> {
+    let v = versions.pick(ApiKey::Metadata, 9, 1)?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut req = MetadataRequest::default();
+        let mut t = MetadataRequestTopic::default();
+        t.name = Some(topic_name(name));
+        req.topics = Some(vec![t]);
+        let resp = conn.call(&req, v)?;
+        let ready = resp.topics.iter().any(|t| {
+            t.error_code == 0
+                && t.partitions.len() as i32 >= partitions
+                && t.partitions
+                    .iter()
+                    .all(|p| p.error_code == 0 && p.leader_id.0 >= 0)
+        });
+        if ready {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("topic {name}: partitions without a leader after 30 s").into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// Deletes the topic; an unknown topic (error 3) is fine.
