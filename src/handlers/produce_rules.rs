@@ -132,15 +132,22 @@ fn check_timestamps(
     }
     let earliest = now_ms.saturating_sub(settings.timestamp_before_max_ms);
     let latest = now_ms.saturating_add(settings.timestamp_after_max_ms);
-    for (ts, side) in [(min, "before"), (max, "after")] {
-        if ts < earliest || ts > latest {
-            return Err(BatchError::InvalidTimestamp(format!(
-                "Timestamp {ts} of a message in the batch is out of range. The timestamp \
-                 should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)"
-            )));
-        }
+    // The bound that is crossed names its config: too old is
+    // `before.max.ms`, too new (in the future) is `after.max.ms`.
+    let crossed = if min < earliest {
+        Some((min, "before"))
+    } else if max > latest {
+        Some((max, "after"))
+    } else {
+        None
+    };
+    match crossed {
+        None => Ok(()),
+        Some((ts, side)) => Err(BatchError::InvalidTimestamp(format!(
+            "Timestamp {ts} of a message in the batch is out of range. The timestamp \
+             should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)"
+        ))),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -210,6 +217,22 @@ mod tests {
         ));
         let s = topic(&[("message.timestamp.type", "LogAppendTime")]);
         assert!(run(&s, &late, now, false).is_ok());
+    }
+
+    #[test]
+    fn the_message_names_the_bound_crossed() {
+        let now = 10_000_000;
+        let s = topic(&[
+            ("message.timestamp.before.max.ms", "1000"),
+            ("message.timestamp.after.max.ms", "1000"),
+        ]);
+        let message = |ts: &[i64]| match run(&s, &batch(Compression::None, ts), now, false) {
+            Err(Refused::Batch(BatchError::InvalidTimestamp(m))) => m,
+            other => panic!("expected INVALID_TIMESTAMP, got {other:?}"),
+        };
+        // A whole batch in the future crosses the after bound.
+        assert!(message(&[now + 5000, now + 6000]).contains("message.timestamp.after.max.ms"));
+        assert!(message(&[now - 5000]).contains("message.timestamp.before.max.ms"));
     }
 
     #[test]
