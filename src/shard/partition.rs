@@ -292,33 +292,28 @@ impl Partition {
         Ok((result, due))
     }
 
-    /// What a producer-state snapshot needs, taken now: the partition
-    /// directory, the offset it covers (the LEO), its entries and the
-    /// `.txnindex` files to fsync first.
-    fn snapshot_parts(
-        &self,
-    ) -> (
-        std::path::PathBuf,
-        i64,
-        Vec<snapshot::SnapshotEntry>,
-        Vec<std::path::PathBuf>,
-    ) {
-        let entries = snapshot::capture(&self.producers.borrow(), &self.txns.borrow());
+    /// What a producer-state snapshot needs besides its entries: the
+    /// partition directory, the LEO and the `.txnindex` files to fsync first.
+    fn snapshot_location(&self) -> (std::path::PathBuf, i64, Vec<std::path::PathBuf>) {
         let log = self.log.borrow();
         (
             log.dir().to_path_buf(),
             log.log_end_offset(),
-            entries,
             log.txn_index_files(),
         )
+    }
+
+    /// The producer and transaction state as snapshot entries, now.
+    fn snapshot_entries(&self) -> Vec<snapshot::SnapshotEntry> {
+        snapshot::capture(&self.producers.borrow(), &self.txns.borrow())
     }
 
     /// Writes a producer-state snapshot at the LEO now (clean shutdown):
     /// fsyncs the `.txnindex` files, then writes `<LEO>.snapshot`, keeping
     /// the newest two. Errors with the I/O failure.
     pub fn write_snapshot(&self) -> std::io::Result<()> {
-        let (dir, offset, entries, indexes) = self.snapshot_parts();
-        write_snapshot_files(&dir, offset, &entries, &indexes)
+        let (dir, offset, indexes) = self.snapshot_location();
+        write_snapshot_files(&dir, offset, &self.snapshot_entries(), &indexes)
     }
 
     /// Writes a producer-state snapshot after a segment roll (Kafka takes
@@ -328,11 +323,8 @@ impl Partition {
     /// the snapshot is taken at the LEO. A failure is logged: start-up then
     /// replays more of the log.
     fn snapshot_in_background(self: &Rc<Self>, at: Option<(i64, Vec<snapshot::SnapshotEntry>)>) {
-        let (dir, mut offset, mut entries, indexes) = self.snapshot_parts();
-        if let Some((base, captured)) = at {
-            offset = base;
-            entries = captured;
-        }
+        let (dir, leo, indexes) = self.snapshot_location();
+        let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
         glommio::spawn_local(async move {
             let res = glommio::executor()
