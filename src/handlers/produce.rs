@@ -189,6 +189,10 @@ pub async fn append_on_owner(
 ) -> Vec<PartitionAppendResult> {
     let mut out = Vec::with_capacity(work.len());
     let mut flushes = Vec::new();
+    // Every partition is reserved (offsets assigned, writes submitted)
+    // before any write is waited for.
+    let mut appends = Vec::new();
+    let mut duplicates = Vec::new();
     for w in work {
         let mut r = PartitionAppendResult {
             slot: w.slot,
@@ -253,6 +257,7 @@ pub async fn append_on_owner(
                         );
                         r.base_offset = meta.first_offset;
                         r.log_start_offset = part.log.borrow().log_start_offset();
+                        duplicates.push((part.clone(), meta.first_offset));
                     }
                     Ok(Check::Append) => match prepare(&part, &w, &batches, wait_for_flush) {
                         Err((code, why)) => {
@@ -260,16 +265,7 @@ pub async fn append_on_owner(
                             r.error_message = Some(why);
                         }
                         Ok((records, batches, now)) => match part.append(&records, &batches, now) {
-                            Ok((res, needs_flush)) => {
-                                r.base_offset = res.base_offset;
-                                r.log_append_time = res.log_append_time;
-                                r.log_start_offset = res.log_start_offset;
-                                // acks=all waits when this append made a flush due
-                                // (`flush.messages` reached); see docs/ARCHITECTURE.md.
-                                if wait_for_flush && needs_flush {
-                                    flushes.push((out.len(), part.clone(), res.last_offset + 1));
-                                }
-                            }
+                            Ok(appending) => appends.push((out.len(), part.clone(), appending)),
                             Err(e) => {
                                 log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
                                 r.error_code = e.code();
@@ -281,6 +277,29 @@ pub async fn append_on_owner(
             },
         }
         out.push(r);
+    }
+    for (part, offset) in duplicates {
+        part.wait_committed(offset).await;
+    }
+    for (i, part, appending) in appends {
+        let Some(r) = out.get_mut(i) else { continue };
+        match appending.finish().await {
+            Ok((res, needs_flush)) => {
+                r.base_offset = res.base_offset;
+                r.log_append_time = res.log_append_time;
+                r.log_start_offset = res.log_start_offset;
+                // acks=all waits when this append made a flush due
+                // (`flush.messages` reached); see docs/ARCHITECTURE.md.
+                if wait_for_flush && needs_flush {
+                    flushes.push((i, part, res.last_offset + 1));
+                }
+            }
+            Err(e) => {
+                log::error!("append to {}-{} failed: {e}", part.topic, part.index);
+                r.error_code = e.code();
+                r.error_message = Some(e.to_string());
+            }
+        }
     }
     for (i, part, offset) in flushes {
         if let Err(e) = part.wait_flushed(offset).await {

@@ -95,10 +95,12 @@ pub async fn append_encoded(
         });
         pos += size;
     }
-    let (res, needs_flush) = part.append(&bytes, &batches, now_ms).map_err(|e| {
+    let fail = |e: crate::storage::StorageError| {
         log::error!("append to {}-{} failed: {e}", part.topic, part.index);
         E::KafkaStorageError.code()
-    })?;
+    };
+    let appending = part.append(&bytes, &batches, now_ms).map_err(fail)?;
+    let (res, needs_flush) = appending.finish().await.map_err(fail)?;
     if needs_flush {
         part.wait_flushed(res.last_offset + 1)
             .await

@@ -3,7 +3,9 @@
 //! glommio channel mesh as a boxed task with a reply channel
 //! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
 
+pub mod fault;
 pub mod internal;
+pub mod io;
 pub mod notify;
 pub mod partition;
 
@@ -403,6 +405,16 @@ impl Shard {
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown
     /// marker). Called once at shutdown.
     pub fn close_all(&self) {
+        // Let the I/O thread finish every queued write (data and index
+        // entries) before the files are flushed and marked clean.
+        match io::with_io(|io| io.run(|| ())) {
+            Ok(barrier) => {
+                if let Err(e) = futures_lite::future::block_on(barrier) {
+                    log::warn!("I/O thread: {e}");
+                }
+            }
+            Err(e) => log::warn!("I/O thread: {e}"),
+        }
         let parts: Vec<Rc<Partition>> = self
             .partitions
             .borrow_mut()

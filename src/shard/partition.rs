@@ -4,6 +4,8 @@
 //! markers).
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::fs::File;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,9 +15,11 @@ use kafka_protocol::records::{Record, TimestampType as RecordTsType};
 use kafka_protocol::ResponseError as E;
 use uuid::Uuid;
 
+use super::fault;
 use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
+use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
 use crate::storage::{
     AppendResult, BatchHeader, PartitionLog, ReadResult, StorageError, ValidatedBatch,
@@ -135,6 +139,75 @@ fn write_snapshot_files(
 /// Someone waiting until every offset below `.0` is durable.
 type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
 
+/// Committed bytes of a segment after which its writeback is started
+/// (see [`Partition::start_writeback`]).
+pub const WRITEBACK_CHUNK: u64 = 4 << 20;
+
+/// An append reserved on a partition (stage 1 done), waiting for its write
+/// and commit: [`Appending::finish`].
+pub struct Appending {
+    part: Rc<Partition>,
+    seq: u64,
+    /// The write, when not yet submitted.
+    write: Option<PendingWrite>,
+    /// The submitted write.
+    in_flight: Option<WriteFuture>,
+    reply: oneshot::Receiver<Result<(AppendResult, bool), StorageError>>,
+}
+
+impl Appending {
+    /// The offsets this append was given (valid once `finish` succeeds).
+    pub fn base_offset(&self) -> i64 {
+        self.part
+            .pending
+            .borrow()
+            .iter()
+            .find(|p| p.seq == self.seq)
+            .map_or(-1, |p| p.ticket.result.base_offset)
+    }
+
+    /// Stages 2 and 3: writes the batches on the shard's I/O thread (the
+    /// reactor goes on serving meanwhile), then commits them in reservation
+    /// order (the LEO and high watermark move, indexes grow, waiting fetches
+    /// wake). Gives the append's result and whether the flush policy requires
+    /// an fdatasync before acks=all may be answered (then call
+    /// [`Partition::wait_flushed`] with `last_offset + 1`). Errors: `Io` when
+    /// this write or an earlier one of the partition failed
+    /// (KAFKA_STORAGE_ERROR).
+    pub async fn finish(mut self) -> Result<(AppendResult, bool), StorageError> {
+        let outcome = match (self.write.take(), self.in_flight.take()) {
+            (Some(w), _) => {
+                fault::pause(fault::Stage::Reserved, &self.part).await;
+                super::io::write(w.file, w.at, w.parts).await
+            }
+            (None, Some(f)) => f.await,
+            (None, None) => Ok(()),
+        };
+        if outcome.is_ok() {
+            fault::pause(fault::Stage::Written, &self.part).await;
+        }
+        self.part.written(self.seq, outcome);
+        let r = (&mut self.reply)
+            .await
+            .unwrap_or_else(|_| Err(StorageError::Inconsistent("append abandoned".into())));
+        if r.is_ok() {
+            fault::pause(fault::Stage::Committed, &self.part).await;
+        }
+        r
+    }
+}
+
+type WriteFuture = std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>>;
+
+/// A reserved append not yet committed.
+struct PendingCommit {
+    seq: u64,
+    ticket: AppendTicket,
+    /// The write's outcome; None while it is in flight.
+    written: Option<Result<(), std::io::Error>>,
+    reply: Option<oneshot::Sender<Result<(AppendResult, bool), StorageError>>>,
+}
+
 /// A partition owned by this shard. Only this shard touches it, so plain
 /// `RefCell`/`Cell` suffice; no borrow is held across an `.await`.
 pub struct Partition {
@@ -161,6 +234,13 @@ pub struct Partition {
     flushing: Cell<bool>,
     flush_timer_armed: Cell<bool>,
     flush_waiters: RefCell<Vec<FlushWaiter>>,
+    /// `.log` files with committed bytes not yet covered by an fdatasync.
+    unflushed_files: RefCell<Vec<Arc<File>>>,
+    /// Reserved appends not yet committed, in offset order.
+    pending: RefCell<VecDeque<PendingCommit>>,
+    next_seq: Cell<u64>,
+    /// The file and position from which writeback was last started.
+    writeback: RefCell<Option<(Arc<File>, u64)>>,
 }
 
 impl Partition {
@@ -189,6 +269,10 @@ impl Partition {
             flushing: Cell::new(false),
             flush_timer_armed: Cell::new(false),
             flush_waiters: RefCell::new(Vec::new()),
+            unflushed_files: RefCell::new(Vec::new()),
+            pending: RefCell::new(VecDeque::new()),
+            next_seq: Cell::new(0),
+            writeback: RefCell::new(None),
         }
     }
 
@@ -209,79 +293,168 @@ impl Partition {
         s.flush_messages.is_some() || s.flush_ms.is_some()
     }
 
-    /// Appends validated batches (see `storage::PartitionLog::append`),
-    /// updates the producer and transaction state (a control batch ends its
-    /// producer's transaction; an ABORT marker adds an entry to the
-    /// `.txnindex` of the segment holding it), wakes waiting fetches and
-    /// applies the flush policy. The returned flag says whether the flush
-    /// policy requires an fdatasync before acks=all may be answered; call
-    /// [`Partition::wait_flushed`] with `last_offset + 1` then. A failed
-    /// `.txnindex` write gives `Io` after the data was appended and the
-    /// state updated (KAFKA_STORAGE_ERROR; the file is rebuilt at start-up).
+    /// Stage 1 of an append (see `storage::PartitionLog::reserve`): takes
+    /// the request's records bytes, the validated batches in them and the
+    /// broker time `now_ms` (ms); assigns offsets, updates the producer and
+    /// transaction state (a control batch ends its producer's transaction;
+    /// an ABORT marker adds an entry to the `.txnindex` of the segment
+    /// holding it) and gives the [`Appending`] whose
+    /// [`Appending::finish`] writes the batches on the shard's I/O thread
+    /// and commits them. Synchronous and cheap, so the order of calls is the
+    /// order of offsets: call it for every partition of a request, then
+    /// await the finishes. A failed `.txnindex` write only logs (the file is
+    /// rebuilt at start-up). Errors: `Batch` (the batches do not match the
+    /// bytes), `Io` after an earlier write failed (KAFKA_STORAGE_ERROR).
     pub fn append(
         self: &Rc<Self>,
-        records: &[u8],
+        records: &bytes::Bytes,
         batches: &[ValidatedBatch],
         now_ms: i64,
-    ) -> Result<(AppendResult, bool), StorageError> {
-        let (result, rolled_from, index_err, roll_snapshot) = {
-            let mut log = self.log.borrow_mut();
-            let before = log.active_log_file();
-            let r = log.append(records, batches, self.leader_epoch, now_ms)?;
-            let rolled = !Arc::ptr_eq(&before, &log.active_log_file());
-            let mut producers = self.producers.borrow_mut();
-            let mut txns = self.txns.borrow_mut();
-            let mut index_err = None;
-            // Kafka takes the roll's snapshot at the new segment's base
-            // offset, with the state of the batches below it.
-            let roll_base = rolled.then(|| log.active_base_offset());
-            let mut roll_snapshot = None;
-            let mut first = r.base_offset;
-            for b in batches {
-                if roll_base == Some(first) && roll_snapshot.is_none() {
-                    roll_snapshot = Some((first, snapshot::capture(&producers, &txns)));
-                }
-                let marker = if b.header.is_control() {
-                    records
-                        .get(b.position..b.position.saturating_add(b.size))
-                        .and_then(control_marker)
-                } else {
-                    None
-                };
-                let aborted = apply_batch(&mut producers, &mut txns, &b.header, first, marker);
-                if let Some(a) = aborted {
-                    if let Err(e) = log.append_txn_index(&a) {
-                        log::error!("{}-{}: .txnindex write failed: {e}", self.topic, self.index);
-                        index_err.get_or_insert(e);
-                    }
-                }
-                first += b.header.last_offset_delta as i64 + 1;
+    ) -> Result<Appending, StorageError> {
+        let mut log = self.log.borrow_mut();
+        let before = log.active_base_offset();
+        let (write, ticket) = log.reserve(records, batches, self.leader_epoch, now_ms)?;
+        let rolled = before != log.active_base_offset();
+        let mut producers = self.producers.borrow_mut();
+        let mut txns = self.txns.borrow_mut();
+        // Kafka takes the roll's snapshot at the new segment's base
+        // offset, with the state of the batches below it.
+        let roll_base = rolled.then(|| log.active_base_offset());
+        let mut roll_snapshot = None;
+        let mut first = ticket.result.base_offset;
+        for b in batches {
+            if roll_base == Some(first) && roll_snapshot.is_none() {
+                roll_snapshot = Some((first, snapshot::capture(&producers, &txns)));
             }
-            (r, rolled.then_some(before), index_err, roll_snapshot)
-        };
-        self.appended.notify_all();
-        if rolled_from.is_some() {
+            let marker = if b.header.is_control() {
+                records
+                    .get(b.position..b.position.saturating_add(b.size))
+                    .and_then(control_marker)
+            } else {
+                None
+            };
+            let aborted = apply_batch(&mut producers, &mut txns, &b.header, first, marker);
+            if let Some(a) = aborted {
+                if let Err(e) = log.append_txn_index(&a) {
+                    log::error!("{}-{}: .txnindex write failed: {e}", self.topic, self.index);
+                }
+            }
+            first += b.header.last_offset_delta as i64 + 1;
+        }
+        drop((producers, txns, log));
+        if rolled {
+            // The state at the new segment's base, or (a roll inside a
+            // multi-batch append) at the LEO.
             self.snapshot_in_background(roll_snapshot);
+        }
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + 1);
+        let (tx, rx) = oneshot::channel();
+        self.pending.borrow_mut().push_back(PendingCommit {
+            seq,
+            ticket,
+            written: None,
+            reply: Some(tx),
+        });
+        // Submit the write now (the I/O thread starts on it while the
+        // shard goes on), unless a test pauses appends before their write.
+        let (write, in_flight) = match write {
+            Some(w) if !fault::pauses_at(fault::Stage::Reserved) => {
+                let fut: WriteFuture = Box::pin(super::io::write(w.file, w.at, w.parts));
+                (None, Some(fut))
+            }
+            w => (w, None),
+        };
+        Ok(Appending {
+            part: self.clone(),
+            seq,
+            write,
+            in_flight,
+            reply: rx,
+        })
+    }
+
+    /// Takes the outcome of the write of pending append `seq`; commits every
+    /// pending append at the front whose write is done, in reservation
+    /// order, answers their waiters and wakes waiting fetches.
+    fn written(self: &Rc<Self>, seq: u64, outcome: Result<(), std::io::Error>) {
+        if let Some(p) = self.pending.borrow_mut().iter_mut().find(|p| p.seq == seq) {
+            p.written = Some(outcome);
+        }
+        let mut committed = false;
+        loop {
+            let front = {
+                let mut q = self.pending.borrow_mut();
+                match q.front() {
+                    Some(p) if p.written.is_some() => q.pop_front(),
+                    _ => None,
+                }
+            };
+            let Some(mut p) = front else { break };
+            let reply = match p.written.take() {
+                Some(Ok(())) => self
+                    .commit(&p.ticket)
+                    .map(|due| (p.ticket.result.clone(), due)),
+                Some(Err(e)) => {
+                    self.log.borrow_mut().fail(&p.ticket, &e);
+                    Err(StorageError::Io(e))
+                }
+                None => Err(StorageError::Inconsistent(
+                    "append committed unwritten".into(),
+                )),
+            };
+            committed = true;
+            if let Some(tx) = p.reply.take() {
+                let _ = tx.send(reply);
+            }
+        }
+        if committed {
+            self.appended.notify_all();
+        }
+    }
+
+    /// Stage 3 for one append: the log's commit, its index entries queued on
+    /// the I/O thread, early writeback, and the flush policy. Gives whether
+    /// the flush policy requires an fdatasync before acks=all may be answered.
+    fn commit(self: &Rc<Self>, ticket: &AppendTicket) -> Result<bool, StorageError> {
+        let (index_writes, file) = {
+            let mut log = self.log.borrow_mut();
+            let writes = log.commit(ticket)?;
+            let file = (!ticket.batches.is_empty()).then(|| log.log_file_of(ticket.segment_base));
+            (writes, file.flatten())
+        };
+        if !index_writes.is_empty() {
+            let name = "index entries";
+            let r = super::io::with_io(|io| {
+                for w in index_writes {
+                    io.write_detached(w.file, w.at, vec![w.bytes], name);
+                }
+            });
+            if let Err(e) = r {
+                log::error!(
+                    "{}-{}: index entries not written: {e}",
+                    self.topic,
+                    self.index
+                );
+            }
+        }
+        if let (Some(file), Some(last)) = (file.as_ref(), ticket.batches.last()) {
+            self.start_writeback(file, last.position + last.size);
         }
         let (flush_messages, flush_ms) = {
             let s = self.settings.borrow();
             (s.flush_messages, s.flush_ms)
         };
-        if let Some(e) = index_err {
-            if flush_messages.is_some() || flush_ms.is_some() {
-                self.start_flush();
-            }
-            return Err(e);
-        }
         if flush_messages.is_none() && flush_ms.is_none() {
-            return Ok((result, false));
+            return Ok(false);
         }
-        if let Some(old) = rolled_from {
-            // The rolled segment may hold unflushed records: make it durable now
-            // (rolls are rare: once per segment.bytes).
-            old.sync_data()?;
+        if let Some(file) = file {
+            let mut files = self.unflushed_files.borrow_mut();
+            if !files.iter().any(|f| Arc::ptr_eq(f, &file)) {
+                files.push(file);
+            }
         }
-        let n = self.unflushed_messages.get() + result.records;
+        let n = self.unflushed_messages.get() + ticket.result.records;
         self.unflushed_messages.set(n);
         let due = flush_messages.is_some_and(|m| n >= m);
         if due {
@@ -289,7 +462,91 @@ impl Partition {
         } else if let Some(ms) = flush_ms {
             self.arm_flush_timer(ms);
         }
-        Ok((result, due))
+        Ok(due)
+    }
+
+    /// Starts the kernel's writeback of the committed bytes of `file` below
+    /// `end` once [`WRITEBACK_CHUNK`] of them are dirty
+    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on the I/O thread: it
+    /// starts the write-out and does not wait for it), so dirty pages do not
+    /// pile up to the point where the kernel throttles the writer. This does
+    /// not make the bytes durable (no fdatasync, no metadata); see
+    /// docs/durability.md.
+    fn start_writeback(&self, file: &Arc<File>, end: u64) {
+        let mut wb = self.writeback.borrow_mut();
+        let start = match &*wb {
+            Some((f, start)) if Arc::ptr_eq(f, file) => *start,
+            _ => {
+                *wb = Some((file.clone(), 0));
+                0
+            }
+        };
+        if end < start + WRITEBACK_CHUNK {
+            return;
+        }
+        *wb = Some((file.clone(), end));
+        let f = file.clone();
+        let r = super::io::with_io(|io| {
+            // Nobody waits for it: the future is dropped, the job still runs.
+            drop(io.run(move || {
+                use std::os::fd::AsRawFd;
+                let (off, len) = (start as libc::off64_t, (end - start) as libc::off64_t);
+                // SAFETY: sync_file_range on an open fd we hold; no memory passed.
+                let r = unsafe {
+                    libc::sync_file_range(f.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
+                };
+                if r != 0 {
+                    log::debug!("sync_file_range: {}", std::io::Error::last_os_error());
+                }
+            }));
+        });
+        if let Err(e) = r {
+            log::debug!("{}-{}: no writeback started: {e}", self.topic, self.index);
+        }
+    }
+
+    /// Appends on the calling thread, without an I/O thread: stage 1, the
+    /// write, stage 3 (tests and tools).
+    #[cfg(test)]
+    pub fn append_now(
+        self: &Rc<Self>,
+        records: &bytes::Bytes,
+        batches: &[ValidatedBatch],
+        now_ms: i64,
+    ) -> Result<(AppendResult, bool), StorageError> {
+        let mut a = self.append(records, batches, now_ms)?;
+        if let Some(f) = a.in_flight.take() {
+            let outcome = futures_lite::future::block_on(f);
+            self.written(a.seq, outcome);
+            return match a.reply.try_recv() {
+                Ok(Some(r)) => r,
+                _ => Err(StorageError::Inconsistent("append not committed".into())),
+            };
+        }
+        let outcome = match a.write.take() {
+            Some(w) => {
+                let slices: Vec<&[u8]> = w.parts.iter().map(|p| p.as_ref()).collect();
+                crate::storage::segment::pwritev_all(&w.file, &slices, w.at)
+            }
+            None => Ok(()),
+        };
+        self.written(a.seq, outcome);
+        match a.reply.try_recv() {
+            Ok(Some(r)) => r,
+            _ => Err(StorageError::Inconsistent("append not committed".into())),
+        }
+    }
+
+    /// Resolves once `offset` is committed (below the LEO): a duplicate of
+    /// a batch whose write is still in flight is answered only then.
+    pub async fn wait_committed(&self, offset: i64) {
+        loop {
+            let g = self.appended.generation();
+            if self.log.borrow().log_end_offset() > offset || !self.log.borrow().has_pending() {
+                return;
+            }
+            super::notify::any_changed(vec![(self.appended.clone(), g)]).await;
+        }
     }
 
     /// What a producer-state snapshot needs besides its entries: the
@@ -374,15 +631,29 @@ impl Partition {
         let me = self.clone();
         glommio::spawn_local(async move {
             loop {
-                let (file, target) = {
+                let (files, target) = {
                     let log = me.log.borrow();
-                    (log.active_log_file(), log.log_end_offset())
+                    let mut files = std::mem::take(&mut *me.unflushed_files.borrow_mut());
+                    if files.is_empty() {
+                        files.push(log.active_log_file());
+                    }
+                    (files, log.log_end_offset())
                 };
                 me.unflushed_messages.set(0);
+                let synced = files.clone();
                 let res = glommio::executor()
-                    .spawn_blocking(move || file.sync_data())
+                    .spawn_blocking(move || synced.iter().try_for_each(|f| f.sync_data()))
                     .await
                     .map_err(|e| e.to_string());
+                if res.is_err() {
+                    // Retried by the next flush.
+                    let mut keep = me.unflushed_files.borrow_mut();
+                    for f in files {
+                        if !keep.iter().any(|k| Arc::ptr_eq(k, &f)) {
+                            keep.push(f);
+                        }
+                    }
+                }
                 if res.is_ok() {
                     me.flushed_offset.set(me.flushed_offset.get().max(target));
                 }
@@ -417,6 +688,10 @@ impl Partition {
     /// `cleanup.policy` includes `delete`; removed files are unlinked after
     /// `file.delete.delay.ms`. Gives the number of segments removed.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize, StorageError> {
+        if self.log.borrow().has_pending() {
+            // Appends in flight: the next round runs it.
+            return Ok(0);
+        }
         let s = self.settings();
         if !s.delete || (s.retention_ms.is_none() && s.retention_bytes.is_none()) {
             return Ok(0);
@@ -447,6 +722,10 @@ impl Partition {
     /// One compaction pass (at most `max_segments` segments rewritten) when
     /// `cleanup.policy` includes `compact`. Gives what was done.
     pub fn compact(&self, now_ms: i64, max_segments: usize) -> Result<CleanStats, StorageError> {
+        if self.log.borrow().has_pending() {
+            // Appends in flight: the next round runs it.
+            return Ok(CleanStats::default());
+        }
         let s = self.settings();
         if !s.compact {
             return Ok(CleanStats::default());
@@ -724,7 +1003,7 @@ mod tests {
         if p.producers.borrow().check(&headers)? != Check::Append {
             return Err(-100);
         }
-        Ok(p.append(b, &v, crate::shard::now_ms())
+        Ok(p.append_now(b, &v, crate::shard::now_ms())
             .unwrap()
             .0
             .base_offset)

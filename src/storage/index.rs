@@ -17,6 +17,9 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 /// Bytes per `.index` entry: relative offset u32 + position u32.
 pub const OFFSET_INDEX_ENTRY_BYTES: usize = 8;
@@ -63,10 +66,29 @@ pub struct OffsetEntry {
     pub position: u32,
 }
 
+/// An index entry already in the in-memory copy whose bytes still have to
+/// be written to the file (see [`OffsetIndex::append_deferred`]).
+#[derive(Debug, Clone)]
+pub struct IndexWrite {
+    /// The index file.
+    pub file: Arc<File>,
+    /// Byte position of the entry in the file.
+    pub at: u64,
+    /// The entry's bytes (8 for `.index`, 12 for `.timeindex`).
+    pub bytes: Bytes,
+}
+
+impl IndexWrite {
+    /// Writes the entry with pwrite(2) on the calling thread.
+    pub fn write_now(&self) -> io::Result<()> {
+        self.file.write_all_at(&self.bytes, self.at)
+    }
+}
+
 /// The `.index` file of one segment plus its in-memory copy.
 #[derive(Debug)]
 pub struct OffsetIndex {
-    file: File,
+    file: Arc<File>,
     path: PathBuf,
     base_offset: i64,
     entries: Vec<OffsetEntry>,
@@ -90,7 +112,7 @@ impl OffsetIndex {
             })
             .collect();
         Ok(OffsetIndex {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             base_offset,
             entries,
@@ -159,28 +181,39 @@ impl OffsetIndex {
     /// Does nothing when the index is full or the offset is not above the
     /// last entry (the index is sparse, skipping keeps lookups correct).
     pub fn append(&mut self, offset: i64, position: u32) -> io::Result<()> {
-        if self.is_full() {
-            return Ok(());
+        match self.append_deferred(offset, position) {
+            Some(w) => w.write_now(),
+            None => Ok(()),
         }
-        let Ok(rel) = u32::try_from(offset - self.base_offset) else {
-            return Ok(());
-        };
+    }
+
+    /// Like [`Self::append`], but the entry is only added to the in-memory
+    /// copy; gives the file write still to make (None: no entry added). The
+    /// caller hands it to the shard's I/O thread.
+    pub fn append_deferred(&mut self, offset: i64, position: u32) -> Option<IndexWrite> {
+        if self.is_full() {
+            return None;
+        }
+        let rel = u32::try_from(offset - self.base_offset).ok()?;
         if let Some(last) = self.entries.last() {
             if rel <= last.relative_offset || position <= last.position {
-                return Ok(());
+                return None;
             }
         }
         let mut buf = [0u8; OFFSET_INDEX_ENTRY_BYTES];
         buf[..4].copy_from_slice(&rel.to_be_bytes());
         buf[4..].copy_from_slice(&position.to_be_bytes());
         let at = (self.entries.len() * OFFSET_INDEX_ENTRY_BYTES) as u64;
-        self.file.write_all_at(&buf, at)?;
         self.entries.push(OffsetEntry {
             relative_offset: rel,
             position,
         });
         self.dirty = true;
-        Ok(())
+        Some(IndexWrite {
+            file: self.file.clone(),
+            at,
+            bytes: Bytes::copy_from_slice(&buf),
+        })
     }
 
     /// Takes a target absolute offset; gives the byte position from which a
@@ -264,7 +297,7 @@ pub struct TimeEntry {
 /// The `.timeindex` file of one segment plus its in-memory copy.
 #[derive(Debug)]
 pub struct TimeIndex {
-    file: File,
+    file: Arc<File>,
     path: PathBuf,
     base_offset: i64,
     entries: Vec<TimeEntry>,
@@ -286,7 +319,7 @@ impl TimeIndex {
             })
             .collect();
         Ok(TimeIndex {
-            file,
+            file: Arc::new(file),
             path: path.to_path_buf(),
             base_offset,
             entries,
@@ -350,28 +383,43 @@ impl TimeIndex {
         offset: i64,
         skip_full_check: bool,
     ) -> io::Result<()> {
-        if !skip_full_check && self.is_full() {
-            return Ok(());
+        match self.maybe_append_deferred(timestamp, offset, skip_full_check) {
+            Some(w) => w.write_now(),
+            None => Ok(()),
         }
-        let Ok(rel) = u32::try_from(offset - self.base_offset) else {
-            return Ok(());
-        };
+    }
+
+    /// Like [`Self::maybe_append`], but the entry is only added to the
+    /// in-memory copy; gives the file write still to make (None: no entry).
+    pub fn maybe_append_deferred(
+        &mut self,
+        timestamp: i64,
+        offset: i64,
+        skip_full_check: bool,
+    ) -> Option<IndexWrite> {
+        if !skip_full_check && self.is_full() {
+            return None;
+        }
+        let rel = u32::try_from(offset - self.base_offset).ok()?;
         if let Some(last) = self.entries.last() {
             if timestamp <= last.timestamp || rel < last.relative_offset {
-                return Ok(());
+                return None;
             }
         }
         let mut buf = [0u8; TIME_INDEX_ENTRY_BYTES];
         buf[..8].copy_from_slice(&timestamp.to_be_bytes());
         buf[8..].copy_from_slice(&rel.to_be_bytes());
         let at = (self.entries.len() * TIME_INDEX_ENTRY_BYTES) as u64;
-        self.file.write_all_at(&buf, at)?;
         self.entries.push(TimeEntry {
             timestamp,
             relative_offset: rel,
         });
         self.dirty = true;
-        Ok(())
+        Some(IndexWrite {
+            file: self.file.clone(),
+            at,
+            bytes: Bytes::copy_from_slice(&buf),
+        })
     }
 
     /// Takes a target timestamp (ms); gives the absolute offset of the greatest

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::batch::{
     log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
+use super::index::IndexWrite;
 use super::recovery;
 use super::segment::{segment_file_name, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES};
 use super::txn_index::{
@@ -112,6 +113,44 @@ pub struct AppendResult {
     pub records: u64,
 }
 
+/// The write a [`PartitionLog::reserve`] asks for: `parts` written
+/// contiguously at byte `at` of `file` (the active segment's `.log` when
+/// reserved). The record bytes are slices of the request's buffer.
+#[derive(Debug)]
+pub struct PendingWrite {
+    /// The segment's `.log`.
+    pub file: Arc<File>,
+    /// Byte position of the first part.
+    pub at: u64,
+    /// The slices to write, in order.
+    pub parts: Vec<bytes::Bytes>,
+}
+
+/// Where one reserved batch goes (see [`AppendTicket`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReservedBatch {
+    /// Byte position in the segment's `.log`.
+    pub position: u64,
+    /// Batch size in bytes.
+    pub size: u64,
+    /// Last offset assigned to it.
+    pub last_offset: i64,
+    /// Its max timestamp (ms) as stored (the append time under LogAppendTime).
+    pub max_timestamp: i64,
+}
+
+/// What [`PartitionLog::commit`] needs of a reservation, and the append's
+/// result once committed.
+#[derive(Debug, Clone)]
+pub struct AppendTicket {
+    /// Base offset of the segment the batches were placed in.
+    pub segment_base: i64,
+    /// The batches, in offset order.
+    pub batches: Vec<ReservedBatch>,
+    /// The offsets assigned (valid once committed).
+    pub result: AppendResult,
+}
+
 /// What [`PartitionLog::read`] found.
 #[derive(Clone, Debug)]
 pub struct ReadResult {
@@ -145,6 +184,13 @@ pub struct PartitionLog {
     pub(super) log_start_offset: i64,
     pub(super) log_end_offset: i64,
     pub(super) high_watermark: i64,
+    /// The offset the next reservation gets (the LEO plus every reserved,
+    /// not yet committed append).
+    pub(super) next_offset: i64,
+    /// The active segment's size plus its reserved, uncommitted appends (bytes).
+    pub(super) active_reserved: u64,
+    /// Why the log stopped taking appends (a failed write), if it did.
+    pub(super) failed: Option<String>,
 }
 
 impl PartitionLog {
@@ -161,6 +207,7 @@ impl PartitionLog {
             active.preallocate(config.segment_bytes.min(MAX_SEGMENT_BYTES))?;
         }
         let log_end_offset = active.next_offset();
+        let active_size = active.size();
         // The first segment's base offset, or the DeleteRecords checkpoint
         // when that is further (never past the LEO).
         let log_start_offset = older
@@ -177,6 +224,9 @@ impl PartitionLog {
             log_start_offset,
             log_end_offset,
             high_watermark: log_end_offset,
+            next_offset: log_end_offset,
+            active_reserved: active_size,
+            failed: None,
         })
     }
 
@@ -207,28 +257,15 @@ impl PartitionLog {
 
     /// Takes the Produce `records` bytes, the batches found in them by
     /// [`super::validate_batches`] and the broker time `now_ms` (ms); appends
-    /// them and gives the offsets assigned.
+    /// them on the calling thread and gives the offsets assigned: a
+    /// [`Self::reserve`], the write with pwritev(2), then [`Self::commit`]
+    /// with its index entries written at once. Used where no shard is
+    /// running (tools, tests); a shard uses the three stages itself so that
+    /// the write runs on its I/O thread.
     ///
-    /// Each batch's base offset is set to the current LEO (then advanced by
-    /// lastOffsetDelta + 1) without copying record bytes: one pwritev(2) per
-    /// call (split only past 1024 iovecs) whose iovecs per batch are a
-    /// 16-byte prefix (new base offset, the batch's own batchLength, and
-    /// `leader_epoch` as partitionLeaderEpoch — all outside the CRC) then
-    /// `[batch 16..end]`, or under LogAppendTime `[prefix][new header
-    /// 16..61][batch 61..end]` (see [`log_append_time_header`]; the new
-    /// header holds the new CRC at 17..21). Short writes are resumed.
-    ///
-    /// Rolls a new segment first (Kafka `LogSegment.shouldRoll`) when the
-    /// active segment is non-empty and: it would exceed `segment_bytes`; an
-    /// index is full (`segment_index_bytes`); `segment_ms` elapsed since its
-    /// first append (or, after a restart, since its first batch's max
-    /// timestamp); or relative offsets would overflow i32.
-    ///
-    /// Empty `batches` writes nothing and gives base/last offset -1.
-    /// Batches not lying inside `records` → `Batch(CorruptMessage)`. A failed
-    /// `.log` write is cut back and gives `Io` with nothing appended; a failed
-    /// index write gives `Io` AFTER the data was appended (the index is
-    /// rebuilt on the next open) — treat both as KAFKA_STORAGE_ERROR.
+    /// A failed `.log` write gives `Io` and leaves the log refusing appends
+    /// (KAFKA_STORAGE_ERROR); a failed index write gives `Io` AFTER the data
+    /// was appended (the index is rebuilt on the next open).
     pub fn append(
         &mut self,
         records: &[u8],
@@ -236,19 +273,82 @@ impl PartitionLog {
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendResult, StorageError> {
+        let records = bytes::Bytes::copy_from_slice(records);
+        let (write, ticket) = self.reserve(&records, batches, leader_epoch, now_ms)?;
+        if let Some(w) = write {
+            let slices: Vec<&[u8]> = w.parts.iter().map(|p| p.as_ref()).collect();
+            if let Err(e) = super::segment::pwritev_all(&w.file, &slices, w.at) {
+                self.fail(&ticket, &e);
+                return Err(e.into());
+            }
+        }
+        let index_writes = self.commit(&ticket)?;
+        for w in &index_writes {
+            w.write_now()?;
+        }
+        Ok(ticket.result)
+    }
+
+    /// Stage 1 of an append (Redpanda's "dispatched"): takes the Produce
+    /// `records` bytes, the batches found in them by
+    /// [`super::validate_batches`], the partition leader epoch and the
+    /// broker time `now_ms` (ms); assigns the batches their offsets (from the
+    /// last reserved offset on) and their place at the end of the active
+    /// segment, and gives the write to make and the ticket to
+    /// [`Self::commit`] once it is made. Nothing is visible to readers yet
+    /// (the LEO and high watermark move at commit). Reservations are
+    /// committed in the order they were made.
+    ///
+    /// The write is the batches without copying record bytes: per batch a
+    /// 16-byte prefix (new base offset, the batch's own batchLength, and
+    /// `leader_epoch` as partitionLeaderEpoch — all outside the CRC) then
+    /// `[batch 16..end]`, or under LogAppendTime `[prefix][new header
+    /// 16..61][batch 61..end]` (see [`log_append_time_header`]; the new
+    /// header holds the new CRC at 17..21).
+    ///
+    /// Rolls a new segment first (Kafka `LogSegment.shouldRoll`) when the
+    /// active segment is non-empty and: it would exceed `segment_bytes`; an
+    /// index is full (`segment_index_bytes`); `segment_ms` elapsed since its
+    /// first append (or, after a restart, since its first batch's max
+    /// timestamp); or relative offsets would overflow i32.
+    ///
+    /// Empty `batches` gives no write and base/last offset -1. Batches not
+    /// lying inside `records` → `Batch(CorruptMessage)`; a log whose earlier
+    /// write failed → `Io` (KAFKA_STORAGE_ERROR, until the broker restarts
+    /// and recovery cuts the partial data).
+    pub fn reserve(
+        &mut self,
+        records: &bytes::Bytes,
+        batches: &[ValidatedBatch],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<(Option<PendingWrite>, AppendTicket), StorageError> {
+        if let Some(why) = &self.failed {
+            return Err(StorageError::Io(std::io::Error::other(format!(
+                "{}: an earlier write failed ({why}); the log takes no appends until restart",
+                self.dir.display()
+            ))));
+        }
         if batches.is_empty() {
-            return Ok(AppendResult {
-                base_offset: -1,
-                last_offset: -1,
-                log_append_time: -1,
-                log_start_offset: self.log_start_offset,
-                bytes: 0,
-                records: 0,
-            });
+            return Ok((
+                None,
+                AppendTicket {
+                    segment_base: self.active.base_offset(),
+                    batches: Vec::new(),
+                    result: AppendResult {
+                        base_offset: -1,
+                        last_offset: -1,
+                        log_append_time: -1,
+                        log_start_offset: self.log_start_offset,
+                        bytes: 0,
+                        records: 0,
+                    },
+                },
+            ));
         }
         // Re-read each header from the bytes being written so the offsets we
         // assign always match what lands on disk.
-        let mut parts: Vec<(&[u8], BatchHeader)> = Vec::with_capacity(batches.len());
+        let mut parts: Vec<(usize, BatchHeader)> = Vec::with_capacity(batches.len());
         let mut total_bytes: u64 = 0;
         let mut offsets_needed: i64 = 0;
         let mut record_count: u64 = 0;
@@ -276,93 +376,175 @@ impl PartitionLog {
             total_bytes += b.size as u64;
             offsets_needed += i64::from(h.last_offset_delta) + 1;
             record_count += u64::try_from(h.records_count).unwrap_or(0);
-            parts.push((bytes, h));
+            parts.push((b.position, h));
         }
 
         self.maybe_roll(total_bytes, offsets_needed, now_ms)?;
-
-        let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
-        let leo = self.log_end_offset;
-        let interval = self.config.index_interval_bytes;
-
-        // Per batch a 16-byte prefix: the assigned base offset, the batch's
-        // own batchLength, and the partition leader epoch (both outside the
-        // CRC, which starts at the attributes).
-        let mut base_bufs: Vec<[u8; 16]> = Vec::with_capacity(parts.len());
-        let mut lat_headers: Vec<[u8; RECORD_BATCH_HEADER_BYTES]> = Vec::new();
-        let mut next = leo;
-        for (bytes, h) in &parts {
-            let mut prefix = [0u8; 16];
-            prefix[..8].copy_from_slice(&next.to_be_bytes());
-            prefix[8..12].copy_from_slice(&bytes[8..12]);
-            prefix[12..].copy_from_slice(&leader_epoch.to_be_bytes());
-            base_bufs.push(prefix);
-            if lat {
-                lat_headers.push(log_append_time_header(bytes, now_ms));
-            }
-            next += i64::from(h.last_offset_delta) + 1;
-        }
-        let mut slices: Vec<&[u8]> = Vec::with_capacity(parts.len() * if lat { 3 } else { 2 });
-        for (i, (bytes, _)) in parts.iter().enumerate() {
-            slices.push(&base_bufs[i]);
-            if lat {
-                // The new header's bytes 16..61 (magic copied, new CRC at 17..21, new attributes and
-                // max timestamp).
-                slices.push(&lat_headers[i][16..]);
-                slices.push(&bytes[RECORD_BATCH_HEADER_BYTES..]);
-            } else {
-                slices.push(&bytes[16..]);
-            }
-        }
-
-        let seg = &mut self.active;
-        if seg.size() + total_bytes > MAX_SEGMENT_BYTES {
+        if self.active_reserved + total_bytes > MAX_SEGMENT_BYTES {
             return Err(StorageError::Inconsistent(format!(
                 "append of {total_bytes} bytes does not fit a segment"
             )));
         }
-        seg.write_at_end(&slices)?;
-        if seg.roll_base_ms.is_none() {
-            seg.roll_base_ms = Some(now_ms);
-        }
-        let mut pos = seg.size();
-        let mut next = leo;
-        let mut index_err: Option<std::io::Error> = None;
-        for (bytes, h) in &parts {
-            let last = next + i64::from(h.last_offset_delta);
-            let max_ts = if lat { now_ms } else { h.max_timestamp };
-            let size = bytes.len() as u64;
-            if let Err(e) = seg.note_batch(pos, size, last, max_ts, interval) {
-                ::log::error!("{}: index write failed: {e}", seg.log_path().display());
-                index_err.get_or_insert(e);
+
+        let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
+        let first_offset = self.next_offset;
+        let at = self.active_reserved;
+
+        // The bytes this append adds before each batch's own bytes: the
+        // 16-byte prefix (assigned base offset, the batch's own batchLength,
+        // the partition leader epoch — all outside the CRC, which starts at
+        // the attributes), under LogAppendTime followed by the new header's
+        // bytes 16..61. All of them in one small buffer.
+        let per = if lat { RECORD_BATCH_HEADER_BYTES } else { 16 };
+        let mut head = Vec::with_capacity(per * parts.len());
+        let mut next = first_offset;
+        for (position, h) in &parts {
+            let bytes = &records[*position..*position + h.total_size()];
+            head.extend_from_slice(&next.to_be_bytes());
+            head.extend_from_slice(&bytes[8..12]);
+            head.extend_from_slice(&leader_epoch.to_be_bytes());
+            if lat {
+                head.extend_from_slice(&log_append_time_header(bytes, now_ms)[16..]);
             }
-            pos += size;
+            next += i64::from(h.last_offset_delta) + 1;
+        }
+        let head = bytes::Bytes::from(head);
+        let mut slices: Vec<bytes::Bytes> = Vec::with_capacity(parts.len() * 2);
+        let mut reserved = Vec::with_capacity(parts.len());
+        let mut pos = at;
+        let mut next = first_offset;
+        for (i, (position, h)) in parts.iter().enumerate() {
+            let size = h.total_size();
+            slices.push(head.slice(i * per..(i + 1) * per));
+            slices.push(records.slice(*position + per..*position + size));
+            let last = next + i64::from(h.last_offset_delta);
+            reserved.push(ReservedBatch {
+                position: pos,
+                size: size as u64,
+                last_offset: last,
+                max_timestamp: if lat { now_ms } else { h.max_timestamp },
+            });
+            pos += size as u64;
             next = last + 1;
         }
-        self.log_end_offset = next;
-        self.high_watermark = next;
-        if let Some(e) = index_err {
-            return Err(e.into());
+        if self.active.roll_base_ms.is_none() {
+            self.active.roll_base_ms = Some(now_ms);
         }
-        Ok(AppendResult {
-            base_offset: leo,
-            last_offset: next - 1,
-            log_append_time: if lat { now_ms } else { -1 },
-            log_start_offset: self.log_start_offset,
-            bytes: total_bytes,
-            records: record_count,
-        })
+        self.next_offset = next;
+        self.active_reserved = pos;
+        Ok((
+            Some(PendingWrite {
+                file: self.active.log_file(),
+                at,
+                parts: slices,
+            }),
+            AppendTicket {
+                segment_base: self.active.base_offset(),
+                batches: reserved,
+                result: AppendResult {
+                    base_offset: first_offset,
+                    last_offset: next - 1,
+                    log_append_time: if lat { now_ms } else { -1 },
+                    log_start_offset: self.log_start_offset,
+                    bytes: total_bytes,
+                    records: record_count,
+                },
+            },
+        ))
+    }
+
+    /// Stage 3 of an append (Redpanda's "produced"): takes the ticket of a
+    /// reservation whose write completed; it must be the oldest one not yet
+    /// committed (else `Inconsistent`). Advances the segment's size and next
+    /// offset, the in-memory indexes (as Kafka's `LogSegment.append`: an
+    /// entry when more than `index.interval.bytes` were appended since the
+    /// last), the LEO and the high watermark, so readers see the batches.
+    /// Gives the index file writes still to make (in file order), for the
+    /// shard's I/O thread. An empty reservation commits nothing.
+    pub fn commit(&mut self, ticket: &AppendTicket) -> Result<Vec<IndexWrite>, StorageError> {
+        let Some(first) = ticket.batches.first() else {
+            return Ok(Vec::new());
+        };
+        if ticket.result.base_offset != self.log_end_offset {
+            return Err(StorageError::Inconsistent(format!(
+                "{}: commit of offset {} out of order (LEO {})",
+                self.dir.display(),
+                ticket.result.base_offset,
+                self.log_end_offset
+            )));
+        }
+        let interval = self.config.index_interval_bytes;
+        let seg = if self.active.base_offset() == ticket.segment_base {
+            &mut self.active
+        } else {
+            match self
+                .older
+                .iter_mut()
+                .rev()
+                .find(|s| s.base_offset() == ticket.segment_base)
+            {
+                Some(s) => s,
+                None => {
+                    return Err(StorageError::Inconsistent(format!(
+                        "{}: segment {} of a pending append is gone",
+                        self.dir.display(),
+                        ticket.segment_base
+                    )))
+                }
+            }
+        };
+        if seg.size() != first.position {
+            return Err(StorageError::Inconsistent(format!(
+                "{}: commit at position {} but the segment holds {} bytes",
+                self.dir.display(),
+                first.position,
+                seg.size()
+            )));
+        }
+        let mut writes = Vec::new();
+        for b in &ticket.batches {
+            seg.note_batch_deferred(
+                b.position,
+                b.size,
+                b.last_offset,
+                b.max_timestamp,
+                interval,
+                &mut writes,
+            );
+        }
+        self.log_end_offset = ticket.result.last_offset + 1;
+        self.high_watermark = self.log_end_offset;
+        Ok(writes)
+    }
+
+    /// Takes the ticket of a reservation whose write failed with `error`:
+    /// the log takes no more appends (Kafka takes the log directory offline
+    /// on an I/O error); reservations after it are refused at commit.
+    /// Restart recovery cuts whatever part of the write landed.
+    pub fn fail(&mut self, ticket: &AppendTicket, error: &std::io::Error) {
+        ::log::error!(
+            "{}: write of offsets {}..={} failed: {error}; the partition takes no appends until restart",
+            self.dir.display(),
+            ticket.result.base_offset,
+            ticket.result.last_offset
+        );
+        self.failed.get_or_insert_with(|| error.to_string());
+    }
+
+    /// True while reserved appends are not yet committed (their writes in flight).
+    pub fn has_pending(&self) -> bool {
+        self.next_offset != self.log_end_offset
     }
 
     fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {
-        let leo = self.log_end_offset;
+        let leo = self.next_offset;
         let cfg = &self.config;
         let seg = &self.active;
-        if seg.size() == 0 {
+        if self.active_reserved == 0 {
             return Ok(());
         }
         let max_bytes = cfg.segment_bytes.min(MAX_SEGMENT_BYTES);
-        let full = seg.size().saturating_add(bytes) > max_bytes;
+        let full = self.active_reserved.saturating_add(bytes) > max_bytes;
         let aged = match (cfg.segment_ms, seg.roll_base_ms) {
             (Some(ms), Some(base)) => {
                 let limit = i64::try_from(ms).unwrap_or(i64::MAX) - seg.roll_jitter_ms;
@@ -386,15 +568,16 @@ impl PartitionLog {
     /// offset is the LEO. Gives the new segment's base offset. (Kafka also
     /// flushes the old segment asynchronously; here it is flushed at close.)
     pub fn roll(&mut self) -> Result<i64, StorageError> {
-        let leo = self.log_end_offset;
-        if self.active.size() == 0 {
+        let leo = self.next_offset;
+        if self.active_reserved == 0 {
             return Ok(self.active.base_offset());
         }
         self.active.finish_time_index()?;
         let seg = self.new_segment(leo)?;
         let mut old = std::mem::replace(&mut self.active, seg);
-        old.release_preallocation()?;
+        old.release_preallocation_at(self.active_reserved)?;
         self.older.push(old);
+        self.active_reserved = 0;
         Ok(leo)
     }
 
@@ -574,6 +757,18 @@ impl PartitionLog {
     /// Gives a shared handle to the active segment's `.log`.
     pub fn active_log_file(&self) -> Arc<File> {
         self.active.log_file()
+    }
+
+    /// Gives the `.log` of the segment with base offset `base`, if it exists.
+    pub fn log_file_of(&self, base: i64) -> Option<Arc<File>> {
+        if self.active.base_offset() == base {
+            return Some(self.active.log_file());
+        }
+        self.older
+            .iter()
+            .rev()
+            .find(|s| s.base_offset() == base)
+            .map(|s| s.log_file())
     }
 
     /// Base offset of the active segment.

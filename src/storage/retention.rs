@@ -137,10 +137,14 @@ impl PartitionLog {
         if target == self.log_end_offset && self.active.size() > 0 {
             self.roll()?;
         }
+        // A segment still receiving the commits of appends in flight (the
+        // one holding the LEO) stays.
+        let pending = self.has_pending();
+        let leo = self.log_end_offset;
         while self
             .older
             .first()
-            .is_some_and(|s| s.next_offset() <= target)
+            .is_some_and(|s| s.next_offset() <= target && !(pending && s.next_offset() == leo))
         {
             let seg = self.older.remove(0);
             rename_deleted(&seg, &mut out);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
-use super::index::{OffsetIndex, TimeIndex};
+use super::index::{IndexWrite, OffsetIndex, TimeIndex};
 use super::StorageError;
 
 /// Suffix of segment data files.
@@ -230,8 +230,14 @@ impl Segment {
     /// (truncating the file to its own length frees the blocks beyond it).
     /// Called when the segment stops being the active one and at close.
     pub fn release_preallocation(&mut self) -> io::Result<()> {
+        self.release_preallocation_at(self.size)
+    }
+
+    /// Like [`Self::release_preallocation`], keeping `len` bytes (the end of
+    /// the last reserved append, which may still be in flight).
+    pub fn release_preallocation_at(&mut self, len: u64) -> io::Result<()> {
         if self.preallocated {
-            self.log.set_len(self.size)?;
+            self.log.set_len(len.max(self.size))?;
             self.preallocated = false;
         }
         Ok(())
@@ -415,25 +421,49 @@ impl Segment {
         max_timestamp: i64,
         index_interval_bytes: u32,
     ) -> io::Result<()> {
+        let mut writes = Vec::new();
+        self.note_batch_deferred(
+            position,
+            size,
+            last_offset,
+            max_timestamp,
+            index_interval_bytes,
+            &mut writes,
+        );
+        writes.iter().try_for_each(IndexWrite::write_now)
+    }
+
+    /// Like [`Self::note_batch`], but index entries only go to the in-memory
+    /// indexes; their file writes are pushed to `writes` (in file order) for
+    /// the caller to hand to the shard's I/O thread.
+    pub fn note_batch_deferred(
+        &mut self,
+        position: u64,
+        size: u64,
+        last_offset: i64,
+        max_timestamp: i64,
+        index_interval_bytes: u32,
+        writes: &mut Vec<IndexWrite>,
+    ) {
         if max_timestamp > self.max_timestamp {
             self.max_timestamp = max_timestamp;
             self.offset_of_max_timestamp = last_offset;
         }
         if self.bytes_since_last_index_entry > u64::from(index_interval_bytes) {
             if let Ok(pos32) = u32::try_from(position) {
-                self.offset_index.append(last_offset, pos32)?;
-                self.time_index.maybe_append(
+                writes.extend(self.offset_index.append_deferred(last_offset, pos32));
+                writes.extend(self.time_index.maybe_append_deferred(
                     self.max_timestamp,
                     self.offset_of_max_timestamp,
                     false,
-                )?;
+                ));
             }
             self.bytes_since_last_index_entry = 0;
         }
         self.bytes_since_last_index_entry += size;
         self.size = position + size;
         self.next_offset = last_offset + 1;
-        Ok(())
+        self.log_dirty = true;
     }
 
     /// Called when the segment stops being the active one (roll) or at close:

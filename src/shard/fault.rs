@@ -1,0 +1,72 @@
+//! Fault injection for the crash tests: pauses an append between its stages
+//! so that a test can kill the broker with appends in flight at a known
+//! stage. Off unless the environment variable `FJORD_FAULT_APPEND_PAUSE` is
+//! set to `STAGE:MS` (STAGE is `reserved`, `written` or `committed`; MS the
+//! pause in milliseconds), read once at first use. When it fires, a line
+//! `fault injection: append paused at STAGE` is logged at warn level before
+//! the pause, which is what the tests wait for.
+
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use super::partition::Partition;
+
+/// The stages of an append (see `storage::PartitionLog::reserve`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Offsets assigned; the write not started.
+    Reserved,
+    /// The bytes are in the file (page cache); not yet committed.
+    Written,
+    /// Committed (visible to readers); the producer not yet answered.
+    Committed,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Reserved => "reserved",
+            Stage::Written => "written",
+            Stage::Committed => "committed",
+        }
+    }
+}
+
+fn setting() -> Option<(Stage, u64)> {
+    static SETTING: OnceLock<Option<(Stage, u64)>> = OnceLock::new();
+    *SETTING.get_or_init(|| {
+        let v = std::env::var("FJORD_FAULT_APPEND_PAUSE").ok()?;
+        let (stage, ms) = v.split_once(':')?;
+        let stage = [Stage::Reserved, Stage::Written, Stage::Committed]
+            .into_iter()
+            .find(|s| s.name() == stage)?;
+        let ms = ms.parse().ok()?;
+        log::warn!(
+            "fault injection on: appends pause {ms} ms at stage {}",
+            stage.name()
+        );
+        Some((stage, ms))
+    })
+}
+
+/// True when fault injection pauses appends at `stage`.
+pub fn pauses_at(stage: Stage) -> bool {
+    setting().is_some_and(|(at, _)| at == stage)
+}
+
+/// Pauses the append of `part` when fault injection names `stage` (only
+/// for client topics, so internal topics stay usable).
+pub async fn pause(stage: Stage, part: &Rc<Partition>) {
+    let Some((at, ms)) = setting() else { return };
+    if at != stage || part.topic.starts_with("__") {
+        return;
+    }
+    log::warn!(
+        "fault injection: append paused at {} ({}-{})",
+        stage.name(),
+        part.topic,
+        part.index
+    );
+    glommio::timer::sleep(Duration::from_millis(ms)).await;
+}
