@@ -37,6 +37,7 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct Broker {
     root: tempfile::TempDir,
     overrides: Vec<String>,
+    envs: Vec<(String, String)>,
     child: Option<Child>,
     addr: String,
     starts: usize,
@@ -52,6 +53,12 @@ impl Broker {
 
     /// Starts a broker with `--override key=value` for each entry.
     pub fn start_with(overrides: &[&str]) -> Broker {
+        Broker::start_with_env(overrides, &[])
+    }
+
+    /// Starts a broker with `--override key=value` for each entry and the
+    /// environment variables `envs` (kept for restarts; see [`Broker::set_env`]).
+    pub fn start_with_env(overrides: &[&str], envs: &[(&str, &str)]) -> Broker {
         let root = tempfile::Builder::new()
             .prefix("fjord-it-")
             .tempdir()
@@ -60,6 +67,10 @@ impl Broker {
         let mut b = Broker {
             root,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             child: None,
             addr: String::new(),
             starts: 0,
@@ -67,6 +78,15 @@ impl Broker {
         };
         b.spawn();
         b
+    }
+
+    /// Sets the environment variables of the next start (restart); an
+    /// empty list starts it with the test's own environment only.
+    pub fn set_env(&mut self, envs: &[(&str, &str)]) {
+        self.envs = envs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
     }
 
     /// Replaces the `--override` settings used by the next start (restart).
@@ -108,6 +128,9 @@ impl Broker {
             .arg("2");
         for o in &self.overrides {
             cmd.arg("--override").arg(o);
+        }
+        for (k, v) in &self.envs {
+            cmd.env(k, v);
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
