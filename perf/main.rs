@@ -2,6 +2,7 @@
 //! speaks the Kafka protocol, plus a `limits` mode that measures what this
 //! machine allows without a broker. See docs/PERFORMANCE.md.
 
+mod append_paths;
 mod batch;
 mod limits;
 mod rate;
@@ -50,9 +51,34 @@ enum Cmd {
     EndToEnd(EndToEndArgs),
     /// Measure this machine's ceilings (TCP, pipeline, page cache, fsync, CRC, sendfile).
     Limits(LimitsArgs),
+    /// The candidate ways for a shard to write appends, side by side
+    /// (reactor pwritev, I/O thread, blocking pool, glommio io_uring file).
+    AppendPaths(AppendPathsArgs),
     /// Fixed modest produce load while the broker holds more and more
     /// partitions, then more and more idle connections; p99 per step.
     Scale(ScaleArgs),
+}
+
+#[derive(Args, Clone)]
+struct AppendPathsArgs {
+    /// Directory for the scratch files (on the file system of the data directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Core to pin the executor (and the threads it starts) to.
+    #[arg(long, default_value_t = 0)]
+    core: usize,
+    /// Bytes per append.
+    #[arg(long, default_value_t = 65536)]
+    size: usize,
+    /// MiB written per candidate and round.
+    #[arg(long, default_value_t = 2048)]
+    mib: u64,
+    /// Rounds (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -640,6 +666,21 @@ fn main() {
         Cmd::Scale(a) => {
             if let Err(e) = run_scale(a) {
                 eprintln!("fjord-perf scale: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
+        Cmd::AppendPaths(a) => {
+            let dir = limits::default_dir(a.dir.as_deref());
+            if let Err(e) = append_paths::run(
+                &dir,
+                a.core,
+                a.size.max(64),
+                a.mib.max(1),
+                a.rounds.max(1),
+                a.json.as_deref(),
+            ) {
+                eprintln!("fjord-perf append-paths: {e}");
                 std::process::exit(1);
             }
             return;

@@ -79,6 +79,27 @@ pub fn respond<T: Encodable>(frame: &RequestFrame, body: &T) -> Outcome {
 
 /// Handles one request on `shard` (the shard that owns the connection).
 pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
+    dispatch_pipelined(shard, frame, None).await
+}
+
+/// As [`dispatch`], with a `dispatched` signal for the connection: a
+/// Produce sends on it once every partition's append is reserved (offsets
+/// assigned, writes submitted), so the connection may read and dispatch its
+/// next request while this one's writes complete; the order of
+/// reservations is then still the order of requests. Every other request,
+/// and a Produce that must wait (a transaction to verify first), drops it
+/// unsent: the connection then waits for the whole answer.
+pub async fn dispatch_pipelined(
+    shard: &Rc<Shard>,
+    frame: RequestFrame,
+    dispatched: Option<futures_channel::oneshot::Sender<()>>,
+) -> Outcome {
+    let produce_dispatched = if frame.api_key == ApiKey::Produce {
+        dispatched
+    } else {
+        drop(dispatched);
+        None
+    };
     let version = frame.prefix.api_version;
     let supported =
         supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
@@ -98,7 +119,7 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
         ApiKey::CreateTopics => create_topics::handle(shard, &frame).await,
         ApiKey::DeleteTopics => delete_topics::handle(shard, &frame).await,
         ApiKey::CreatePartitions => create_partitions::handle(shard, &frame).await,
-        ApiKey::Produce => produce::handle(shard, &frame).await,
+        ApiKey::Produce => produce::handle(shard, &frame, produce_dispatched).await,
         ApiKey::Fetch => fetch::handle(shard, &frame).await,
         ApiKey::ListOffsets => list_offsets::handle(shard, &frame).await,
         ApiKey::FindCoordinator => find_coordinator::handle(shard, &frame).await,

@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_channel::oneshot;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -186,6 +187,7 @@ pub async fn append_on_owner(
     shard: Rc<Shard>,
     work: Vec<PartitionAppend>,
     wait_for_flush: bool,
+    reserved: Option<oneshot::Sender<()>>,
 ) -> Vec<PartitionAppendResult> {
     let mut out = Vec::with_capacity(work.len());
     let mut flushes = Vec::new();
@@ -278,6 +280,14 @@ pub async fn append_on_owner(
         }
         out.push(r);
     }
+    // Every partition reserved: the connection may go on with its next
+    // request, unless a partition waits for the transaction coordinator
+    // (its batch is not reserved yet, so the next request must wait).
+    if let Some(tx) = reserved {
+        if out.iter().all(|r| r.verify.is_none()) {
+            let _ = tx.send(());
+        }
+    }
     for (part, offset) in duplicates {
         part.wait_committed(offset).await;
     }
@@ -320,19 +330,36 @@ async fn dispatch(
     by_owner: Vec<Vec<PartitionAppend>>,
     wait_for_flush: bool,
     results: &mut [PartitionAppendResult],
+    dispatched: &mut Option<oneshot::Sender<()>>,
 ) {
     let mut tasks = Vec::new();
     let mut slots = Vec::new();
+    let mut reserved = Vec::new();
     for (owner, work) in by_owner.into_iter().enumerate() {
         if work.is_empty() {
             continue;
         }
         slots.push(work.iter().map(|w| w.slot).collect::<Vec<_>>());
         let me = shard.clone();
+        let (tx, rx) = oneshot::channel();
+        reserved.push(rx);
         tasks.push(glommio::spawn_local(async move {
-            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
-                .await
+            me.invoke_on(owner, move |s| {
+                append_on_owner(s, work, wait_for_flush, Some(tx))
+            })
+            .await
         }));
+    }
+    if dispatched.is_some() {
+        let mut all = true;
+        for rx in reserved {
+            all &= rx.await.is_ok();
+        }
+        if all {
+            if let Some(tx) = dispatched.take() {
+                let _ = tx.send(());
+            }
+        }
     }
     for (t, sent) in tasks.into_iter().zip(slots) {
         match t.await {
@@ -380,8 +407,13 @@ async fn verify_in_transaction(
         .unwrap_or_else(|e| e.code())
 }
 
-/// Answers a Produce request.
-pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+/// Answers a Produce request. `dispatched` (see
+/// `handlers::dispatch_pipelined`) is sent once every partition is reserved.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    frame: &RequestFrame,
+    mut dispatched: Option<oneshot::Sender<()>>,
+) -> HandlerResult {
     let req: ProduceRequest = frame.decode()?;
     let acks = req.acks;
     let image = shard.metadata();
@@ -436,7 +468,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
 
     let wait_for_flush = acks == -1;
-    dispatch(shard, by_owner, wait_for_flush, &mut results).await;
+    dispatch(
+        shard,
+        by_owner,
+        wait_for_flush,
+        &mut results,
+        &mut dispatched,
+    )
+    .await;
 
     // Partitions where a transaction would start came back unappended: ask
     // the coordinator, then append the confirmed ones (KIP-890's check, in
@@ -466,7 +505,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let owner = shard.owner(&w.topic, w.partition);
             again[owner].push(w);
         }
-        dispatch(shard, again, wait_for_flush, &mut results).await;
+        dispatch(shard, again, wait_for_flush, &mut results, &mut None).await;
     }
 
     if acks == 0 {

@@ -1,6 +1,13 @@
-//! One client connection on its shard: read frames, dispatch them one at a
-//! time (responses leave in request order, as Kafka guarantees per
-//! connection), write responses.
+//! One client connection on its shard: read frames, dispatch them, write
+//! responses in request order (as Kafka guarantees per connection).
+//!
+//! Produce requests are pipelined: once a Produce has reserved its appends
+//! (offsets assigned, writes handed to the I/O thread; see
+//! `handlers::dispatch_pipelined`), the next request is read and dispatched
+//! while the earlier writes complete, up to [`PIPELINE_DEPTH`] Produce
+//! requests in flight; their responses are written in order as they
+//! complete. Any other request first waits until every earlier response is
+//! written, then runs alone, as before.
 //!
 //! Frames are cut out of one receive buffer with `split_to` + `freeze`, so a
 //! request's record bytes stay where the socket read put them until they are
@@ -8,6 +15,7 @@
 //! [8, `socket.request.max.bytes`] closes the connection (logged at warn); a
 //! frame that does not parse closes it too. Other connections are unaffected.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
@@ -15,11 +23,13 @@ use bytes::{Buf, BytesMut};
 use glommio::net::TcpStream;
 use std::os::fd::AsRawFd;
 
+use futures_channel::oneshot;
 use futures_lite::AsyncReadExt;
+use kafka_protocol::messages::ApiKey;
 
 use super::sendfile::write_response;
 use crate::error::ProtocolError;
-use crate::handlers::{dispatch, Outcome};
+use crate::handlers::{dispatch, dispatch_pipelined, Outcome};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -30,6 +40,88 @@ const READ_CHUNK: usize = 1 << 20;
 
 /// Bytes zeroed and read through glommio when the socket had nothing ready.
 const WAIT_WINDOW: usize = 4096;
+
+/// Most Produce requests of one connection in flight at once (reserved,
+/// their writes and commits pending).
+pub const PIPELINE_DEPTH: usize = 8;
+
+/// Receives what the socket holds now into the spare capacity of `buf`
+/// (recv(2) with MSG_DONTWAIT, no zero-fill); gives None when nothing is
+/// ready, Some(0) at EOF.
+fn try_recv(
+    stream: &TcpStream,
+    buf: &mut BytesMut,
+    max_frame: usize,
+) -> std::io::Result<Option<usize>> {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
+    }
+    loop {
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: as in `recv_into`: recv writes at most `len` bytes into the
+        // spare capacity; `set_len` covers only what it wrote.
+        let n = unsafe {
+            libc::recv(
+                stream.as_raw_fd(),
+                spare.as_mut_ptr() as *mut libc::c_void,
+                spare.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            // SAFETY: recv initialised the first `n` bytes of the spare capacity.
+            unsafe { buf.set_len(buf.len() + n as usize) };
+            return Ok(Some(n as usize));
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EAGAIN) => return Ok(None),
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
+        }
+    }
+}
+
+/// Produce requests dispatched and not yet answered, oldest first. Dropped
+/// (connection closed) ones keep running to the end, unanswered, so no
+/// append is abandoned half way.
+struct InFlight(VecDeque<glommio::Task<Outcome>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        for t in self.0.drain(..) {
+            t.detach();
+        }
+    }
+}
+
+/// Writes (or acts on) one request's outcome. Gives false when the
+/// connection must close.
+async fn deliver(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    outcome: Outcome,
+    what: (ApiKey, i16),
+) -> bool {
+    match outcome {
+        Outcome::Respond(resp) => {
+            if let Err(e) = write_response(stream, resp).await {
+                log::debug!("connection from {peer} closed while writing: {e}");
+                return false;
+            }
+            true
+        }
+        Outcome::NoResponse => true,
+        Outcome::Close(reason) => {
+            log::warn!(
+                "closing connection from {peer} after {:?} v{}: {reason}",
+                what.0,
+                what.1
+            );
+            false
+        }
+    }
+}
 
 /// Receives into the spare capacity of `buf` without zero-filling it first:
 /// recv(2) with MSG_DONTWAIT straight into the buffer's uninitialised tail
@@ -96,6 +188,7 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let max = shard.config.socket_request_max_bytes;
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut inflight = InFlight(VecDeque::new());
     loop {
         // Dispatch every complete frame already buffered.
         while buf.len() >= 4 {
@@ -135,16 +228,65 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             };
             let api = request.api_key;
             let version = request.prefix.api_version;
-            match dispatch(&shard, request).await {
-                Outcome::Respond(resp) => {
-                    if let Err(e) = write_response(&mut stream, resp).await {
-                        log::debug!("connection from {peer} closed while writing: {e}");
+            if api == ApiKey::Produce {
+                let (tx, rx) = oneshot::channel();
+                let sh = shard.clone();
+                inflight.0.push_back(glommio::spawn_local(async move {
+                    dispatch_pipelined(&sh, request, Some(tx)).await
+                }));
+                // Reserved: go on (up to the depth); else wait for the answer.
+                let keep = if rx.await.is_ok() {
+                    PIPELINE_DEPTH - 1
+                } else {
+                    0
+                };
+                while inflight.0.len() > keep {
+                    let Some(t) = inflight.0.pop_front() else {
+                        break;
+                    };
+                    if !deliver(&mut stream, peer, t.await, (api, version)).await {
                         return;
                     }
                 }
-                Outcome::NoResponse => {}
-                Outcome::Close(reason) => {
-                    log::warn!("closing connection from {peer} after {api:?} v{version}: {reason}");
+                // Answer what is already done, in order.
+                while let Some(front) = inflight.0.front_mut() {
+                    let Some(outcome) = futures_lite::future::poll_once(front).await else {
+                        break;
+                    };
+                    inflight.0.pop_front();
+                    if !deliver(&mut stream, peer, outcome, (api, version)).await {
+                        return;
+                    }
+                }
+                continue;
+            }
+            while let Some(t) = inflight.0.pop_front() {
+                if !deliver(&mut stream, peer, t.await, (ApiKey::Produce, 0)).await {
+                    return;
+                }
+            }
+            let outcome = dispatch(&shard, request).await;
+            if !deliver(&mut stream, peer, outcome, (api, version)).await {
+                return;
+            }
+        }
+        // With Produce answers pending, take only what the socket already
+        // holds; when it holds nothing, answer the oldest first.
+        if let Some(t) = inflight.0.pop_front() {
+            match try_recv(&stream, &mut buf, max) {
+                Ok(Some(0)) => return,
+                Ok(Some(_)) => {
+                    inflight.0.push_front(t);
+                    continue;
+                }
+                Ok(None) => {
+                    if !deliver(&mut stream, peer, t.await, (ApiKey::Produce, 0)).await {
+                        return;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    log::debug!("connection from {peer} read error: {e}");
                     return;
                 }
             }

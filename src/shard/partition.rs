@@ -152,20 +152,14 @@ pub struct Appending {
     write: Option<PendingWrite>,
     /// The submitted write.
     in_flight: Option<WriteFuture>,
+    /// The write's outcome, not yet reported to the partition.
+    outcome: Option<std::io::Result<()>>,
+    /// The outcome was reported ([`Partition::written`]).
+    reported: bool,
     reply: oneshot::Receiver<Result<(AppendResult, bool), StorageError>>,
 }
 
 impl Appending {
-    /// The offsets this append was given (valid once `finish` succeeds).
-    pub fn base_offset(&self) -> i64 {
-        self.part
-            .pending
-            .borrow()
-            .iter()
-            .find(|p| p.seq == self.seq)
-            .map_or(-1, |p| p.ticket.result.base_offset)
-    }
-
     /// Stages 2 and 3: writes the batches on the shard's I/O thread (the
     /// reactor goes on serving meanwhile), then commits them in reservation
     /// order (the LEO and high watermark move, indexes grow, waiting fetches
@@ -173,20 +167,30 @@ impl Appending {
     /// an fdatasync before acks=all may be answered (then call
     /// [`Partition::wait_flushed`] with `last_offset + 1`). Errors: `Io` when
     /// this write or an earlier one of the partition failed
-    /// (KAFKA_STORAGE_ERROR).
+    /// (KAFKA_STORAGE_ERROR). Dropping it unfinished (a closed connection)
+    /// still completes the write and the commit in the background, so later
+    /// appends of the partition are never held up.
     pub async fn finish(mut self) -> Result<(AppendResult, bool), StorageError> {
-        let outcome = match (self.write.take(), self.in_flight.take()) {
-            (Some(w), _) => {
-                fault::pause(fault::Stage::Reserved, &self.part).await;
-                super::io::write(w.file, w.at, w.parts).await
+        if self.write.is_some() {
+            fault::pause(fault::Stage::Reserved, &self.part).await;
+            if let Some(w) = self.write.take() {
+                self.in_flight = Some(Box::pin(super::io::write(w.file, w.at, w.parts)));
             }
-            (None, Some(f)) => f.await,
-            (None, None) => Ok(()),
+        }
+        let outcome = match self.in_flight.as_mut() {
+            Some(f) => f.await,
+            None => Ok(()),
         };
-        if outcome.is_ok() {
+        self.in_flight = None;
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        if ok {
             fault::pause(fault::Stage::Written, &self.part).await;
         }
-        self.part.written(self.seq, outcome);
+        if let Some(outcome) = self.outcome.take() {
+            self.reported = true;
+            self.part.written(self.seq, outcome);
+        }
         let r = (&mut self.reply)
             .await
             .unwrap_or_else(|_| Err(StorageError::Inconsistent("append abandoned".into())));
@@ -194,6 +198,30 @@ impl Appending {
             fault::pause(fault::Stage::Committed, &self.part).await;
         }
         r
+    }
+}
+
+impl Drop for Appending {
+    fn drop(&mut self) {
+        if self.reported {
+            return;
+        }
+        let (part, seq) = (self.part.clone(), self.seq);
+        let (write, in_flight, outcome) = (
+            self.write.take(),
+            self.in_flight.take(),
+            self.outcome.take(),
+        );
+        glommio::spawn_local(async move {
+            let outcome = match (outcome, write, in_flight) {
+                (Some(o), _, _) => o,
+                (None, Some(w), _) => super::io::write(w.file, w.at, w.parts).await,
+                (None, None, Some(f)) => f.await,
+                (None, None, None) => Ok(()),
+            };
+            part.written(seq, outcome);
+        })
+        .detach();
     }
 }
 
@@ -370,6 +398,8 @@ impl Partition {
             seq,
             write,
             in_flight,
+            outcome: None,
+            reported: false,
             reply: rx,
         })
     }
@@ -515,6 +545,7 @@ impl Partition {
         now_ms: i64,
     ) -> Result<(AppendResult, bool), StorageError> {
         let mut a = self.append(records, batches, now_ms)?;
+        a.reported = true;
         if let Some(f) = a.in_flight.take() {
             let outcome = futures_lite::future::block_on(f);
             self.written(a.seq, outcome);
