@@ -407,6 +407,18 @@ impl Shard {
     pub fn close_all(&self) {
         // Let the I/O thread finish every queued write (data and index
         // entries) before the files are flushed and marked clean.
+        let _ = io::with_io(|io| {
+            use std::sync::atomic::Ordering::Relaxed;
+            let st = io.stats();
+            log::info!(
+                "shard {}: I/O thread wrote {} bytes in {} appends with {} pwritev calls; {} other jobs",
+                self.id,
+                st.bytes.load(Relaxed),
+                st.writes.load(Relaxed),
+                st.write_calls.load(Relaxed),
+                st.calls.load(Relaxed)
+            );
+        });
         match io::with_io(|io| io.run(|| ())) {
             Ok(barrier) => {
                 if let Err(e) = futures_lite::future::block_on(barrier) {

@@ -503,6 +503,9 @@ impl Partition {
     /// not make the bytes durable (no fdatasync, no metadata); see
     /// docs/durability.md.
     fn start_writeback(&self, file: &Arc<File>, end: u64) {
+        if std::env::var_os("FJORD_NO_WRITEBACK").is_some() {
+            return;
+        }
         let mut wb = self.writeback.borrow_mut();
         let start = match &*wb {
             Some((f, start)) if Arc::ptr_eq(f, file) => *start,
@@ -511,28 +514,29 @@ impl Partition {
                 0
             }
         };
+        // Whole pages only: the page holding the end is still being filled,
+        // and an append into a page under writeback may have to wait for it.
+        let end = end & !4095;
         if end < start + WRITEBACK_CHUNK {
             return;
         }
         *wb = Some((file.clone(), end));
         let f = file.clone();
-        let r = super::io::with_io(|io| {
-            // Nobody waits for it: the future is dropped, the job still runs.
-            drop(io.run(move || {
-                use std::os::fd::AsRawFd;
-                let (off, len) = (start as libc::off64_t, (end - start) as libc::off64_t);
-                // SAFETY: sync_file_range on an open fd we hold; no memory passed.
-                let r = unsafe {
-                    libc::sync_file_range(f.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
-                };
-                if r != 0 {
-                    log::debug!("sync_file_range: {}", std::io::Error::last_os_error());
-                }
-            }));
+        // On the blocking pool, not the I/O thread: when the device is
+        // congested, starting writeback waits for it, and appends must not
+        // queue behind that.
+        let task = glommio::executor().spawn_blocking(move || {
+            use std::os::fd::AsRawFd;
+            let (off, len) = (start as libc::off64_t, (end - start) as libc::off64_t);
+            // SAFETY: sync_file_range on an open fd we hold; no memory passed.
+            let r = unsafe {
+                libc::sync_file_range(f.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
+            };
+            if r != 0 {
+                log::debug!("sync_file_range: {}", std::io::Error::last_os_error());
+            }
         });
-        if let Err(e) = r {
-            log::debug!("{}-{}: no writeback started: {e}", self.topic, self.index);
-        }
+        glommio::spawn_local(task).detach();
     }
 
     /// Appends on the calling thread, without an I/O thread: stage 1, the
