@@ -37,7 +37,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .invoke_on(shard.owner(&topic, pi), move |s| async move {
                         match s.partition(&topic, pi) {
                             None => Err(codes::UNKNOWN_TOPIC_OR_PARTITION),
-                            Some(part) => part.delete_records(offset).map_err(|e| e.code()),
+                            Some(part) => part.delete_records(offset).await.map_err(|e| e.code()),
                         }
                     })
                     .await

@@ -92,12 +92,10 @@ impl IoThread {
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(IoStats::default());
         let st = stats.clone();
-        let handle = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                batch_policy();
-                run(rx, &st)
-            })?;
+        let handle = std::thread::Builder::new().name(name).spawn(move || {
+            batch_policy();
+            run(rx, &st)
+        })?;
         Ok(IoThread {
             tx: Some(tx),
             handle: Some(handle),
@@ -192,7 +190,10 @@ fn batch_policy() {
     // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid param.
     let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) };
     if r != 0 {
-        log::debug!("SCHED_BATCH for the I/O thread: {}", io::Error::last_os_error());
+        log::debug!(
+            "SCHED_BATCH for the I/O thread: {}",
+            io::Error::last_os_error()
+        );
     }
 }
 
@@ -305,6 +306,26 @@ pub fn run_on_io<R: Send + 'static>(
 ) -> impl std::future::Future<Output = io::Result<R>> {
     let fut = with_io(|io| io.run(f));
     async move { fut?.await }
+}
+
+/// Runs `f` on a new thread named `name` (inheriting the caller's CPU
+/// affinity) and gives its result: for long blocking work (a compaction
+/// pass) that must hold up neither appends nor fsyncs. Errors when the
+/// thread cannot be started or panicked.
+pub fn on_new_thread<R: Send + 'static>(
+    name: String,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> impl std::future::Future<Output = io::Result<R>> {
+    let (tx, rx) = oneshot::channel();
+    let started = std::thread::Builder::new().name(name).spawn(move || {
+        batch_policy();
+        let _ = tx.send(f());
+    });
+    async move {
+        started?;
+        rx.await
+            .map_err(|_| io::Error::other("the worker thread ended without a result"))
+    }
 }
 
 #[cfg(test)]

@@ -388,7 +388,7 @@ impl Shard {
             for p in shard.owned_partitions() {
                 loop {
                     let now = now_ms();
-                    match p.compact(now, 4) {
+                    match p.compact(now, 4).await {
                         Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
                         Ok(_) => break,
                         Err(e) => {

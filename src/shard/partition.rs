@@ -269,6 +269,10 @@ pub struct Partition {
     next_seq: Cell<u64>,
     /// The file and position from which writeback was last started.
     writeback: RefCell<Option<(Arc<File>, u64)>>,
+    /// A compaction pass is running on its thread.
+    compacting: Cell<bool>,
+    /// Bumped when a compaction pass ends.
+    compaction_done: Rc<Notify>,
 }
 
 impl Partition {
@@ -301,6 +305,8 @@ impl Partition {
             pending: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
             writeback: RefCell::new(None),
+            compacting: Cell::new(false),
+            compaction_done: Rc::new(Notify::default()),
         }
     }
 
@@ -723,7 +729,7 @@ impl Partition {
     /// `cleanup.policy` includes `delete`; removed files are unlinked after
     /// `file.delete.delay.ms`. Gives the number of segments removed.
     pub fn apply_retention(&self, now_ms: i64) -> Result<usize, StorageError> {
-        if self.log.borrow().has_pending() {
+        if self.log.borrow().has_pending() || self.compacting.get() {
             // Appends in flight: the next round runs it.
             return Ok(0);
         }
@@ -755,10 +761,18 @@ impl Partition {
     }
 
     /// One compaction pass (at most `max_segments` segments rewritten) when
-    /// `cleanup.policy` includes `compact`. Gives what was done.
-    pub fn compact(&self, now_ms: i64, max_segments: usize) -> Result<CleanStats, StorageError> {
-        if self.log.borrow().has_pending() {
-            // Appends in flight: the next round runs it.
+    /// `cleanup.policy` includes `compact`: planned here, run on a thread
+    /// of its own (it reads and rewrites whole segments and fsyncs them), the
+    /// rewritten segments put in place here. Appends and fetches go on
+    /// meanwhile; retention and DeleteRecords wait for it. Gives what was
+    /// done; `Io`/`Inconsistent` (KAFKA_STORAGE_ERROR) when the pass failed.
+    pub async fn compact(
+        self: &Rc<Self>,
+        now_ms: i64,
+        max_segments: usize,
+    ) -> Result<CleanStats, StorageError> {
+        if self.log.borrow().has_pending() || self.compacting.get() {
+            // Appends in flight, or a pass running: the next round runs it.
             return Ok(CleanStats::default());
         }
         let s = self.settings();
@@ -772,7 +786,7 @@ impl Partition {
             delete_retention_ms: s.delete_retention_ms,
         };
         // Never past the first undecided transaction (see
-        // `PartitionLog::compact_with_txns`).
+        // `PartitionLog::compaction_plan`).
         let (stable, aborted) = {
             let t = self.txns.borrow();
             let hw = self.log.borrow().high_watermark();
@@ -781,10 +795,24 @@ impl Partition {
                 t.aborted().to_vec(),
             )
         };
-        let stats =
+        let Some(job) =
             self.log
-                .borrow_mut()
-                .compact_with_txns(now_ms, cfg, max_segments, stable, &aborted)?;
+                .borrow()
+                .compaction_plan(now_ms, cfg, max_segments, stable, &aborted)
+        else {
+            return Ok(CleanStats::default());
+        };
+        self.compacting.set(true);
+        let name = format!("{}-{}-cleaner", self.topic, self.index);
+        let done = super::io::on_new_thread(name, move || job.run()).await;
+        let stats = match done {
+            Ok(Ok(done)) => Ok(self.log.borrow_mut().apply_compaction(done)),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(StorageError::Io(e)),
+        };
+        self.compacting.set(false);
+        self.compaction_done.notify_all();
+        let stats = stats?;
         if stats.segments > 0 {
             log::info!(
                 "{}-{}: compacted {} segment(s), {} -> {} bytes ({} superseded records, {} tombstones removed)",
@@ -801,8 +829,13 @@ impl Partition {
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1 = high
-    /// watermark); gives the new low watermark.
-    pub fn delete_records(&self, offset: i64) -> Result<i64, StorageError> {
+    /// watermark); gives the new low watermark. Waits for a running
+    /// compaction pass first (both change the closed segments).
+    pub async fn delete_records(&self, offset: i64) -> Result<i64, StorageError> {
+        while self.compacting.get() {
+            let g = self.compaction_done.generation();
+            super::notify::any_changed(vec![(self.compaction_done.clone(), g)]).await;
+        }
         let (low, deleted) = self.log.borrow_mut().delete_records_before(offset)?;
         self.txns.borrow_mut().drop_aborted_before(low);
         remove_later(deleted.files, self.settings().file_delete_delay_ms);
@@ -1178,7 +1211,10 @@ mod tests {
             assert!(idx.exists());
             assert!(!path.join(segment_file_name(0, "txnindex")).exists());
             assert_eq!(p.txns.borrow().aborted().len(), 1);
-            assert_eq!(p.delete_records(4).unwrap(), 4);
+            assert_eq!(
+                futures_lite::future::block_on(p.delete_records(4)).unwrap(),
+                4
+            );
             assert!(!idx.exists());
             assert!(path
                 .join(format!("{}.deleted", segment_file_name(3, "txnindex")))
@@ -1264,7 +1300,10 @@ mod tests {
             assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(2));
             assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(3));
             // Up to the high watermark: the segment holding the marker goes.
-            assert_eq!(p.delete_records(4).unwrap(), 4);
+            assert_eq!(
+                futures_lite::future::block_on(p.delete_records(4)).unwrap(),
+                4
+            );
             assert_eq!(p.last_stable_offset(), 4);
             drop(p);
             // The marker between the snapshot (1) and the log start (4) is

@@ -78,25 +78,6 @@ pub struct CleanStats {
     pub tombstones: u64,
 }
 
-/// The batches of a segment: (position, header).
-fn batches(seg: &Segment) -> Result<Vec<(u64, BatchHeader)>, StorageError> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < seg.size() {
-        let h = seg.read_header(pos)?;
-        let size = h.total_size() as u64;
-        out.push((pos, h));
-        pos += size;
-    }
-    Ok(out)
-}
-
-fn read_batch(seg: &Segment, pos: u64, h: &BatchHeader) -> Result<Bytes, StorageError> {
-    let mut buf = vec![0u8; h.total_size()];
-    seg.log_file().read_exact_at(&mut buf, pos)?;
-    Ok(Bytes::from(buf))
-}
-
 /// Sets lastOffsetDelta so the (single) batch in `batch` ends at `last_offset`
 /// and recomputes its CRC32C (attributes..end).
 fn keep_last_offset(batch: &mut [u8], last_offset: i64) {
@@ -140,91 +121,123 @@ fn compression_of(h: &BatchHeader) -> Compression {
     }
 }
 
-impl PartitionLog {
-    /// Runs one compaction pass at `now_ms` if the partition needs one; at
-    /// most `max_segments` segments are rewritten. Gives what was done.
-    pub fn compact(
-        &mut self,
-        now_ms: i64,
-        cfg: CompactionConfig,
-        max_segments: usize,
-    ) -> Result<CleanStats, StorageError> {
-        self.compact_with_txns(now_ms, cfg, max_segments, i64::MAX, &[])
+/// What the cleaner needs of one closed segment, taken on the shard so the
+/// pass itself can run on another thread: the file is read through its own
+/// handle, the segment object stays with the log.
+#[derive(Debug, Clone)]
+struct SegmentView {
+    base: i64,
+    path: std::path::PathBuf,
+    file: std::sync::Arc<std::fs::File>,
+    size: u64,
+    next_offset: i64,
+}
+
+impl SegmentView {
+    fn of(seg: &Segment) -> SegmentView {
+        SegmentView {
+            base: seg.base_offset(),
+            path: seg.log_path().to_path_buf(),
+            file: seg.log_file(),
+            size: seg.size(),
+            next_offset: seg.next_offset(),
+        }
     }
 
-    /// As [`Self::compact`], for a partition with transactions (KIP-98):
-    /// only segments wholly below `stable_offset` (the first offset of the
-    /// oldest ongoing transaction, or the last stable offset) are cleaned, so
-    /// no record of an undecided transaction is ever dropped; control batches
-    /// are kept; batches of the `aborted` transactions are neither entered in
-    /// the key map (an aborted record never supersedes a committed one) nor
-    /// changed (they are copied as they are; READ_COMMITTED consumers skip
-    /// them with the aborted-transaction index).
-    pub fn compact_with_txns(
-        &mut self,
-        now_ms: i64,
-        cfg: CompactionConfig,
-        max_segments: usize,
-        stable_offset: i64,
-        aborted: &[AbortedTxn],
-    ) -> Result<CleanStats, StorageError> {
-        let mut stats = CleanStats::default();
-        let mut aborted_by_pid: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-        for a in aborted {
-            aborted_by_pid
-                .entry(a.producer_id)
-                .or_default()
-                .push((a.first_offset, a.last_offset));
+    fn header(&self, pos: u64) -> Result<BatchHeader, StorageError> {
+        let bad =
+            |why: String| StorageError::Inconsistent(format!("{}: {why}", self.path.display()));
+        if pos + super::RECORD_BATCH_HEADER_BYTES as u64 > self.size {
+            return Err(bad(format!("no whole batch header at position {pos}")));
         }
-        let is_aborted = |h: &BatchHeader| {
-            h.is_transactional()
-                && aborted_by_pid.get(&h.producer_id).is_some_and(|v| {
-                    v.iter()
-                        .any(|(first, last)| *first <= h.base_offset && h.last_offset() <= *last)
-                })
-        };
-        // 1. Cleanable range: closed segments past min.compaction.lag.ms and
-        //    below the first undecided transaction.
-        let lag = cfg.min_compaction_lag_ms.max(0);
-        let cleanable = self
-            .older
-            .iter()
-            .take_while(|s| {
-                s.next_offset() <= stable_offset
-                    && (s.max_timestamp < 0 || now_ms.saturating_sub(s.max_timestamp) >= lag)
+        let mut buf = [0u8; super::RECORD_BATCH_HEADER_BYTES];
+        self.file.read_exact_at(&mut buf, pos)?;
+        let h = BatchHeader::parse(&buf).map_err(|e| bad(e.to_string()))?;
+        let total = h.total_size() as u64;
+        if total < super::RECORD_BATCH_HEADER_BYTES as u64 || pos + total > self.size {
+            return Err(bad(format!(
+                "bad batch length {} at position {pos}",
+                h.batch_length
+            )));
+        }
+        Ok(h)
+    }
+
+    /// The batches of the segment: (position, header).
+    fn batches(&self) -> Result<Vec<(u64, BatchHeader)>, StorageError> {
+        let mut out = Vec::new();
+        let mut pos = 0;
+        while pos < self.size {
+            let h = self.header(pos)?;
+            let size = h.total_size() as u64;
+            out.push((pos, h));
+            pos += size;
+        }
+        Ok(out)
+    }
+
+    fn read_batch(&self, pos: u64, h: &BatchHeader) -> Result<Bytes, StorageError> {
+        let mut buf = vec![0u8; h.total_size()];
+        self.file.read_exact_at(&mut buf, pos)?;
+        Ok(Bytes::from(buf))
+    }
+}
+
+/// One compaction pass, planned on the shard by
+/// [`PartitionLog::compaction_plan`] and run anywhere (it owns everything
+/// it reads; [`CompactionJob::run`] blocks on file I/O and fsyncs, so a
+/// shard runs it on a thread of its own). Its result goes back to the log
+/// with [`PartitionLog::apply_compaction`]. While it runs, the log's closed
+/// segments must not change (no retention, no DeleteRecords); appends go on.
+#[derive(Debug)]
+pub struct CompactionJob {
+    dir: std::path::PathBuf,
+    config: super::LogConfig,
+    views: Vec<SegmentView>,
+    first_dirty: i64,
+    horizon: i64,
+    max_segments: usize,
+    aborted_by_pid: HashMap<i64, Vec<(i64, i64)>>,
+}
+
+/// What a [`CompactionJob`] did, to apply to the log.
+#[derive(Debug)]
+pub struct CompactionDone {
+    stats: CleanStats,
+    /// Rewritten segments, reopened: (base offset, the new segment).
+    rewritten: Vec<(i64, Segment)>,
+    /// Base offsets of segments emptied by cleaning and removed.
+    removed: Vec<i64>,
+}
+
+impl CompactionJob {
+    fn is_aborted(&self, h: &BatchHeader) -> bool {
+        h.is_transactional()
+            && self.aborted_by_pid.get(&h.producer_id).is_some_and(|v| {
+                v.iter()
+                    .any(|(first, last)| *first <= h.base_offset && h.last_offset() <= *last)
             })
-            .count();
-        if cleanable == 0 {
-            return Ok(stats);
-        }
-        let first_dirty = super::read_offset_file(&self.dir, CLEANER_CHECKPOINT).unwrap_or(0);
-        let total: u64 = self.older[..cleanable].iter().map(|s| s.size()).sum();
-        let dirty_segs: Vec<&Segment> = self.older[..cleanable]
-            .iter()
-            .filter(|s| s.next_offset() > first_dirty)
-            .collect();
-        let dirty: u64 = dirty_segs.iter().map(|s| s.size()).sum();
-        if total == 0 || dirty == 0 {
-            return Ok(stats);
-        }
-        let ratio = dirty as f64 / total as f64;
-        let overdue = dirty_segs.iter().any(|s| {
-            s.max_timestamp >= 0
-                && now_ms.saturating_sub(s.max_timestamp) > cfg.max_compaction_lag_ms
-        });
-        if ratio < cfg.min_cleanable_dirty_ratio && !overdue {
-            return Ok(stats);
-        }
+    }
+
+    /// Runs the pass: builds the offset map (key → latest offset) over the
+    /// cleanable segments, rewrites each changed one (at most
+    /// `max_segments`) with the crash-safe swap, reopens it, removes those
+    /// left empty (never the first), and moves the cleaner checkpoint when
+    /// the whole range was done. Blocking file I/O and fsyncs; `Io` or
+    /// `Inconsistent` (KAFKA_STORAGE_ERROR) on failure, with the segments
+    /// swapped so far already valid on disk.
+    pub fn run(self) -> Result<CompactionDone, StorageError> {
+        let mut stats = CleanStats::default();
         // 2. Offset map over the cleanable range: key → latest offset.
         let mut latest: HashMap<Bytes, i64> = HashMap::new();
-        for seg in &self.older[..cleanable] {
-            for (pos, h) in batches(seg)? {
-                if h.is_control() || is_aborted(&h) {
+        for seg in &self.views {
+            for (pos, h) in seg.batches()? {
+                if h.is_control() || self.is_aborted(&h) {
                     continue;
                 }
-                let mut b = read_batch(seg, pos, &h)?;
+                let mut b = seg.read_batch(pos, &h)?;
                 let set = RecordBatchDecoder::decode(&mut b).map_err(|e| {
-                    StorageError::Inconsistent(format!("{}: {e}", seg.log_path().display()))
+                    StorageError::Inconsistent(format!("{}: {e}", seg.path.display()))
                 })?;
                 for r in set.records {
                     if let Some(k) = r.key {
@@ -236,34 +249,31 @@ impl PartitionLog {
             }
         }
         // 3. Rewrite segments, oldest first.
-        let horizon = now_ms.saturating_sub(cfg.delete_retention_ms);
-        let dir = self.dir.clone();
-        let config = self.config.clone();
+        let dir = &self.dir;
         let mut finished = true;
-        let mut removed_empty = 0usize;
-        for i in 0..cleanable {
-            let i = i - removed_empty;
-            if stats.segments >= max_segments.max(1) {
+        let mut rewritten = Vec::new();
+        let mut removed = Vec::new();
+        for (idx, seg) in self.views.iter().enumerate() {
+            if stats.segments >= self.max_segments.max(1) {
                 finished = false;
                 break;
             }
-            let seg = &self.older[i];
-            let base = seg.base_offset();
-            let before = seg.size();
+            let base = seg.base;
+            let before = seg.size;
             let mut out = BytesMut::with_capacity(before as usize);
             let mut changed = false;
-            for (pos, h) in batches(seg)? {
-                let raw = read_batch(seg, pos, &h)?;
-                if h.is_control() || is_aborted(&h) {
+            for (pos, h) in seg.batches()? {
+                let raw = seg.read_batch(pos, &h)?;
+                if h.is_control() || self.is_aborted(&h) {
                     out.extend_from_slice(&raw);
                     continue;
                 }
                 let mut b = raw.clone();
                 let set = RecordBatchDecoder::decode(&mut b).map_err(|e| {
-                    StorageError::Inconsistent(format!("{}: {e}", seg.log_path().display()))
+                    StorageError::Inconsistent(format!("{}: {e}", seg.path.display()))
                 })?;
                 let n = set.records.len();
-                let tombstone_expired = h.max_timestamp < horizon;
+                let tombstone_expired = h.max_timestamp < self.horizon;
                 let keep: Vec<_> = set
                     .records
                     .into_iter()
@@ -296,7 +306,7 @@ impl PartitionLog {
                         RecordBatchEncoder::encode(&mut out, keep.iter(), &opts).map_err(|e| {
                             StorageError::Inconsistent(format!(
                                 "re-encoding a batch of {}: {e}",
-                                seg.log_path().display()
+                                seg.path.display()
                             ))
                         })?;
                         // Keep the batch's last offset (and so its last
@@ -315,7 +325,6 @@ impl PartitionLog {
                 continue;
             }
             // 4. Crash-safe swap.
-            let log_path = seg.log_path().to_path_buf();
             let cleaned = dir.join(format!("{}.cleaned", segment_file_name(base, "log")));
             {
                 let mut f = fs::File::create(&cleaned)?;
@@ -330,41 +339,165 @@ impl PartitionLog {
                     }
                 }
             }
-            fs::File::open(&dir)?.sync_all()?;
-            fs::rename(&cleaned, &log_path)?;
-            fs::File::open(&dir)?.sync_all()?;
-            let fresh = super::recovery::reopen_segment(&dir, base, &config)?;
+            fs::File::open(dir)?.sync_all()?;
+            fs::rename(&cleaned, &seg.path)?;
+            fs::File::open(dir)?.sync_all()?;
+            let fresh = super::recovery::reopen_segment(dir, base, &self.config)?;
             stats.segments += 1;
             stats.bytes_before += before;
             stats.bytes_after += fresh.size();
-            self.older[i] = fresh;
-            if i > 0 && self.older[i].size() == 0 {
+            if idx > 0 && fresh.size() == 0 {
                 // Nothing left: drop the segment (its offsets become a gap,
                 // which readers skip). The first segment stays so the log
                 // start offset does not move.
-                let gone = self.older.remove(i);
                 for path in [
-                    gone.log_path().with_extension("log"),
-                    gone.log_path().with_extension("index"),
-                    gone.log_path().with_extension("timeindex"),
-                    gone.log_path().with_extension(TXN_INDEX_SUFFIX),
+                    fresh.log_path().with_extension("log"),
+                    fresh.log_path().with_extension("index"),
+                    fresh.log_path().with_extension("timeindex"),
+                    fresh.log_path().with_extension(TXN_INDEX_SUFFIX),
                 ] {
                     let _ = fs::remove_file(path);
                 }
-                removed_empty += 1;
+                removed.push(base);
+            } else {
+                rewritten.push((base, fresh));
             }
         }
-        let cleaned_to = self
-            .older
-            .get(cleanable.saturating_sub(1 + removed_empty))
-            .map(|s| s.next_offset())
-            .unwrap_or(first_dirty);
         // Only a pass that went through the whole range marks it clean; a
         // pass cut short by `max_segments` is resumed by the next call.
         if finished {
-            super::write_offset_file(&self.dir, CLEANER_CHECKPOINT, cleaned_to.max(first_dirty))?;
+            let cleaned_to = self
+                .views
+                .last()
+                .map_or(self.first_dirty, |v| v.next_offset);
+            super::write_offset_file(dir, CLEANER_CHECKPOINT, cleaned_to.max(self.first_dirty))?;
         }
-        Ok(stats)
+        Ok(CompactionDone {
+            stats,
+            rewritten,
+            removed,
+        })
+    }
+}
+
+impl PartitionLog {
+    /// Runs one compaction pass at `now_ms` if the partition needs one; at
+    /// most `max_segments` segments are rewritten. Gives what was done.
+    pub fn compact(
+        &mut self,
+        now_ms: i64,
+        cfg: CompactionConfig,
+        max_segments: usize,
+    ) -> Result<CleanStats, StorageError> {
+        self.compact_with_txns(now_ms, cfg, max_segments, i64::MAX, &[])
+    }
+
+    /// As [`Self::compact`], for a partition with transactions (KIP-98),
+    /// on the calling thread: [`Self::compaction_plan`], the job, then
+    /// [`Self::apply_compaction`].
+    pub fn compact_with_txns(
+        &mut self,
+        now_ms: i64,
+        cfg: CompactionConfig,
+        max_segments: usize,
+        stable_offset: i64,
+        aborted: &[AbortedTxn],
+    ) -> Result<CleanStats, StorageError> {
+        match self.compaction_plan(now_ms, cfg, max_segments, stable_offset, aborted) {
+            None => Ok(CleanStats::default()),
+            Some(job) => Ok(self.apply_compaction(job.run()?)),
+        }
+    }
+
+    /// Plans a compaction pass at `now_ms` (ms) with the topic's `cfg`, at
+    /// most `max_segments` rewrites, for a partition with transactions
+    /// (KIP-98): only segments wholly below `stable_offset` (the first
+    /// offset of the oldest ongoing transaction, or the last stable offset)
+    /// are cleaned, so no record of an undecided transaction is ever
+    /// dropped; control batches are kept; batches of the `aborted`
+    /// transactions are neither entered in the key map (an aborted record
+    /// never supersedes a committed one) nor changed (they are copied as
+    /// they are; READ_COMMITTED consumers skip them with the
+    /// aborted-transaction index). Gives None when nothing is due (steps 1
+    /// and 2 of the module doc); reads only the cleaner checkpoint file.
+    pub fn compaction_plan(
+        &self,
+        now_ms: i64,
+        cfg: CompactionConfig,
+        max_segments: usize,
+        stable_offset: i64,
+        aborted: &[AbortedTxn],
+    ) -> Option<CompactionJob> {
+        let mut aborted_by_pid: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for a in aborted {
+            aborted_by_pid
+                .entry(a.producer_id)
+                .or_default()
+                .push((a.first_offset, a.last_offset));
+        }
+        // 1. Cleanable range: closed segments past min.compaction.lag.ms and
+        //    below the first undecided transaction.
+        let lag = cfg.min_compaction_lag_ms.max(0);
+        let cleanable = self
+            .older
+            .iter()
+            .take_while(|s| {
+                s.next_offset() <= stable_offset
+                    && s.next_offset() <= self.log_end_offset
+                    && (s.max_timestamp < 0 || now_ms.saturating_sub(s.max_timestamp) >= lag)
+            })
+            .count();
+        if cleanable == 0 {
+            return None;
+        }
+        let first_dirty = super::read_offset_file(&self.dir, CLEANER_CHECKPOINT).unwrap_or(0);
+        let total: u64 = self.older[..cleanable].iter().map(|s| s.size()).sum();
+        let dirty_segs: Vec<&Segment> = self.older[..cleanable]
+            .iter()
+            .filter(|s| s.next_offset() > first_dirty)
+            .collect();
+        let dirty: u64 = dirty_segs.iter().map(|s| s.size()).sum();
+        if total == 0 || dirty == 0 {
+            return None;
+        }
+        let ratio = dirty as f64 / total as f64;
+        let overdue = dirty_segs.iter().any(|s| {
+            s.max_timestamp >= 0
+                && now_ms.saturating_sub(s.max_timestamp) > cfg.max_compaction_lag_ms
+        });
+        if ratio < cfg.min_cleanable_dirty_ratio && !overdue {
+            return None;
+        }
+        Some(CompactionJob {
+            dir: self.dir.clone(),
+            config: self.config.clone(),
+            views: self.older[..cleanable]
+                .iter()
+                .map(SegmentView::of)
+                .collect(),
+            first_dirty,
+            horizon: now_ms.saturating_sub(cfg.delete_retention_ms),
+            max_segments,
+            aborted_by_pid,
+        })
+    }
+
+    /// Takes the result of a [`CompactionJob`] planned on this log: puts the
+    /// rewritten segments in place of the old ones and drops the removed
+    /// ones (matched by base offset). Gives the pass's statistics.
+    pub fn apply_compaction(&mut self, done: CompactionDone) -> CleanStats {
+        for (base, fresh) in done.rewritten {
+            match self.older.iter_mut().find(|s| s.base_offset() == base) {
+                Some(slot) => *slot = fresh,
+                None => ::log::warn!(
+                    "{}: compacted segment {base} is no longer in the log",
+                    self.dir.display()
+                ),
+            }
+        }
+        self.older
+            .retain(|s| !done.removed.contains(&s.base_offset()));
+        done.stats
     }
 }
 
