@@ -310,10 +310,13 @@ async fn dispatch(
         }
         slots.push(work.iter().map(|w| w.slot).collect::<Vec<_>>());
         let me = shard.clone();
-        tasks.push(glommio::spawn_local(async move {
-            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
-                .await
-        }));
+        tasks.push(crate::shard::stall::spawn_local(
+            "produce fan-out",
+            async move {
+                me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
+                    .await
+            },
+        ));
     }
     for (t, sent) in tasks.into_iter().zip(slots) {
         match t.await {

@@ -135,6 +135,7 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             };
             let api = request.api_key;
             let version = request.prefix.api_version;
+            crate::shard::stall::set_request(api, version);
             match dispatch(&shard, request).await {
                 Outcome::Respond(resp) => {
                     if let Err(e) = write_response(&mut stream, resp).await {

@@ -326,7 +326,7 @@ impl Partition {
         let (dir, leo, indexes) = self.snapshot_location();
         let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("snapshot", async move {
             let res = glommio::executor()
                 .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
                 .await;
@@ -354,7 +354,7 @@ impl Partition {
             return;
         }
         let me = self.clone();
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("flush timer", async move {
             glommio::timer::sleep(Duration::from_millis(ms)).await;
             me.flush_timer_armed.set(false);
             if me.unflushed_messages.get() > 0 {
@@ -372,7 +372,7 @@ impl Partition {
             return;
         }
         let me = self.clone();
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("flush", async move {
             loop {
                 let (file, target) = {
                     let log = me.log.borrow();
@@ -644,7 +644,7 @@ fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
     if files.is_empty() {
         return;
     }
-    glommio::spawn_local(async move {
+    crate::shard::stall::spawn_local("segment removal", async move {
         glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
         for f in files {
             if let Err(e) = std::fs::remove_file(&f) {
