@@ -175,6 +175,10 @@ struct Common {
     /// `limits --json` output: print figures as a percentage of the ceiling.
     #[arg(long)]
     ceiling_json: Option<String>,
+    /// A Fjord broker's `metrics.listener` address (host:port): report the
+    /// reactor stalls it counted during the run.
+    #[arg(long)]
+    metrics: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -342,6 +346,95 @@ fn ceiling(c: &Common, key: &str, label: &str) -> Res<Option<(String, f64)>> {
     }
 }
 
+/// A broker's stall counters summed over its shards (max: over shards).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct StallSnapshot {
+    stalls: f64,
+    max_us: f64,
+    over_1ms: f64,
+    over_5ms: f64,
+    over_20ms: f64,
+}
+
+impl StallSnapshot {
+    fn read(addr: &str) -> Res<StallSnapshot> {
+        let (status, body) = fjord::metrics::fetch(addr, "/metrics")?;
+        if status != 200 {
+            return Err(format!("{addr}: HTTP {status}").into());
+        }
+        let mut s = StallSnapshot::default();
+        for m in fjord::metrics::parse(&body) {
+            match m.name.as_str() {
+                "fjord_reactor_stalls_total" => s.stalls += m.value,
+                "fjord_reactor_stall_max_us" => s.max_us = s.max_us.max(m.value),
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"1\"") => {
+                    s.over_1ms += m.value
+                }
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"5\"") => {
+                    s.over_5ms += m.value
+                }
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"20\"") => {
+                    s.over_20ms += m.value
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// Figures for the report: stalls between `self` (before) and `after`.
+    /// The max is the run's only when it grew during the run; otherwise
+    /// it is the broker's since start (an upper bound), named so.
+    fn figures(&self, after: &StallSnapshot) -> Vec<(String, f64)> {
+        let mut v = vec![
+            ("broker stalls".to_string(), after.stalls - self.stalls),
+            ("broker stalls >1 ms".into(), after.over_1ms - self.over_1ms),
+            ("broker stalls >5 ms".into(), after.over_5ms - self.over_5ms),
+            (
+                "broker stalls >20 ms".into(),
+                after.over_20ms - self.over_20ms,
+            ),
+        ];
+        if after.stalls == self.stalls {
+            v.push(("broker stall max µs".into(), 0.0));
+        } else if after.max_us > self.max_us {
+            v.push(("broker stall max µs".into(), after.max_us));
+        } else {
+            v.push(("broker stall max µs (since start)".into(), after.max_us));
+        }
+        v
+    }
+}
+
+/// Reads the broker's stall counters (`--metrics`) before and after a run.
+pub(crate) struct StallProbe(Option<(String, StallSnapshot)>);
+
+impl StallProbe {
+    pub(crate) fn start(addr: Option<&str>) -> StallProbe {
+        StallProbe(addr.and_then(|a| match StallSnapshot::read(a) {
+            Ok(s) => Some((a.to_string(), s)),
+            Err(e) => {
+                eprintln!("warning: cannot read broker metrics at {a}: {e}");
+                None
+            }
+        }))
+    }
+
+    /// The stall figures of the run (empty without `--metrics`).
+    pub(crate) fn finish(&self) -> Vec<(String, f64)> {
+        let Some((addr, before)) = &self.0 else {
+            return Vec::new();
+        };
+        match StallSnapshot::read(addr) {
+            Ok(after) => before.figures(&after),
+            Err(e) => {
+                eprintln!("warning: cannot read broker metrics at {addr}: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
 struct CpuProbe(Option<(u32, f64)>);
 
 impl CpuProbe {
@@ -386,6 +479,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
     let cfg = producer_cfg(c, &a.p, &v, a.rate, false)?;
     let counters = Arc::new(Counters::default());
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let tl = Timeline::start("produce", counters.clone());
     let start = Instant::now();
     let mut ti = 0;
@@ -397,6 +491,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         .collect();
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
+    let stall_figures = stalls.finish();
     let timeline = tl.finish();
     Ok(Report {
         workload: format!(
@@ -415,7 +510,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         hists: vec![("produce ack".into(), merge(hists.iter()))],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -489,6 +584,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let tl = Timeline::start("consume", counters.clone());
     let start = Instant::now();
     let mut ti = 0;
@@ -508,6 +604,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
     let outs: Vec<_> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
+    let stall_figures = stalls.finish();
     let timeline = tl.finish();
     let mode = match (a.from.as_str(), a.rewind) {
         ("start", false) => "cold (from start, once)",
@@ -531,7 +628,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
         )],
         broker_cpu_s,
         ceiling: ceiling(c, "sendfile_mb_s", "sendfile ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -569,6 +666,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let ccounters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let mut ti = 0;
     let consumers = start_consumers(
         &ccfg,
@@ -601,6 +699,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         .collect();
     let elapsed = c.duration;
     let broker_cpu_s = cpu.stop();
+    let stall_figures = stalls.finish();
     let timeline = tl.finish();
     let produced = acked.load(Ordering::Relaxed);
     let consumed = ccounters.records.load(Ordering::Relaxed);
@@ -626,7 +725,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         ],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -705,6 +804,26 @@ mod tests {
     }
 
     #[test]
+    fn stall_figures() {
+        let before = StallSnapshot {
+            stalls: 3.0,
+            max_us: 900.0,
+            ..Default::default()
+        };
+        let after = StallSnapshot {
+            stalls: 5.0,
+            max_us: 2500.0,
+            over_1ms: 1.0,
+            ..Default::default()
+        };
+        let f = before.figures(&after);
+        assert_eq!(f[0], ("broker stalls".into(), 2.0));
+        assert_eq!(f[1], ("broker stalls >1 ms".into(), 1.0));
+        assert_eq!(f[4], ("broker stall max µs".into(), 2500.0));
+        assert_eq!(before.figures(&before)[4].1, 0.0);
+    }
+
+    #[test]
     fn acks_values() {
         assert_eq!(parse_acks("all").unwrap(), -1);
         assert_eq!(parse_acks("0").unwrap(), 0);
@@ -725,6 +844,7 @@ mod tests {
         ])
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "produce", "--metrics", "127.0.0.1:9644"]).unwrap();
         Cli::try_parse_from([
             "fjord-perf",
             "txn",
