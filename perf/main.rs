@@ -294,6 +294,16 @@ struct LimitsArgs {
     /// Append size before each fdatasync, bytes.
     #[arg(long, default_value_t = 4096)]
     small_append: usize,
+    /// Latency floor rates in MB/s, comma-separated (default: 50 % and
+    /// 80 % of the receive+CRC+append ceiling measured in the same run).
+    #[arg(long, default_value = "")]
+    floor_rates: String,
+    /// Latency floor frame payload, bytes (one produce batch).
+    #[arg(long, default_value_t = 65536)]
+    floor_frame: usize,
+    /// Seconds of load per latency-floor rate.
+    #[arg(long, default_value_t = 3.0)]
+    floor_duration: f64,
     #[arg(long)]
     json: Option<String>,
 }
@@ -435,6 +445,33 @@ impl StallProbe {
     }
 }
 
+/// With `--ceiling-json`: the latency floor's p99 at the rate nearest to
+/// `rate_mb_s` next to the p99 of `hist` (ns), and their ratio ("within
+/// 2× of the floor" is the target). Empty without a floor in the file.
+fn floor_figures(
+    c: &Common,
+    rate_mb_s: f64,
+    name: &str,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> Res<Vec<(String, f64)>> {
+    let Some(p) = &c.ceiling_json else {
+        return Ok(Vec::new());
+    };
+    let Some((rate, floor_p99)) = limits::nearest_floor(&load_ceilings(p)?, rate_mb_s) else {
+        return Ok(Vec::new());
+    };
+    if hist.is_empty() {
+        return Ok(Vec::new());
+    }
+    let p99 = hist.value_at_quantile(0.99) as f64 / 1e3;
+    Ok(vec![
+        (format!("{name} p99 µs"), p99),
+        ("floor rate MB/s".into(), rate),
+        ("floor p99 µs".into(), floor_p99),
+        ("p99 ÷ floor p99".into(), p99 / floor_p99.max(1e-9)),
+    ])
+}
+
 struct CpuProbe(Option<(u32, f64)>);
 
 impl CpuProbe {
@@ -491,8 +528,16 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         .collect();
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
-    let stall_figures = stalls.finish();
+    let mut stall_figures = stalls.finish();
     let timeline = tl.finish();
+    let ack = merge(hists.iter());
+    let achieved = counters.bytes.load(Ordering::Relaxed) as f64 / elapsed.max(1e-9) / 1e6;
+    stall_figures.extend(floor_figures(
+        c,
+        a.rate.unwrap_or(achieved),
+        "produce ack",
+        &ack,
+    )?);
     Ok(Report {
         workload: format!(
             "produce acks={} {}B x {}B batches",
@@ -507,7 +552,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         records: counters.records.load(Ordering::Relaxed),
         errors: counters.errors.load(Ordering::Relaxed),
         timeline,
-        hists: vec![("produce ack".into(), merge(hists.iter()))],
+        hists: vec![("produce ack".into(), ack)],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
         extra: stall_figures,
@@ -699,8 +744,10 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         .collect();
     let elapsed = c.duration;
     let broker_cpu_s = cpu.stop();
-    let stall_figures = stalls.finish();
+    let mut stall_figures = stalls.finish();
     let timeline = tl.finish();
+    let e2e = merge(outs.iter().map(|o| &o.e2e));
+    stall_figures.extend(floor_figures(c, a.rate, "end-to-end", &e2e)?);
     let produced = acked.load(Ordering::Relaxed);
     let consumed = ccounters.records.load(Ordering::Relaxed);
     if consumed < produced {
@@ -720,7 +767,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         errors: pcounters.errors.load(Ordering::Relaxed) + ccounters.errors.load(Ordering::Relaxed),
         timeline,
         hists: vec![
-            ("end-to-end".into(), merge(outs.iter().map(|o| &o.e2e))),
+            ("end-to-end".into(), e2e),
             ("produce ack".into(), merge(phists.iter())),
         ],
         broker_cpu_s,
@@ -753,6 +800,15 @@ fn main() {
                 file_mib: a.file_mib.max(1),
                 fsync_samples: a.fsync_samples.max(1),
                 small_append: a.small_append.max(1),
+                floor_rates: match parse_steps::<f64>(&a.floor_rates) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("fjord-perf limits: --floor-rates: {e}");
+                        std::process::exit(64);
+                    }
+                },
+                floor_frame: a.floor_frame.max(1),
+                floor_duration: Duration::from_secs_f64(a.floor_duration.max(0.1)),
             };
             match limits::run(&cfg, a.json.as_deref()) {
                 Ok(_) => return,
@@ -857,6 +913,7 @@ mod tests {
         ])
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "limits", "--duration", "2"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "limits", "--floor-rates", "100,200.5"]).unwrap();
         Cli::try_parse_from(["fjord-perf", "scale", "--partition-steps", ""]).unwrap();
     }
 }
