@@ -483,7 +483,7 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
     );
     let mut floors = Vec::new();
     for rate in floor_rates(cfg, pipe) {
-        if !(rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             continue;
         }
         let fl = latency_floor(cfg, rate)?;
