@@ -310,13 +310,11 @@ async fn dispatch(
         }
         slots.push(work.iter().map(|w| w.slot).collect::<Vec<_>>());
         let me = shard.clone();
-        tasks.push(crate::shard::stall::spawn_local(
-            "produce fan-out",
-            async move {
-                me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
-                    .await
-            },
-        ));
+        let task = crate::shard::stall::spawn_local("produce fan-out", async move {
+            me.invoke_on(owner, move |s| append_on_owner(s, work, wait_for_flush))
+                .await
+        });
+        tasks.push(task);
     }
     for (t, sent) in tasks.into_iter().zip(slots) {
         match t.await {

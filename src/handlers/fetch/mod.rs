@@ -336,32 +336,30 @@ async fn wait_for_appends(
         // at once instead of at the deadline.
         let (cancel_tx, cancel_rx) = futures_channel::oneshot::channel::<()>();
         cancels.push(cancel_tx);
-        tasks.push(crate::shard::stall::spawn_local(
-            "fetch fan-out",
-            async move {
-                let _ = me
-                    .invoke_on(owner, move |s| async move {
-                        let signals = parts
-                            .iter()
-                            .filter_map(|(t, p, g)| {
-                                s.partition(t, *p).map(|part| (part.appended.clone(), *g))
-                            })
-                            .collect();
-                        let cancelled = async {
-                            let _ = cancel_rx.await;
-                        };
-                        futures_lite::future::or(
-                            any_changed(signals),
-                            futures_lite::future::or(glommio::timer::sleep(remaining), cancelled),
-                        )
-                        .await;
-                    })
+        let task = crate::shard::stall::spawn_local("fetch fan-out", async move {
+            let _ = me
+                .invoke_on(owner, move |s| async move {
+                    let signals = parts
+                        .iter()
+                        .filter_map(|(t, p, g)| {
+                            s.partition(t, *p).map(|part| (part.appended.clone(), *g))
+                        })
+                        .collect();
+                    let cancelled = async {
+                        let _ = cancel_rx.await;
+                    };
+                    futures_lite::future::or(
+                        any_changed(signals),
+                        futures_lite::future::or(glommio::timer::sleep(remaining), cancelled),
+                    )
                     .await;
-                if let Some(tx) = tx.borrow_mut().take() {
-                    let _ = tx.send(());
-                }
-            },
-        ));
+                })
+                .await;
+            if let Some(tx) = tx.borrow_mut().take() {
+                let _ = tx.send(());
+            }
+        });
+        tasks.push(task);
     }
     futures_lite::future::or(
         async {
