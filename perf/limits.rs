@@ -39,12 +39,19 @@ pub struct LimitsCfg {
 /// The bare pipeline's latency at one fixed rate.
 #[derive(Debug, Clone)]
 pub struct Floor {
+    /// Target rate (MB/s, 10^6 bytes of frame payload per second).
     pub rate_mb_s: f64,
+    /// Payload acknowledged per second over the recorded part (MB/s).
     pub achieved_mb_s: f64,
+    /// Latency percentiles from intended send time to ack (µs).
     pub p50_us: f64,
+    /// See `p50_us` (µs).
     pub p99_us: f64,
+    /// See `p50_us` (µs).
     pub p999_us: f64,
+    /// Longest recorded latency (µs).
     pub max_us: f64,
+    /// Frames recorded (after the warm-up).
     pub samples: u64,
 }
 
