@@ -545,3 +545,41 @@ pub fn default_dir(given: Option<&Path>) -> PathBuf {
         std::env::temp_dir().join(format!("fjord-perf-limits-{}", std::process::id()))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(rates: Vec<f64>) -> LimitsCfg {
+        LimitsCfg {
+            duration: Duration::from_secs(1),
+            short: Duration::from_secs(1),
+            server_core: 0,
+            client_core: 1,
+            dir: PathBuf::from("/nonexistent"),
+            file_mib: 1,
+            fsync_samples: 1,
+            small_append: 1,
+            floor_rates: rates,
+            floor_frame: 65536,
+            floor_duration: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn floor_rates_default_to_fractions_of_the_ceiling() {
+        assert_eq!(floor_rates(&cfg(vec![]), 1000.0), vec![500.0, 800.0]);
+        assert_eq!(floor_rates(&cfg(vec![50.0]), 1000.0), vec![50.0]);
+    }
+
+    #[test]
+    fn nearest_floor_picks_the_closest_rate() {
+        let j = json!({"latency_floor": [
+            {"rate_mb_s": 100.0, "p99_us": 40.0},
+            {"rate_mb_s": 400.0, "p99_us": 90.0},
+        ]});
+        assert_eq!(nearest_floor(&j, 50.0), Some((100.0, 40.0)));
+        assert_eq!(nearest_floor(&j, 300.0), Some((400.0, 90.0)));
+        assert_eq!(nearest_floor(&json!({}), 50.0), None);
+    }
+}
