@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::rate::{fine_timer_slack, wait_until, Schedule};
+use crate::stats::new_hist;
 use crate::wire::Res;
 use crate::workloads::pin;
 
@@ -25,6 +27,162 @@ pub struct LimitsCfg {
     pub file_mib: usize,
     pub fsync_samples: usize,
     pub small_append: usize,
+    /// Latency floor: explicit rates in MB/s; empty = 50 % and 80 % of the
+    /// pipeline ceiling measured in the same run.
+    pub floor_rates: Vec<f64>,
+    /// Latency floor: frame payload size in bytes.
+    pub floor_frame: usize,
+    /// Latency floor: seconds of load per rate.
+    pub floor_duration: Duration,
+}
+
+/// The bare pipeline's latency at one fixed rate.
+#[derive(Debug, Clone)]
+pub struct Floor {
+    /// Target rate (MB/s, 10^6 bytes of frame payload per second).
+    pub rate_mb_s: f64,
+    /// Payload acknowledged per second over the recorded part (MB/s).
+    pub achieved_mb_s: f64,
+    /// Latency percentiles from intended send time to ack (µs).
+    pub p50_us: f64,
+    /// See `p50_us` (µs).
+    pub p99_us: f64,
+    /// See `p50_us` (µs).
+    pub p999_us: f64,
+    /// Longest recorded latency (µs).
+    pub max_us: f64,
+    /// Frames recorded (after the warm-up).
+    pub samples: u64,
+}
+
+/// Warm-up at the start of each floor run, not recorded.
+const FLOOR_WARMUP: Duration = Duration::from_millis(200);
+
+/// Fraction of the pipeline ceiling each default floor rate runs at.
+pub const FLOOR_FRACTIONS: [f64; 2] = [0.5, 0.8];
+
+/// The latency floor at `rate_mb_s`: a server thread on the server core
+/// receives length-prefixed frames, CRC32C's each payload, appends it to a
+/// file with pwrite and answers an 8-byte ack; the client core sends
+/// `floor_frame`-byte frames open-loop at the rate (paced by intended send
+/// time, as `end-to-end` is) and a second client thread reads the acks.
+/// Latency runs from a frame's intended send time to its ack.
+pub fn latency_floor(cfg: &LimitsCfg, rate_mb_s: f64) -> Res<Floor> {
+    let path = cfg.dir.join("floor.log");
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)?;
+    let l = TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let sc = cfg.server_core;
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        pin(&[sc], 0);
+        let (mut s, _) = l.accept()?;
+        s.set_nodelay(true)?;
+        let mut buf = Vec::new();
+        let mut off = 0u64;
+        loop {
+            let mut len = [0u8; 4];
+            if s.read_exact(&mut len).is_err() {
+                return Ok(());
+            }
+            let n = u32::from_be_bytes(len) as usize;
+            buf.resize(n, 0);
+            s.read_exact(&mut buf)?;
+            let crc = crc32c::crc32c(&buf);
+            f.write_all_at(&buf, off)?;
+            off += n as u64;
+            if off >= (1 << 30) {
+                off = 0;
+            }
+            let mut ack = [0u8; 8];
+            ack[..4].copy_from_slice(&crc.to_be_bytes());
+            ack[4..].copy_from_slice(&len);
+            s.write_all(&ack)?;
+        }
+    });
+    let frame = cfg.floor_frame.max(1);
+    let sched = Schedule::for_rate(Some(rate_mb_s * 1e6), frame, 1);
+    let total = cfg.floor_duration + FLOOR_WARMUP;
+    let sends = (total.as_secs_f64() * 1e9 / sched.interval_ns)
+        .ceil()
+        .max(1.0) as u64;
+    let mut tx = TcpStream::connect(addr)?;
+    tx.set_nodelay(true)?;
+    let mut rx = tx.try_clone()?;
+    let start = Instant::now() + Duration::from_millis(20);
+    let cc = cfg.client_core;
+    let receiver = std::thread::spawn(
+        move || -> std::io::Result<(hdrhistogram::Histogram<u64>, u64, Instant)> {
+            pin(&[cc], 0);
+            let mut h = new_hist();
+            let mut ack = [0u8; 8];
+            let mut bytes = 0u64;
+            let mut last = start;
+            for k in 0..sends {
+                rx.read_exact(&mut ack)?;
+                let now = Instant::now();
+                let intended = sched.intended(start, k);
+                if intended >= start + FLOOR_WARMUP {
+                    let ns = now.saturating_duration_since(intended).as_nanos() as u64;
+                    let _ = h.record(ns.max(1));
+                    bytes += u32::from_be_bytes([ack[4], ack[5], ack[6], ack[7]]) as u64;
+                }
+                last = now;
+            }
+            Ok((h, bytes, last))
+        },
+    );
+    pin(&[cfg.client_core], 0);
+    fine_timer_slack();
+    let mut msg = vec![0u8; 4 + frame];
+    msg[..4].copy_from_slice(&(frame as u32).to_be_bytes());
+    for (i, b) in msg[4..].iter_mut().enumerate() {
+        *b = (i * 131) as u8;
+    }
+    for k in 0..sends {
+        wait_until(sched.intended(start, k));
+        tx.write_all(&msg)?;
+    }
+    let (h, bytes, last) = receiver
+        .join()
+        .map_err(|_| "latency floor: receiver thread panicked")??;
+    drop(tx);
+    let _ = server.join();
+    let _ = std::fs::remove_file(&path);
+    let measured = last.saturating_duration_since(start + FLOOR_WARMUP);
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
+    Ok(Floor {
+        rate_mb_s,
+        achieved_mb_s: mbps(bytes, measured.max(Duration::from_millis(1))),
+        p50_us: us(0.5),
+        p99_us: us(0.99),
+        p999_us: us(0.999),
+        max_us: h.max() as f64 / 1e3,
+        samples: h.len(),
+    })
+}
+
+/// The rates the floor runs at: the explicit ones, or
+/// [`FLOOR_FRACTIONS`] of the pipeline ceiling `pipe_mb_s`.
+pub fn floor_rates(cfg: &LimitsCfg, pipe_mb_s: f64) -> Vec<f64> {
+    if cfg.floor_rates.is_empty() {
+        FLOOR_FRACTIONS.iter().map(|f| f * pipe_mb_s).collect()
+    } else {
+        cfg.floor_rates.clone()
+    }
+}
+
+/// The floor entry of a `limits --json` file whose rate is nearest to
+/// `rate_mb_s`: (rate MB/s, p99 µs).
+pub fn nearest_floor(limits: &Value, rate_mb_s: f64) -> Option<(f64, f64)> {
+    limits["latency_floor"]
+        .as_array()?
+        .iter()
+        .filter_map(|e| Some((e["rate_mb_s"].as_f64()?, e["p99_us"].as_f64()?)))
+        .min_by(|a, b| (a.0 - rate_mb_s).abs().total_cmp(&(b.0 - rate_mb_s).abs()))
 }
 
 fn mbps(bytes: u64, d: Duration) -> f64 {
@@ -330,6 +488,27 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "{:<44}{:>12.1} MB/s",
         "flush-per-batch ceiling (64 KiB / fdatasync)", flush_64k
     );
+    let mut floors = Vec::new();
+    for rate in floor_rates(cfg, pipe) {
+        if rate.is_nan() || rate <= 0.0 {
+            continue;
+        }
+        let fl = latency_floor(cfg, rate)?;
+        println!(
+            "{:<44}{:>12.1} µs p99, p50 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs (n={}, {:.1} MB/s)",
+            format!(
+                "latency floor at {rate:.1} MB/s, {} B frames",
+                cfg.floor_frame
+            ),
+            fl.p99_us,
+            fl.p50_us,
+            fl.p999_us,
+            fl.max_us,
+            fl.samples,
+            fl.achieved_mb_s
+        );
+        floors.push(fl);
+    }
     let _ = std::fs::remove_dir(&cfg.dir);
     let v = json!({
         "loopback_tcp_mb_s": tcp,
@@ -343,9 +522,15 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "crc32c_mb_s_per_core": crc.iter().map(|(c, v)| json!({"core": c, "mb_s": v})).collect::<Vec<_>>(),
         "sendfile_mb_s": sf,
         "flush_ceiling_64k_mb_s": flush_64k,
+        "latency_floor": floors.iter().map(|f| json!({
+            "rate_mb_s": f.rate_mb_s, "achieved_mb_s": f.achieved_mb_s, "frame_bytes": cfg.floor_frame,
+            "p50_us": f.p50_us, "p99_us": f.p99_us, "p999_us": f.p999_us, "max_us": f.max_us,
+            "samples": f.samples})).collect::<Vec<_>>(),
         "params": {"duration_s": cfg.duration.as_secs_f64(), "short_s": cfg.short.as_secs_f64(),
                    "server_core": cfg.server_core, "client_core": cfg.client_core,
-                   "file_mib": cfg.file_mib, "small_append": cfg.small_append},
+                   "file_mib": cfg.file_mib, "small_append": cfg.small_append,
+                   "floor_frame": cfg.floor_frame, "floor_duration_s": cfg.floor_duration.as_secs_f64(),
+                   "floor_rates_mb_s": cfg.floor_rates},
     });
     if let Some(p) = json_path {
         std::fs::write(p, serde_json::to_string_pretty(&v)?)?;
@@ -359,4 +544,42 @@ pub fn default_dir(given: Option<&Path>) -> PathBuf {
     given.map(Path::to_path_buf).unwrap_or_else(|| {
         std::env::temp_dir().join(format!("fjord-perf-limits-{}", std::process::id()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(rates: Vec<f64>) -> LimitsCfg {
+        LimitsCfg {
+            duration: Duration::from_secs(1),
+            short: Duration::from_secs(1),
+            server_core: 0,
+            client_core: 1,
+            dir: PathBuf::from("/nonexistent"),
+            file_mib: 1,
+            fsync_samples: 1,
+            small_append: 1,
+            floor_rates: rates,
+            floor_frame: 65536,
+            floor_duration: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn floor_rates_default_to_fractions_of_the_ceiling() {
+        assert_eq!(floor_rates(&cfg(vec![]), 1000.0), vec![500.0, 800.0]);
+        assert_eq!(floor_rates(&cfg(vec![50.0]), 1000.0), vec![50.0]);
+    }
+
+    #[test]
+    fn nearest_floor_picks_the_closest_rate() {
+        let j = json!({"latency_floor": [
+            {"rate_mb_s": 100.0, "p99_us": 40.0},
+            {"rate_mb_s": 400.0, "p99_us": 90.0},
+        ]});
+        assert_eq!(nearest_floor(&j, 50.0), Some((100.0, 40.0)));
+        assert_eq!(nearest_floor(&j, 300.0), Some((400.0, 90.0)));
+        assert_eq!(nearest_floor(&json!({}), 50.0), None);
+    }
 }

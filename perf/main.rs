@@ -201,6 +201,10 @@ struct Common {
     /// `limits --json` output: print figures as a percentage of the ceiling.
     #[arg(long)]
     ceiling_json: Option<String>,
+    /// A Fjord broker's `metrics.listener` address (host:port): report the
+    /// reactor stalls it counted during the run.
+    #[arg(long)]
+    metrics: Option<String>,
 }
 
 #[derive(Args, Clone)]
@@ -316,6 +320,16 @@ struct LimitsArgs {
     /// Append size before each fdatasync, bytes.
     #[arg(long, default_value_t = 4096)]
     small_append: usize,
+    /// Latency floor rates in MB/s, comma-separated (default: 50 % and
+    /// 80 % of the receive+CRC+append ceiling measured in the same run).
+    #[arg(long, default_value = "")]
+    floor_rates: String,
+    /// Latency floor frame payload, bytes (one produce batch).
+    #[arg(long, default_value_t = 65536)]
+    floor_frame: usize,
+    /// Seconds of load per latency-floor rate.
+    #[arg(long, default_value_t = 3.0)]
+    floor_duration: f64,
     #[arg(long)]
     json: Option<String>,
 }
@@ -368,6 +382,122 @@ fn ceiling(c: &Common, key: &str, label: &str) -> Res<Option<(String, f64)>> {
     }
 }
 
+/// A broker's stall counters summed over its shards (max: over shards).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct StallSnapshot {
+    stalls: f64,
+    max_us: f64,
+    over_1ms: f64,
+    over_5ms: f64,
+    over_20ms: f64,
+}
+
+impl StallSnapshot {
+    fn read(addr: &str) -> Res<StallSnapshot> {
+        let (status, body) = fjord::metrics::fetch(addr, "/metrics")?;
+        if status != 200 {
+            return Err(format!("{addr}: HTTP {status}").into());
+        }
+        let mut s = StallSnapshot::default();
+        for m in fjord::metrics::parse(&body) {
+            match m.name.as_str() {
+                "fjord_reactor_stalls_total" => s.stalls += m.value,
+                "fjord_reactor_stall_max_us" => s.max_us = s.max_us.max(m.value),
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"1\"") => {
+                    s.over_1ms += m.value
+                }
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"5\"") => {
+                    s.over_5ms += m.value
+                }
+                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"20\"") => {
+                    s.over_20ms += m.value
+                }
+                _ => {}
+            }
+        }
+        Ok(s)
+    }
+
+    /// Figures for the report: stalls between `self` (before) and `after`.
+    /// The max is the run's only when it grew during the run; otherwise
+    /// it is the broker's since start (an upper bound), named so.
+    fn figures(&self, after: &StallSnapshot) -> Vec<(String, f64)> {
+        let mut v = vec![
+            ("broker stalls".to_string(), after.stalls - self.stalls),
+            ("broker stalls >1 ms".into(), after.over_1ms - self.over_1ms),
+            ("broker stalls >5 ms".into(), after.over_5ms - self.over_5ms),
+            (
+                "broker stalls >20 ms".into(),
+                after.over_20ms - self.over_20ms,
+            ),
+        ];
+        if after.stalls == self.stalls {
+            v.push(("broker stall max µs".into(), 0.0));
+        } else if after.max_us > self.max_us {
+            v.push(("broker stall max µs".into(), after.max_us));
+        } else {
+            v.push(("broker stall max µs (since start)".into(), after.max_us));
+        }
+        v
+    }
+}
+
+/// Reads the broker's stall counters (`--metrics`) before and after a run.
+pub(crate) struct StallProbe(Option<(String, StallSnapshot)>);
+
+impl StallProbe {
+    pub(crate) fn start(addr: Option<&str>) -> StallProbe {
+        StallProbe(addr.and_then(|a| match StallSnapshot::read(a) {
+            Ok(s) => Some((a.to_string(), s)),
+            Err(e) => {
+                eprintln!("warning: cannot read broker metrics at {a}: {e}");
+                None
+            }
+        }))
+    }
+
+    /// The stall figures of the run (empty without `--metrics`).
+    pub(crate) fn finish(&self) -> Vec<(String, f64)> {
+        let Some((addr, before)) = &self.0 else {
+            return Vec::new();
+        };
+        match StallSnapshot::read(addr) {
+            Ok(after) => before.figures(&after),
+            Err(e) => {
+                eprintln!("warning: cannot read broker metrics at {addr}: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// With `--ceiling-json`: the latency floor's p99 at the rate nearest to
+/// `rate_mb_s` next to the p99 of `hist` (ns), and their ratio ("within
+/// 2× of the floor" is the target). Empty without a floor in the file.
+fn floor_figures(
+    c: &Common,
+    rate_mb_s: f64,
+    name: &str,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> Res<Vec<(String, f64)>> {
+    let Some(p) = &c.ceiling_json else {
+        return Ok(Vec::new());
+    };
+    let Some((rate, floor_p99)) = limits::nearest_floor(&load_ceilings(p)?, rate_mb_s) else {
+        return Ok(Vec::new());
+    };
+    if hist.is_empty() {
+        return Ok(Vec::new());
+    }
+    let p99 = hist.value_at_quantile(0.99) as f64 / 1e3;
+    Ok(vec![
+        (format!("{name} p99 µs"), p99),
+        ("floor rate MB/s".into(), rate),
+        ("floor p99 µs".into(), floor_p99),
+        ("p99 ÷ floor p99".into(), p99 / floor_p99.max(1e-9)),
+    ])
+}
+
 struct CpuProbe(Option<(u32, f64)>);
 
 impl CpuProbe {
@@ -412,6 +542,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
     let cfg = producer_cfg(c, &a.p, &v, a.rate, false)?;
     let counters = Arc::new(Counters::default());
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let tl = Timeline::start("produce", counters.clone());
     let start = Instant::now();
     let mut ti = 0;
@@ -423,7 +554,16 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         .collect();
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
+    let mut stall_figures = stalls.finish();
     let timeline = tl.finish();
+    let ack = merge(hists.iter());
+    let achieved = counters.bytes.load(Ordering::Relaxed) as f64 / elapsed.max(1e-9) / 1e6;
+    stall_figures.extend(floor_figures(
+        c,
+        a.rate.unwrap_or(achieved),
+        "produce ack",
+        &ack,
+    )?);
     Ok(Report {
         workload: format!(
             "produce acks={} {}B x {}B batches",
@@ -438,10 +578,10 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         records: counters.records.load(Ordering::Relaxed),
         errors: counters.errors.load(Ordering::Relaxed),
         timeline,
-        hists: vec![("produce ack".into(), merge(hists.iter()))],
+        hists: vec![("produce ack".into(), ack)],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -515,6 +655,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let tl = Timeline::start("consume", counters.clone());
     let start = Instant::now();
     let mut ti = 0;
@@ -534,6 +675,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
     let outs: Vec<_> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
+    let stall_figures = stalls.finish();
     let timeline = tl.finish();
     let mode = match (a.from.as_str(), a.rewind) {
         ("start", false) => "cold (from start, once)",
@@ -557,7 +699,7 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
         )],
         broker_cpu_s,
         ceiling: ceiling(c, "sendfile_mb_s", "sendfile ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -595,6 +737,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let ccounters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let mut ti = 0;
     let consumers = start_consumers(
         &ccfg,
@@ -627,7 +770,10 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         .collect();
     let elapsed = c.duration;
     let broker_cpu_s = cpu.stop();
+    let mut stall_figures = stalls.finish();
     let timeline = tl.finish();
+    let e2e = merge(outs.iter().map(|o| &o.e2e));
+    stall_figures.extend(floor_figures(c, a.rate, "end-to-end", &e2e)?);
     let produced = acked.load(Ordering::Relaxed);
     let consumed = ccounters.records.load(Ordering::Relaxed);
     if consumed < produced {
@@ -647,12 +793,12 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         errors: pcounters.errors.load(Ordering::Relaxed) + ccounters.errors.load(Ordering::Relaxed),
         timeline,
         hists: vec![
-            ("end-to-end".into(), merge(outs.iter().map(|o| &o.e2e))),
+            ("end-to-end".into(), e2e),
             ("produce ack".into(), merge(phists.iter())),
         ],
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
-        extra: Vec::new(),
+        extra: stall_figures,
     })
 }
 
@@ -695,6 +841,15 @@ fn main() {
                 file_mib: a.file_mib.max(1),
                 fsync_samples: a.fsync_samples.max(1),
                 small_append: a.small_append.max(1),
+                floor_rates: match parse_steps::<f64>(&a.floor_rates) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("fjord-perf limits: --floor-rates: {e}");
+                        std::process::exit(64);
+                    }
+                },
+                floor_frame: a.floor_frame.max(1),
+                floor_duration: Duration::from_secs_f64(a.floor_duration.max(0.1)),
             };
             match limits::run(&cfg, a.json.as_deref()) {
                 Ok(_) => return,
@@ -746,6 +901,26 @@ mod tests {
     }
 
     #[test]
+    fn stall_figures() {
+        let before = StallSnapshot {
+            stalls: 3.0,
+            max_us: 900.0,
+            ..Default::default()
+        };
+        let after = StallSnapshot {
+            stalls: 5.0,
+            max_us: 2500.0,
+            over_1ms: 1.0,
+            ..Default::default()
+        };
+        let f = before.figures(&after);
+        assert_eq!(f[0], ("broker stalls".into(), 2.0));
+        assert_eq!(f[1], ("broker stalls >1 ms".into(), 1.0));
+        assert_eq!(f[4], ("broker stall max µs".into(), 2500.0));
+        assert_eq!(before.figures(&before)[4].1, 0.0);
+    }
+
+    #[test]
     fn acks_values() {
         assert_eq!(parse_acks("all").unwrap(), -1);
         assert_eq!(parse_acks("0").unwrap(), 0);
@@ -766,6 +941,7 @@ mod tests {
         ])
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "produce", "--metrics", "127.0.0.1:9644"]).unwrap();
         Cli::try_parse_from([
             "fjord-perf",
             "txn",
@@ -778,6 +954,7 @@ mod tests {
         ])
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "limits", "--duration", "2"]).unwrap();
+        Cli::try_parse_from(["fjord-perf", "limits", "--floor-rates", "100,200.5"]).unwrap();
         Cli::try_parse_from(["fjord-perf", "scale", "--partition-steps", ""]).unwrap();
     }
 }

@@ -35,7 +35,7 @@ use crate::rate::{fine_timer_slack, wait_until, Schedule};
 use crate::stats::{merge, new_hist, record, Counters, Report, Timeline};
 use crate::wire::{topic_name, Conn, Res, Versions};
 use crate::workloads::{pin, produce_version, unix_ns};
-use crate::{ceiling, parse_cores, prepare, Common, CpuProbe};
+use crate::{ceiling, parse_cores, prepare, Common, CpuProbe, StallProbe};
 
 const CONCURRENT_TRANSACTIONS: i16 = 51;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
@@ -579,6 +579,7 @@ pub fn run(a: &TxnArgs) -> Res<Report> {
     let sched = Schedule::for_rate(cfg.rate, batch.len() * cfg.txn_batches, cfg.connections);
     let counters = Arc::new(Counters::default());
     let cpu = CpuProbe::start(c.broker_pid);
+    let stalls = StallProbe::start(c.metrics.as_deref());
     let tl = Timeline::start("txn (committed)", counters.clone());
     let start = Instant::now();
     let handles: Vec<_> = producers
@@ -605,6 +606,7 @@ pub fn run(a: &TxnArgs) -> Res<Report> {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let broker_cpu_s = cpu.stop();
+    let stall_figures = stalls.finish();
     let timeline = tl.finish();
     for e in outs.iter().filter_map(|o| o.error.as_ref()) {
         eprintln!("error: {e}");
@@ -652,7 +654,10 @@ pub fn run(a: &TxnArgs) -> Res<Report> {
             ("committed txns".into(), committed as f64),
             ("aborted txns".into(), aborted as f64),
             ("retries (51/14/15)".into(), retries as f64),
-        ],
+        ]
+        .into_iter()
+        .chain(stall_figures)
+        .collect(),
     })
 }
 

@@ -14,6 +14,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use crate::cluster::controller::{load_or_create_meta, load_topics};
 use crate::cluster::metadata::{BrokerMeta, MetadataImage};
 use crate::config::Config;
+use crate::shard::stall::{self, ShardStallStats};
 use crate::shard::{Shard, Task};
 
 /// Why the broker could not start.
@@ -233,6 +234,13 @@ pub fn run(config: Config) -> Result<(), BootError> {
         }
         log::warn!("--shards {shards} is more than the {} CPUs this process may use: shards will share cores, unpinned", cores.len());
     }
+    let stalls = stall::registry(shards);
+    if let Some(addr) = config.metrics_listener {
+        let at = crate::metrics::serve(addr, stalls.clone())
+            .map_err(|source| BootError::Bind { addr, source })?;
+        log::info!("metrics endpoint on http://{at}/metrics");
+        println!("fjord metrics at http://{at}/metrics");
+    }
     let config = Arc::new(config);
     let mesh: MeshBuilder<Task, _> = MeshBuilder::full(shards, 1024);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
@@ -244,17 +252,24 @@ pub fn run(config: Config) -> Result<(), BootError> {
             Some(c) if shards <= cores.len() => Placement::Fixed(c.id),
             _ => Placement::Unbound,
         };
-        let (config, image, mesh, ready) = (
+        let (config, image, mesh, ready, stalls) = (
             config.clone(),
             image.clone(),
             mesh.clone(),
             ready_tx.clone(),
+            stalls.clone(),
         );
         let builder = LocalExecutorBuilder::new(placement)
             .name(&format!("fjord-shard-{i}"))
             .io_memory(IO_MEMORY);
         let h = builder
-            .spawn(move || async move { shard_main(config, image, mesh, bound, ready).await })
+            .spawn(move || async move {
+                stall::watch(
+                    "shard main",
+                    shard_main(config, image, mesh, bound, ready, stalls),
+                )
+                .await
+            })
             .map_err(|e| BootError::Executor {
                 shard: i,
                 reason: e.to_string(),
@@ -301,6 +316,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
                 break;
             }
         }
+        print_stall_summary(&config, &stalls);
         log::info!("shutdown complete");
         return Ok(());
     }
@@ -308,6 +324,37 @@ pub fn run(config: Config) -> Result<(), BootError> {
         let _ = h.join();
     }
     Ok(())
+}
+
+/// Writes each shard's stall counters on stderr (orderly shutdown).
+fn print_stall_summary(config: &Config, stalls: &[ShardStallStats]) {
+    if config.reactor_stall_threshold_us == 0 {
+        return;
+    }
+    for (i, s) in stalls.iter().enumerate() {
+        eprintln!(
+            "shard {i}: reactor stalls over {} µs: {}",
+            config.reactor_stall_threshold_us,
+            s.summary()
+        );
+    }
+}
+
+/// How often a shard copies its thread-local sendfile counters into its
+/// [`ShardStallStats`] for the metrics endpoint.
+const METRICS_SYNC: Duration = Duration::from_secs(1);
+
+/// Copies this shard's `net::sendfile::WRITE_STATS` into `stats`.
+fn sync_write_stats(stats: &ShardStallStats) {
+    use std::sync::atomic::Ordering::Relaxed;
+    crate::net::sendfile::WRITE_STATS.with(|w| {
+        stats
+            .sendfile_zero_copy_bytes
+            .store(w.zero_copy_bytes.get(), Relaxed);
+        stats
+            .sendfile_fallback_bytes
+            .store(w.fallback_bytes.get(), Relaxed);
+    });
 }
 
 /// Set by the main thread when SIGTERM/SIGINT arrives.
@@ -322,6 +369,7 @@ async fn shard_main(
     mesh: MeshBuilder<Task, glommio::channels::channel_mesh::Full>,
     addr: SocketAddr,
     ready: mpsc::Sender<Result<usize, String>>,
+    stalls: Arc<[ShardStallStats]>,
 ) {
     let (senders, receivers) = match mesh.join().await {
         Ok(x) => x,
@@ -330,7 +378,26 @@ async fn shard_main(
             return;
         }
     };
+    stall::install(
+        senders.peer_id(),
+        stalls.clone(),
+        Duration::from_micros(config.reactor_stall_threshold_us),
+    );
+    let metrics_on = config.metrics_listener.is_some();
     let shard = Shard::install(config, image.clone(), senders, receivers);
+    if metrics_on {
+        let stalls = stalls.clone();
+        let id = shard.id;
+        stall::spawn_local("metrics sync", async move {
+            loop {
+                if let Some(s) = stalls.get(id) {
+                    sync_write_stats(s);
+                }
+                glommio::timer::sleep(METRICS_SYNC).await;
+            }
+        })
+        .detach();
+    }
     if let Err(e) = shard.apply_metadata(image) {
         log::error!("shard {}: recovery failed: {e}", shard.id);
     }
@@ -349,7 +416,7 @@ async fn shard_main(
     let _ = ready.send(Ok(shard.id));
     let accept = {
         let shard = shard.clone();
-        glommio::spawn_local(async move {
+        stall::spawn_local("accept", async move {
             loop {
                 match listener.accept().await {
                     Ok(stream) => {
@@ -363,7 +430,7 @@ async fn shard_main(
                         let conn = std::panic::AssertUnwindSafe(crate::net::connection::serve(
                             s, stream, peer,
                         ));
-                        glommio::spawn_local(async move {
+                        stall::spawn_local("connection", async move {
                             if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
                                 log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
                             }
@@ -385,6 +452,9 @@ async fn shard_main(
     // Let in-flight appends finish (their futures run on this executor).
     glommio::timer::sleep(SHUTDOWN_TICK).await;
     shard.close_all();
+    if let Some(s) = stalls.get(shard.id) {
+        sync_write_stats(s);
+    }
 }
 
 fn block_signals() -> Option<libc::sigset_t> {

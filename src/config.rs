@@ -125,6 +125,14 @@ pub struct Config {
     pub log_initial_task_delay_ms: u64,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.*`).
     pub txn: crate::txn::TxnConfig,
+    /// `reactor.stall.threshold.us` (Fjord's own): a task poll that keeps a
+    /// shard busy longer than this is counted and logged as a reactor
+    /// stall (µs); 0 turns the detector off. Default 500.
+    pub reactor_stall_threshold_us: u64,
+    /// `metrics.listener` (Fjord's own): `host:port` of the Prometheus-text
+    /// metrics endpoint (`GET /metrics`); port 0 picks a free port. Default
+    /// unset (no endpoint).
+    pub metrics_listener: Option<SocketAddr>,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -163,6 +171,8 @@ impl Default for Config {
             producer_id_expiration_check_interval_ms: 600_000,
             log_initial_task_delay_ms: 30_000,
             txn: crate::txn::TxnConfig::default(),
+            reactor_stall_threshold_us: 500,
+            metrics_listener: None,
             unknown_keys: Vec::new(),
         }
     }
@@ -404,6 +414,20 @@ impl Config {
             }
             "cluster.id" => self.cluster_id = Some(value.to_string()),
             "fjord.shards" => self.shards = Some(parse_int(key, value, 1usize, 1024)?),
+            "reactor.stall.threshold.us" => {
+                self.reactor_stall_threshold_us = parse_int(key, value, 0u64, 60_000_000)?
+            }
+            "metrics.listener" => {
+                let v = value.trim();
+                self.metrics_listener = if v.is_empty() {
+                    None
+                } else {
+                    let hp = v.split_once("://").map_or(v, |x| x.1);
+                    Some(resolve(hp).ok_or_else(|| {
+                        invalid(key, value, "host:port (port 0 picks a free port), or empty")
+                    })?)
+                };
+            }
             "group.min.session.timeout.ms" => {
                 self.group.min_session_timeout_ms = parse_int(key, value, 0, i32::MAX)?
             }
@@ -496,6 +520,7 @@ impl Config {
             "log.initial.task.delay.ms",
             self.log_initial_task_delay_ms.to_string(),
         );
+
         m.insert(
             "transaction.state.log.num.partitions",
             self.txn.state_log_partitions.to_string(),
@@ -618,6 +643,23 @@ mod tests {
         assert!(c
             .set("producer.id.expiration.check.interval.ms", "0")
             .is_err());
+        assert!(c.unknown_keys.is_empty());
+    }
+
+    #[test]
+    fn stall_threshold_and_metrics_listener() {
+        let mut c = Config::default();
+        assert_eq!(c.reactor_stall_threshold_us, 500);
+        assert!(c.metrics_listener.is_none());
+        c.set("reactor.stall.threshold.us", "0").unwrap();
+        assert_eq!(c.reactor_stall_threshold_us, 0);
+        assert!(c.set("reactor.stall.threshold.us", "-1").is_err());
+        c.set("metrics.listener", "127.0.0.1:0").unwrap();
+        assert_eq!(c.metrics_listener.map(|a| a.port()), Some(0));
+        c.set("metrics.listener", "").unwrap();
+        assert!(c.metrics_listener.is_none());
+        let e = c.set("metrics.listener", "nohost").unwrap_err().to_string();
+        assert!(e.contains("metrics.listener"), "{e}");
         assert!(c.unknown_keys.is_empty());
     }
 }

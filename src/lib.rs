@@ -14,6 +14,7 @@
 //! - [`txn`] — producer ids and per-partition producer state (idempotence).
 //! - [`cluster`] — metadata images, topic registry, the controller role.
 //! - [`config`] — Kafka-named configuration.
+//! - [`metrics`] — the Prometheus-text endpoint (reactor stalls per shard).
 //! - [`error`] — errors per layer and their Kafka error codes.
 
 #![cfg_attr(
@@ -29,6 +30,7 @@ pub mod config;
 pub mod error;
 pub mod group;
 pub mod handlers;
+pub mod metrics;
 pub mod net;
 pub mod protocol;
 pub mod shard;

@@ -49,6 +49,26 @@ enum Command {
     /// directory from another broker (Apache Kafka, or a Fjord data
     /// directory that lost its topic registry). See docs/migrating-from-kafka.md.
     ImportLogs(ImportArgs),
+    /// Fetch and print a running broker's metrics (its `metrics.listener`
+    /// endpoint, Prometheus text: reactor stalls per shard, sendfile bytes).
+    Metrics(MetricsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MetricsArgs {
+    /// The broker's `metrics.listener` address (host:port).
+    #[arg(long, default_value = "127.0.0.1:9644")]
+    address: String,
+}
+
+fn run_metrics(args: MetricsArgs) -> Result<(), String> {
+    let (status, body) = fjord::metrics::fetch(&args.address, "/metrics")
+        .map_err(|e| format!("{}: {e}", args.address))?;
+    if status != 200 {
+        return Err(format!("{}: HTTP {status}: {}", args.address, body.trim()));
+    }
+    print!("{body}");
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -384,6 +404,15 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("fjord import-logs: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Some(Command::Metrics(a)) => {
+            return match run_metrics(a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("fjord metrics: {e}");
                     ExitCode::from(1)
                 }
             };

@@ -275,7 +275,7 @@ impl GroupCoordinator {
                 .offsets_retention_check_interval_ms
                 .max(1),
         );
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("offsets retention", async move {
             loop {
                 glommio::timer::sleep(every).await;
                 let Some(shard) = me.upgrade() else { break };
@@ -344,7 +344,7 @@ fn persist_group_later(shard: &Rc<Shard>, g: &GroupRef) {
     let rec = group_record(&g.borrow());
     let gid = g.borrow().group_id.clone();
     let s = shard.clone();
-    glommio::spawn_local(async move {
+    crate::shard::stall::spawn_local("group persist", async move {
         if let Err(code) = write_records(&s, &gid, vec![rec], None).await {
             log::warn!("could not persist group {gid}: error {code}");
         }
@@ -370,7 +370,7 @@ fn arm_session(shard: &Rc<Shard>, g: &GroupRef, member_id: &str) {
     let weak: Weak<RefCell<Group>> = Rc::downgrade(g);
     let me = Rc::downgrade(shard);
     let id = member_id.to_string();
-    glommio::spawn_local(async move {
+    crate::shard::stall::spawn_local("group session timer", async move {
         let mut wait = timeout;
         loop {
             glommio::timer::sleep(wait).await;
@@ -448,7 +448,7 @@ fn prepare_rebalance(shard: &Rc<Shard>, g: &GroupRef) {
         }
         let weak = Rc::downgrade(g);
         let me = Rc::downgrade(shard);
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("group rebalance timer", async move {
             glommio::timer::sleep(after).await;
             if let (Some(g), Some(shard)) = (weak.upgrade(), me.upgrade()) {
                 if g.borrow().rebalance_epoch == epoch {
@@ -657,7 +657,7 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
                 let weak = Rc::downgrade(&g);
                 let id = r.member_id.clone();
                 let timeout = Duration::from_millis(args.session_timeout_ms.max(1) as u64);
-                glommio::spawn_local(async move {
+                crate::shard::stall::spawn_local("group join timer", async move {
                     glommio::timer::sleep(timeout).await;
                     if let Some(g) = weak.upgrade() {
                         g.borrow_mut().pending_members.remove(&id);

@@ -343,12 +343,15 @@ async fn dispatch(
         let me = shard.clone();
         let (tx, rx) = oneshot::channel();
         reserved.push(rx);
-        tasks.push(glommio::spawn_local(async move {
-            me.invoke_on(owner, move |s| {
-                append_on_owner(s, work, wait_for_flush, Some(tx))
-            })
-            .await
-        }));
+        tasks.push(crate::shard::stall::spawn_local(
+            "produce fan-out",
+            async move {
+                me.invoke_on(owner, move |s| {
+                    append_on_owner(s, work, wait_for_flush, Some(tx))
+                })
+                .await
+            },
+        ));
     }
     if dispatched.is_some() {
         let mut all = true;

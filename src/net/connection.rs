@@ -228,12 +228,15 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             };
             let api = request.api_key;
             let version = request.prefix.api_version;
+            crate::shard::stall::set_request(api, version);
             if api == ApiKey::Produce {
                 let (tx, rx) = oneshot::channel();
                 let sh = shard.clone();
-                inflight.0.push_back(glommio::spawn_local(async move {
-                    dispatch_pipelined(&sh, request, Some(tx)).await
-                }));
+                inflight
+                    .0
+                    .push_back(crate::shard::stall::spawn_local("produce", async move {
+                        dispatch_pipelined(&sh, request, Some(tx)).await
+                    }));
                 // Reserved: go on (up to the depth); else wait for the answer.
                 let keep = if rx.await.is_ok() {
                     PIPELINE_DEPTH - 1

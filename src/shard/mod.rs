@@ -8,6 +8,7 @@ pub mod internal;
 pub mod io;
 pub mod notify;
 pub mod partition;
+pub mod stall;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -120,11 +121,13 @@ impl Shard {
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
         let mut receivers = receivers;
         for (_peer, rx) in receivers.streams() {
-            glommio::spawn_local(async move {
+            stall::spawn_local("mesh receiver", async move {
                 while let Some(task) = rx.recv().await {
                     // A panicking task drops its reply channel (the caller
                     // answers REQUEST_TIMED_OUT) and leaves the shard running.
                     let fut = std::panic::AssertUnwindSafe(task());
+                    // Not `stall::spawn_local`: the task is already wrapped
+                    // (by `invoke_on`, with the sender's activity).
                     glommio::spawn_local(async move {
                         if futures_lite::FutureExt::catch_unwind(fut).await.is_err() {
                             log::error!(
@@ -154,12 +157,13 @@ impl Shard {
             return Ok(f(current()?).await);
         }
         let (tx, rx) = oneshot::channel();
+        let activity = stall::current_activity();
         let task: Task = Box::new(move || {
-            Box::pin(async move {
+            Box::pin(stall::watch_as("cross-shard task", activity, async move {
                 if let Ok(shard) = current() {
                     let _ = tx.send(f(shard).await);
                 }
-            })
+            }))
         });
         self.senders
             .send_to(target, task)
@@ -296,7 +300,7 @@ impl Shard {
         for target in 0..self.shards {
             let img = image.clone();
             let me = current()?;
-            waits.push(glommio::spawn_local(async move {
+            waits.push(stall::spawn_local("publish metadata", async move {
                 me.invoke_on(target, move |s| async move {
                     if let Err(e) = s.apply_metadata(img) {
                         log::error!("shard {} failed to apply metadata: {e}", s.id);
@@ -324,13 +328,19 @@ impl Shard {
     /// `every`, while the shard lives. Kafka's log manager schedules its
     /// periodic tasks this way (first run after `log.initial.task.delay.ms`),
     /// so a broker restarted more often than the interval still runs them.
-    fn start_periodic<F, Fut>(self: &Rc<Self>, initial: Duration, every: Duration, pass: F)
-    where
+    /// `label` names the task in stall reports.
+    fn start_periodic<F, Fut>(
+        self: &Rc<Self>,
+        label: &'static str,
+        initial: Duration,
+        every: Duration,
+        pass: F,
+    ) where
         F: Fn(Rc<Shard>) -> Fut + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
         let me = Rc::downgrade(self);
-        glommio::spawn_local(async move {
+        stall::spawn_local(label, async move {
             glommio::timer::sleep(initial).await;
             loop {
                 let Some(shard) = me.upgrade() else { break };
@@ -352,14 +362,19 @@ impl Shard {
     /// partition applies its retention settings.
     pub fn start_retention(self: &Rc<Self>) {
         let every = Duration::from_millis(self.config.log_retention_check_interval_ms.max(1));
-        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
-            let now = now_ms();
-            for p in shard.owned_partitions() {
-                if let Err(e) = p.apply_retention(now) {
-                    log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
+        self.start_periodic(
+            "retention",
+            self.initial_task_delay(),
+            every,
+            |shard| async move {
+                let now = now_ms();
+                for p in shard.owned_partitions() {
+                    if let Err(e) = p.apply_retention(now) {
+                        log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
+                    }
                 }
-            }
-        });
+            },
+        );
     }
 
     /// Starts the producer-id expiration timer: `log.initial.task.delay.ms`
@@ -369,12 +384,17 @@ impl Shard {
     pub fn start_producer_expiration(self: &Rc<Self>) {
         let every =
             Duration::from_millis(self.config.producer_id_expiration_check_interval_ms.max(1));
-        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
-            let (now, after) = (now_ms(), shard.config.producer_id_expiration_ms);
-            for p in shard.owned_partitions() {
-                p.expire_producers(now, after);
-            }
-        });
+        self.start_periodic(
+            "producer expiration",
+            self.initial_task_delay(),
+            every,
+            |shard| async move {
+                let (now, after) = (now_ms(), shard.config.producer_id_expiration_ms);
+                for p in shard.owned_partitions() {
+                    p.expire_producers(now, after);
+                }
+            },
+        );
     }
 
     /// Starts the log cleaner: `log.initial.task.delay.ms` after start-up,
@@ -384,22 +404,27 @@ impl Shard {
     /// this shard keep running.
     pub fn start_cleaner(self: &Rc<Self>) {
         let every = Duration::from_millis(self.config.log_cleaner_backoff_ms.max(1));
-        self.start_periodic(self.initial_task_delay(), every, |shard| async move {
-            for p in shard.owned_partitions() {
-                loop {
-                    let now = now_ms();
-                    match p.compact(now, 4).await {
-                        Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
-                        Ok(_) => break,
-                        Err(e) => {
-                            log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
-                            break;
+        self.start_periodic(
+            "cleaner",
+            self.initial_task_delay(),
+            every,
+            |shard| async move {
+                for p in shard.owned_partitions() {
+                    loop {
+                        let now = now_ms();
+                        match p.compact(now, 4).await {
+                            Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
+                            Ok(_) => break,
+                            Err(e) => {
+                                log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
+                                break;
+                            }
                         }
                     }
+                    glommio::yield_if_needed().await;
                 }
-                glommio::yield_if_needed().await;
-            }
-        });
+            },
+        );
     }
 
     /// Closes every partition log cleanly (flush, indexes, clean-shutdown

@@ -212,7 +212,7 @@ impl Drop for Appending {
             self.in_flight.take(),
             self.outcome.take(),
         );
-        glommio::spawn_local(async move {
+        super::stall::spawn_local("append completion", async move {
             let outcome = match (outcome, write, in_flight) {
                 (Some(o), _, _) => o,
                 (None, Some(w), _) => super::io::write(w.file, w.at, w.parts).await,
@@ -542,7 +542,7 @@ impl Partition {
                 log::debug!("sync_file_range: {}", std::io::Error::last_os_error());
             }
         });
-        glommio::spawn_local(task).detach();
+        super::stall::spawn_local("writeback", task).detach();
     }
 
     /// Appends on the calling thread, without an I/O thread: stage 1, the
@@ -624,7 +624,7 @@ impl Partition {
         let (dir, leo, indexes) = self.snapshot_location();
         let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("snapshot", async move {
             let res = glommio::executor()
                 .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
                 .await;
@@ -652,7 +652,7 @@ impl Partition {
             return;
         }
         let me = self.clone();
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("flush timer", async move {
             glommio::timer::sleep(Duration::from_millis(ms)).await;
             me.flush_timer_armed.set(false);
             if me.unflushed_messages.get() > 0 {
@@ -670,7 +670,7 @@ impl Partition {
             return;
         }
         let me = self.clone();
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("flush", async move {
             loop {
                 let (files, target) = {
                     let log = me.log.borrow();
@@ -991,7 +991,7 @@ fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
     if files.is_empty() {
         return;
     }
-    glommio::spawn_local(async move {
+    crate::shard::stall::spawn_local("segment removal", async move {
         glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
         for f in files {
             if let Err(e) = std::fs::remove_file(&f) {

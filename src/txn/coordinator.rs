@@ -176,14 +176,14 @@ impl TransactionCoordinator {
                 if commit { "commit" } else { "abort" }
             );
             let s = shard.clone();
-            glommio::spawn_local(async move {
+            crate::shard::stall::spawn_local("txn recovery", async move {
                 finish_markers(&s, &id, m.value, commit, Some(busy)).await;
             })
             .detach();
         }
         let cfg = shard.config.txn.clone();
         let me = Rc::downgrade(shard);
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("txn timeout abort", async move {
             loop {
                 glommio::timer::sleep(Duration::from_millis(
                     cfg.abort_timed_out_interval_ms.max(1),
@@ -195,7 +195,7 @@ impl TransactionCoordinator {
         })
         .detach();
         let me = Rc::downgrade(shard);
-        glommio::spawn_local(async move {
+        crate::shard::stall::spawn_local("txn id expiration", async move {
             loop {
                 glommio::timer::sleep(Duration::from_millis(cfg.remove_expired_interval_ms.max(1)))
                     .await;
@@ -510,8 +510,10 @@ async fn end_transaction(
             let s = shard.clone();
             let id = id.to_string();
             let v = prepare.clone();
-            glommio::spawn_local(async move { finish_markers(&s, &id, v, commit, None).await })
-                .detach();
+            crate::shard::stall::spawn_local("txn markers", async move {
+                finish_markers(&s, &id, v, commit, None).await
+            })
+            .detach();
             Ok(prepare)
         }
     }
@@ -606,7 +608,7 @@ async fn write_markers(shard: &Rc<Shard>, value: &TxnLogValue, commit: bool) -> 
     let mut tasks = Vec::new();
     for (owner, parts) in by_owner {
         let me = shard.clone();
-        tasks.push(glommio::spawn_local(async move {
+        tasks.push(crate::shard::stall::spawn_local("txn marker fan-out", async move {
             me.invoke_on(owner, move |s| async move {
                 for (t, p) in parts {
                     let Some(part) = s.partition(&t, p) else {

@@ -336,7 +336,7 @@ async fn wait_for_appends(
         // at once instead of at the deadline.
         let (cancel_tx, cancel_rx) = futures_channel::oneshot::channel::<()>();
         cancels.push(cancel_tx);
-        tasks.push(glommio::spawn_local(async move {
+        let task = crate::shard::stall::spawn_local("fetch fan-out", async move {
             let _ = me
                 .invoke_on(owner, move |s| async move {
                     let signals = parts
@@ -358,7 +358,8 @@ async fn wait_for_appends(
             if let Some(tx) = tx.borrow_mut().take() {
                 let _ = tx.send(());
             }
-        }));
+        });
+        tasks.push(task);
     }
     futures_lite::future::or(
         async {

@@ -1,0 +1,245 @@
+//! A tiny Prometheus-text metrics endpoint (`metrics.listener`): one plain
+//! thread with a std `TcpListener` answering `GET /metrics` (HTTP/1.0
+//! style: one request per connection, closed after the response; any other
+//! request gets 404). The figures are the shards' [`ShardStallStats`],
+//! read with `Relaxed` atomic loads: no lock is shared with the shards.
+//!
+//! Also the client side: [`fetch`] (used by `fjord metrics` and
+//! `fjord-perf --metrics`) and [`parse`].
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::shard::stall::{ShardStallStats, BUCKET_LABELS_MS};
+
+/// How long a metrics client may take to send its request or read the
+/// response before the connection is dropped.
+const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Largest request head read (bytes); the rest is ignored.
+const MAX_REQUEST: usize = 8192;
+
+/// The metrics of every shard in Prometheus text format (version 0.0.4).
+pub fn render(stats: &[ShardStallStats]) -> String {
+    let mut out = String::new();
+    let mut family =
+        |name: &str, kind: &str, help: &str, value: &dyn Fn(&ShardStallStats) -> u64| {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for (i, s) in stats.iter().enumerate() {
+                let _ = writeln!(out, "{name}{{shard=\"{i}\"}} {}", value(s));
+            }
+        };
+    family(
+        "fjord_reactor_stalls_total",
+        "counter",
+        "Task polls that kept the shard's reactor busy longer than reactor.stall.threshold.us.",
+        &|s| s.stalls.load(Relaxed),
+    );
+    family(
+        "fjord_reactor_stall_max_us",
+        "gauge",
+        "Longest stalled poll since start, in microseconds.",
+        &|s| s.max_us.load(Relaxed),
+    );
+    family(
+        "fjord_sendfile_zero_copy_bytes_total",
+        "counter",
+        "Bytes sent with sendfile(2) (refreshed about once a second).",
+        &|s| s.sendfile_zero_copy_bytes.load(Relaxed),
+    );
+    family(
+        "fjord_sendfile_fallback_bytes_total",
+        "counter",
+        "Bytes copied through user space because the socket was full (refreshed about once a second).",
+        &|s| s.sendfile_fallback_bytes.load(Relaxed),
+    );
+    let name = "fjord_reactor_stalls_over_ms";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Stalls longer than gt milliseconds, since start."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (i, s) in stats.iter().enumerate() {
+        for (label, n) in BUCKET_LABELS_MS.iter().zip(&s.over) {
+            let _ = writeln!(
+                out,
+                "{name}{{shard=\"{i}\",gt=\"{label}\"}} {}",
+                n.load(Relaxed)
+            );
+        }
+    }
+    out
+}
+
+/// Binds `addr` (port 0 picks a free port) and serves the metrics of
+/// `stats` on a background thread for the life of the process. Gives the
+/// bound address; errors when the address cannot be bound.
+pub fn serve(addr: SocketAddr, stats: Arc<[ShardStallStats]>) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("fjord-metrics".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(s) => {
+                        if let Err(e) = answer(s, &stats) {
+                            log::debug!("metrics request failed: {e}");
+                        }
+                    }
+                    Err(e) => {
+                        log::warn!("metrics listener: accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+            }
+        })?;
+    Ok(bound)
+}
+
+/// Reads one request head and answers it: 200 with the metrics for
+/// `GET /metrics`, 404 for any other path, 405 for another method.
+fn answer(mut s: TcpStream, stats: &[ShardStallStats]) -> std::io::Result<()> {
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    let complete =
+        |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n");
+    while head.len() < MAX_REQUEST && !complete(&head) {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let first = text.lines().next().unwrap_or("");
+    let mut parts = first.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    let (status, body) = match (method, path) {
+        ("GET", "/metrics") => ("200 OK", render(stats)),
+        ("GET", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),
+        _ => ("405 Method Not Allowed", "GET only\n".to_string()),
+    };
+    let resp = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(resp.as_bytes())?;
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
+
+/// Fetches `path` (e.g. `/metrics`) from the endpoint at `address`
+/// (`host:port`) with a plain HTTP/1.0 GET. Gives the status code and the
+/// body; errors on connection or I/O failures and malformed responses.
+pub fn fetch(address: &str, path: &str) -> std::io::Result<(u16, String)> {
+    let addr = address
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("{address}: no address")))?;
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT)?;
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("malformed HTTP response"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| std::io::Error::other("malformed HTTP status line"))?;
+    Ok((status, body.to_string()))
+}
+
+/// One sample of Prometheus text: metric name, labels as written inside
+/// the braces (`shard="0",gt="1"`, possibly empty) and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name.
+    pub name: String,
+    /// Labels, as written between the braces.
+    pub labels: String,
+    /// Value.
+    pub value: f64,
+}
+
+/// Parses Prometheus text into samples (comments and malformed lines are
+/// skipped).
+pub fn parse(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, value) = l.trim().rsplit_once(' ')?;
+            let value = value.parse().ok()?;
+            let (name, labels) = match key.split_once('{') {
+                Some((n, rest)) => (n, rest.trim_end_matches('}')),
+                None => (key, ""),
+            };
+            Some(Sample {
+                name: name.to_string(),
+                labels: labels.to_string(),
+                value,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shard::stall::registry;
+
+    #[test]
+    fn render_and_parse() {
+        let stats = registry(2);
+        stats[1].record(1_500);
+        let text = render(&stats);
+        let samples = parse(&text);
+        let get = |name: &str, labels: &str| {
+            samples
+                .iter()
+                .find(|s| s.name == name && s.labels == labels)
+                .map(|s| s.value)
+        };
+        assert_eq!(get("fjord_reactor_stalls_total", "shard=\"0\""), Some(0.0));
+        assert_eq!(get("fjord_reactor_stalls_total", "shard=\"1\""), Some(1.0));
+        assert_eq!(
+            get("fjord_reactor_stall_max_us", "shard=\"1\""),
+            Some(1500.0)
+        );
+        assert_eq!(
+            get("fjord_reactor_stalls_over_ms", "shard=\"1\",gt=\"1\""),
+            Some(1.0)
+        );
+        assert_eq!(
+            get("fjord_reactor_stalls_over_ms", "shard=\"1\",gt=\"5\""),
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn serves_metrics_and_404() {
+        let stats = registry(1);
+        let addr = serve("127.0.0.1:0".parse().unwrap(), stats).unwrap();
+        let (code, body) = fetch(&addr.to_string(), "/metrics").unwrap();
+        assert_eq!(code, 200);
+        assert!(
+            body.contains("fjord_reactor_stalls_total{shard=\"0\"} 0"),
+            "{body}"
+        );
+        let (code, _) = fetch(&addr.to_string(), "/other").unwrap();
+        assert_eq!(code, 404);
+    }
+}

@@ -1,0 +1,337 @@
+//! Reactor-stall detector: every task Fjord spawns on a shard is wrapped in
+//! [`Watched`], which reads the clock before and after each `poll`. A poll
+//! that keeps the reactor busy longer than `reactor.stall.threshold.us` is
+//! a stall: it is counted in the shard's [`ShardStallStats`] (atomics, so
+//! the metrics thread reads them without locks) and logged at warn level,
+//! at most once per second per shard, with the task's label and what it was
+//! doing (the request being served, for connections).
+//!
+//! The cost per poll is two `Instant::now()` reads and a few thread-local
+//! cell accesses; with the threshold at 0 the wrapper only reads one cell.
+
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use kafka_protocol::messages::ApiKey;
+
+/// Lower bounds of the stall-duration buckets, in µs: a stall longer than
+/// `BUCKETS_US[i]` is counted in `ShardStallStats::over[i]`.
+pub const BUCKETS_US: [u64; 4] = [500, 1_000, 5_000, 20_000];
+
+/// The bucket bounds of [`BUCKETS_US`] in ms, as the metrics show them.
+pub const BUCKET_LABELS_MS: [&str; 4] = ["0.5", "1", "5", "20"];
+
+/// How often, at most, a shard logs a stall line.
+const LOG_EVERY: Duration = Duration::from_secs(1);
+
+/// One shard's stall counters. Written by its shard thread, read by any
+/// thread (metrics endpoint, shutdown summary); all accesses are `Relaxed`.
+#[derive(Debug, Default)]
+pub struct ShardStallStats {
+    /// Polls longer than the threshold since start.
+    pub stalls: AtomicU64,
+    /// Longest poll seen above the threshold since start (µs).
+    pub max_us: AtomicU64,
+    /// Stalls longer than each bound of [`BUCKETS_US`].
+    pub over: [AtomicU64; 4],
+    /// Bytes this shard sent with sendfile(2), copied from
+    /// `net::sendfile::WRITE_STATS` about once a second while the metrics
+    /// endpoint is on.
+    pub sendfile_zero_copy_bytes: AtomicU64,
+    /// Bytes this shard copied through user space because the socket was
+    /// full (same source and refresh as `sendfile_zero_copy_bytes`).
+    pub sendfile_fallback_bytes: AtomicU64,
+}
+
+impl ShardStallStats {
+    /// Counts one stall of `us` µs.
+    pub fn record(&self, us: u64) {
+        self.stalls.fetch_add(1, Relaxed);
+        self.max_us.fetch_max(us, Relaxed);
+        for (bound, n) in BUCKETS_US.iter().zip(&self.over) {
+            if us > *bound {
+                n.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// One line for the shutdown summary: count, max and buckets.
+    pub fn summary(&self) -> String {
+        let buckets: Vec<String> = BUCKET_LABELS_MS
+            .iter()
+            .zip(&self.over)
+            .map(|(l, n)| format!(">{l} ms: {}", n.load(Relaxed)))
+            .collect();
+        format!(
+            "{} stalls, max {} µs ({})",
+            self.stalls.load(Relaxed),
+            self.max_us.load(Relaxed),
+            buckets.join(", ")
+        )
+    }
+}
+
+/// The stall counters of every shard, indexed by shard id; created at boot.
+pub fn registry(shards: usize) -> Arc<[ShardStallStats]> {
+    (0..shards).map(|_| ShardStallStats::default()).collect()
+}
+
+/// What a task was doing when it stalled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Nothing recorded (a timer or background task: its label says it).
+    Idle,
+    /// Serving a request (connections; cross-shard tasks carry the
+    /// request of the connection that sent them).
+    Request {
+        /// The request's API key.
+        api: ApiKey,
+        /// The request's version.
+        version: i16,
+    },
+}
+
+impl fmt::Display for Activity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Activity::Idle => f.write_str("idle"),
+            Activity::Request { api, version } => write!(f, "{api:?} v{version}"),
+        }
+    }
+}
+
+/// This thread's detector: where to count, and the log rate limit.
+struct Monitor {
+    shard: usize,
+    stats: Arc<[ShardStallStats]>,
+    last_log: Option<Instant>,
+    suppressed: u64,
+}
+
+thread_local! {
+    /// The threshold in ns; 0 = off (also before [`install`]).
+    static THRESHOLD_NS: Cell<u64> = const { Cell::new(0) };
+    /// What the task being polled is doing.
+    static ACTIVITY: Cell<Activity> = const { Cell::new(Activity::Idle) };
+    static MONITOR: RefCell<Option<Monitor>> = const { RefCell::new(None) };
+}
+
+/// Turns the detector on for this thread (a shard): stalls longer than
+/// `threshold` are counted in `stats[shard]`. A zero threshold turns it off.
+pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration) {
+    let ns = if shard < stats.len() {
+        threshold.as_nanos().min(u64::MAX as u128) as u64
+    } else {
+        0
+    };
+    THRESHOLD_NS.with(|t| t.set(ns));
+    MONITOR.with(|m| {
+        *m.borrow_mut() = Some(Monitor {
+            shard,
+            stats,
+            last_log: None,
+            suppressed: 0,
+        })
+    });
+}
+
+/// Records that the current task now serves request `api` version
+/// `version` (called by the connection at dispatch). Costs one cell write.
+pub fn set_request(api: ApiKey, version: i16) {
+    ACTIVITY.with(|a| a.set(Activity::Request { api, version }));
+}
+
+/// What the task being polled on this thread is doing.
+pub fn current_activity() -> Activity {
+    ACTIVITY.with(Cell::get)
+}
+
+/// A future whose polls are timed; see the module docs.
+pub struct Watched<F> {
+    label: &'static str,
+    activity: Activity,
+    fut: F,
+}
+
+/// Wraps `fut` as a task labelled `label` (a static name such as
+/// `"connection"` or `"retention"`). The task starts with the activity of
+/// the task that creates it (a fan-out task inherits its request).
+pub fn watch<F: Future>(label: &'static str, fut: F) -> Watched<F> {
+    watch_as(label, current_activity(), fut)
+}
+
+/// Wraps `fut` as a task labelled `label` doing `activity` (for work sent
+/// from another shard, which carries the sender's activity).
+pub fn watch_as<F: Future>(label: &'static str, activity: Activity, fut: F) -> Watched<F> {
+    Watched {
+        label,
+        activity,
+        fut,
+    }
+}
+
+/// `glommio::spawn_local` of `fut` wrapped in [`watch`]: the way Fjord
+/// spawns every task on a shard. Gives glommio's task handle.
+pub fn spawn_local<T: 'static>(
+    label: &'static str,
+    fut: impl Future<Output = T> + 'static,
+) -> glommio::Task<T> {
+    glommio::spawn_local(watch(label, fut))
+}
+
+impl<F: Future> Future for Watched<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: `fut` is structurally pinned: it is never moved out of
+        // `self` and `Watched` has no `Drop` or `Unpin` impl that would move
+        // it; `label` and `activity` are plain `Copy` data, not pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        let fut = unsafe { Pin::new_unchecked(&mut this.fut) };
+        let threshold = THRESHOLD_NS.with(Cell::get);
+        if threshold == 0 {
+            return fut.poll(cx);
+        }
+        let outer = ACTIVITY.with(|a| a.replace(this.activity));
+        let start = Instant::now();
+        let out = fut.poll(cx);
+        let took = start.elapsed();
+        this.activity = ACTIVITY.with(|a| a.replace(outer));
+        let ns = took.as_nanos().min(u64::MAX as u128) as u64;
+        if ns > threshold {
+            stalled(this.label, this.activity, took);
+        }
+        out
+    }
+}
+
+/// Counts a stall and logs it, rate-limited.
+#[cold]
+fn stalled(label: &'static str, activity: Activity, took: Duration) {
+    let us = took.as_micros().min(u64::MAX as u128) as u64;
+    MONITOR.with(|m| {
+        let Ok(mut m) = m.try_borrow_mut() else {
+            return;
+        };
+        let Some(m) = m.as_mut() else { return };
+        if let Some(s) = m.stats.get(m.shard) {
+            s.record(us);
+        }
+        let now = Instant::now();
+        if m.last_log
+            .is_some_and(|t| now.duration_since(t) < LOG_EVERY)
+        {
+            m.suppressed += 1;
+            return;
+        }
+        let doing = match activity {
+            Activity::Idle => String::new(),
+            a => format!(" ({a})"),
+        };
+        let more = match m.suppressed {
+            0 => String::new(),
+            n => format!("; {n} more stall(s) since the last report"),
+        };
+        log::warn!(
+            "shard {}: reactor stalled {:.2} ms in one poll of task `{label}`{doing}{more}",
+            m.shard,
+            took.as_secs_f64() * 1e3
+        );
+        m.last_log = Some(now);
+        m.suppressed = 0;
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A future that busy-spins `spin` in its first poll, then finishes on
+    /// its second.
+    struct Spin {
+        spin: Duration,
+        polled: bool,
+    }
+
+    impl Future for Spin {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if self.polled {
+                return Poll::Ready(());
+            }
+            let end = Instant::now() + self.spin;
+            while Instant::now() < end {
+                std::hint::spin_loop();
+            }
+            self.polled = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+
+    fn spin(ms: u64) -> Spin {
+        Spin {
+            spin: Duration::from_millis(ms),
+            polled: false,
+        }
+    }
+
+    #[test]
+    fn slow_poll_is_counted() {
+        let stats = registry(2);
+        install(1, stats.clone(), Duration::from_micros(500));
+        futures_lite::future::block_on(watch("spin", spin(2)));
+        let s = &stats[1];
+        assert_eq!(s.stalls.load(Relaxed), 1);
+        assert!(s.max_us.load(Relaxed) >= 2_000);
+        assert_eq!(s.over[0].load(Relaxed), 1, "> 0.5 ms");
+        assert_eq!(s.over[1].load(Relaxed), 1, "> 1 ms");
+        assert_eq!(stats[0].stalls.load(Relaxed), 0, "other shard untouched");
+        assert!(s.summary().starts_with("1 stalls"), "{}", s.summary());
+    }
+
+    #[test]
+    fn fast_poll_is_not_counted() {
+        let stats = registry(1);
+        install(0, stats.clone(), Duration::from_millis(50));
+        futures_lite::future::block_on(watch("fast", async { 7 }));
+        futures_lite::future::block_on(watch("spin", spin(0)));
+        assert_eq!(stats[0].stalls.load(Relaxed), 0);
+        assert_eq!(stats[0].max_us.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn zero_threshold_disables() {
+        let stats = registry(1);
+        install(0, stats.clone(), Duration::ZERO);
+        futures_lite::future::block_on(watch("spin", spin(2)));
+        assert_eq!(stats[0].stalls.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn activity_follows_the_task() {
+        let stats = registry(1);
+        install(0, stats, Duration::from_secs(10));
+        ACTIVITY.with(|a| a.set(Activity::Idle));
+        let seen = futures_lite::future::block_on(watch("conn", async {
+            set_request(ApiKey::Produce, 9);
+            current_activity()
+        }));
+        assert_eq!(
+            seen,
+            Activity::Request {
+                api: ApiKey::Produce,
+                version: 9
+            }
+        );
+        // The activity set inside the task does not leak out of its poll.
+        assert_eq!(current_activity(), Activity::Idle);
+        assert_eq!(seen.to_string(), "Produce v9");
+    }
+}
