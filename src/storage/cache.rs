@@ -179,6 +179,16 @@ pub fn warm_blocking(file: &File, position: u64, len: u64) -> io::Result<u64> {
     Ok(done)
 }
 
+/// Takes a shared file and a byte range (`position`, `len` bytes); runs
+/// [`warm_blocking`] on glommio's blocking pool, so the calling shard keeps
+/// serving while the disk is read. Gives the bytes read. Must be called
+/// from inside a glommio executor.
+pub async fn warm(file: std::sync::Arc<File>, position: u64, len: u64) -> io::Result<u64> {
+    glommio::executor()
+        .spawn_blocking(move || warm_blocking(&file, position, len))
+        .await
+}
+
 /// Takes a file; fdatasyncs it and asks the kernel to drop its pages from
 /// the page cache (posix_fadvise `POSIX_FADV_DONTNEED`; dirty pages would
 /// stay, hence the sync). The kernel may keep some pages: check with
