@@ -168,3 +168,53 @@ async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> std::io::Re
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::Arc;
+
+    #[test]
+    fn cold_region_is_warmed_once_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("seg.log");
+        let len = 3 * WARM_CHUNK + 12_345;
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&vec![7u8; len as usize]).unwrap();
+        drop(f);
+        let file = Arc::new(std::fs::File::open(&path).unwrap());
+        cache::evict(&file).unwrap();
+        let region = FileRegion {
+            file: file.clone(),
+            position: 100,
+            len: len - 200,
+        };
+        if cache::cached_state(&file, region.position, region.len).unwrap() == CacheState::Cached {
+            eprintln!("SKIP: the kernel kept the pages after POSIX_FADV_DONTNEED");
+            return;
+        }
+        glommio::LocalExecutor::default().run(async move {
+            let before = WRITE_STATS.with(|s| (s.regions_checked.get(), s.regions_warmed.get()));
+            let warmed = warm_region(&region).await;
+            assert!(warmed > 0 && warmed <= region.len, "warmed {warmed}");
+            let (checked, warms, bytes) = WRITE_STATS.with(|s| {
+                (
+                    s.regions_checked.get(),
+                    s.regions_warmed.get(),
+                    s.bytes_warmed.get(),
+                )
+            });
+            assert_eq!((checked, warms), (before.0 + 1, before.1 + 1));
+            assert!(bytes >= warmed);
+            assert_eq!(
+                cache::cached_state(&region.file, region.position, region.len).unwrap(),
+                CacheState::Cached
+            );
+            // Now cached: checked again, not warmed again.
+            assert_eq!(warm_region(&region).await, 0);
+            let again = WRITE_STATS.with(|s| (s.regions_checked.get(), s.regions_warmed.get()));
+            assert_eq!(again, (checked + 1, warms));
+        });
+    }
+}

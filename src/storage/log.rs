@@ -855,6 +855,50 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn nowait_read_of_an_evicted_segment_warms_to_the_blocking_result() {
+        use crate::storage::cache;
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        for _ in 0..40 {
+            append_batches(&mut log, &[5, 5, 5, 5], 1_000, 2_000, 1_000);
+        }
+        let want = log.read(77, 300_000, true).unwrap();
+        assert!(want.bytes > 0);
+        let file = log.active_log_file();
+        cache::evict(&file).unwrap();
+        let size = file.metadata().unwrap().len();
+        if cache::cached_state(&file, 0, size).unwrap() == cache::CacheState::Cached {
+            eprintln!("SKIP: the kernel kept the pages after POSIX_FADV_DONTNEED");
+            return;
+        }
+        let hw = log.high_watermark();
+        let mut not_cached = 0;
+        let got = loop {
+            match log.read_bounded_in(77, 300_000, true, hw, ReadMode::NoWait) {
+                Ok(r) => break r,
+                Err(StorageError::NotCached {
+                    file,
+                    position,
+                    len,
+                    ..
+                }) => {
+                    not_cached += 1;
+                    assert!(not_cached < 50, "warming makes no progress");
+                    assert!(len > 0 && position + len <= size);
+                    cache::warm_blocking(&file, position, len).unwrap();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert!(not_cached > 0, "an evicted segment read without NotCached");
+        assert_eq!(got.regions.len(), 1);
+        assert_eq!(got.regions[0].position, want.regions[0].position);
+        assert_eq!(got.bytes, want.bytes);
+        assert_eq!(got.end_offset, want.end_offset);
+        assert_eq!(got.first_batch_bytes, want.first_batch_bytes);
+    }
+
     /// All batches of one `.log` file (validating CRCs).
     pub fn file_batches(path: &Path) -> Vec<BatchHeader> {
         let bytes = std::fs::read(path).unwrap();

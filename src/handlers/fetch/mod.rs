@@ -532,3 +532,128 @@ async fn wait_for_appends(
         t.detach();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kafka's rule (`ReplicaManager.readFromLog` + `LogSegment.read`):
+    /// partitions in request order, each read with min(partition_max_bytes,
+    /// budget left), the first batch even if larger only while no earlier
+    /// partition returned data. Gives the bytes per partition.
+    fn kafka_sequential(max_bytes: u64, parts: &[(u64, Vec<u64>)]) -> Vec<u64> {
+        let mut budget = max_bytes;
+        let mut min_one = true;
+        parts
+            .iter()
+            .map(|(pmb, batches)| {
+                let got = take(batches, (*pmb).min(budget), min_one);
+                budget = budget.saturating_sub(got);
+                if got > 0 {
+                    min_one = false;
+                }
+                got
+            })
+            .collect()
+    }
+
+    /// What one partition read gives: the whole batches fitting `limit`, or
+    /// the first batch alone when it does not fit and `min_one`.
+    fn take(batches: &[u64], limit: u64, min_one: bool) -> u64 {
+        let mut sum = 0;
+        for (i, b) in batches.iter().enumerate() {
+            if sum + b > limit {
+                if i == 0 && min_one {
+                    return *b;
+                }
+                break;
+            }
+            sum += b;
+        }
+        sum
+    }
+
+    /// The plan: every partition read at once with the whole budget, then
+    /// cut in request order with `cut_to_budget` (re-reads with the limit).
+    fn planned(max_bytes: u64, parts: &[(u64, Vec<u64>)]) -> (Vec<u64>, usize) {
+        let full: Vec<(u64, u64)> = parts
+            .iter()
+            .map(|(pmb, b)| {
+                (
+                    take(b, (*pmb).min(max_bytes), true),
+                    b.first().copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        let mut budget = max_bytes;
+        let mut first = true;
+        let mut rereads = 0;
+        let out = parts
+            .iter()
+            .zip(full)
+            .map(|((pmb, batches), (bytes, first_batch))| {
+                let first_batch = if bytes > 0 { first_batch } else { 0 };
+                let got = match cut_to_budget(*pmb, bytes, first_batch, budget, first) {
+                    Cut::Keep => bytes,
+                    Cut::Drop => 0,
+                    Cut::Reread(limit, oversize) => {
+                        rereads += 1;
+                        take(batches, limit, oversize)
+                    }
+                };
+                budget = budget.saturating_sub(got);
+                if got > 0 {
+                    first = false;
+                }
+                got
+            })
+            .collect();
+        (out, rereads)
+    }
+
+    #[test]
+    fn budget_cut_matches_kafka_sequential_rule() {
+        // Deterministic pseudo-random cases (xorshift).
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let n = 1 + rnd(5) as usize;
+            let parts: Vec<(u64, Vec<u64>)> = (0..n)
+                .map(|_| {
+                    let pmb = 1 + rnd(400);
+                    let k = rnd(6) as usize;
+                    (pmb, (0..k).map(|_| 1 + rnd(200)).collect())
+                })
+                .collect();
+            let max_bytes = 1 + rnd(600);
+            let (got, _) = planned(max_bytes, &parts);
+            assert_eq!(
+                got,
+                kafka_sequential(max_bytes, &parts),
+                "{max_bytes} {parts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn budget_exhausted_drops_later_partitions_without_rereads() {
+        // First partition: one oversized batch (KIP-74); the rest do not fit.
+        let parts = vec![
+            (1000, vec![300, 300]),
+            (1000, vec![100]),
+            (1000, vec![50, 50]),
+        ];
+        let (got, rereads) = planned(250, &parts);
+        assert_eq!(got, vec![300, 0, 0]);
+        assert_eq!(rereads, 0);
+        // The budget runs out inside the second partition: one re-read.
+        let (got, rereads) = planned(500, &[(1000, vec![200]), (1000, vec![100, 100, 100, 100])]);
+        assert_eq!(got, vec![200, 300]);
+        assert_eq!(rereads, 1);
+    }
+}
