@@ -208,7 +208,7 @@ pub async fn read_partition(
 /// (`partition_max_bytes` capped at `max_bytes`, bytes) and the first batch
 /// even if larger, as if it were the request's first partition with data.
 /// The connection's shard cuts the results to the response budget in request
-/// order ([`plan_budget`]). Regions are file references: no record bytes are
+/// order ([`cut_to_budget`]). Regions are file references: no record bytes are
 /// read here.
 pub async fn read_on_owner(
     shard: &Shard,
@@ -222,7 +222,7 @@ pub async fn read_on_owner(
     out
 }
 
-/// What [`plan_budget`] decided for one partition.
+/// What [`cut_to_budget`] decided for one partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {
     /// Keep the result as it is.
@@ -385,7 +385,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 /// Reads every slot: one concurrent cross-core call per owner shard (the
 /// local one inline), each partition read with the whole budget; then, in
 /// request order, the results are cut to `max_bytes` (KIP-74, see
-/// [`plan_budget`]); a partition of which only part fits is read again on its
+/// [`cut_to_budget`]); a partition of which only part fits is read again on its
 /// owner with its exact limit (a second round, only for those).
 async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<PartitionReadResult> {
     let mut out: Vec<PartitionReadResult> = slots
