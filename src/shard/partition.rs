@@ -22,7 +22,7 @@ use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
 use crate::storage::{
-    AppendResult, BatchHeader, PartitionLog, ReadResult, StorageError, ValidatedBatch,
+    AppendResult, BatchHeader, PartitionLog, ReadMode, ReadResult, StorageError, ValidatedBatch,
 };
 use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
 use crate::txn::producer_state::ProducerStateMap;
@@ -43,6 +43,27 @@ pub struct IsolatedRead {
     /// transactions overlapping the returned range, by first offset;
     /// READ_UNCOMMITTED: None (the Fetch response's null list).
     pub aborted: Option<Vec<(i64, i64)>>,
+}
+
+impl IsolatedRead {
+    /// Gives the end (exclusive offset) of the range whose aborted
+    /// transactions a READ_COMMITTED response lists: the end of the returned
+    /// data capped at the LSO, or the LSO when nothing is returned.
+    pub fn aborted_upper(&self) -> i64 {
+        if self.read.bytes > 0 {
+            self.read.end_offset.min(self.last_stable_offset)
+        } else {
+            self.last_stable_offset
+        }
+    }
+
+    /// Takes an offset; drops the aborted transactions starting at or after
+    /// it (they do not overlap [fetch offset, `upper`)).
+    pub fn keep_aborted_below(&mut self, upper: i64) {
+        if let Some(a) = self.aborted.as_mut() {
+            a.retain(|(_, first)| *first < upper);
+        }
+    }
 }
 
 /// Applies one appended batch (header, offset of its first record, and the
@@ -867,29 +888,48 @@ impl Partition {
         min_one_batch: bool,
         isolation_level: i8,
     ) -> Result<IsolatedRead, StorageError> {
+        let mut r = self.read_isolated_in(
+            offset,
+            max_bytes,
+            min_one_batch,
+            isolation_level,
+            ReadMode::Blocking,
+        )?;
+        let upper = r.aborted_upper();
+        r.keep_aborted_below(upper);
+        Ok(r)
+    }
+
+    /// As [`Self::read_isolated`], with batch headers read in `mode` (under
+    /// [`ReadMode::NoWait`], [`StorageError::NotCached`] when a header is
+    /// not in the page cache) and, for READ_COMMITTED, the aborted
+    /// transactions overlapping [fetch offset, LSO): the widest list any
+    /// cut of the returned batches can need. A caller that keeps all or
+    /// part of the data narrows it with [`IsolatedRead::keep_aborted_below`].
+    pub fn read_isolated_in(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+        isolation_level: i8,
+        mode: ReadMode,
+    ) -> Result<IsolatedRead, StorageError> {
         let lso = self.last_stable_offset();
-        if isolation_level != READ_COMMITTED {
-            let read = self.read(offset, max_bytes, min_one_batch)?;
-            return Ok(IsolatedRead {
-                read,
-                last_stable_offset: lso,
-                aborted: None,
-            });
-        }
-        let read = self
-            .log
-            .borrow()
-            .read_bounded(offset, max_bytes, min_one_batch, lso)?;
-        let upper = if read.bytes > 0 {
-            read.end_offset.min(lso)
-        } else {
+        let bound = if isolation_level == READ_COMMITTED {
             lso
+        } else {
+            self.log.borrow().high_watermark()
         };
-        let aborted = self.txns.borrow().aborted_in_range(offset, upper);
+        let read =
+            self.log
+                .borrow()
+                .read_bounded_in(offset, max_bytes, min_one_batch, bound, mode)?;
+        let aborted = (isolation_level == READ_COMMITTED)
+            .then(|| self.txns.borrow().aborted_in_range(offset, lso));
         Ok(IsolatedRead {
             read,
             last_stable_offset: lso,
-            aborted: Some(aborted),
+            aborted,
         })
     }
 

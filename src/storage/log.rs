@@ -10,7 +10,9 @@ use super::batch::{
 };
 use super::index::IndexWrite;
 use super::recovery;
-use super::segment::{segment_file_name, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES};
+use super::segment::{
+    segment_file_name, ReadMode, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES,
+};
 use super::txn_index::{
     append_txn_index, control_marker, read_txn_index, write_txn_index, AbortedTxn, ControlMarker,
     TXN_INDEX_SUFFIX,
@@ -158,6 +160,10 @@ pub struct ReadResult {
     pub regions: Vec<FileRegion>,
     /// Total bytes of all regions.
     pub bytes: u64,
+    /// Size in bytes of the first batch of the regions (0 when none): a
+    /// caller cutting the result to a smaller budget knows from it whether
+    /// anything fits without reading again.
+    pub first_batch_bytes: u64,
     /// High watermark at read time.
     pub high_watermark: i64,
     /// Log start offset at read time.
@@ -623,9 +629,31 @@ impl PartitionLog {
         min_one_batch: bool,
         max_offset: i64,
     ) -> Result<ReadResult, StorageError> {
+        self.read_bounded_in(
+            fetch_offset,
+            max_bytes,
+            min_one_batch,
+            max_offset,
+            ReadMode::Blocking,
+        )
+    }
+
+    /// As [`Self::read_bounded`], reading batch headers with `mode`: under
+    /// [`ReadMode::NoWait`] a header not in the page cache gives
+    /// [`StorageError::NotCached`] (the range to warm before reading again)
+    /// instead of a blocking read. The offset index is in memory.
+    pub fn read_bounded_in(
+        &self,
+        fetch_offset: i64,
+        max_bytes: u64,
+        min_one_batch: bool,
+        max_offset: i64,
+        mode: ReadMode,
+    ) -> Result<ReadResult, StorageError> {
         let mut result = ReadResult {
             regions: Vec::new(),
             bytes: 0,
+            first_batch_bytes: 0,
             high_watermark: self.high_watermark,
             log_start_offset: self.log_start_offset,
             log_end_offset: self.log_end_offset,
@@ -654,15 +682,15 @@ impl PartitionLog {
             .iter()
             .chain(std::iter::once(&self.active));
         for seg in candidates {
-            if let Some((pos, header)) = seg.find_batch(fetch_offset)? {
+            if let Some((pos, header)) = seg.find_batch_in(fetch_offset, mode)? {
                 if header.last_offset() >= max_offset {
                     return Ok(result);
                 }
-                let mut len = seg.region_len(pos, &header, max_bytes, min_one_batch)?;
+                let mut len = seg.region_len(pos, &header, max_bytes, min_one_batch, mode)?;
                 if max_offset < seg.next_offset() {
                     // Cut at the first batch reaching the bound (a batch
                     // start, so the region still holds whole batches).
-                    if let Some((bound_pos, _)) = seg.find_batch(max_offset)? {
+                    if let Some((bound_pos, _)) = seg.find_batch_in(max_offset, mode)? {
                         len = len.min(bound_pos.saturating_sub(pos));
                     }
                 }
@@ -673,9 +701,10 @@ impl PartitionLog {
                         len,
                     });
                     result.bytes = len;
+                    result.first_batch_bytes = header.total_size() as u64;
                     let end = pos + len;
                     result.end_offset = if end < seg.size() {
-                        seg.read_header(end)?.base_offset
+                        seg.read_header_in(end, mode)?.base_offset
                     } else {
                         seg.next_offset()
                     };
@@ -1019,6 +1048,50 @@ pub(crate) mod tests {
                 if lat { 5_000 } else { headers[0].max_timestamp }
             );
         }
+    }
+
+    #[test]
+    fn nowait_read_of_an_evicted_segment_warms_to_the_blocking_result() {
+        use crate::storage::cache;
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+        for _ in 0..40 {
+            append_batches(&mut log, &[5, 5, 5, 5], 1_000, 2_000, 1_000);
+        }
+        let want = log.read(77, 300_000, true).unwrap();
+        assert!(want.bytes > 0);
+        let file = log.active_log_file();
+        cache::evict(&file).unwrap();
+        let size = file.metadata().unwrap().len();
+        if cache::cached_state(&file, 0, size).unwrap() == cache::CacheState::Cached {
+            eprintln!("SKIP: the kernel kept the pages after POSIX_FADV_DONTNEED");
+            return;
+        }
+        let hw = log.high_watermark();
+        let mut not_cached = 0;
+        let got = loop {
+            match log.read_bounded_in(77, 300_000, true, hw, ReadMode::NoWait) {
+                Ok(r) => break r,
+                Err(StorageError::NotCached {
+                    file,
+                    position,
+                    len,
+                    ..
+                }) => {
+                    not_cached += 1;
+                    assert!(not_cached < 50, "warming makes no progress");
+                    assert!(len > 0 && position + len <= size);
+                    cache::warm_blocking(&file, position, len).unwrap();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert!(not_cached > 0, "an evicted segment read without NotCached");
+        assert_eq!(got.regions.len(), 1);
+        assert_eq!(got.regions[0].position, want.regions[0].position);
+        assert_eq!(got.bytes, want.bytes);
+        assert_eq!(got.end_offset, want.end_offset);
+        assert_eq!(got.first_batch_bytes, want.first_batch_bytes);
     }
 
     /// All batches of one `.log` file (validating CRCs).

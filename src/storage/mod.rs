@@ -15,6 +15,7 @@
 //! - [`txn_index`]: transaction markers and `.txnindex` files (KIP-98).
 
 pub mod batch;
+pub mod cache;
 pub mod cleaner;
 pub mod index;
 pub mod log;
@@ -30,6 +31,7 @@ pub use self::batch::{
 };
 pub use self::log::{AppendResult, FileRegion, LogConfig, PartitionLog, ReadResult, TimestampType};
 pub use self::recompress::{Codec, TargetCodec};
+pub use self::segment::ReadMode;
 
 /// Errors of the storage layer. `crate::error` maps each variant to
 /// the Kafka error code to answer with.
@@ -57,6 +59,22 @@ pub enum StorageError {
     /// header not where the index says). Kafka `KAFKA_STORAGE_ERROR` (56).
     #[error("log inconsistency: {0}")]
     Inconsistent(String),
+    /// A read under [`ReadMode::NoWait`] found bytes that are not in the
+    /// page cache (preadv2 `RWF_NOWAIT` answered EAGAIN). The caller warms
+    /// `len` bytes of `file` from `position` off the shard and reads again;
+    /// never sent to a client (mapped to KAFKA_STORAGE_ERROR (56) should it
+    /// ever get that far).
+    #[error("{}: {len} bytes at {position} not in the page cache", path.display())]
+    NotCached {
+        /// The `.log` file to warm.
+        file: std::sync::Arc<std::fs::File>,
+        /// Its path (for logs).
+        path: std::path::PathBuf,
+        /// Start of the range to warm (bytes).
+        position: u64,
+        /// Length of the range to warm (bytes).
+        len: u64,
+    },
     /// `append` was given batches that do not match the records bytes.
     /// Maps to the batch error's code (`CORRUPT_MESSAGE` (2) for a mismatch).
     #[error("invalid batch: {0}")]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
+use super::cache;
 use super::index::{IndexWrite, OffsetIndex, TimeIndex};
 use super::StorageError;
 
@@ -18,6 +19,16 @@ pub const LOG_SUFFIX: &str = "log";
 pub const INDEX_SUFFIX: &str = "index";
 /// Suffix of time index files.
 pub const TIME_INDEX_SUFFIX: &str = "timeindex";
+
+/// How a read of batch headers treats bytes that are not in the page cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// Plain pread(2): waits for the disk if it must.
+    Blocking,
+    /// preadv2(2) with `RWF_NOWAIT`: never waits; bytes not in the page
+    /// cache give [`StorageError::NotCached`].
+    NoWait,
+}
 
 /// Largest relative offset a segment may hold: Kafka rolls when
 /// `offset - base offset` would exceed `Int.MaxValue` (`canConvertToRelativeOffset`).
@@ -287,10 +298,24 @@ impl Segment {
         self.offset_index.is_full() || self.time_index.is_full()
     }
 
-    /// Takes a byte position; gives the 61-byte batch header stored there.
-    /// A header not wholly inside the valid size is a
+    /// Takes a byte position; gives the 61-byte batch header stored there
+    /// (blocking pread(2): for recovery, the cleaner and other work off the
+    /// request path). A header not wholly inside the valid size is a
     /// [`StorageError::Inconsistent`] (KAFKA_STORAGE_ERROR).
     pub fn read_header(&self, position: u64) -> Result<BatchHeader, StorageError> {
+        self.read_header_in(position, ReadMode::Blocking)
+    }
+
+    /// As [`Self::read_header`], with `mode`: under [`ReadMode::NoWait`] the
+    /// header is read with preadv2(2) `RWF_NOWAIT`, and bytes not in the page
+    /// cache give [`StorageError::NotCached`] naming the range to warm (from
+    /// `position`, up to [`cache::WARM_CHUNK`] bytes, not past the segment's
+    /// size) instead of waiting for the disk.
+    pub fn read_header_in(
+        &self,
+        position: u64,
+        mode: ReadMode,
+    ) -> Result<BatchHeader, StorageError> {
         if position + RECORD_BATCH_HEADER_BYTES as u64 > self.size {
             return Err(StorageError::Inconsistent(format!(
                 "{}: no whole batch header at position {position} (size {})",
@@ -299,7 +324,19 @@ impl Segment {
             )));
         }
         let mut buf = [0u8; RECORD_BATCH_HEADER_BYTES];
-        self.log.read_exact_at(&mut buf, position)?;
+        match mode {
+            ReadMode::Blocking => self.log.read_exact_at(&mut buf, position)?,
+            ReadMode::NoWait => {
+                if !cache::pread_nowait(&self.log, &mut buf, position)? {
+                    return Err(StorageError::NotCached {
+                        file: Arc::clone(&self.log),
+                        path: self.log_path.clone(),
+                        position,
+                        len: (self.size - position).min(cache::WARM_CHUNK),
+                    });
+                }
+            }
+        }
         let h = BatchHeader::parse(&buf)
             .map_err(|e| StorageError::Inconsistent(format!("{}: {e}", self.log_path.display())))?;
         let total = h.total_size() as u64;
@@ -314,11 +351,22 @@ impl Segment {
     }
 
     /// Takes an absolute offset; gives (position, header) of the first batch
-    /// whose last offset >= target, found via the offset index then a forward
-    /// header scan; None when no batch of this segment reaches it.
+    /// whose last offset >= target, found via the offset index (in memory)
+    /// then a forward header scan (blocking reads); None when no batch of
+    /// this segment reaches it.
     pub fn find_batch(&self, target: i64) -> Result<Option<(u64, BatchHeader)>, StorageError> {
+        self.find_batch_in(target, ReadMode::Blocking)
+    }
+
+    /// As [`Self::find_batch`], reading headers with `mode` (see
+    /// [`Self::read_header_in`]).
+    pub fn find_batch_in(
+        &self,
+        target: i64,
+        mode: ReadMode,
+    ) -> Result<Option<(u64, BatchHeader)>, StorageError> {
         let pos = u64::from(self.offset_index.lookup(target));
-        self.scan_from(pos.min(self.size), |h| h.last_offset() >= target)
+        self.scan_from(pos.min(self.size), mode, |h| h.last_offset() >= target)
     }
 
     /// Scans batch headers forward from `pos` (a batch start); gives the first
@@ -326,10 +374,11 @@ impl Segment {
     fn scan_from(
         &self,
         mut pos: u64,
+        mode: ReadMode,
         mut stop: impl FnMut(&BatchHeader) -> bool,
     ) -> Result<Option<(u64, BatchHeader)>, StorageError> {
         while pos < self.size {
-            let h = self.read_header(pos)?;
+            let h = self.read_header_in(pos, mode)?;
             if stop(&h) {
                 return Ok(Some((pos, h)));
             }
@@ -343,12 +392,14 @@ impl Segment {
     /// whole batches from `start` that fit in `max_bytes` (the first one even
     /// if larger when `min_one_batch`), never past this segment's end; 0 when
     /// the first batch does not fit and `min_one_batch` is false.
+    /// Headers are read with `mode` (see [`Self::read_header_in`]).
     pub fn region_len(
         &self,
         start: u64,
         first: &BatchHeader,
         max_bytes: u64,
         min_one_batch: bool,
+        mode: ReadMode,
     ) -> Result<u64, StorageError> {
         let first_size = first.total_size() as u64;
         if first_size > max_bytes {
@@ -362,7 +413,7 @@ impl Segment {
             end = end.max(u64::from(p));
         }
         while end < limit {
-            let h = self.read_header(end)?;
+            let h = self.read_header_in(end, mode)?;
             let next = end + h.total_size() as u64;
             if next > limit {
                 break;
@@ -385,7 +436,9 @@ impl Segment {
             None => 0,
         };
         Ok(self
-            .scan_from(start.min(self.size), |h| h.max_timestamp >= ts)?
+            .scan_from(start.min(self.size), ReadMode::Blocking, |h| {
+                h.max_timestamp >= ts
+            })?
             .map(|(_, h)| (h.base_offset.max(self.base_offset), h.max_timestamp)))
     }
 

@@ -1,12 +1,20 @@
 //! Fetch (key 1), v4–v18.
 //!
-//! Plan (per request): flatten the partitions in request order and read runs of
-//! consecutive partitions with the same owner shard, one cross-core call per
-//! run, passing down the response budget left (`max_bytes`) so the first
-//! partition with data may exceed it by one batch (KIP-74) and no later one
-//! does. Each owner returns file regions of whole batches, not bytes. When the
-//! response holds fewer than `min_bytes`, wait on the owners' append signals
-//! (no polling) until data arrives or `max_wait_ms` expires, then read again.
+//! Plan (per request): one concurrent cross-core call per owner shard (the
+//! local one inline), each owner reading its partitions as if each were the
+//! first with data: `partition_max_bytes` capped at `max_bytes`, the first
+//! batch even if larger. Owners return file regions of whole batches, not
+//! bytes, so reading with the whole budget costs nothing. The connection's
+//! shard then walks the results in request order and applies KIP-74: each
+//! partition gets min(`partition_max_bytes`, budget left), only the first
+//! with data may exceed it by one batch ([`cut_to_budget`]); a result whose
+//! first batch does not fit is dropped, and one of which only part fits is
+//! read again on its owner with its exact limit (a second round for those
+//! only). Batch headers are read with `RWF_NOWAIT`; a header out of the page
+//! cache is warmed on the blocking pool and the read retried
+//! ([`read_partition`]). When the response holds fewer than `min_bytes`,
+//! wait on the owners' append signals (no polling) until data arrives or
+//! `max_wait_ms` expires, then read again.
 //! Fetch sessions (KIP-227) are answered sessionless (session id 0).
 //!
 //! `isolation_level` 1 (READ_COMMITTED, KIP-98) returns only whole batches
@@ -26,10 +34,11 @@ use uuid::Uuid;
 
 use super::{HandlerResult, Outcome};
 use crate::error::{codes, KafkaCode};
+use crate::net::sendfile::WRITE_STATS;
 use crate::protocol::RequestFrame;
 use crate::shard::notify::any_changed;
 use crate::shard::Shard;
-use crate::storage::{FileRegion, StorageError};
+use crate::storage::{cache, FileRegion, ReadMode, StorageError};
 pub use encode::{encode_fetch_response, FetchPartitionOut, FetchTopicOut};
 
 /// One partition to read, as sent to its owner.
@@ -63,66 +72,188 @@ pub struct PartitionReadResult {
     pub regions: Vec<FileRegion>,
     /// Sum of the regions' lengths.
     pub bytes: u64,
+    /// Size (bytes) of the first batch of the regions, 0 when none.
+    pub first_batch_bytes: u64,
+    /// Offset after the returned data (see `storage::ReadResult::end_offset`).
+    pub end_offset: i64,
     /// Append-signal generation seen at read time (to wait without a race).
     pub generation: u64,
     /// READ_COMMITTED: (producer id, first offset) of the aborted
-    /// transactions overlapping the returned data; None for READ_UNCOMMITTED.
+    /// transactions overlapping [fetch offset, LSO) — narrowed to the data
+    /// kept once the response is planned; None for READ_UNCOMMITTED.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
-/// Runs on the owner: reads each partition while `budget` lasts.
-pub fn read_on_owner(
+impl PartitionReadResult {
+    fn failed(error_code: i16) -> PartitionReadResult {
+        PartitionReadResult {
+            error_code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        }
+    }
+
+    /// Drops the data (nothing of this partition fits the response).
+    fn drop_data(&mut self) {
+        self.regions.clear();
+        self.bytes = 0;
+        self.first_batch_bytes = 0;
+    }
+
+    /// Narrows the aborted list to the data kept: [fetch offset, end of the
+    /// data) capped at the LSO, or [fetch offset, LSO) with no data.
+    fn narrow_aborted(&mut self) {
+        let upper = if self.bytes > 0 {
+            self.end_offset.min(self.last_stable_offset)
+        } else {
+            self.last_stable_offset
+        };
+        if let Some(a) = self.aborted_transactions.as_mut() {
+            a.retain(|(_, first)| *first < upper);
+        }
+    }
+}
+
+/// Reads of batch headers that found them out of the page cache and warmed
+/// them before this many tries; the next read may block (logged at debug).
+const NOT_CACHED_TRIES: u32 = 3;
+
+/// Runs on the owner: reads one partition with a byte limit (`limit`,
+/// bytes) and KIP-74's `allow_oversize` (the first batch even if larger).
+/// Batch headers are read without waiting for the disk; a header out of the
+/// page cache is warmed on the blocking pool and the read retried, at most
+/// [`NOT_CACHED_TRIES`] times, then read blocking. Gives the partition's
+/// result (errors as Kafka codes; a not-cached outcome never gets out).
+pub async fn read_partition(
+    shard: &Shard,
+    r: &PartitionRead,
+    limit: u64,
+    allow_oversize: bool,
+) -> PartitionReadResult {
+    let mut tries = 0u32;
+    loop {
+        let Some(part) = shard.partition(&r.topic, r.partition) else {
+            return PartitionReadResult::failed(codes::UNKNOWN_TOPIC_OR_PARTITION);
+        };
+        let mode = if tries < NOT_CACHED_TRIES {
+            ReadMode::NoWait
+        } else {
+            ReadMode::Blocking
+        };
+        let mut out = PartitionReadResult::failed(codes::NONE);
+        out.generation = part.appended.generation();
+        match part.read_isolated_in(
+            r.fetch_offset,
+            limit,
+            allow_oversize,
+            r.isolation_level,
+            mode,
+        ) {
+            Ok(iso) => {
+                let res = iso.read;
+                out.high_watermark = res.high_watermark;
+                out.last_stable_offset = iso.last_stable_offset;
+                out.aborted_transactions = iso.aborted;
+                out.log_start_offset = res.log_start_offset;
+                out.bytes = res.bytes;
+                out.first_batch_bytes = res.first_batch_bytes;
+                out.end_offset = res.end_offset;
+                out.regions = res.regions;
+            }
+            Err(StorageError::NotCached {
+                file,
+                path,
+                position,
+                len,
+            }) => {
+                drop(part);
+                tries += 1;
+                if tries >= NOT_CACHED_TRIES {
+                    log::debug!(
+                        "{}: batch headers at {position} still not cached after {tries} warms; \
+                         reading blocking",
+                        path.display()
+                    );
+                }
+                match cache::warm(file, position, len).await {
+                    Ok(n) => WRITE_STATS.with(|s| {
+                        s.header_warms.set(s.header_warms.get() + 1);
+                        s.header_bytes_warmed.set(s.header_bytes_warmed.get() + n);
+                    }),
+                    Err(e) => log::debug!("{}: warming {position}: {e}", path.display()),
+                }
+                continue;
+            }
+            Err(e) => {
+                if let StorageError::OffsetOutOfRange {
+                    log_start_offset,
+                    log_end_offset,
+                    ..
+                } = &e
+                {
+                    out.high_watermark = *log_end_offset;
+                    out.last_stable_offset = part.last_stable_offset();
+                    out.log_start_offset = *log_start_offset;
+                }
+                out.error_code = e.code();
+            }
+        }
+        return out;
+    }
+}
+
+/// Runs on the owner: reads each partition with its own limit
+/// (`partition_max_bytes` capped at `max_bytes`, bytes) and the first batch
+/// even if larger, as if it were the request's first partition with data.
+/// The connection's shard cuts the results to the response budget in request
+/// order ([`cut_to_budget`]). Regions are file references: no record bytes are
+/// read here.
+pub async fn read_on_owner(
     shard: &Shard,
     reads: &[PartitionRead],
-    mut budget: u64,
-    mut allow_oversize: bool,
+    max_bytes: u64,
 ) -> Vec<PartitionReadResult> {
-    reads
-        .iter()
-        .map(|r| {
-            let mut out = PartitionReadResult {
-                high_watermark: -1,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            };
-            let Some(part) = shard.partition(&r.topic, r.partition) else {
-                out.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
-                return out;
-            };
-            out.generation = part.appended.generation();
-            let limit = r.partition_max_bytes.min(budget);
-            match part.read_isolated(r.fetch_offset, limit, allow_oversize, r.isolation_level) {
-                Ok(iso) => {
-                    let res = iso.read;
-                    out.high_watermark = res.high_watermark;
-                    out.last_stable_offset = iso.last_stable_offset;
-                    out.aborted_transactions = iso.aborted;
-                    out.log_start_offset = res.log_start_offset;
-                    out.bytes = res.bytes;
-                    out.regions = res.regions;
-                    budget = budget.saturating_sub(out.bytes);
-                    if out.bytes > 0 {
-                        allow_oversize = false;
-                    }
-                }
-                Err(e) => {
-                    if let StorageError::OffsetOutOfRange {
-                        log_start_offset,
-                        log_end_offset,
-                        ..
-                    } = &e
-                    {
-                        out.high_watermark = *log_end_offset;
-                        out.last_stable_offset = part.last_stable_offset();
-                        out.log_start_offset = *log_start_offset;
-                    }
-                    out.error_code = e.code();
-                }
-            }
-            out
-        })
-        .collect()
+    let mut out = Vec::with_capacity(reads.len());
+    for r in reads {
+        out.push(read_partition(shard, r, r.partition_max_bytes.min(max_bytes), true).await);
+    }
+    out
+}
+
+/// What [`cut_to_budget`] decided for one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Keep the result as it is.
+    Keep,
+    /// Send no data for the partition (its first batch does not fit).
+    Drop,
+    /// Read again with this limit (bytes) and `allow_oversize`: only part of
+    /// the data fits, and where the last whole batch ends is not known.
+    Reread(u64, bool),
+}
+
+/// Takes one partition's `partition_max_bytes`, the bytes and first batch
+/// size (bytes) of its read made with the whole response budget, the budget
+/// left (bytes) and whether no earlier partition in request order holds data;
+/// gives what Kafka's sequential rule (KIP-74, `ReplicaManager.readFromLog`)
+/// sends for it: min(`partition_max_bytes`, budget left), of which only the
+/// first partition with data may exceed it (by its first batch), later ones
+/// must fit. After it, the budget left shrinks by the bytes kept.
+pub fn cut_to_budget(pmb: u64, bytes: u64, first_batch: u64, budget: u64, first: bool) -> Cut {
+    let limit = pmb.min(budget);
+    if bytes == 0 || bytes <= limit {
+        Cut::Keep
+    } else if !first && first_batch > limit {
+        Cut::Drop
+    } else if first && first_batch >= bytes {
+        // Only the first batch, larger than the limit: what a read with
+        // `allow_oversize` gives.
+        Cut::Keep
+    } else {
+        Cut::Reread(limit, first)
+    }
 }
 
 struct Slot {
@@ -251,57 +382,87 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     )))
 }
 
-/// Reads every slot: runs of consecutive same-owner partitions, one call each,
-/// sequentially so the response budget is shared in request order.
+/// Reads every slot: one concurrent cross-core call per owner shard (the
+/// local one inline), each partition read with the whole budget; then, in
+/// request order, the results are cut to `max_bytes` (KIP-74, see
+/// [`cut_to_budget`]); a partition of which only part fits is read again on its
+/// owner with its exact limit (a second round, only for those).
 async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<PartitionReadResult> {
-    let mut out: Vec<PartitionReadResult> = Vec::with_capacity(slots.len());
-    let mut budget = max_bytes;
-    let mut i = 0;
-    while i < slots.len() {
-        if slots[i].error_code != 0 {
-            out.push(PartitionReadResult {
-                error_code: slots[i].error_code,
-                high_watermark: -1,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            });
-            i += 1;
+    let mut out: Vec<PartitionReadResult> = slots
+        .iter()
+        .map(|s| PartitionReadResult::failed(s.error_code))
+        .collect();
+    let mut by_owner: Vec<Vec<usize>> = (0..shard.shards).map(|_| Vec::new()).collect();
+    for (i, s) in slots.iter().enumerate() {
+        if s.error_code == 0 {
+            if let Some(v) = by_owner.get_mut(s.owner) {
+                v.push(i);
+            } else {
+                out[i] = PartitionReadResult::failed(codes::UNKNOWN_TOPIC_OR_PARTITION);
+            }
+        }
+    }
+    let mut tasks = Vec::new();
+    for (owner, idx) in by_owner.into_iter().enumerate() {
+        if idx.is_empty() {
             continue;
         }
-        let owner = slots[i].owner;
-        let mut j = i;
-        while j < slots.len() && slots[j].owner == owner && slots[j].error_code == 0 {
-            j += 1;
-        }
-        let reads: Vec<PartitionRead> = slots[i..j].iter().map(|s| s.read.clone()).collect();
-        let n = reads.len();
-        let allow_oversize = out.iter().all(|r| r.bytes == 0);
-        let res = shard
-            .invoke_on(owner, move |s| async move {
-                read_on_owner(&s, &reads, budget, allow_oversize)
+        let reads: Vec<PartitionRead> = idx.iter().map(|&i| slots[i].read.clone()).collect();
+        let me = shard.clone();
+        let task = glommio::spawn_local(async move {
+            me.invoke_on(owner, move |s| async move {
+                read_on_owner(&s, &reads, max_bytes).await
             })
-            .await;
-        match res {
+            .await
+        });
+        tasks.push((idx, task));
+    }
+    for (idx, task) in tasks {
+        match task.await {
             Ok(rs) => {
-                for r in rs {
-                    budget = budget.saturating_sub(r.bytes);
-                    out.push(r);
+                for (i, r) in idx.into_iter().zip(rs) {
+                    out[i] = r;
                 }
             }
             Err(e) => {
-                for _ in 0..n {
-                    out.push(PartitionReadResult {
-                        error_code: e.code(),
-                        high_watermark: -1,
-                        last_stable_offset: -1,
-                        log_start_offset: -1,
-                        ..Default::default()
-                    });
+                for i in idx {
+                    out[i] = PartitionReadResult::failed(e.code());
                 }
             }
         }
-        i = j;
+    }
+
+    // In request order: keep, drop, or re-read (one at a time: the budget
+    // of those after a re-read depends on what it gave).
+    let mut budget = max_bytes;
+    let mut first = true;
+    for (i, slot) in slots.iter().enumerate() {
+        let r = &out[i];
+        let cut = cut_to_budget(
+            slot.read.partition_max_bytes,
+            r.bytes,
+            r.first_batch_bytes,
+            budget,
+            first,
+        );
+        match cut {
+            Cut::Keep => {}
+            Cut::Drop => out[i].drop_data(),
+            Cut::Reread(limit, oversize) => {
+                let read = slot.read.clone();
+                let again = shard
+                    .invoke_on(slot.owner, move |s| async move {
+                        read_partition(&s, &read, limit, oversize).await
+                    })
+                    .await;
+                out[i] = again.unwrap_or_else(|e| PartitionReadResult::failed(e.code()));
+            }
+        }
+        out[i].narrow_aborted();
+        budget = budget.saturating_sub(out[i].bytes);
+        if out[i].bytes > 0 {
+            first = false;
+        }
     }
     out
 }
@@ -370,5 +531,130 @@ async fn wait_for_appends(
     .await;
     for t in tasks {
         t.detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kafka's rule (`ReplicaManager.readFromLog` + `LogSegment.read`):
+    /// partitions in request order, each read with min(partition_max_bytes,
+    /// budget left), the first batch even if larger only while no earlier
+    /// partition returned data. Gives the bytes per partition.
+    fn kafka_sequential(max_bytes: u64, parts: &[(u64, Vec<u64>)]) -> Vec<u64> {
+        let mut budget = max_bytes;
+        let mut min_one = true;
+        parts
+            .iter()
+            .map(|(pmb, batches)| {
+                let got = take(batches, (*pmb).min(budget), min_one);
+                budget = budget.saturating_sub(got);
+                if got > 0 {
+                    min_one = false;
+                }
+                got
+            })
+            .collect()
+    }
+
+    /// What one partition read gives: the whole batches fitting `limit`, or
+    /// the first batch alone when it does not fit and `min_one`.
+    fn take(batches: &[u64], limit: u64, min_one: bool) -> u64 {
+        let mut sum = 0;
+        for (i, b) in batches.iter().enumerate() {
+            if sum + b > limit {
+                if i == 0 && min_one {
+                    return *b;
+                }
+                break;
+            }
+            sum += b;
+        }
+        sum
+    }
+
+    /// The plan: every partition read at once with the whole budget, then
+    /// cut in request order with `cut_to_budget` (re-reads with the limit).
+    fn planned(max_bytes: u64, parts: &[(u64, Vec<u64>)]) -> (Vec<u64>, usize) {
+        let full: Vec<(u64, u64)> = parts
+            .iter()
+            .map(|(pmb, b)| {
+                (
+                    take(b, (*pmb).min(max_bytes), true),
+                    b.first().copied().unwrap_or(0),
+                )
+            })
+            .collect();
+        let mut budget = max_bytes;
+        let mut first = true;
+        let mut rereads = 0;
+        let out = parts
+            .iter()
+            .zip(full)
+            .map(|((pmb, batches), (bytes, first_batch))| {
+                let first_batch = if bytes > 0 { first_batch } else { 0 };
+                let got = match cut_to_budget(*pmb, bytes, first_batch, budget, first) {
+                    Cut::Keep => bytes,
+                    Cut::Drop => 0,
+                    Cut::Reread(limit, oversize) => {
+                        rereads += 1;
+                        take(batches, limit, oversize)
+                    }
+                };
+                budget = budget.saturating_sub(got);
+                if got > 0 {
+                    first = false;
+                }
+                got
+            })
+            .collect();
+        (out, rereads)
+    }
+
+    #[test]
+    fn budget_cut_matches_kafka_sequential_rule() {
+        // Deterministic pseudo-random cases (xorshift).
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let n = 1 + rnd(5) as usize;
+            let parts: Vec<(u64, Vec<u64>)> = (0..n)
+                .map(|_| {
+                    let pmb = 1 + rnd(400);
+                    let k = rnd(6) as usize;
+                    (pmb, (0..k).map(|_| 1 + rnd(200)).collect())
+                })
+                .collect();
+            let max_bytes = 1 + rnd(600);
+            let (got, _) = planned(max_bytes, &parts);
+            assert_eq!(
+                got,
+                kafka_sequential(max_bytes, &parts),
+                "{max_bytes} {parts:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn budget_exhausted_drops_later_partitions_without_rereads() {
+        // First partition: one oversized batch (KIP-74); the rest do not fit.
+        let parts = vec![
+            (1000, vec![300, 300]),
+            (1000, vec![100]),
+            (1000, vec![50, 50]),
+        ];
+        let (got, rereads) = planned(250, &parts);
+        assert_eq!(got, vec![300, 0, 0]);
+        assert_eq!(rereads, 0);
+        // The budget runs out inside the second partition: one re-read.
+        let (got, rereads) = planned(500, &[(1000, vec![200]), (1000, vec![100, 100, 100, 100])]);
+        assert_eq!(got, vec![200, 300]);
+        assert_eq!(rereads, 1);
     }
 }
