@@ -409,7 +409,7 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
         }
         let reads: Vec<PartitionRead> = idx.iter().map(|&i| slots[i].read.clone()).collect();
         let me = shard.clone();
-        let task = glommio::spawn_local(async move {
+        let task = crate::shard::stall::spawn_local("fetch fan-out", async move {
             me.invoke_on(owner, move |s| async move {
                 read_on_owner(&s, &reads, max_bytes).await
             })
