@@ -160,10 +160,6 @@ fn write_snapshot_files(
 /// Someone waiting until every offset below `.0` is durable.
 type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
 
-/// Committed bytes of a segment after which its writeback is started
-/// (see [`Partition::start_writeback`]).
-pub const WRITEBACK_CHUNK: u64 = 4 << 20;
-
 /// An append reserved on a partition (stage 1 done), waiting for its write
 /// and commit: [`Appending::finish`].
 pub struct Appending {
@@ -288,8 +284,6 @@ pub struct Partition {
     /// Reserved appends not yet committed, in offset order.
     pending: RefCell<VecDeque<PendingCommit>>,
     next_seq: Cell<u64>,
-    /// The file and position from which writeback was last started.
-    writeback: RefCell<Option<(Arc<File>, u64)>>,
     /// A compaction pass is running on its thread.
     compacting: Cell<bool>,
     /// Bumped when a compaction pass ends.
@@ -325,7 +319,6 @@ impl Partition {
             unflushed_files: RefCell::new(Vec::new()),
             pending: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
-            writeback: RefCell::new(None),
             compacting: Cell::new(false),
             compaction_done: Rc::new(Notify::default()),
         }
@@ -471,7 +464,7 @@ impl Partition {
     }
 
     /// Stage 3 for one append: the log's commit, its index entries queued on
-    /// the I/O thread, early writeback, and the flush policy. Gives whether
+    /// the I/O thread, and the flush policy. Gives whether
     /// the flush policy requires an fdatasync before acks=all may be answered.
     fn commit(self: &Rc<Self>, ticket: &AppendTicket) -> Result<bool, StorageError> {
         let (index_writes, file) = {
@@ -495,9 +488,6 @@ impl Partition {
                 );
             }
         }
-        if let (Some(file), Some(last)) = (file.as_ref(), ticket.batches.last()) {
-            self.start_writeback(file, last.position + last.size);
-        }
         let (flush_messages, flush_ms) = {
             let s = self.settings.borrow();
             (s.flush_messages, s.flush_ms)
@@ -520,50 +510,6 @@ impl Partition {
             self.arm_flush_timer(ms);
         }
         Ok(due)
-    }
-
-    /// Starts the kernel's writeback of the committed bytes of `file` below
-    /// `end` once [`WRITEBACK_CHUNK`] of them are dirty
-    /// (`sync_file_range(SYNC_FILE_RANGE_WRITE)` on the I/O thread: it
-    /// starts the write-out and does not wait for it), so dirty pages do not
-    /// pile up to the point where the kernel throttles the writer. This does
-    /// not make the bytes durable (no fdatasync, no metadata); see
-    /// docs/durability.md.
-    fn start_writeback(&self, file: &Arc<File>, end: u64) {
-        if std::env::var_os("FJORD_NO_WRITEBACK").is_some() {
-            return;
-        }
-        let mut wb = self.writeback.borrow_mut();
-        let start = match &*wb {
-            Some((f, start)) if Arc::ptr_eq(f, file) => *start,
-            _ => {
-                *wb = Some((file.clone(), 0));
-                0
-            }
-        };
-        // Whole pages only: the page holding the end is still being filled,
-        // and an append into a page under writeback may have to wait for it.
-        let end = end & !4095;
-        if end < start + WRITEBACK_CHUNK {
-            return;
-        }
-        *wb = Some((file.clone(), end));
-        let f = file.clone();
-        // On the blocking pool, not the I/O thread: when the device is
-        // congested, starting writeback waits for it, and appends must not
-        // queue behind that.
-        let task = glommio::executor().spawn_blocking(move || {
-            use std::os::fd::AsRawFd;
-            let (off, len) = (start as libc::off64_t, (end - start) as libc::off64_t);
-            // SAFETY: sync_file_range on an open fd we hold; no memory passed.
-            let r = unsafe {
-                libc::sync_file_range(f.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE)
-            };
-            if r != 0 {
-                log::debug!("sync_file_range: {}", std::io::Error::last_os_error());
-            }
-        });
-        super::stall::spawn_local("writeback", task).detach();
     }
 
     /// Appends on the calling thread, without an I/O thread: stage 1, the
