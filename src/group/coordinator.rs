@@ -156,7 +156,7 @@ impl GroupCoordinator {
             let Some(key) = &r.key else { return };
             if r.control {
                 if let Some(m) = parse_control_record(key, r.value.as_deref()) {
-                    self.complete_txn(r.producer_id, part.index, offsets_partitions, m.commit);
+                    self.complete_txn(r.producer_id, part.index(), offsets_partitions, m.commit);
                 }
                 return;
             }
@@ -182,16 +182,16 @@ impl GroupCoordinator {
                 Err(e) => log::warn!(
                     "skipping record at offset {} of {}-{}: {e}",
                     r.offset,
-                    part.topic,
-                    part.index
+                    part.topic(),
+                    part.index()
                 ),
             }
         });
         if loaded > 0 {
             log::info!(
                 "loaded {loaded} record(s) from {}-{}",
-                part.topic,
-                part.index
+                part.topic(),
+                part.index()
             );
         }
     }
@@ -1178,9 +1178,7 @@ pub fn begin_txn_commit(
     let part = shard
         .partition(OFFSETS_TOPIC, p)
         .ok_or(E::CoordinatorNotAvailable.code())?;
-    part.txns
-        .borrow_mut()
-        .begin_verification(producer.0, producer.1);
+    part.begin_txn_verification(producer.0, producer.1);
     Ok(())
 }
 
@@ -1201,17 +1199,13 @@ pub async fn txn_commit(
 ) -> Vec<i16> {
     let p = records::partition_for_group(&group_id, shard.config.group.offsets_topic_partitions);
     if let Some(part) = shard.partition(OFFSETS_TOPIC, p) {
-        let known = part.producers.borrow().get(producer.0).map(|e| e.epoch);
+        let known = part.producer_epoch(producer.0);
         if known.is_some_and(|e| e > producer.1) {
             return vec![E::ProducerFenced.code(); partitions.len()];
         }
         // The coordinator confirmed the transaction after
         // `begin_txn_commit`; a marker written here since then ended it.
-        if !part
-            .txns
-            .borrow_mut()
-            .take_verification(producer.0, producer.1)
-        {
+        if !part.take_txn_verification(producer.0, producer.1) {
             return vec![E::InvalidTxnState.code(); partitions.len()];
         }
     }

@@ -61,8 +61,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let t = topic.clone();
         let size = shard
             .invoke_on(shard.owner(&topic, p), move |s| async move {
-                s.partition(&t, p)
-                    .map(|part| part.log.borrow().size_bytes() as i64)
+                s.partition(&t, p).map(|part| part.size_bytes() as i64)
             })
             .await
             .ok()

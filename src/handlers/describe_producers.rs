@@ -35,33 +35,21 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 let owner = shard.owner(&topic, p);
                 let states = shard
                     .invoke_on(owner, move |s| async move {
-                        s.partition(&topic, p).map(|part| {
-                            let txns = part.txns.borrow();
-                            part.producers
-                                .borrow()
-                                .snapshot()
-                                .into_iter()
-                                .map(|(id, epoch, seq, ts)| {
-                                    let coord = txns.coordinator_epoch(id).unwrap_or(-1);
-                                    let start = txns.ongoing_first_offset(id).unwrap_or(-1);
-                                    (id, epoch, seq, ts, coord, start)
-                                })
-                                .collect::<Vec<_>>()
-                        })
+                        s.partition(&topic, p).map(|part| part.describe_producers())
                     })
                     .await;
                 match states {
                     Ok(Some(list)) => {
                         rp.active_producers = list
                             .into_iter()
-                            .map(|(id, epoch, last_seq, ts, coord, start)| {
+                            .map(|s| {
                                 let mut ps = ProducerState::default();
-                                ps.producer_id = ProducerId(id);
-                                ps.producer_epoch = epoch as i32;
-                                ps.last_sequence = last_seq;
-                                ps.last_timestamp = ts;
-                                ps.coordinator_epoch = coord;
-                                ps.current_txn_start_offset = start;
+                                ps.producer_id = ProducerId(s.producer_id);
+                                ps.producer_epoch = s.producer_epoch as i32;
+                                ps.last_sequence = s.last_sequence;
+                                ps.last_timestamp = s.last_timestamp;
+                                ps.coordinator_epoch = s.coordinator_epoch;
+                                ps.current_txn_start_offset = s.current_txn_start_offset;
                                 ps
                             })
                             .collect()

@@ -22,9 +22,9 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use super::{respond, HandlerResult};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
-use crate::shard::partition::READ_COMMITTED;
+use crate::shard::partition::{Partition, READ_COMMITTED};
 use crate::shard::Shard;
-use crate::storage::{PartitionLog, StorageError};
+use crate::storage::StorageError;
 use kafka_protocol::records::{RecordBatchDecoder, TimestampType as RecordTimestampType};
 
 /// Special timestamps of ListOffsets.
@@ -70,25 +70,24 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
     let last_fetchable = if isolation_level == READ_COMMITTED {
         part.last_stable_offset()
     } else {
-        part.log.borrow().high_watermark()
+        part.high_watermark()
     };
-    let log = part.log.borrow();
     let r: Result<Answer, StorageError> = match ts {
         LATEST => Ok(Answer {
             offset: last_fetchable,
             ..none
         }),
         EARLIEST | EARLIEST_LOCAL => Ok(Answer {
-            offset: log.log_start_offset(),
+            offset: part.log_start_offset(),
             ..none
         }),
         LATEST_TIERED => Ok(none),
-        MAX_TIMESTAMP => log.max_timestamp_offset().and_then(|o| match o {
+        MAX_TIMESTAMP => part.max_timestamp_offset().and_then(|o| match o {
             None => Ok(none),
             Some((last_offset, max_ts)) => {
                 // The batch holding the largest timestamp ends at `last_offset`;
                 // find the first record in it carrying that timestamp.
-                let exact = first_record_at_or_after(&log, last_offset, max_ts, true, -1)?;
+                let exact = first_record_at_or_after(&part, last_offset, max_ts, true, -1)?;
                 let (offset, timestamp) = match exact {
                     InBatch::Found(o, t) => (o, t),
                     InBatch::NoneBefore(_) | InBatch::Undecodable => (last_offset, max_ts),
@@ -100,17 +99,17 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
                 })
             }
         }),
-        t if t >= 0 => log.offset_for_timestamp(t).and_then(|o| match o {
+        t if t >= 0 => part.offset_for_timestamp(t).and_then(|o| match o {
             None => Ok(none),
             Some((base_offset, batch_max_ts)) => {
                 // Kafka's rule: the first record at or after the log start
                 // offset whose timestamp is >= t. Batches left empty by the
                 // cleaner, and records below the log start (DeleteRecords
                 // inside a batch), are passed over.
-                let start = log.log_start_offset();
+                let start = part.log_start_offset();
                 let mut at = base_offset.max(start);
                 let found = loop {
-                    match first_record_at_or_after(&log, at, t, false, start)? {
+                    match first_record_at_or_after(&part, at, t, false, start)? {
                         InBatch::Found(o, ts) => break Some((o, ts)),
                         InBatch::NoneBefore(next) if next < last_fetchable => at = next,
                         InBatch::NoneBefore(_) => break None,
@@ -163,13 +162,13 @@ enum InBatch {
 /// whose timestamp is >= `ts` (or == `ts` with `exact`). LogAppendTime
 /// batches answer with the batch's timestamp for every record.
 fn first_record_at_or_after(
-    log: &PartitionLog,
+    part: &Partition,
     offset: i64,
     ts: i64,
     exact: bool,
     min_offset: i64,
 ) -> Result<InBatch, StorageError> {
-    let read = log.read(offset, 1, true)?;
+    let read = part.read(offset, 1, true)?;
     let mut bytes = Vec::with_capacity(read.bytes as usize);
     for r in &read.regions {
         let start = bytes.len();

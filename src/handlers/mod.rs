@@ -33,7 +33,7 @@ mod offset_delete;
 mod offset_fetch;
 pub mod produce;
 mod produce_legacy;
-mod produce_rules;
+pub(crate) mod produce_rules;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;

@@ -29,9 +29,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::{respond, HandlerResult, Outcome};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
+use crate::shard::partition::ProduceOutcome;
 use crate::shard::{now_ms, Shard};
-use crate::storage::validate_batches;
-use crate::txn::producer_state::Check;
 
 /// One partition's share of a Produce request, sent to its owner shard.
 #[derive(Debug, Clone)]
@@ -87,99 +86,6 @@ pub struct Verify {
     pub work: PartitionAppend,
 }
 
-/// The idempotence check for one partition's batches. The borrow ends here,
-/// before the append updates the state.
-fn check_producers(
-    part: &crate::shard::partition::Partition,
-    batches: &[crate::storage::ValidatedBatch],
-) -> Result<Check, i16> {
-    let headers: Vec<_> = batches.iter().map(|b| b.header).collect();
-    let state = part.producers.borrow();
-    state.check(&headers)
-}
-
-/// What the transaction rules say about one partition's batches.
-enum TxnGate {
-    /// Not transactional, or continuing a verified open transaction.
-    Pass,
-    /// Refuse with this Kafka error code.
-    Reject(i16, &'static str),
-    /// Ask the coordinator first.
-    Verify(i64, i16),
-}
-
-fn txn_gate(
-    part: &crate::shard::partition::Partition,
-    batches: &[crate::storage::ValidatedBatch],
-    w: &PartitionAppend,
-) -> TxnGate {
-    for b in batches {
-        let h = &b.header;
-        if !h.is_transactional() || h.producer_id < 0 {
-            continue;
-        }
-        if !w.has_transactional_id {
-            return TxnGate::Reject(
-                kafka_protocol::ResponseError::TransactionalIdAuthorizationFailed.code(),
-                "transactional batches need the request's transactional_id",
-            );
-        }
-        // Continuing a transaction already open here at this epoch.
-        let same_epoch = part
-            .producers
-            .borrow()
-            .get(h.producer_id)
-            .is_some_and(|e| e.epoch == h.producer_epoch);
-        let mut txns = part.txns.borrow_mut();
-        if same_epoch && txns.is_ongoing(h.producer_id) {
-            continue;
-        }
-        if w.verified {
-            // Confirmed by the coordinator; still valid only if no marker of
-            // this producer was written here meanwhile.
-            if txns.take_verification(h.producer_id, h.producer_epoch) {
-                continue;
-            }
-            return TxnGate::Reject(
-                kafka_protocol::ResponseError::InvalidTxnState.code(),
-                "the transaction ended while the batch was being verified",
-            );
-        }
-        txns.begin_verification(h.producer_id, h.producer_epoch);
-        return TxnGate::Verify(h.producer_id, h.producer_epoch);
-    }
-    TxnGate::Pass
-}
-
-/// The topic's rules for one partition's batch (`produce_rules`): gives the
-/// bytes and batch to append and the append time, or the Kafka error code
-/// and message.
-fn prepare(
-    part: &crate::shard::partition::Partition,
-    w: &PartitionAppend,
-    batches: &[crate::storage::ValidatedBatch],
-    acks_all: bool,
-) -> Result<(Bytes, Vec<crate::storage::ValidatedBatch>, i64), (i16, String)> {
-    let now = now_ms();
-    let Some(batch) = batches.first() else {
-        return Err((codes::CORRUPT_MESSAGE, "no record batch".into()));
-    };
-    match super::produce_rules::apply(&part.settings(), &w.records, batch, now, acks_all) {
-        Ok((bytes, b)) => Ok((bytes, vec![b], now)),
-        Err(super::produce_rules::Refused::NotEnoughReplicas { required }) => Err((
-            kafka_protocol::ResponseError::NotEnoughReplicas.code(),
-            format!(
-                "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {required} for partition {}-{}",
-                w.topic, w.partition
-            ),
-        )),
-        Err(super::produce_rules::Refused::Batch(e)) => {
-            log::debug!("rejecting produce to {}-{}: {e}", w.topic, w.partition);
-            Err((e.code(), e.to_string()))
-        }
-    }
-}
-
 /// Runs on the owner shard: validates and appends each partition's batches.
 /// With `wait_for_flush` (acks=all), waits for the flush policy before
 /// answering.
@@ -208,75 +114,39 @@ pub async fn append_on_owner(
             out.push(r);
             continue;
         };
-        let max = part.settings().max_message_bytes;
-        match validate_batches(&w.records, max) {
-            Err(e) => {
-                log::debug!("rejecting produce to {}-{}: {e}", w.topic, w.partition);
-                r.error_code = e.code();
-                r.error_message = Some(e.to_string());
+        let outcome = part.produce(
+            &w.records,
+            w.has_transactional_id,
+            w.verified,
+            wait_for_flush,
+            now_ms(),
+        );
+        match outcome {
+            ProduceOutcome::Refused {
+                error_code,
+                message,
+            } => {
+                r.error_code = error_code;
+                r.error_message = Some(message);
             }
-            Ok(batches) if batches.is_empty() => {
-                r.error_code = codes::CORRUPT_MESSAGE;
-                r.error_message = Some("no record batch in the request".into());
+            ProduceOutcome::Verify { producer_id, epoch } => {
+                r.verify = Some(Verify {
+                    producer_id,
+                    epoch,
+                    work: w,
+                })
             }
-            Ok(batches) if batches.len() > 1 => {
-                // Kafka's rule for Produce v3+ (every version served here):
-                // one RecordBatch per partition. It also keeps each batch
-                // under the producer and transaction checks below.
-                r.error_code = kafka_protocol::ResponseError::InvalidRecord.code();
-                r.error_message = Some(format!(
-                    "a partition's records must be exactly one record batch, got {}",
-                    batches.len()
-                ));
+            ProduceOutcome::Duplicate {
+                base_offset,
+                log_start_offset,
+            } => {
+                r.base_offset = base_offset;
+                r.log_start_offset = log_start_offset;
+                duplicates.push((part.clone(), base_offset));
             }
-            Ok(batches) => match txn_gate(&part, &batches, &w) {
-                TxnGate::Reject(code, why) => {
-                    r.error_code = code;
-                    r.error_message = Some(why.into());
-                }
-                TxnGate::Verify(producer_id, epoch) => {
-                    r.verify = Some(Verify {
-                        producer_id,
-                        epoch,
-                        work: w,
-                    })
-                }
-                TxnGate::Pass => match check_producers(&part, &batches) {
-                    Err(code) => {
-                        r.error_code = code;
-                        r.error_message =
-                            Some("rejected by the idempotent producer checks (KIP-98)".into());
-                    }
-                    Ok(Check::Duplicate(meta)) => {
-                        // A retry of an appended batch: answer with its offsets.
-                        log::debug!(
-                            "{}-{}: duplicate batch (sequence {}..{}) answered with offset {}",
-                            w.topic,
-                            w.partition,
-                            meta.first_seq,
-                            meta.last_seq,
-                            meta.first_offset
-                        );
-                        r.base_offset = meta.first_offset;
-                        r.log_start_offset = part.log.borrow().log_start_offset();
-                        duplicates.push((part.clone(), meta.first_offset));
-                    }
-                    Ok(Check::Append) => match prepare(&part, &w, &batches, wait_for_flush) {
-                        Err((code, why)) => {
-                            r.error_code = code;
-                            r.error_message = Some(why);
-                        }
-                        Ok((records, batches, now)) => match part.append(&records, &batches, now) {
-                            Ok(appending) => appends.push((out.len(), part.clone(), appending)),
-                            Err(e) => {
-                                log::error!("append to {}-{} failed: {e}", w.topic, w.partition);
-                                r.error_code = e.code();
-                                r.error_message = Some(e.to_string());
-                            }
-                        },
-                    },
-                },
-            },
+            ProduceOutcome::Appending(appending) => {
+                appends.push((out.len(), part.clone(), appending))
+            }
         }
         out.push(r);
     }
@@ -305,7 +175,7 @@ pub async fn append_on_owner(
                 }
             }
             Err(e) => {
-                log::error!("append to {}-{} failed: {e}", part.topic, part.index);
+                log::error!("append to {}-{} failed: {e}", part.topic(), part.index());
                 r.error_code = e.code();
                 r.error_message = Some(e.to_string());
             }

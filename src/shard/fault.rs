@@ -59,14 +59,14 @@ pub fn pauses_at(stage: Stage) -> bool {
 /// for client topics, so internal topics stay usable).
 pub async fn pause(stage: Stage, part: &Rc<Partition>) {
     let Some((at, ms)) = setting() else { return };
-    if at != stage || part.topic.starts_with("__") {
+    if at != stage || part.topic().starts_with("__") {
         return;
     }
     log::warn!(
         "fault injection: append paused at {} ({}-{})",
         stage.name(),
-        part.topic,
-        part.index
+        part.topic(),
+        part.index()
     );
     glommio::timer::sleep(Duration::from_millis(ms)).await;
 }

@@ -37,7 +37,7 @@ pub async fn append_records(
         })
         .collect();
     if recs.is_empty() {
-        return Ok(part.log.borrow().log_end_offset() - 1);
+        return Ok(part.log_end_offset() - 1);
     }
     let bytes = encode_batch(&recs)?;
     let res = append_encoded(part, bytes, ts).await?;
@@ -80,8 +80,8 @@ pub async fn append_encoded(
             .inspect_err(|_| {
                 log::error!(
                     "internal batch for {}-{} is malformed",
-                    part.topic,
-                    part.index
+                    part.topic(),
+                    part.index()
                 );
             })?;
         let size = header.total_size();
@@ -96,7 +96,7 @@ pub async fn append_encoded(
         pos += size;
     }
     let fail = |e: crate::storage::StorageError| {
-        log::error!("append to {}-{} failed: {e}", part.topic, part.index);
+        log::error!("append to {}-{} failed: {e}", part.topic(), part.index());
         E::KafkaStorageError.code()
     };
     let appending = part.append(&bytes, &batches, now_ms).map_err(fail)?;
@@ -114,16 +114,13 @@ pub async fn append_encoded(
 /// requests). Stops at the first unreadable batch, logging why. Gives the
 /// number of records read.
 pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
-    let (mut offset, end) = {
-        let log = part.log.borrow();
-        (log.log_start_offset(), log.log_end_offset())
-    };
+    let (mut offset, end) = (part.log_start_offset(), part.log_end_offset());
     let mut seen = 0usize;
     while offset < end {
         let read = match part.read(offset, 1 << 20, true) {
             Ok(r) => r,
             Err(e) => {
-                log::error!("loading {}-{}: {e}", part.topic, part.index);
+                log::error!("loading {}-{}: {e}", part.topic(), part.index());
                 return seen;
             }
         };
@@ -137,7 +134,7 @@ pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
             if let Err(e) =
                 std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut bytes[start..], r.position)
             {
-                log::error!("loading {}-{}: {e}", part.topic, part.index);
+                log::error!("loading {}-{}: {e}", part.topic(), part.index());
                 return seen;
             }
         }
@@ -147,8 +144,8 @@ pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
             Err(e) => {
                 log::error!(
                     "loading {}-{} at offset {offset}: {e}",
-                    part.topic,
-                    part.index
+                    part.topic(),
+                    part.index()
                 );
                 return seen;
             }

@@ -209,7 +209,7 @@ impl Shard {
             .borrow()
             .iter()
             .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
-            .filter(|(t, _, p)| image.topic(t).is_none_or(|m| m.id != p.topic_id))
+            .filter(|(t, _, p)| image.topic(t).is_none_or(|m| m.id != p.topic_id()))
             .map(|(t, i, _)| (t.clone(), *i))
             .collect();
         for (topic, index) in gone {
@@ -274,14 +274,14 @@ impl Shard {
     }
 
     fn delete_partition_dir(&self, p: &Partition) {
-        let dir = self.partition_dir(&p.topic, p.index);
+        let dir = self.partition_dir(p.topic(), p.index());
         // Kafka renames to `<dir>.<id>-delete` first so a crash mid-delete
         // leaves a directory that startup recognises and finishes deleting.
         let tomb = dir.with_file_name(format!(
             "{}-{}.{}-delete",
-            p.topic,
-            p.index,
-            p.topic_id.simple()
+            p.topic(),
+            p.index(),
+            p.topic_id().simple()
         ));
         match std::fs::rename(&dir, &tomb) {
             Ok(()) => {
@@ -370,7 +370,7 @@ impl Shard {
                 let now = now_ms();
                 for p in shard.owned_partitions() {
                     if let Err(e) = p.apply_retention(now) {
-                        log::warn!("retention on {}-{} failed: {e}", p.topic, p.index);
+                        log::warn!("retention on {}-{} failed: {e}", p.topic(), p.index());
                     }
                 }
             },
@@ -416,7 +416,7 @@ impl Shard {
                             Ok(s) if s.segments > 0 => glommio::yield_if_needed().await,
                             Ok(_) => break,
                             Err(e) => {
-                                log::warn!("compaction of {}-{} failed: {e}", p.topic, p.index);
+                                log::warn!("compaction of {}-{} failed: {e}", p.topic(), p.index());
                                 break;
                             }
                         }
@@ -462,18 +462,18 @@ impl Shard {
             if let Err(e) = p.write_snapshot() {
                 log::warn!(
                     "{}-{}: cannot write the producer-state snapshot: {e}",
-                    p.topic,
-                    p.index
+                    p.topic(),
+                    p.index()
                 );
             }
             match Rc::try_unwrap(p) {
                 Ok(p) => {
-                    if let Err(e) = p.log.into_inner().close() {
+                    if let Err(e) = p.close() {
                         log::warn!("close failed: {e}");
                     }
                 }
                 Err(p) => {
-                    if let Err(e) = p.log.borrow_mut().flush() {
+                    if let Err(e) = p.flush_log() {
                         log::warn!("flush failed: {e}");
                     }
                 }

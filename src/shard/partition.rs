@@ -21,50 +21,19 @@ use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
-use crate::storage::{
-    AppendResult, BatchHeader, PartitionLog, ReadMode, ReadResult, StorageError, ValidatedBatch,
-};
+use crate::storage::{AppendResult, BatchHeader, PartitionLog, StorageError, ValidatedBatch};
 use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
 use crate::txn::producer_state::ProducerStateMap;
 use crate::txn::snapshot;
 
+mod produce;
+mod read;
+
+pub use produce::ProduceOutcome;
+pub use read::{IsolatedRead, ProducerSummary};
+
 /// Fetch `isolation_level` 1 (KIP-98): only data below the LSO is returned.
 pub const READ_COMMITTED: i8 = 1;
-
-/// A fetch read with its isolation level applied (see
-/// [`Partition::read_isolated`]).
-#[derive(Debug, Clone)]
-pub struct IsolatedRead {
-    /// Whole batches (below the high watermark, or the LSO for READ_COMMITTED).
-    pub read: ReadResult,
-    /// The last stable offset at read time.
-    pub last_stable_offset: i64,
-    /// READ_COMMITTED: (producer id, first offset) of the aborted
-    /// transactions overlapping the returned range, by first offset;
-    /// READ_UNCOMMITTED: None (the Fetch response's null list).
-    pub aborted: Option<Vec<(i64, i64)>>,
-}
-
-impl IsolatedRead {
-    /// Gives the end (exclusive offset) of the range whose aborted
-    /// transactions a READ_COMMITTED response lists: the end of the returned
-    /// data capped at the LSO, or the LSO when nothing is returned.
-    pub fn aborted_upper(&self) -> i64 {
-        if self.read.bytes > 0 {
-            self.read.end_offset.min(self.last_stable_offset)
-        } else {
-            self.last_stable_offset
-        }
-    }
-
-    /// Takes an offset; drops the aborted transactions starting at or after
-    /// it (they do not overlap [fetch offset, `upper`)).
-    pub fn keep_aborted_below(&mut self, upper: i64) {
-        if let Some(a) = self.aborted.as_mut() {
-            a.retain(|(_, first)| *first < upper);
-        }
-    }
-}
 
 /// Applies one appended batch (header, offset of its first record, and the
 /// marker for a control batch) to the producer and transaction state; gives
@@ -257,22 +226,22 @@ struct PendingCommit {
 /// `RefCell`/`Cell` suffice; no borrow is held across an `.await`.
 pub struct Partition {
     /// Topic name.
-    pub topic: Arc<str>,
+    topic: Arc<str>,
     /// Partition index.
-    pub index: i32,
+    index: i32,
     /// Topic id (KIP-516).
-    pub topic_id: Uuid,
+    topic_id: Uuid,
     /// Leader epoch written into appended batches (0 on a single node).
-    pub leader_epoch: i32,
+    leader_epoch: i32,
     /// The log.
-    pub log: RefCell<PartitionLog>,
+    log: RefCell<PartitionLog>,
     /// Bumped after every append (wakes fetches waiting for data).
-    pub appended: Rc<Notify>,
+    appended: Rc<Notify>,
     settings: RefCell<TopicSettings>,
     /// Idempotent producers' sequence state (KIP-98).
-    pub producers: RefCell<ProducerStateMap>,
+    producers: RefCell<ProducerStateMap>,
     /// Ongoing and aborted transactions (KIP-98), giving the LSO.
-    pub txns: RefCell<PartitionTxns>,
+    txns: RefCell<PartitionTxns>,
     unflushed_messages: Cell<u64>,
     /// Every offset below this is on stable storage (fdatasync done).
     flushed_offset: Cell<i64>,
@@ -322,6 +291,34 @@ impl Partition {
             compacting: Cell::new(false),
             compaction_done: Rc::new(Notify::default()),
         }
+    }
+
+    /// Takes a producer id and epoch; records that the transaction
+    /// coordinator is being asked to confirm this partition for them (see
+    /// [`Self::take_txn_verification`]).
+    pub fn begin_txn_verification(&self, producer_id: i64, epoch: i16) {
+        self.txns
+            .borrow_mut()
+            .begin_verification(producer_id, epoch);
+    }
+
+    /// Takes a producer id and epoch; gives true (and forgets it) when the
+    /// verification begun by [`Self::begin_txn_verification`] still holds,
+    /// false when a marker of the producer was written meanwhile.
+    pub fn take_txn_verification(&self, producer_id: i64, epoch: i16) -> bool {
+        self.txns.borrow_mut().take_verification(producer_id, epoch)
+    }
+
+    /// Flushes the log's files to stable storage (shutdown while the
+    /// partition is still shared). Errors with the I/O failure.
+    pub fn flush_log(&self) -> Result<(), StorageError> {
+        self.log.borrow_mut().flush()
+    }
+
+    /// Consumes the partition and closes its log (clean shutdown). Errors
+    /// with the I/O failure.
+    pub fn close(self) -> Result<(), StorageError> {
+        self.log.into_inner().close()
     }
 
     /// The partition's effective settings.
@@ -809,76 +806,6 @@ impl Partition {
         Ok(low)
     }
 
-    /// Gives the last stable offset (KIP-98): min(first offset of every
-    /// ongoing transaction, clamped to the log start offset; high
-    /// watermark). Equal to the high watermark when no transaction is open.
-    pub fn last_stable_offset(&self) -> i64 {
-        let log = self.log.borrow();
-        self.txns
-            .borrow()
-            .last_stable_offset(log.log_start_offset(), log.high_watermark())
-    }
-
-    /// Fetch read with an isolation level (Fetch v4+ `isolation_level`):
-    /// 0 (READ_UNCOMMITTED) reads up to the high watermark with no aborted
-    /// list; 1 (READ_COMMITTED) reads whole batches whose last offset is
-    /// below the LSO and lists the aborted transactions overlapping
-    /// [fetch offset, end of the returned data) — or [fetch offset, LSO)
-    /// when nothing is returned — as (producer id, first offset) by first
-    /// offset (Kafka `collectAbortedTransactions`). Errors as
-    /// `PartitionLog::read_bounded` (OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR).
-    pub fn read_isolated(
-        &self,
-        offset: i64,
-        max_bytes: u64,
-        min_one_batch: bool,
-        isolation_level: i8,
-    ) -> Result<IsolatedRead, StorageError> {
-        let mut r = self.read_isolated_in(
-            offset,
-            max_bytes,
-            min_one_batch,
-            isolation_level,
-            ReadMode::Blocking,
-        )?;
-        let upper = r.aborted_upper();
-        r.keep_aborted_below(upper);
-        Ok(r)
-    }
-
-    /// As [`Self::read_isolated`], with batch headers read in `mode` (under
-    /// [`ReadMode::NoWait`], [`StorageError::NotCached`] when a header is
-    /// not in the page cache) and, for READ_COMMITTED, the aborted
-    /// transactions overlapping [fetch offset, LSO): the widest list any
-    /// cut of the returned batches can need. A caller that keeps all or
-    /// part of the data narrows it with [`IsolatedRead::keep_aborted_below`].
-    pub fn read_isolated_in(
-        &self,
-        offset: i64,
-        max_bytes: u64,
-        min_one_batch: bool,
-        isolation_level: i8,
-        mode: ReadMode,
-    ) -> Result<IsolatedRead, StorageError> {
-        let lso = self.last_stable_offset();
-        let bound = if isolation_level == READ_COMMITTED {
-            lso
-        } else {
-            self.log.borrow().high_watermark()
-        };
-        let read =
-            self.log
-                .borrow()
-                .read_bounded_in(offset, max_bytes, min_one_batch, bound, mode)?;
-        let aborted = (isolation_level == READ_COMMITTED)
-            .then(|| self.txns.borrow().aborted_in_range(offset, lso));
-        Ok(IsolatedRead {
-            read,
-            last_stable_offset: lso,
-            aborted,
-        })
-    }
-
     /// Forgets producers idle for `producer.id.expiration.ms` (`expiration_ms`)
     /// at `now_ms`, except those with an ongoing transaction. Gives how many
     /// were removed.
@@ -928,16 +855,6 @@ impl Partition {
         let bytes = encode_marker(producer_id, producer_epoch, commit, coordinator_epoch, now)?;
         let res = crate::shard::internal::append_encoded(self, bytes, now).await?;
         Ok(res.base_offset)
-    }
-
-    /// Reads whole batches (see `storage::PartitionLog::read`).
-    pub fn read(
-        &self,
-        offset: i64,
-        max_bytes: u64,
-        min_one_batch: bool,
-    ) -> Result<ReadResult, StorageError> {
-        self.log.borrow().read(offset, max_bytes, min_one_batch)
     }
 }
 
@@ -989,314 +906,4 @@ fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::storage::segment::segment_file_name;
-    use crate::storage::txn_index::{read_txn_index, AbortedTxn};
-    use crate::storage::{validate_batches, LogConfig};
-    use crate::txn::producer_state::Check;
-    use bytes::BytesMut;
-    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
-    use std::collections::BTreeMap;
-    use std::path::Path;
-
-    /// A batch of `n` records (keys k0.., values v0..), transactional when
-    /// `txn`, for producer `pid`/`epoch` starting at sequence `seq` (-1 = none).
-    pub(crate) fn batch(pid: i64, epoch: i16, seq: i32, n: i64, txn: bool) -> bytes::Bytes {
-        let recs: Vec<Record> = (0..n)
-            .map(|i| Record {
-                transactional: txn,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: -1,
-                producer_id: pid,
-                producer_epoch: epoch,
-                timestamp_type: RecordTsType::Creation,
-                offset: i,
-                sequence: seq + i as i32,
-                timestamp: 1_000 + i,
-                key: Some(bytes::Bytes::from(format!("k{i}"))),
-                value: Some(bytes::Bytes::from(format!("v{i}"))),
-                headers: Default::default(),
-            })
-            .collect();
-        let mut buf = BytesMut::new();
-        let opts = RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        };
-        RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).unwrap();
-        buf.freeze()
-    }
-
-    fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
-        let mut settings = crate::cluster::topic_config::settings(
-            &crate::config::Config::default(),
-            &BTreeMap::new(),
-        );
-        settings.log = LogConfig {
-            segment_bytes,
-            ..LogConfig::default()
-        };
-        let log = PartitionLog::open(dir, settings.log.clone()).unwrap();
-        Rc::new(Partition::new(
-            Arc::from("t"),
-            0,
-            Uuid::nil(),
-            log,
-            settings,
-        ))
-    }
-
-    fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, i16> {
-        let v = validate_batches(b, usize::MAX).map_err(|e| {
-            use crate::error::KafkaCode;
-            e.code()
-        })?;
-        let headers: Vec<_> = v.iter().map(|b| b.header).collect();
-        if p.producers.borrow().check(&headers)? != Check::Append {
-            return Err(-100);
-        }
-        Ok(p.append_now(b, &v, crate::shard::now_ms())
-            .unwrap()
-            .0
-            .base_offset)
-    }
-
-    /// (batch offset ranges, LSO, aborted list) of a READ_COMMITTED read.
-    type CommittedRead = (Vec<(i64, i64)>, i64, Option<Vec<(i64, i64)>>);
-
-    fn committed_offsets(p: &Partition, from: i64) -> CommittedRead {
-        let r = p
-            .read_isolated(from, u64::MAX, true, READ_COMMITTED)
-            .unwrap();
-        let mut bytes = Vec::new();
-        for reg in &r.read.regions {
-            let mut b = vec![0u8; reg.len as usize];
-            std::os::unix::fs::FileExt::read_exact_at(&*reg.file, &mut b, reg.position).unwrap();
-            bytes.extend(b);
-        }
-        let mut ranges = Vec::new();
-        let mut pos = 0;
-        while pos < bytes.len() {
-            let h = BatchHeader::parse(&bytes[pos..]).unwrap();
-            ranges.push((h.base_offset, h.last_offset()));
-            pos += h.total_size();
-        }
-        (ranges, r.last_stable_offset, r.aborted)
-    }
-
-    #[test]
-    fn markers_lso_aborted_index_and_rebuild() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        glommio::LocalExecutor::default().run(async move {
-            let p = open(&path, 1 << 30);
-            assert_eq!(produce(&p, &batch(-1, -1, -1, 2, false)), Ok(0)); // 0..=1
-            assert_eq!(produce(&p, &batch(1, 0, 0, 2, true)), Ok(2)); // 2..=3 txn pid 1
-            assert_eq!(p.last_stable_offset(), 2);
-            assert_eq!(produce(&p, &batch(2, 0, 0, 1, true)), Ok(4)); // 4 txn pid 2
-            assert_eq!(p.txns.borrow().ongoing_first_offset(2), Some(4));
-            // Only the data before the first open transaction is readable.
-            let (r, lso, aborted) = committed_offsets(&p, 0);
-            assert_eq!((r, lso, aborted), (vec![(0, 1)], 2, Some(vec![])));
-            assert!(committed_offsets(&p, 2).0.is_empty());
-            let unc = p.read_isolated(2, u64::MAX, true, 0).unwrap();
-            assert!(unc.read.bytes > 0 && unc.aborted.is_none());
-            assert_eq!(unc.last_stable_offset, 2);
-
-            assert_eq!(p.write_marker(1, 0, true, 5).await, Ok(5));
-            assert_eq!(p.last_stable_offset(), 4);
-            assert_eq!(p.write_marker(2, 0, false, 5).await, Ok(6));
-            assert_eq!(p.last_stable_offset(), 7);
-            let want = AbortedTxn {
-                producer_id: 2,
-                first_offset: 4,
-                last_offset: 6,
-                last_stable_offset: 7,
-            };
-            assert_eq!(p.txns.borrow().aborted(), &[want]);
-            let idx = path.join(segment_file_name(0, "txnindex"));
-            assert_eq!(std::fs::read(&idx).unwrap(), want.encode().to_vec());
-            let (r, lso, aborted) = committed_offsets(&p, 0);
-            assert_eq!(r, vec![(0, 1), (2, 3), (4, 4), (5, 5), (6, 6)]);
-            assert_eq!((lso, aborted), (7, Some(vec![(2, 4)])));
-            // From 5 the aborted transaction still overlaps (its marker is at 6).
-            assert_eq!(committed_offsets(&p, 5).2, Some(vec![(2, 4)]));
-
-            // An open transaction after the abort bounds the read again.
-            assert_eq!(produce(&p, &batch(3, 0, 0, 2, true)), Ok(7)); // 7..=8
-            let (r, lso, aborted) = committed_offsets(&p, 7);
-            assert_eq!((r, lso, aborted), (vec![], 7, Some(vec![])));
-
-            // A marker with a newer epoch fences the producer's old epoch.
-            assert_eq!(p.write_marker(3, 1, false, 5).await, Ok(9));
-            assert_eq!(p.producers.borrow().get(3).map(|e| e.epoch), Some(1));
-            assert_eq!(
-                produce(&p, &batch(3, 0, 2, 1, true)),
-                Err(E::InvalidProducerEpoch.code())
-            );
-            assert_eq!(
-                p.write_marker(3, 0, true, 5).await,
-                Err(E::InvalidProducerEpoch.code())
-            );
-            // A marker from an older coordinator epoch is fenced.
-            assert_eq!(
-                p.write_marker(1, 0, true, 4).await,
-                Err(E::TransactionCoordinatorFenced.code())
-            );
-            assert_eq!(p.last_stable_offset(), 10);
-            let state = |p: &Partition| {
-                let t = p.txns.borrow();
-                (
-                    t.aborted().to_vec(),
-                    t.ongoing_count(),
-                    t.coordinator_epoch(1),
-                    p.last_stable_offset(),
-                    p.producers.borrow().snapshot(),
-                )
-            };
-            let before = state(&p);
-            assert_eq!(before.0.len(), 2);
-            // An open transaction survives a restart too.
-            assert_eq!(produce(&p, &batch(4, 0, 0, 1, true)), Ok(10));
-            let before = (before.0, 1, before.2, 10, p.producers.borrow().snapshot());
-            drop(p);
-
-            // Reopen: the state is rebuilt from the log; a missing
-            // .txnindex is rewritten with the same bytes.
-            let bytes = std::fs::read(&idx).unwrap();
-            std::fs::remove_file(&idx).unwrap();
-            let p = open(&path, 1 << 30);
-            assert_eq!(state(&p), before);
-            assert_eq!(std::fs::read(&idx).unwrap(), bytes);
-            drop(p);
-            // A .txnindex that disagrees with the log is rewritten.
-            std::fs::write(&idx, &bytes[..34]).unwrap();
-            let p = open(&path, 1 << 30);
-            assert_eq!(std::fs::read(&idx).unwrap(), bytes);
-            assert_eq!(read_txn_index(&idx).unwrap().map(|v| v.len()), Some(2));
-            assert_eq!(p.write_marker(4, 0, true, 5).await, Ok(11));
-            assert_eq!(p.last_stable_offset(), 12);
-        });
-    }
-
-    #[test]
-    fn txn_index_follows_segments_on_delete_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        glommio::LocalExecutor::default().run(async move {
-            // Small segments: every batch rolls a new one.
-            let p = open(&path, 100);
-            assert_eq!(produce(&p, &batch(1, 0, 0, 3, true)), Ok(0));
-            assert_eq!(p.write_marker(1, 0, false, 0).await, Ok(3));
-            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(4));
-            let bases = p.log.borrow().segment_base_offsets();
-            assert_eq!(bases, vec![0, 3, 4]);
-            let idx = path.join(segment_file_name(3, "txnindex"));
-            assert!(idx.exists());
-            assert!(!path.join(segment_file_name(0, "txnindex")).exists());
-            assert_eq!(p.txns.borrow().aborted().len(), 1);
-            assert_eq!(
-                futures_lite::future::block_on(p.delete_records(4)).unwrap(),
-                4
-            );
-            assert!(!idx.exists());
-            assert!(path
-                .join(format!("{}.deleted", segment_file_name(3, "txnindex")))
-                .exists());
-            assert!(p.txns.borrow().aborted().is_empty());
-            assert_eq!(committed_offsets(&p, 4).2, Some(vec![]));
-        });
-    }
-
-    #[test]
-    fn snapshot_restores_the_same_state_as_a_full_rebuild() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        glommio::LocalExecutor::default().run(async move {
-            let state = |p: &Partition| {
-                let t = p.txns.borrow();
-                (
-                    t.aborted().to_vec(),
-                    t.ongoing_first_offset(3),
-                    t.coordinator_epoch(2),
-                    p.last_stable_offset(),
-                    p.producers.borrow().snapshot(),
-                )
-            };
-            let p = open(&path, 1 << 30);
-            assert_eq!(produce(&p, &batch(1, 0, 0, 3, false)), Ok(0)); // idempotent 0..=2
-            assert_eq!(produce(&p, &batch(2, 0, 0, 2, true)), Ok(3)); // txn 3..=4
-            assert_eq!(p.write_marker(2, 0, false, 1).await, Ok(5)); // aborted
-            assert_eq!(produce(&p, &batch(3, 0, 0, 1, true)), Ok(6)); // open txn at 6
-            p.write_snapshot().unwrap();
-            assert_eq!(snapshot::list(&path).len(), 1);
-            // After the snapshot: more batches, another abort.
-            assert_eq!(produce(&p, &batch(1, 0, 3, 2, false)), Ok(7));
-            assert_eq!(produce(&p, &batch(2, 1, 0, 1, true)), Ok(9));
-            assert_eq!(p.write_marker(2, 1, false, 1).await, Ok(10));
-            let before = state(&p);
-            assert_eq!(before.0.len(), 2);
-            assert_eq!(before.1, Some(6));
-            drop(p);
-
-            // From the snapshot (offset 7) plus the log after it.
-            let p = open(&path, 1 << 30);
-            assert_eq!(state(&p), before);
-            // The last batch of producer 1 is still known as a duplicate.
-            let retry = batch(1, 0, 3, 2, false);
-            let v = validate_batches(&retry, usize::MAX).unwrap();
-            let headers: Vec<_> = v.iter().map(|b| b.header).collect();
-            assert!(matches!(
-                p.producers.borrow().check(&headers),
-                Ok(Check::Duplicate(_))
-            ));
-            drop(p);
-
-            // Without any snapshot the full rebuild gives the same state.
-            for (_, f) in snapshot::list(&path) {
-                std::fs::remove_file(f).unwrap();
-            }
-            let p = open(&path, 1 << 30);
-            assert_eq!(state(&p), before);
-            drop(p);
-
-            // A snapshot beyond the log end (the log lost its tail) is
-            // dropped rather than trusted.
-            let p = open(&path, 1 << 30);
-            p.write_snapshot().unwrap();
-            drop(p);
-            std::fs::rename(snapshot::path(&path, 11), snapshot::path(&path, 50)).unwrap();
-            let p = open(&path, 1 << 30);
-            assert_eq!(state(&p), before);
-            assert!(snapshot::list(&path).is_empty());
-        });
-    }
-
-    #[test]
-    fn a_snapshot_below_the_log_start_is_not_used() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        glommio::LocalExecutor::default().run(async move {
-            let p = open(&path, 1 << 30);
-            assert_eq!(produce(&p, &batch(1, 0, 0, 1, true)), Ok(0)); // open txn
-            p.write_snapshot().unwrap(); // at offset 1, pid 1 open
-            assert_eq!(p.write_marker(1, 0, true, 0).await, Ok(1));
-            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(2));
-            assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(3));
-            // Up to the high watermark: the segment holding the marker goes.
-            assert_eq!(
-                futures_lite::future::block_on(p.delete_records(4)).unwrap(),
-                4
-            );
-            assert_eq!(p.last_stable_offset(), 4);
-            drop(p);
-            // The marker between the snapshot (1) and the log start (4) is
-            // gone: the snapshot would reopen the committed transaction.
-            let p = open(&path, 1 << 30);
-            assert_eq!(p.txns.borrow().ongoing_count(), 0);
-            assert_eq!(p.last_stable_offset(), 4);
-        });
-    }
-}
+mod tests;

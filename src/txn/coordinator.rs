@@ -142,13 +142,17 @@ impl TransactionCoordinator {
                 Err(e) => log::warn!(
                     "skipping record at offset {} of {}-{}: {e}",
                     r.offset,
-                    part.topic,
-                    part.index
+                    part.topic(),
+                    part.index()
                 ),
             }
         });
         if n > 0 {
-            log::info!("loaded {n} record(s) from {}-{}", part.topic, part.index);
+            log::info!(
+                "loaded {n} record(s) from {}-{}",
+                part.topic(),
+                part.index()
+            );
         }
     }
 

@@ -143,7 +143,7 @@ pub async fn read_partition(
             ReadMode::Blocking
         };
         let mut out = PartitionReadResult::failed(codes::NONE);
-        out.generation = part.appended.generation();
+        out.generation = part.append_signal().generation();
         match part.read_isolated_in(
             r.fetch_offset,
             limit,
@@ -503,7 +503,8 @@ async fn wait_for_appends(
                     let signals = parts
                         .iter()
                         .filter_map(|(t, p, g)| {
-                            s.partition(t, *p).map(|part| (part.appended.clone(), *g))
+                            s.partition(t, *p)
+                                .map(|part| (part.append_signal().clone(), *g))
                         })
                         .collect();
                     let cancelled = async {
