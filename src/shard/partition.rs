@@ -2,6 +2,11 @@
 //! wakes long-poll fetches, the flush policy with group commit, and the
 //! producer and transaction state (KIP-98: LSO, aborted transactions,
 //! markers).
+//!
+//! This is the partition's one owner API: its fields are private and
+//! handlers use its methods. `produce` (the Produce checks up to stage 1)
+//! lives in `partition/produce.rs`; the read side (Fetch reads, ListOffsets
+//! offsets, DescribeProducers, accessors) in `partition/read.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
