@@ -805,9 +805,15 @@ impl Partition {
             let g = self.compaction_done.generation();
             super::notify::any_changed(vec![(self.compaction_done.clone(), g)]).await;
         }
-        let (low, deleted) = self.log.borrow_mut().delete_records_before(offset)?;
+        let (low, deleted, checkpoint) = self.log.borrow_mut().delete_records_deferred(offset)?;
         self.txns.borrow_mut().drop_aborted_before(low);
         remove_later(deleted.files, self.settings().file_delete_delay_ms);
+        if let Some(c) = checkpoint {
+            // Durable before the answer, written off the reactor.
+            glommio::executor()
+                .spawn_blocking(move || c.write())
+                .await?;
+        }
         Ok(low)
     }
 

@@ -118,6 +118,21 @@ impl PartitionLog {
     /// OFFSET_OUT_OF_RANGE when `offset` is past the high watermark. Gives the
     /// new log start offset (the low watermark) and what was removed.
     pub fn delete_records_before(&mut self, offset: i64) -> Result<(i64, Deleted), StorageError> {
+        let (low, deleted, checkpoint) = self.delete_records_deferred(offset)?;
+        if let Some(c) = checkpoint {
+            c.write()?;
+        }
+        Ok((low, deleted))
+    }
+
+    /// As [`Self::delete_records_before`], but gives the log-start-offset
+    /// checkpoint still to write (atomically, with fsyncs) instead of writing
+    /// it, so a shard can write it off the reactor before it answers; None
+    /// when the log start did not move.
+    pub fn delete_records_deferred(
+        &mut self,
+        offset: i64,
+    ) -> Result<(i64, Deleted, Option<CheckpointWrite>), StorageError> {
         let target = if offset == -1 {
             self.high_watermark
         } else {
@@ -132,7 +147,7 @@ impl PartitionLog {
         }
         let mut out = Deleted::default();
         if target <= self.log_start_offset {
-            return Ok((self.log_start_offset, out));
+            return Ok((self.log_start_offset, out, None));
         }
         if target == self.log_end_offset && self.active.size() > 0 {
             self.roll()?;
@@ -150,8 +165,27 @@ impl PartitionLog {
             rename_deleted(&seg, &mut out);
         }
         self.log_start_offset = target;
-        super::write_offset_file(&self.dir, LOG_START_CHECKPOINT, target)?;
-        Ok((target, out))
+        let checkpoint = CheckpointWrite {
+            dir: self.dir.clone(),
+            offset: target,
+        };
+        Ok((target, out, Some(checkpoint)))
+    }
+}
+
+/// A log-start-offset checkpoint to write (see
+/// [`PartitionLog::delete_records_deferred`]).
+#[derive(Debug, Clone)]
+pub struct CheckpointWrite {
+    dir: std::path::PathBuf,
+    offset: i64,
+}
+
+impl CheckpointWrite {
+    /// Writes the checkpoint file atomically (temporary file, fsync,
+    /// rename, directory fsync); blocking.
+    pub fn write(self) -> std::io::Result<()> {
+        super::write_offset_file(&self.dir, LOG_START_CHECKPOINT, self.offset)
     }
 }
 

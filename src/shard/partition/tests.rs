@@ -206,10 +206,7 @@ fn txn_index_follows_segments_on_delete_records() {
         assert!(idx.exists());
         assert!(!path.join(segment_file_name(0, "txnindex")).exists());
         assert_eq!(p.txns.borrow().aborted().len(), 1);
-        assert_eq!(
-            futures_lite::future::block_on(p.delete_records(4)).unwrap(),
-            4
-        );
+        assert_eq!(p.delete_records(4).await.unwrap(), 4);
         assert!(!idx.exists());
         assert!(path
             .join(format!("{}.deleted", segment_file_name(3, "txnindex")))
@@ -295,10 +292,7 @@ fn a_snapshot_below_the_log_start_is_not_used() {
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(2));
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(3));
         // Up to the high watermark: the segment holding the marker goes.
-        assert_eq!(
-            futures_lite::future::block_on(p.delete_records(4)).unwrap(),
-            4
-        );
+        assert_eq!(p.delete_records(4).await.unwrap(), 4);
         assert_eq!(p.last_stable_offset(), 4);
         drop(p);
         // The marker between the snapshot (1) and the log start (4) is
