@@ -469,12 +469,7 @@ impl Partition {
     /// the I/O thread, and the flush policy. Gives whether
     /// the flush policy requires an fdatasync before acks=all may be answered.
     fn commit(self: &Rc<Self>, ticket: &AppendTicket) -> Result<bool, StorageError> {
-        let (index_writes, file) = {
-            let mut log = self.log.borrow_mut();
-            let writes = log.commit(ticket)?;
-            let file = (!ticket.batches.is_empty()).then(|| log.log_file_of(ticket.segment_base));
-            (writes, file.flatten())
-        };
+        let index_writes = self.log.borrow_mut().commit(ticket)?;
         if !index_writes.is_empty() {
             let name = "index entries";
             let r = super::io::with_io(|io| {
@@ -497,6 +492,12 @@ impl Partition {
         if flush_messages.is_none() && flush_ms.is_none() {
             return Ok(false);
         }
+        // Only a flush policy needs to know which files hold unflushed bytes.
+        let file = if ticket.batches.is_empty() {
+            None
+        } else {
+            self.log.borrow().log_file_of(ticket.segment_base)
+        };
         if let Some(file) = file {
             let mut files = self.unflushed_files.borrow_mut();
             if !files.iter().any(|f| Arc::ptr_eq(f, &file)) {
@@ -525,20 +526,10 @@ impl Partition {
     ) -> Result<(AppendResult, bool), StorageError> {
         let mut a = self.append(records, batches, now_ms)?;
         a.reported = true;
-        if let Some(f) = a.in_flight.take() {
-            let outcome = futures_lite::future::block_on(f);
-            self.written(a.seq, outcome);
-            return match a.reply.try_recv() {
-                Ok(Some(r)) => r,
-                _ => Err(StorageError::Inconsistent("append not committed".into())),
-            };
-        }
-        let outcome = match a.write.take() {
-            Some(w) => {
-                let slices: Vec<&[u8]> = w.parts.iter().map(|p| p.as_ref()).collect();
-                crate::storage::segment::pwritev_all(&w.file, &slices, w.at)
-            }
-            None => Ok(()),
+        let outcome = match (a.in_flight.take(), a.write.take()) {
+            (Some(f), _) => futures_lite::future::block_on(f),
+            (None, Some(w)) => w.write_now(),
+            (None, None) => Ok(()),
         };
         self.written(a.seq, outcome);
         match a.reply.try_recv() {

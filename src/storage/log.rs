@@ -128,6 +128,15 @@ pub struct PendingWrite {
     pub parts: Vec<bytes::Bytes>,
 }
 
+impl PendingWrite {
+    /// Makes the write on the calling thread (pwritev(2), short writes
+    /// resumed): for callers without an I/O thread.
+    pub fn write_now(&self) -> std::io::Result<()> {
+        let slices: Vec<&[u8]> = self.parts.iter().map(|p| p.as_ref()).collect();
+        super::segment::pwritev_all(&self.file, &slices, self.at)
+    }
+}
+
 /// Where one reserved batch goes (see [`AppendTicket`]).
 #[derive(Debug, Clone, Copy)]
 pub struct ReservedBatch {
@@ -282,8 +291,7 @@ impl PartitionLog {
         let records = bytes::Bytes::copy_from_slice(records);
         let (write, ticket) = self.reserve(&records, batches, leader_epoch, now_ms)?;
         if let Some(w) = write {
-            let slices: Vec<&[u8]> = w.parts.iter().map(|p| p.as_ref()).collect();
-            if let Err(e) = super::segment::pwritev_all(&w.file, &slices, w.at) {
+            if let Err(e) = w.write_now() {
                 self.fail(&ticket, &e);
                 return Err(e.into());
             }
