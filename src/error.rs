@@ -180,3 +180,109 @@ pub mod codes {
     /// INVALID_TIMESTAMP (32).
     pub const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
 }
+
+// ---- group coordinator ----
+
+impl KafkaCode for crate::group::GroupError {
+    fn code(&self) -> i16 {
+        use crate::group::GroupError as G;
+        match self {
+            G::UnknownMemberId { .. } => E::UnknownMemberId.code(),
+            G::IllegalGeneration { .. } => E::IllegalGeneration.code(),
+            G::RebalanceInProgress => E::RebalanceInProgress.code(),
+            G::MemberIdRequired { .. } => E::MemberIdRequired.code(),
+            G::FencedInstanceId { .. } => E::FencedInstanceId.code(),
+            G::GroupMaxSizeReached { .. } => E::GroupMaxSizeReached.code(),
+            G::InconsistentGroupProtocol => E::InconsistentGroupProtocol.code(),
+            G::UnknownTopicOrPartition { .. } => E::UnknownTopicOrPartition.code(),
+            G::NonEmptyGroup => E::NonEmptyGroup.code(),
+            G::GroupIdNotFound => E::GroupIdNotFound.code(),
+            G::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress.code(),
+            G::CoordinatorNotAvailable => E::CoordinatorNotAvailable.code(),
+            G::InvalidGroupId => E::InvalidGroupId.code(),
+            G::InvalidSessionTimeout { .. } => E::InvalidSessionTimeout.code(),
+            G::OffsetMetadataTooLarge { .. } => E::OffsetMetadataTooLarge.code(),
+            G::GroupSubscribedToTopic { .. } => E::GroupSubscribedToTopic.code(),
+            G::UnstableOffsetCommit => E::UnstableOffsetCommit.code(),
+            G::ProducerFenced { .. } => E::ProducerFenced.code(),
+            G::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+            G::Append { code } => *code,
+        }
+    }
+}
+
+/// The Kafka code of a group result: 0 for `Ok`, the error's code otherwise.
+pub fn group_code(r: &Result<(), crate::group::GroupError>) -> i16 {
+    match r {
+        Ok(()) => codes::NONE,
+        Err(e) => e.code(),
+    }
+}
+
+#[cfg(test)]
+mod group_code_tests {
+    use super::KafkaCode;
+    use crate::group::GroupError as G;
+
+    /// Pins the Kafka code of every `GroupError` variant.
+    #[test]
+    fn every_group_error_maps_to_its_kafka_code() {
+        let s = || "x".to_string();
+        let table: Vec<(G, i16)> = vec![
+            (G::UnknownMemberId { member_id: s() }, 25),
+            (
+                G::IllegalGeneration {
+                    generation: 1,
+                    current: 2,
+                },
+                22,
+            ),
+            (G::RebalanceInProgress, 27),
+            (G::MemberIdRequired { member_id: s() }, 79),
+            (
+                G::FencedInstanceId {
+                    group_instance_id: Some(s()),
+                },
+                82,
+            ),
+            (G::GroupMaxSizeReached { max_size: 1 }, 81),
+            (G::InconsistentGroupProtocol, 23),
+            (
+                G::UnknownTopicOrPartition {
+                    topic: s(),
+                    partition: 0,
+                },
+                3,
+            ),
+            (G::NonEmptyGroup, 68),
+            (G::GroupIdNotFound, 69),
+            (G::CoordinatorLoadInProgress, 14),
+            (G::CoordinatorNotAvailable, 15),
+            (G::InvalidGroupId, 24),
+            (
+                G::InvalidSessionTimeout {
+                    session_timeout_ms: 1,
+                    min_ms: 6000,
+                    max_ms: 1_800_000,
+                },
+                26,
+            ),
+            (G::OffsetMetadataTooLarge { size: 5, max: 4 }, 12),
+            (G::GroupSubscribedToTopic { topic: s() }, 86),
+            (G::UnstableOffsetCommit, 88),
+            (
+                G::ProducerFenced {
+                    producer_id: 1,
+                    producer_epoch: 0,
+                },
+                90,
+            ),
+            (G::InvalidTxnState { producer_id: 1 }, 48),
+            (G::Append { code: 56 }, 56),
+        ];
+        assert_eq!(table.len(), 20, "one row per variant");
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+}

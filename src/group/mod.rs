@@ -2,19 +2,32 @@
 //!
 //! A group lives on the shard that owns its `__consumer_offsets` partition
 //! (`records::partition_for_group`, Kafka's formula); handlers on any shard
-//! forward group requests there with `Shard::invoke_on`. Membership, the
-//! rebalance state machine and session/rebalance deadlines (glommio timers,
-//! no polling) are in [`coordinator`]; committed offsets and group metadata are
-//! written to `__consumer_offsets` in Kafka's record schemas ([`records`]) and
-//! replayed when the shard opens its partitions.
+//! forward group requests there with `Shard::invoke_on`.
+//!
+//! Built in stages: [`membership`] is the classic protocol's state machine
+//! (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session and rebalance
+//! deadlines) and [`offsets`] the committed offsets, both pure (they take
+//! the request and `now` in ms and give results and effects); [`load`]
+//! replays a `__consumer_offsets` partition into them; [`coordinator`] is the
+//! shard glue that appends records ([`records`], Kafka's schemas), parks
+//! responses and runs the timers. Errors are [`GroupError`]; the handlers map
+//! them to Kafka codes (`src/error.rs`).
 
 pub mod coordinator;
+#[cfg(test)]
+mod core_tests;
+pub mod error;
+pub mod load;
+pub mod membership;
+pub mod offsets;
 pub mod records;
 pub mod state;
 
 use bytes::Bytes;
 
 pub use coordinator::GroupCoordinator;
+pub use error::GroupError;
+pub use membership::{Effect, GroupCore};
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
@@ -84,10 +97,10 @@ pub struct JoinArgs {
 }
 
 /// The coordinator's answer to a JoinGroup.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct JoinResult {
-    /// Kafka error code.
-    pub error_code: i16,
+    /// The error, if the join failed (generation is then -1).
+    pub error: Option<GroupError>,
     /// Generation joined.
     pub generation_id: i32,
     /// Protocol type.
@@ -105,10 +118,11 @@ pub struct JoinResult {
 }
 
 impl JoinResult {
-    /// An error answer.
-    pub fn error(code: i16, member_id: &str) -> JoinResult {
+    /// An error answer for `member_id` (the id handed out, for
+    /// MEMBER_ID_REQUIRED).
+    pub fn error(error: GroupError, member_id: &str) -> JoinResult {
         JoinResult {
-            error_code: code,
+            error: Some(error),
             generation_id: -1,
             member_id: member_id.to_string(),
             ..Default::default()
@@ -136,10 +150,10 @@ pub struct SyncArgs {
 }
 
 /// The coordinator's answer to a SyncGroup.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SyncResult {
-    /// Kafka error code.
-    pub error_code: i16,
+    /// The error, if the sync failed.
+    pub error: Option<GroupError>,
     /// Protocol type.
     pub protocol_type: Option<String>,
     /// Protocol name.
@@ -148,8 +162,18 @@ pub struct SyncResult {
     pub assignment: Bytes,
 }
 
+impl SyncResult {
+    /// An error answer.
+    pub fn error(error: GroupError) -> SyncResult {
+        SyncResult {
+            error: Some(error),
+            ..Default::default()
+        }
+    }
+}
+
 /// A member to remove with LeaveGroup.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LeavingMember {
     /// Member id (may be empty for static members named by instance id).
     pub member_id: String,
@@ -170,8 +194,8 @@ pub struct CommitPartition {
     pub leader_epoch: i32,
     /// Client metadata.
     pub metadata: Option<String>,
-    /// Error found before routing (unknown topic), or 0.
-    pub error_code: i16,
+    /// Error found before routing (unknown topic).
+    pub error: Option<GroupError>,
 }
 
 impl CommitPartition {
@@ -195,11 +219,10 @@ impl CommitPartition {
             offset,
             leader_epoch,
             metadata,
-            error_code: if known {
-                0
-            } else {
-                kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
-            },
+            error: (!known).then(|| GroupError::UnknownTopicOrPartition {
+                topic: topic.to_string(),
+                partition,
+            }),
         }
     }
 }
@@ -218,15 +241,13 @@ pub struct FetchedOffset {
     /// Metadata.
     pub metadata: String,
     /// UNSTABLE_OFFSET_COMMIT when `require_stable` was asked and a
-    /// transaction holds uncommitted offsets for it (KIP-447), else 0.
-    pub error_code: i16,
+    /// transaction holds uncommitted offsets for it (KIP-447).
+    pub error: Option<GroupError>,
 }
 
 /// A group as DescribeGroups shows it.
 #[derive(Debug, Clone, Default)]
 pub struct GroupDescription {
-    /// Kafka error code.
-    pub error_code: i16,
     /// Group id.
     pub group_id: String,
     /// State name ("Dead" for unknown groups).

@@ -1,16 +1,19 @@
 //! A consumer group's state, as Kafka's classic group coordinator keeps it:
 //! Empty → PreparingRebalance → CompletingRebalance → Stable, and Dead.
-//! Pure data and decisions; the coordinator (`group::coordinator`) drives it
-//! with timers and parked responses.
+//! Pure data and decisions; the state machine (`group::membership`) changes
+//! it, the shard glue (`group::coordinator`) holds the parked responses and
+//! runs the timers. Times are ms since the epoch, given by the caller.
 
 use std::collections::HashMap;
-use std::time::Instant;
 
 use bytes::Bytes;
-use futures_channel::oneshot;
 use indexmap::IndexMap;
 
-use super::{JoinResult, SyncResult};
+/// Names a parked JoinGroup or SyncGroup request: the glue keeps the
+/// response channel under this handle, the state machine answers it later
+/// (`membership::Effect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RequestHandle(pub u64);
 
 /// Kafka's group states (the strings are what DescribeGroups/ListGroups show).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,14 +64,12 @@ pub struct Member {
     pub protocols: Vec<(String, Bytes)>,
     /// Assignment from the last completed SyncGroup.
     pub assignment: Bytes,
-    /// Last heartbeat (or join/sync) time.
-    pub last_heartbeat: Instant,
-    /// A JoinGroup response waiting for the rebalance to complete.
-    pub awaiting_join: Option<oneshot::Sender<JoinResult>>,
-    /// A SyncGroup response waiting for the leader's assignment.
-    pub awaiting_sync: Option<oneshot::Sender<SyncResult>>,
-    /// Bumped on every heartbeat-expiry re-arm, so stale timers do nothing.
-    pub session_epoch: u64,
+    /// Last heartbeat (or join/sync) time (ms since the epoch).
+    pub last_heartbeat_ms: i64,
+    /// A JoinGroup waiting for the rebalance to complete.
+    pub awaiting_join: Option<RequestHandle>,
+    /// A SyncGroup waiting for the leader's assignment.
+    pub awaiting_sync: Option<RequestHandle>,
 }
 
 impl Member {
@@ -84,6 +85,12 @@ impl Member {
     /// True when the member's protocols equal `other` (names and metadata).
     pub fn same_protocols(&self, other: &[(String, Bytes)]) -> bool {
         self.protocols.as_slice() == other
+    }
+
+    /// When the member's session ends without a heartbeat (ms): last
+    /// heartbeat + `session.timeout.ms`.
+    pub fn session_deadline_ms(&self) -> i64 {
+        self.last_heartbeat_ms + i64::from(self.session_timeout_ms.max(1))
     }
 }
 
@@ -104,14 +111,20 @@ pub struct Group {
     pub leader: Option<String>,
     /// Members in join order.
     pub members: IndexMap<String, Member>,
-    /// Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394).
-    pub pending_members: HashMap<String, Instant>,
+    /// Member ids handed out with MEMBER_ID_REQUIRED, not yet joined
+    /// (KIP-394), with when they lapse (ms: one session timeout later).
+    pub pending_members: HashMap<String, i64>,
     /// group.instance.id → member id (KIP-345).
     pub static_members: HashMap<String, String>,
-    /// Bumped on every transition to PreparingRebalance; join timers compare it.
-    pub rebalance_epoch: u64,
-    /// Do not complete the join before this instant (initial rebalance delay).
-    pub join_not_before: Instant,
+    /// Do not complete the join before this time (ms;
+    /// `group.initial.rebalance.delay.ms` after leaving Empty).
+    pub join_not_before_ms: i64,
+    /// Complete the join at this time even if members are missing (ms; the
+    /// largest rebalance timeout after entering PreparingRebalance).
+    pub rebalance_deadline_ms: i64,
+    /// The earliest deadline a timer is armed for (ms), so that the glue
+    /// arms one timer per group, not one per event.
+    pub timer_at_ms: Option<i64>,
     /// When the state last changed (ms since the epoch).
     pub state_timestamp_ms: i64,
 }
@@ -129,8 +142,9 @@ impl Group {
             members: IndexMap::new(),
             pending_members: HashMap::new(),
             static_members: HashMap::new(),
-            rebalance_epoch: 0,
-            join_not_before: Instant::now(),
+            join_not_before_ms: now_ms,
+            rebalance_deadline_ms: now_ms,
+            timer_at_ms: None,
             state_timestamp_ms: now_ms,
         }
     }
@@ -235,10 +249,9 @@ mod tests {
                 .map(|p| (p.to_string(), Bytes::new()))
                 .collect(),
             assignment: Bytes::new(),
-            last_heartbeat: Instant::now(),
+            last_heartbeat_ms: 0,
             awaiting_join: None,
             awaiting_sync: None,
-            session_epoch: 0,
         }
     }
 

@@ -8,7 +8,7 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -22,7 +22,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let code = match group_owner(shard, &group) {
             Err(code) => code,
             Ok(owner) => shard
-                .invoke_on(owner, move |s| coordinator::delete_group(s, group))
+                .invoke_on(owner, move |s| async move {
+                    group_code(&coordinator::delete_group(s, group).await)
+                })
                 .await
                 .unwrap_or_else(|e| e.code()),
         };

@@ -22,27 +22,26 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = DescribeGroupsResponse::default();
     for gid in &req.groups {
         let group = gid.0.to_string();
-        let d = match group_owner(shard, &group) {
-            Err(code) => GroupDescription {
-                error_code: code,
-                group_id: group.clone(),
-                ..Default::default()
-            },
+        let failed = || GroupDescription {
+            group_id: group.clone(),
+            ..Default::default()
+        };
+        let (code, d) = match group_owner(shard, &group) {
+            Err(code) => (code, failed()),
             Ok(owner) => {
                 let g = group.clone();
-                shard
+                match shard
                     .invoke_on(owner, move |s| async move { coordinator::describe(&s, &g) })
                     .await
-                    .unwrap_or_else(|e| GroupDescription {
-                        error_code: e.code(),
-                        group_id: group.clone(),
-                        ..Default::default()
-                    })
+                {
+                    Ok(d) => (0, d),
+                    Err(e) => (e.code(), failed()),
+                }
             }
         };
         let mut w = DescribedGroup::default();
-        w.error_code = d.error_code;
-        if version >= 6 && d.error_code == 0 && d.state == "Dead" {
+        w.error_code = code;
+        if version >= 6 && code == 0 && d.state == "Dead" {
             w.error_code = kafka_protocol::ResponseError::GroupIdNotFound.code();
             w.error_message = Some(StrBytes::from_string(format!("Group {group} not found.")));
         }

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -22,7 +22,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         Err(code) => code,
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {
-                coordinator::heartbeat(&s, &group, generation, &member, &instance)
+                group_code(&coordinator::heartbeat(
+                    &s, &group, generation, &member, &instance,
+                ))
             })
             .await
             .unwrap_or_else(|e| e.code()),

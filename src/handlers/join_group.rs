@@ -47,15 +47,26 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         require_known_member_id: version >= 4,
     };
     let member_id = args.member_id.clone();
-    let result = match group_owner(shard, &args.group_id) {
-        Err(code) => JoinResult::error(code, &member_id),
-        Ok(owner) => shard
+    let failed = |code: i16| {
+        let r = JoinResult {
+            generation_id: -1,
+            member_id: member_id.clone(),
+            ..Default::default()
+        };
+        (code, r)
+    };
+    let (code, result) = match group_owner(shard, &args.group_id) {
+        Err(code) => failed(code),
+        Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::join(s, args))
             .await
-            .unwrap_or_else(|e| JoinResult::error(e.code(), &member_id)),
+        {
+            Ok(r) => (r.error.as_ref().map_or(0, KafkaCode::code), r),
+            Err(e) => failed(e.code()),
+        },
     };
     let mut resp = JoinGroupResponse::default();
-    resp.error_code = result.error_code;
+    resp.error_code = code;
     resp.generation_id = result.generation_id;
     resp.protocol_type = result.protocol_type.map(StrBytes::from_string);
     resp.protocol_name = result.protocol_name.map(StrBytes::from_string);

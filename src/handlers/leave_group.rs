@@ -8,7 +8,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, LeavingMember};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -37,10 +37,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         Ok(owner) => {
             let m = members.clone();
             shard
-                .invoke_on(
-                    owner,
-                    move |s| async move { coordinator::leave(&s, &group, m) },
-                )
+                .invoke_on(owner, move |s| async move {
+                    let o = coordinator::leave(&s, &group, m);
+                    let top = o.error.as_ref().map_or(0, KafkaCode::code);
+                    let members: Vec<(LeavingMember, i16)> = o
+                        .members
+                        .into_iter()
+                        .map(|(m, r)| (m, group_code(&r)))
+                        .collect();
+                    (top, members)
+                })
                 .await
                 .unwrap_or_else(|e| (e.code(), Vec::new()))
         }

@@ -11,7 +11,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -44,8 +44,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 req.group_instance_id.as_ref().map(|s| s.to_string()),
             );
             shard
-                .invoke_on(owner, move |s| {
+                .invoke_on(owner, move |s| async move {
                     coordinator::commit(s, group, generation, member, instance, parts)
+                        .await
+                        .iter()
+                        .map(group_code)
+                        .collect::<Vec<i16>>()
                 })
                 .await
                 .unwrap_or_else(|e| vec![e.code(); n])

@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -31,7 +31,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let (top, codes) = match group_owner(shard, &group) {
         Err(code) => (code, Vec::new()),
         Ok(owner) => shard
-            .invoke_on(owner, move |s| coordinator::delete_offsets(s, group, parts))
+            .invoke_on(owner, move |s| async move {
+                match coordinator::delete_offsets(s, group, parts).await {
+                    Ok(results) => (0, results.iter().map(group_code).collect::<Vec<i16>>()),
+                    Err(e) => (e.code(), Vec::new()),
+                }
+            })
             .await
             .unwrap_or_else(|e| (e.code(), Vec::new())),
     };

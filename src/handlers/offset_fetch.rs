@@ -76,7 +76,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                                     rp.committed_offset = o.offset;
                                     rp.committed_leader_epoch = o.leader_epoch;
                                     rp.metadata = Some(StrBytes::from_string(o.metadata.clone()));
-                                    rp.error_code = o.error_code;
+                                    rp.error_code = o.error.as_ref().map_or(0, KafkaCode::code);
                                     rp
                                 })
                                 .collect();
@@ -122,7 +122,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             rp.committed_leader_epoch =
                                 if version >= 5 { o.leader_epoch } else { -1 };
                             rp.metadata = Some(StrBytes::from_string(o.metadata.clone()));
-                            rp.error_code = o.error_code;
+                            rp.error_code = o.error.as_ref().map_or(0, KafkaCode::code);
                             rp
                         })
                         .collect();

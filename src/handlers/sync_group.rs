@@ -35,21 +35,18 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect(),
     };
-    let result = match group_owner(shard, &args.group_id) {
-        Err(code) => SyncResult {
-            error_code: code,
-            ..Default::default()
-        },
-        Ok(owner) => shard
+    let (code, result) = match group_owner(shard, &args.group_id) {
+        Err(code) => (code, SyncResult::default()),
+        Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::sync(s, args))
             .await
-            .unwrap_or_else(|e| SyncResult {
-                error_code: e.code(),
-                ..Default::default()
-            }),
+        {
+            Ok(r) => (r.error.as_ref().map_or(0, KafkaCode::code), r),
+            Err(e) => (e.code(), SyncResult::default()),
+        },
     };
     let mut resp = SyncGroupResponse::default();
-    resp.error_code = result.error_code;
+    resp.error_code = code;
     if version >= 5 {
         resp.protocol_type = result.protocol_type.map(StrBytes::from_string);
         resp.protocol_name = result.protocol_name.map(StrBytes::from_string);

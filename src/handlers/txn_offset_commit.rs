@@ -16,7 +16,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::{fenced_for_version, group_owner, respond, txn_owner, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
@@ -38,7 +38,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
         Err(c) => Err(c),
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {
-                coordinator::begin_txn_commit(&s, &g, (pid, epoch))
+                coordinator::begin_txn_commit(&s, &g, (pid, epoch)).map_err(|e| e.code())
             })
             .await
             .unwrap_or_else(|e| Err(e.code())),
@@ -93,8 +93,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 req.group_instance_id.as_ref().map(|s| s.to_string()),
             );
             shard
-                .invoke_on(owner, move |s| {
+                .invoke_on(owner, move |s| async move {
                     coordinator::txn_commit(s, group, producer, generation, member, instance, parts)
+                        .await
+                        .iter()
+                        .map(group_code)
+                        .collect::<Vec<i16>>()
                 })
                 .await
                 .unwrap_or_else(|e| vec![e.code(); n])

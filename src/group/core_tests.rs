@@ -1,0 +1,2 @@
+//! Unit tests of the group coordinator's core (membership and offsets)
+//! with a fake clock: no broker, no glommio.

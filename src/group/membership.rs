@@ -1,0 +1,1096 @@
+//! The classic group protocol as a pure state machine: JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup, the session and rebalance deadlines, and the
+//! admin views (DescribeGroups, ListGroups, DeleteGroups). Every call takes
+//! the request and `now` (ms since the epoch) and gives its answer; what the
+//! shard must do besides (answer a parked request, append a record to
+//! `__consumer_offsets`, arm a timer) is queued as [`Effect`]s that the glue
+//! (`group::coordinator`) takes with [`GroupCore::take_effects`] and applies.
+//! No I/O, no clock, no channels.
+//!
+//! Each request is answered in each group state as Kafka's classic group
+//! coordinator answers it (GroupCoordinator / ClassicGroup).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use super::error::GroupError;
+use super::offsets::OffsetStore;
+use super::records::{self, GroupValue, StoredMember};
+use super::state::{Group, GroupState, Member, RequestHandle};
+use super::{
+    DescribedMember, GroupConfig, GroupDescription, JoinArgs, JoinResult, LeavingMember,
+    ListedGroup, SyncArgs, SyncResult,
+};
+
+/// A record for `__consumer_offsets`: key, and value or `None` (tombstone).
+pub type OffsetsTopicRecord = (Bytes, Option<Bytes>);
+
+/// Something the shard must do after a call into the core.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Answer the parked JoinGroup `handle`.
+    Join {
+        /// The request.
+        handle: RequestHandle,
+        /// Its answer.
+        result: JoinResult,
+    },
+    /// Answer the parked SyncGroup `handle`.
+    Sync {
+        /// The request.
+        handle: RequestHandle,
+        /// Its answer.
+        result: SyncResult,
+    },
+    /// Append the group's metadata record (nothing waits for it; a failure
+    /// is logged).
+    Persist {
+        /// Group id (selects the `__consumer_offsets` partition).
+        group_id: String,
+        /// The record.
+        record: OffsetsTopicRecord,
+    },
+    /// Append the leader's assignment of `generation`, then call
+    /// [`GroupCore::assignment_stored`] with the outcome: the members'
+    /// SyncGroups are answered only once it is stored.
+    StoreAssignment {
+        /// Group id.
+        group_id: String,
+        /// Generation the assignment is for.
+        generation: i32,
+        /// The group metadata record.
+        record: OffsetsTopicRecord,
+    },
+    /// At `at_ms` (ms since the epoch) call [`GroupCore::on_deadline`] with
+    /// `group_id` and `at_ms`.
+    Timer {
+        /// Group id.
+        group_id: String,
+        /// When (ms since the epoch).
+        at_ms: i64,
+    },
+}
+
+/// The answer to a LeaveGroup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaveOutcome {
+    /// Top-level error (UNKNOWN_MEMBER_ID for an unknown group,
+    /// COORDINATOR_NOT_AVAILABLE for a Dead one).
+    pub error: Option<GroupError>,
+    /// Each member named by the request with its own outcome.
+    pub members: Vec<(LeavingMember, Result<(), GroupError>)>,
+}
+
+/// Groups and committed offsets of the `__consumer_offsets` partitions a
+/// shard coordinates, with the effects queued by the last calls.
+#[derive(Debug, Default)]
+pub struct GroupCore {
+    /// Groups by id.
+    pub groups: HashMap<String, Group>,
+    /// Committed and transaction-pending offsets.
+    pub offsets: OffsetStore,
+    effects: Vec<Effect>,
+}
+
+impl GroupCore {
+    /// The effects queued since the last call, in the order they must be
+    /// applied.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// The group `id`, created Empty at `now` when absent.
+    pub(crate) fn get_or_create(&mut self, id: &str, now: i64) -> &mut Group {
+        self.groups
+            .entry(id.to_string())
+            .or_insert_with(|| Group::new(id, now))
+    }
+
+    /// Arms the deadlines of every group (after loading: loaded members
+    /// expire unless their consumers heartbeat).
+    pub fn arm_all(&mut self, now: i64) {
+        for g in self.groups.values_mut() {
+            schedule(g, now, &mut self.effects);
+        }
+    }
+
+    // ------------------------------------------------------------ JoinGroup
+
+    /// A JoinGroup parked as `handle`: answered by an [`Effect::Join`] now
+    /// (errors, a member already in the current generation, a static member
+    /// replacing its old id) or when the rebalance completes.
+    pub fn join(&mut self, cfg: &GroupConfig, args: &JoinArgs, handle: RequestHandle, now: i64) {
+        let out = &mut self.effects;
+        let answer = |out: &mut Vec<Effect>, result: JoinResult| {
+            out.push(Effect::Join { handle, result });
+        };
+        if args.group_id.is_empty() {
+            return answer(
+                out,
+                JoinResult::error(GroupError::InvalidGroupId, &args.member_id),
+            );
+        }
+        if args.session_timeout_ms < cfg.min_session_timeout_ms
+            || args.session_timeout_ms > cfg.max_session_timeout_ms
+        {
+            let e = GroupError::InvalidSessionTimeout {
+                session_timeout_ms: args.session_timeout_ms,
+                min_ms: cfg.min_session_timeout_ms,
+                max_ms: cfg.max_session_timeout_ms,
+            };
+            return answer(out, JoinResult::error(e, &args.member_id));
+        }
+        let grp = if args.member_id.is_empty() {
+            self.groups
+                .entry(args.group_id.clone())
+                .or_insert_with(|| Group::new(&args.group_id, now))
+        } else {
+            match self.groups.get_mut(&args.group_id) {
+                Some(g) => g,
+                None => {
+                    let e = GroupError::unknown_member(&args.member_id);
+                    return answer(out, JoinResult::error(e, &args.member_id));
+                }
+            }
+        };
+        match join_step(grp, args, handle, cfg.max_size, now, out) {
+            JoinStep::Answer(r) => {
+                if let Some(GroupError::MemberIdRequired { member_id }) = &r.error {
+                    // KIP-394: the id handed out stays pending until the
+                    // member joins with it, or for one session timeout.
+                    let until = now + i64::from(args.session_timeout_ms.max(1));
+                    grp.pending_members.insert(member_id.clone(), until);
+                }
+                if r.error.is_none() && args.member_id.is_empty() {
+                    // A static member replaced its old id without a
+                    // rebalance: persist the new id.
+                    out.push(Effect::Persist {
+                        group_id: grp.group_id.clone(),
+                        record: group_record(grp),
+                    });
+                }
+                answer(out, r);
+            }
+            JoinStep::Park { rebalance } => {
+                if rebalance && grp.state != GroupState::PreparingRebalance {
+                    prepare_rebalance(grp, cfg, now, out);
+                }
+                try_complete_join(grp, false, now, out);
+            }
+        }
+        schedule(grp, now, out);
+    }
+
+    // ------------------------------------------------------------ SyncGroup
+
+    /// A SyncGroup parked as `handle`: answered by an [`Effect::Sync`] now
+    /// (errors, Stable), or once the leader's assignment is stored.
+    pub fn sync(&mut self, args: &SyncArgs, handle: RequestHandle, now: i64) {
+        let out = &mut self.effects;
+        let result = match self.groups.get_mut(&args.group_id) {
+            None => Err(GroupError::unknown_member(&args.member_id)),
+            Some(grp) => sync_step(grp, args, handle, now, out),
+        };
+        match result {
+            Ok(Some(r)) => out.push(Effect::Sync { handle, result: r }),
+            Ok(None) => {}
+            Err(e) => out.push(Effect::Sync {
+                handle,
+                result: SyncResult::error(e),
+            }),
+        }
+    }
+
+    /// The leader's assignment of `generation` was appended (`stored` is
+    /// `Ok`) or could not be (its error): the parked SyncGroups get their
+    /// assignment and the group becomes Stable, or they get the error and
+    /// the group rebalances. Nothing happens if the group moved on.
+    pub fn assignment_stored(
+        &mut self,
+        cfg: &GroupConfig,
+        group_id: &str,
+        generation: i32,
+        stored: Result<(), GroupError>,
+        now: i64,
+    ) {
+        let out = &mut self.effects;
+        let Some(grp) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        if grp.state != GroupState::CompletingRebalance || grp.generation != generation {
+            return;
+        }
+        let (ptype, pname) = (grp.protocol_type.clone(), grp.protocol_name.clone());
+        match stored {
+            Ok(()) => {
+                grp.transition(GroupState::Stable, now);
+                for m in grp.members.values_mut() {
+                    if let Some(handle) = m.awaiting_sync.take() {
+                        out.push(Effect::Sync {
+                            handle,
+                            result: SyncResult {
+                                error: None,
+                                protocol_type: ptype.clone(),
+                                protocol_name: pname.clone(),
+                                assignment: m.assignment.clone(),
+                            },
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                for m in grp.members.values_mut() {
+                    m.assignment = Bytes::new();
+                    if let Some(handle) = m.awaiting_sync.take() {
+                        out.push(Effect::Sync {
+                            handle,
+                            result: SyncResult::error(e.clone()),
+                        });
+                    }
+                }
+                prepare_rebalance(grp, cfg, now, out);
+            }
+        }
+        schedule(grp, now, out);
+    }
+
+    // ------------------------------------------------------------ Heartbeat
+
+    /// A Heartbeat: refreshes the member's session. Kafka's answers: no
+    /// group → UNKNOWN_MEMBER_ID; Dead → COORDINATOR_NOT_AVAILABLE; then
+    /// the member and generation checks; then by state: Empty →
+    /// UNKNOWN_MEMBER_ID, PreparingRebalance → REBALANCE_IN_PROGRESS,
+    /// CompletingRebalance and Stable → success.
+    pub fn heartbeat(
+        &mut self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance: &Option<String>,
+        now: i64,
+    ) -> Result<(), GroupError> {
+        let Some(grp) = self.groups.get_mut(group_id) else {
+            return Err(GroupError::unknown_member(member_id));
+        };
+        if grp.state == GroupState::Dead {
+            return Err(GroupError::CoordinatorNotAvailable);
+        }
+        check_member(grp, member_id, instance)?;
+        check_generation(grp, generation)?;
+        let refresh = |grp: &mut Group| {
+            if let Some(m) = grp.members.get_mut(member_id) {
+                m.last_heartbeat_ms = now;
+            }
+        };
+        match grp.state {
+            GroupState::Empty => Err(GroupError::unknown_member(member_id)),
+            GroupState::Dead => Err(GroupError::CoordinatorNotAvailable),
+            GroupState::PreparingRebalance => {
+                refresh(grp);
+                Err(GroupError::RebalanceInProgress)
+            }
+            GroupState::CompletingRebalance | GroupState::Stable => {
+                refresh(grp);
+                Ok(())
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ LeaveGroup
+
+    /// A LeaveGroup of `members` (by member id, or by `group.instance.id`
+    /// with an empty member id, KIP-345). Removing a member rebalances the
+    /// group.
+    pub fn leave(
+        &mut self,
+        cfg: &GroupConfig,
+        group_id: &str,
+        members: Vec<LeavingMember>,
+        now: i64,
+    ) -> LeaveOutcome {
+        let out = &mut self.effects;
+        let Some(grp) = self.groups.get_mut(group_id) else {
+            let members = members
+                .into_iter()
+                .map(|m| {
+                    let e = GroupError::unknown_member(&m.member_id);
+                    (m, Err(e))
+                })
+                .collect();
+            return LeaveOutcome {
+                error: Some(GroupError::unknown_member("")),
+                members,
+            };
+        };
+        match grp.state {
+            GroupState::Dead => {
+                return LeaveOutcome {
+                    error: Some(GroupError::CoordinatorNotAvailable),
+                    members: Vec::new(),
+                }
+            }
+            GroupState::Empty
+            | GroupState::PreparingRebalance
+            | GroupState::CompletingRebalance
+            | GroupState::Stable => {}
+        }
+        let mut results = Vec::new();
+        for lm in members {
+            if grp.pending_members.remove(&lm.member_id).is_some() {
+                results.push((lm, Ok(())));
+                continue;
+            }
+            let resolved = match &lm.group_instance_id {
+                Some(i) => match grp.static_members.get(i) {
+                    Some(id) if lm.member_id.is_empty() || *id == lm.member_id => Ok(id.clone()),
+                    Some(_) => Err(GroupError::FencedInstanceId {
+                        group_instance_id: Some(i.clone()),
+                    }),
+                    None => Err(GroupError::unknown_member(&lm.member_id)),
+                },
+                None if grp.members.contains_key(&lm.member_id) => Ok(lm.member_id.clone()),
+                None => Err(GroupError::unknown_member(&lm.member_id)),
+            };
+            match resolved {
+                Ok(id) => {
+                    log::info!("member {id} left group {group_id}");
+                    let e = GroupError::unknown_member(&id);
+                    remove_member_and_rebalance(grp, cfg, &id, e, now, out);
+                    results.push((lm, Ok(())));
+                }
+                Err(e) => results.push((lm, Err(e))),
+            }
+        }
+        schedule(grp, now, out);
+        LeaveOutcome {
+            error: None,
+            members: results,
+        }
+    }
+
+    // ------------------------------------------------------------ deadlines
+
+    /// A timer armed for `at_ms` fired at `now`: lapses pending member ids,
+    /// expires members whose session ended (not while they wait in a join),
+    /// completes the join at the initial rebalance delay or forces it at the
+    /// rebalance timeout, and arms the next deadline.
+    pub fn on_deadline(&mut self, cfg: &GroupConfig, group_id: &str, at_ms: i64, now: i64) {
+        let out = &mut self.effects;
+        let Some(grp) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        if grp.timer_at_ms == Some(at_ms) {
+            grp.timer_at_ms = None;
+        }
+        match grp.state {
+            GroupState::Dead => return,
+            GroupState::Empty
+            | GroupState::PreparingRebalance
+            | GroupState::CompletingRebalance
+            | GroupState::Stable => {}
+        }
+        grp.pending_members.retain(|_, until| *until > now);
+        let expired: Vec<String> = grp
+            .members
+            .values()
+            .filter(|m| m.awaiting_join.is_none() && m.session_deadline_ms() <= now)
+            .map(|m| m.member_id.clone())
+            .collect();
+        for id in expired {
+            log::info!(
+                "member {id} of group {} expired (no heartbeat within session.timeout.ms)",
+                grp.group_id
+            );
+            let e = GroupError::unknown_member(&id);
+            remove_member_and_rebalance(grp, cfg, &id, e, now, out);
+        }
+        if grp.state == GroupState::PreparingRebalance {
+            let force = now >= grp.rebalance_deadline_ms;
+            try_complete_join(grp, force, now, out);
+        }
+        schedule(grp, now, out);
+    }
+
+    // ------------------------------------------------------------ admin
+
+    /// DescribeGroups for one group; an unknown group is described as Dead.
+    pub fn describe(&self, group_id: &str) -> GroupDescription {
+        let Some(grp) = self.groups.get(group_id) else {
+            return GroupDescription {
+                group_id: group_id.to_string(),
+                state: GroupState::Dead.as_str().into(),
+                ..Default::default()
+            };
+        };
+        let protocol = grp.protocol_name.clone().unwrap_or_default();
+        // The protocol is shown once it is selected; assignments once
+        // delivered.
+        let (show_protocol, show_assignment) = match grp.state {
+            GroupState::Stable => (true, true),
+            GroupState::CompletingRebalance => (true, false),
+            GroupState::Empty | GroupState::PreparingRebalance | GroupState::Dead => (false, false),
+        };
+        GroupDescription {
+            group_id: group_id.to_string(),
+            state: grp.state.as_str().to_string(),
+            protocol_type: grp.protocol_type.clone().unwrap_or_default(),
+            protocol: if show_protocol {
+                protocol.clone()
+            } else {
+                String::new()
+            },
+            members: grp
+                .members
+                .values()
+                .map(|m| DescribedMember {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: m.metadata_for(&protocol),
+                    assignment: if show_assignment {
+                        m.assignment.clone()
+                    } else {
+                        Bytes::new()
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    /// ListGroups: groups that are not Dead, filtered by state names
+    /// (case-insensitive, KIP-518) and protocol types (KIP-848's types
+    /// filter; every group here is "classic"), sorted by id.
+    pub fn list(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
+        let mut out: Vec<ListedGroup> = self
+            .groups
+            .values()
+            .filter_map(|g| {
+                let state = g.state.as_str();
+                if g.state == GroupState::Dead {
+                    return None;
+                }
+                if !states.is_empty() && !states.iter().any(|s| s.eq_ignore_ascii_case(state)) {
+                    return None;
+                }
+                if !types.is_empty() && !types.iter().any(|t| t.eq_ignore_ascii_case("classic")) {
+                    return None;
+                }
+                Some(ListedGroup {
+                    group_id: g.group_id.clone(),
+                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                    state: state.to_string(),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// First step of DeleteGroups: the tombstones to append (the group's
+    /// offsets and metadata). Kafka's answers by state: Empty → deletable;
+    /// PreparingRebalance, CompletingRebalance, Stable → NON_EMPTY_GROUP;
+    /// Dead or unknown → GROUP_ID_NOT_FOUND.
+    pub fn plan_delete_group(&self, group_id: &str) -> Result<Vec<OffsetsTopicRecord>, GroupError> {
+        let Some(grp) = self.groups.get(group_id) else {
+            return Err(GroupError::GroupIdNotFound);
+        };
+        match grp.state {
+            GroupState::Dead => return Err(GroupError::GroupIdNotFound),
+            GroupState::PreparingRebalance
+            | GroupState::CompletingRebalance
+            | GroupState::Stable => return Err(GroupError::NonEmptyGroup),
+            GroupState::Empty => {}
+        }
+        let mut recs: Vec<OffsetsTopicRecord> = self
+            .offsets
+            .committed
+            .get(group_id)
+            .map(|m| {
+                m.keys()
+                    .map(|(t, p)| (records::offset_key(group_id, t, *p), None))
+                    .collect()
+            })
+            .unwrap_or_default();
+        recs.push((records::group_key(group_id), None));
+        Ok(recs)
+    }
+
+    /// Second step of DeleteGroups, once the tombstones are appended: the
+    /// group and its offsets are gone.
+    pub fn apply_delete_group(&mut self, group_id: &str, now: i64) {
+        if let Some(g) = self.groups.get_mut(group_id) {
+            g.transition(GroupState::Dead, now);
+        }
+        self.groups.remove(group_id);
+        self.offsets.committed.remove(group_id);
+    }
+}
+
+// ---------------------------------------------------------------- checks
+
+/// Kafka's member check: a request naming a `group.instance.id` held by
+/// another member is fenced; an unknown member id is UNKNOWN_MEMBER_ID.
+pub(crate) fn check_member(
+    grp: &Group,
+    member_id: &str,
+    instance: &Option<String>,
+) -> Result<(), GroupError> {
+    match grp.members.get(member_id) {
+        None => {
+            if let Some(i) = instance {
+                if grp.static_members.contains_key(i) {
+                    return Err(GroupError::FencedInstanceId {
+                        group_instance_id: Some(i.clone()),
+                    });
+                }
+            }
+            Err(GroupError::unknown_member(member_id))
+        }
+        Some(m) if &m.group_instance_id != instance => Err(GroupError::FencedInstanceId {
+            group_instance_id: instance.clone(),
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// ILLEGAL_GENERATION unless `generation` is the group's.
+pub(crate) fn check_generation(grp: &Group, generation: i32) -> Result<(), GroupError> {
+    if generation == grp.generation {
+        Ok(())
+    } else {
+        Err(GroupError::IllegalGeneration {
+            generation,
+            current: grp.generation,
+        })
+    }
+}
+
+// ---------------------------------------------------------------- join
+
+enum JoinStep {
+    Answer(JoinResult),
+    Park { rebalance: bool },
+}
+
+fn new_member(args: &JoinArgs, member_id: &str, now: i64) -> Member {
+    Member {
+        member_id: member_id.to_string(),
+        group_instance_id: args.group_instance_id.clone(),
+        client_id: args.client_id.clone(),
+        client_host: args.client_host.clone(),
+        session_timeout_ms: args.session_timeout_ms,
+        rebalance_timeout_ms: args.rebalance_timeout_ms,
+        protocol_type: args.protocol_type.clone(),
+        protocols: args.protocols.clone(),
+        assignment: Bytes::new(),
+        last_heartbeat_ms: now,
+        awaiting_join: None,
+        awaiting_sync: None,
+    }
+}
+
+/// The members as the leader's JoinGroup answer lists them.
+fn member_list(grp: &Group) -> Vec<(String, Option<String>, Bytes)> {
+    let protocol = grp.protocol_name.clone().unwrap_or_default();
+    grp.members
+        .values()
+        .map(|m| {
+            (
+                m.member_id.clone(),
+                m.group_instance_id.clone(),
+                m.metadata_for(&protocol),
+            )
+        })
+        .collect()
+}
+
+fn current_join_result(grp: &Group, member_id: &str) -> JoinResult {
+    let leader = grp.leader.clone().unwrap_or_default();
+    JoinResult {
+        error: None,
+        generation_id: grp.generation,
+        protocol_type: grp.protocol_type.clone(),
+        protocol_name: grp.protocol_name.clone(),
+        members: if member_id == leader {
+            member_list(grp)
+        } else {
+            Vec::new()
+        },
+        leader,
+        member_id: member_id.to_string(),
+        skip_assignment: false,
+    }
+}
+
+fn join_step(
+    grp: &mut Group,
+    args: &JoinArgs,
+    handle: RequestHandle,
+    max_size: usize,
+    now: i64,
+    out: &mut Vec<Effect>,
+) -> JoinStep {
+    let err = |e: GroupError| JoinStep::Answer(JoinResult::error(e, &args.member_id));
+    if grp.state == GroupState::Dead {
+        return err(GroupError::CoordinatorNotAvailable);
+    }
+    if !grp.supports(&args.protocol_type, &args.protocols) {
+        return err(GroupError::InconsistentGroupProtocol);
+    }
+    if args.member_id.is_empty() {
+        let new_id = format!("{}-{}", args.client_id, uuid::Uuid::new_v4());
+        if let Some(instance) = &args.group_instance_id {
+            if let Some(old_id) = grp.static_members.get(instance).cloned() {
+                return static_rejoin(grp, args, &old_id, &new_id, handle, now, out);
+            }
+        } else if args.require_known_member_id {
+            return JoinStep::Answer(JoinResult::error(
+                GroupError::MemberIdRequired {
+                    member_id: new_id.clone(),
+                },
+                &new_id,
+            ));
+        }
+        if grp.members.len() >= max_size {
+            return err(GroupError::GroupMaxSizeReached { max_size });
+        }
+        add_member(grp, args, &new_id, handle, now);
+        return JoinStep::Park { rebalance: true };
+    }
+    let id = args.member_id.clone();
+    if grp.pending_members.remove(&id).is_some() {
+        if grp.members.len() >= max_size {
+            return err(GroupError::GroupMaxSizeReached { max_size });
+        }
+        add_member(grp, args, &id, handle, now);
+        return JoinStep::Park { rebalance: true };
+    }
+    if let Err(e) = check_member(grp, &id, &args.group_instance_id) {
+        return err(e);
+    }
+    let same = grp
+        .members
+        .get(&id)
+        .is_some_and(|m| m.same_protocols(&args.protocols));
+    let is_leader = grp.leader.as_deref() == Some(id.as_str());
+    match grp.state {
+        // No member can be known in these states: the member resets its
+        // generation and rejoins.
+        GroupState::Empty | GroupState::Dead => err(GroupError::unknown_member(&id)),
+        GroupState::PreparingRebalance => {
+            update_member(grp, args, handle, now, out);
+            JoinStep::Park { rebalance: false }
+        }
+        // Same metadata: the member gets the current generation again.
+        GroupState::CompletingRebalance if same => JoinStep::Answer(current_join_result(grp, &id)),
+        GroupState::Stable if same && !is_leader => JoinStep::Answer(current_join_result(grp, &id)),
+        // Changed metadata, or the leader rejoining a Stable group: rebalance.
+        GroupState::CompletingRebalance | GroupState::Stable => {
+            update_member(grp, args, handle, now, out);
+            JoinStep::Park { rebalance: true }
+        }
+    }
+}
+
+fn add_member(grp: &mut Group, args: &JoinArgs, id: &str, handle: RequestHandle, now: i64) {
+    if grp.members.is_empty() {
+        grp.protocol_type = Some(args.protocol_type.clone());
+    }
+    let mut m = new_member(args, id, now);
+    m.awaiting_join = Some(handle);
+    if let Some(i) = &args.group_instance_id {
+        grp.static_members.insert(i.clone(), id.to_string());
+    }
+    grp.members.insert(id.to_string(), m);
+}
+
+fn update_member(
+    grp: &mut Group,
+    args: &JoinArgs,
+    handle: RequestHandle,
+    now: i64,
+    out: &mut Vec<Effect>,
+) {
+    if let Some(m) = grp.members.get_mut(&args.member_id) {
+        m.protocols = args.protocols.clone();
+        m.session_timeout_ms = args.session_timeout_ms;
+        m.rebalance_timeout_ms = args.rebalance_timeout_ms;
+        m.last_heartbeat_ms = now;
+        if let Some(old) = m.awaiting_join.replace(handle) {
+            out.push(Effect::Join {
+                handle: old,
+                result: JoinResult::error(
+                    GroupError::unknown_member(&args.member_id),
+                    &args.member_id,
+                ),
+            });
+        }
+    }
+}
+
+/// KIP-345: a known `group.instance.id` rejoins with a new member id. The old
+/// id is fenced; a Stable group with unchanged protocols keeps its assignment
+/// and generation (no rebalance).
+fn static_rejoin(
+    grp: &mut Group,
+    args: &JoinArgs,
+    old_id: &str,
+    new_id: &str,
+    handle: RequestHandle,
+    now: i64,
+    out: &mut Vec<Effect>,
+) -> JoinStep {
+    let Some(mut old) = grp.members.shift_remove(old_id) else {
+        grp.static_members
+            .remove(args.group_instance_id.as_deref().unwrap_or_default());
+        add_member(grp, args, new_id, handle, now);
+        return JoinStep::Park { rebalance: true };
+    };
+    let fenced = GroupError::FencedInstanceId {
+        group_instance_id: args.group_instance_id.clone(),
+    };
+    if let Some(h) = old.awaiting_join.take() {
+        out.push(Effect::Join {
+            handle: h,
+            result: JoinResult::error(fenced.clone(), old_id),
+        });
+    }
+    if let Some(h) = old.awaiting_sync.take() {
+        out.push(Effect::Sync {
+            handle: h,
+            result: SyncResult::error(fenced),
+        });
+    }
+    let same = old.same_protocols(&args.protocols);
+    let mut m = new_member(args, new_id, now);
+    m.assignment = old.assignment.clone();
+    grp.members.insert(new_id.to_string(), m);
+    if let Some(i) = &args.group_instance_id {
+        grp.static_members.insert(i.clone(), new_id.to_string());
+    }
+    if grp.leader.as_deref() == Some(old_id) {
+        grp.leader = Some(new_id.to_string());
+    }
+    // Kafka's rule for a static member rejoining a Stable group: no
+    // rebalance when the protocol the next generation would select is the
+    // current one. The metadata bytes may differ (a restarted Java consumer
+    // sends its owned partitions and generation in them); the member keeps
+    // its old assignment either way.
+    let selected_unchanged =
+        grp.protocol_name.is_some() && grp.select_protocol() == grp.protocol_name;
+    let park = |grp: &mut Group, rebalance: bool| {
+        if let Some(m) = grp.members.get_mut(new_id) {
+            m.awaiting_join = Some(handle);
+        }
+        JoinStep::Park { rebalance }
+    };
+    match grp.state {
+        GroupState::Stable if same || selected_unchanged => {
+            let mut r = current_join_result(grp, new_id);
+            // The leader need not recompute the assignment (KIP-814).
+            r.skip_assignment = r.leader == new_id;
+            JoinStep::Answer(r)
+        }
+        GroupState::PreparingRebalance => park(grp, false),
+        GroupState::Stable | GroupState::CompletingRebalance => park(grp, true),
+        // A static member is only known while the group has members; a
+        // group loaded Empty or Dead has none. Rebalance as for a new member.
+        GroupState::Empty | GroupState::Dead => park(grp, true),
+    }
+}
+
+// ---------------------------------------------------------------- rebalance
+
+/// PreparingRebalance: cancels pending syncs (REBALANCE_IN_PROGRESS) and sets
+/// the join deadlines: not before `group.initial.rebalance.delay.ms` when the
+/// group was Empty (capped by the rebalance timeout), at the latest after the
+/// largest rebalance timeout of the members.
+pub(crate) fn prepare_rebalance(
+    grp: &mut Group,
+    cfg: &GroupConfig,
+    now: i64,
+    out: &mut Vec<Effect>,
+) {
+    if grp.state == GroupState::CompletingRebalance {
+        for m in grp.members.values_mut() {
+            if let Some(handle) = m.awaiting_sync.take() {
+                out.push(Effect::Sync {
+                    handle,
+                    result: SyncResult::error(GroupError::RebalanceInProgress),
+                });
+            }
+        }
+    }
+    let from_empty = grp.state == GroupState::Empty;
+    grp.transition(GroupState::PreparingRebalance, now);
+    let rebalance_ms = i64::from(grp.max_rebalance_timeout_ms().max(0));
+    let delay_ms = if from_empty {
+        i64::from(cfg.initial_rebalance_delay_ms.max(0)).min(rebalance_ms)
+    } else {
+        0
+    };
+    grp.join_not_before_ms = now + delay_ms;
+    grp.rebalance_deadline_ms = now + rebalance_ms.max(delay_ms);
+}
+
+/// Completes the join when every member rejoined (and the initial delay
+/// passed), or unconditionally at the rebalance deadline (`force`), removing
+/// members that did not rejoin. Every parked join is answered; the leader's
+/// answer lists the members.
+fn try_complete_join(grp: &mut Group, force: bool, now: i64, out: &mut Vec<Effect>) {
+    if grp.state != GroupState::PreparingRebalance {
+        return;
+    }
+    if !force && (now < grp.join_not_before_ms || !grp.all_joined()) {
+        return;
+    }
+    let gone: Vec<String> = grp
+        .members
+        .values()
+        .filter(|m| m.awaiting_join.is_none())
+        .map(|m| m.member_id.clone())
+        .collect();
+    for id in gone {
+        log::info!(
+            "member {id} of group {} did not rejoin in time; removed",
+            grp.group_id
+        );
+        grp.remove_member(&id);
+    }
+    grp.generation += 1;
+    if grp.members.is_empty() {
+        grp.protocol_name = None;
+        grp.leader = None;
+        grp.transition(GroupState::Empty, now);
+        out.push(Effect::Persist {
+            group_id: grp.group_id.clone(),
+            record: group_record(grp),
+        });
+        return;
+    }
+    grp.protocol_name = grp.select_protocol();
+    if grp
+        .leader
+        .as_ref()
+        .is_none_or(|l| !grp.members.contains_key(l))
+    {
+        grp.leader = grp.members.keys().next().cloned();
+    }
+    grp.transition(GroupState::CompletingRebalance, now);
+    let protocol = grp.protocol_name.clone().unwrap_or_default();
+    let leader = grp.leader.clone().unwrap_or_default();
+    let all = member_list(grp);
+    let (generation, ptype) = (grp.generation, grp.protocol_type.clone());
+    for m in grp.members.values_mut() {
+        m.last_heartbeat_ms = now;
+        if let Some(handle) = m.awaiting_join.take() {
+            out.push(Effect::Join {
+                handle,
+                result: JoinResult {
+                    error: None,
+                    generation_id: generation,
+                    protocol_type: ptype.clone(),
+                    protocol_name: Some(protocol.clone()),
+                    leader: leader.clone(),
+                    member_id: m.member_id.clone(),
+                    members: if m.member_id == leader {
+                        all.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    skip_assignment: false,
+                },
+            });
+        }
+    }
+}
+
+/// Removes a member (answering its parked requests with `error`) and moves
+/// the group on: a rebalance from Stable/CompletingRebalance, a join
+/// completion check from PreparingRebalance.
+fn remove_member_and_rebalance(
+    grp: &mut Group,
+    cfg: &GroupConfig,
+    member_id: &str,
+    error: GroupError,
+    now: i64,
+    out: &mut Vec<Effect>,
+) {
+    if let Some(mut m) = grp.remove_member(member_id) {
+        if let Some(handle) = m.awaiting_join.take() {
+            out.push(Effect::Join {
+                handle,
+                result: JoinResult::error(error.clone(), member_id),
+            });
+        }
+        if let Some(handle) = m.awaiting_sync.take() {
+            out.push(Effect::Sync {
+                handle,
+                result: SyncResult::error(error),
+            });
+        }
+    }
+    match grp.state {
+        GroupState::Stable | GroupState::CompletingRebalance => {
+            prepare_rebalance(grp, cfg, now, out)
+        }
+        GroupState::PreparingRebalance => try_complete_join(grp, false, now, out),
+        GroupState::Empty | GroupState::Dead => {}
+    }
+}
+
+/// The earliest time the group needs its timer: a pending member id
+/// lapsing, a session ending, or the join's delay/deadline.
+fn next_deadline(grp: &Group, now: i64) -> Option<i64> {
+    let pending = grp.pending_members.values().copied();
+    let sessions = grp
+        .members
+        .values()
+        .filter(|m| m.awaiting_join.is_none())
+        .map(Member::session_deadline_ms);
+    let join = match grp.state {
+        GroupState::PreparingRebalance => {
+            let delay = (grp.join_not_before_ms > now).then_some(grp.join_not_before_ms);
+            vec![Some(grp.rebalance_deadline_ms), delay]
+        }
+        GroupState::Empty
+        | GroupState::CompletingRebalance
+        | GroupState::Stable
+        | GroupState::Dead => Vec::new(),
+    };
+    pending
+        .chain(sessions)
+        .chain(join.into_iter().flatten())
+        .min()
+}
+
+/// Arms the group's timer for its next deadline unless one is armed no
+/// later.
+fn schedule(grp: &mut Group, now: i64, out: &mut Vec<Effect>) {
+    if grp.state == GroupState::Dead {
+        return;
+    }
+    let Some(at) = next_deadline(grp, now) else {
+        return;
+    };
+    if grp.timer_at_ms.is_some_and(|t| t <= at) {
+        return;
+    }
+    grp.timer_at_ms = Some(at);
+    out.push(Effect::Timer {
+        group_id: grp.group_id.clone(),
+        at_ms: at,
+    });
+}
+
+// ---------------------------------------------------------------- sync
+
+/// SyncGroup's checks and answer: `Ok(Some)` answers now, `Ok(None)` parks.
+fn sync_step(
+    grp: &mut Group,
+    args: &SyncArgs,
+    handle: RequestHandle,
+    now: i64,
+    out: &mut Vec<Effect>,
+) -> Result<Option<SyncResult>, GroupError> {
+    if grp.state == GroupState::Dead {
+        return Err(GroupError::CoordinatorNotAvailable);
+    }
+    check_member(grp, &args.member_id, &args.group_instance_id)?;
+    check_generation(grp, args.generation_id)?;
+    if args
+        .protocol_type
+        .as_ref()
+        .is_some_and(|t| grp.protocol_type.as_ref() != Some(t))
+        || args
+            .protocol_name
+            .as_ref()
+            .is_some_and(|n| grp.protocol_name.as_ref() != Some(n))
+    {
+        return Err(GroupError::InconsistentGroupProtocol);
+    }
+    match grp.state {
+        GroupState::Empty => return Err(GroupError::unknown_member(&args.member_id)),
+        GroupState::Dead => return Err(GroupError::CoordinatorNotAvailable),
+        GroupState::PreparingRebalance => return Err(GroupError::RebalanceInProgress),
+        GroupState::Stable => {
+            let assignment = grp
+                .members
+                .get(&args.member_id)
+                .map(|m| m.assignment.clone())
+                .unwrap_or_default();
+            return Ok(Some(SyncResult {
+                error: None,
+                protocol_type: grp.protocol_type.clone(),
+                protocol_name: grp.protocol_name.clone(),
+                assignment,
+            }));
+        }
+        GroupState::CompletingRebalance => {}
+    }
+    if let Some(m) = grp.members.get_mut(&args.member_id) {
+        m.last_heartbeat_ms = now;
+        if let Some(old) = m.awaiting_sync.replace(handle) {
+            out.push(Effect::Sync {
+                handle: old,
+                result: SyncResult::error(GroupError::unknown_member(&args.member_id)),
+            });
+        }
+    }
+    if grp.leader.as_deref() == Some(args.member_id.as_str()) {
+        let assignments: HashMap<&str, &Bytes> = args
+            .assignments
+            .iter()
+            .map(|(m, a)| (m.as_str(), a))
+            .collect();
+        for m in grp.members.values_mut() {
+            m.assignment = assignments
+                .get(m.member_id.as_str())
+                .map(|a| (*a).clone())
+                .unwrap_or_default();
+        }
+        out.push(Effect::StoreAssignment {
+            group_id: grp.group_id.clone(),
+            generation: grp.generation,
+            record: group_record(grp),
+        });
+    }
+    Ok(None)
+}
+
+// ---------------------------------------------------------------- records
+
+/// The group's metadata record (Kafka's GroupMetadataValue).
+pub fn group_record(g: &Group) -> OffsetsTopicRecord {
+    let protocol = g.protocol_name.clone();
+    let value = GroupValue {
+        protocol_type: g.protocol_type.clone().unwrap_or_default(),
+        generation: g.generation,
+        protocol: protocol.clone(),
+        leader: g.leader.clone(),
+        current_state_timestamp: g.state_timestamp_ms,
+        members: g
+            .members
+            .values()
+            .map(|m| StoredMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id.clone(),
+                client_id: m.client_id.clone(),
+                client_host: m.client_host.clone(),
+                rebalance_timeout_ms: m.rebalance_timeout_ms,
+                session_timeout_ms: m.session_timeout_ms,
+                subscription: protocol
+                    .as_deref()
+                    .map(|p| m.metadata_for(p))
+                    .unwrap_or_default(),
+                assignment: m.assignment.clone(),
+            })
+            .collect(),
+    };
+    (
+        records::group_key(&g.group_id),
+        Some(records::group_value(&value)),
+    )
+}
