@@ -18,10 +18,7 @@ use super::error::GroupError;
 use super::offsets::OffsetStore;
 use super::records::{self, GroupValue, StoredMember};
 use super::state::{Group, GroupState, Member, RequestHandle};
-use super::{
-    DescribedMember, GroupConfig, GroupDescription, JoinArgs, JoinResult, LeavingMember,
-    ListedGroup, SyncArgs, SyncResult,
-};
+use super::{GroupConfig, JoinArgs, JoinResult, LeavingMember, SyncArgs, SyncResult};
 
 /// A record for `__consumer_offsets`: key, and value or `None` (tombstone).
 pub type OffsetsTopicRecord = (Bytes, Option<Bytes>);
@@ -410,121 +407,6 @@ impl GroupCore {
             try_complete_join(grp, force, now, out);
         }
         schedule(grp, now, out);
-    }
-
-    // ------------------------------------------------------------ admin
-
-    /// DescribeGroups for one group; an unknown group is described as Dead.
-    pub fn describe(&self, group_id: &str) -> GroupDescription {
-        let Some(grp) = self.groups.get(group_id) else {
-            return GroupDescription {
-                group_id: group_id.to_string(),
-                state: GroupState::Dead.as_str().into(),
-                ..Default::default()
-            };
-        };
-        let protocol = grp.protocol_name.clone().unwrap_or_default();
-        // The protocol is shown once it is selected; assignments once
-        // delivered.
-        let (show_protocol, show_assignment) = match grp.state {
-            GroupState::Stable => (true, true),
-            GroupState::CompletingRebalance => (true, false),
-            GroupState::Empty | GroupState::PreparingRebalance | GroupState::Dead => (false, false),
-        };
-        GroupDescription {
-            group_id: group_id.to_string(),
-            state: grp.state.as_str().to_string(),
-            protocol_type: grp.protocol_type.clone().unwrap_or_default(),
-            protocol: if show_protocol {
-                protocol.clone()
-            } else {
-                String::new()
-            },
-            members: grp
-                .members
-                .values()
-                .map(|m| DescribedMember {
-                    member_id: m.member_id.clone(),
-                    group_instance_id: m.group_instance_id.clone(),
-                    client_id: m.client_id.clone(),
-                    client_host: m.client_host.clone(),
-                    metadata: m.metadata_for(&protocol),
-                    assignment: if show_assignment {
-                        m.assignment.clone()
-                    } else {
-                        Bytes::new()
-                    },
-                })
-                .collect(),
-        }
-    }
-
-    /// ListGroups: groups that are not Dead, filtered by state names
-    /// (case-insensitive, KIP-518) and protocol types (KIP-848's types
-    /// filter; every group here is "classic"), sorted by id.
-    pub fn list(&self, states: &[String], types: &[String]) -> Vec<ListedGroup> {
-        let mut out: Vec<ListedGroup> = self
-            .groups
-            .values()
-            .filter_map(|g| {
-                let state = g.state.as_str();
-                if g.state == GroupState::Dead {
-                    return None;
-                }
-                if !states.is_empty() && !states.iter().any(|s| s.eq_ignore_ascii_case(state)) {
-                    return None;
-                }
-                if !types.is_empty() && !types.iter().any(|t| t.eq_ignore_ascii_case("classic")) {
-                    return None;
-                }
-                Some(ListedGroup {
-                    group_id: g.group_id.clone(),
-                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                    state: state.to_string(),
-                })
-            })
-            .collect();
-        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-        out
-    }
-
-    /// First step of DeleteGroups: the tombstones to append (the group's
-    /// offsets and metadata). Kafka's answers by state: Empty → deletable;
-    /// PreparingRebalance, CompletingRebalance, Stable → NON_EMPTY_GROUP;
-    /// Dead or unknown → GROUP_ID_NOT_FOUND.
-    pub fn plan_delete_group(&self, group_id: &str) -> Result<Vec<OffsetsTopicRecord>, GroupError> {
-        let Some(grp) = self.groups.get(group_id) else {
-            return Err(GroupError::GroupIdNotFound);
-        };
-        match grp.state {
-            GroupState::Dead => return Err(GroupError::GroupIdNotFound),
-            GroupState::PreparingRebalance
-            | GroupState::CompletingRebalance
-            | GroupState::Stable => return Err(GroupError::NonEmptyGroup),
-            GroupState::Empty => {}
-        }
-        let mut recs: Vec<OffsetsTopicRecord> = self
-            .offsets
-            .committed
-            .get(group_id)
-            .map(|m| {
-                m.keys()
-                    .map(|(t, p)| (records::offset_key(group_id, t, *p), None))
-                    .collect()
-            })
-            .unwrap_or_default();
-        recs.push((records::group_key(group_id), None));
-        Ok(recs)
-    }
-
-    /// Second step of DeleteGroups, once the tombstones are appended: the
-    /// group and its offsets are gone.
-    pub fn apply_delete_group(&mut self, group_id: &str, now: i64) {
-        if let Some(g) = self.groups.get_mut(group_id) {
-            g.transition(GroupState::Dead, now);
-        }
-        self.groups.remove(group_id);
-        self.offsets.committed.remove(group_id);
     }
 }
 

@@ -13,6 +13,7 @@
 //! responses and runs the timers. Errors are [`GroupError`]; the handlers map
 //! them to Kafka codes (`src/error.rs`).
 
+pub mod admin;
 pub mod coordinator;
 #[cfg(test)]
 mod core_tests;
