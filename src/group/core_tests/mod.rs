@@ -218,12 +218,23 @@ pub(super) struct Fixture {
     pub(super) leader: String,
     pub(super) follower: String,
     pub(super) generation: i32,
+    /// The follower's `group.instance.id` (static fixture only).
+    pub(super) instance: Option<String>,
 }
 
 pub(super) fn fixture(state: GroupState) -> Fixture {
+    fixture_with(state, None)
+}
+
+/// As [`fixture`], with a static follower (`group.instance.id` "i-b").
+pub(super) fn static_fixture(state: GroupState) -> Fixture {
+    fixture_with(state, Some("i-b"))
+}
+
+fn fixture_with(state: GroupState, follower_instance: Option<&str>) -> Fixture {
     let mut h = Harness::new(DELAY_MS);
     let ja = h.join(join_args("", "a", None));
-    let jb = h.join(join_args("", "b", None));
+    let jb = h.join(join_args("", "b", follower_instance));
     assert_eq!(h.state(), GroupState::PreparingRebalance);
     h.advance(i64::from(DELAY_MS));
     let ra = h
@@ -238,6 +249,7 @@ pub(super) fn fixture(state: GroupState) -> Fixture {
         leader: ra.member_id,
         follower: rb.member_id,
         generation: ra.generation_id,
+        instance: follower_instance.map(str::to_string),
         h,
     };
     assert_eq!(f.h.state(), GroupState::CompletingRebalance);
@@ -249,7 +261,9 @@ pub(super) fn fixture(state: GroupState) -> Fixture {
         (f.follower.clone(), Bytes::from_static(b"B")),
     ];
     let sl = f.h.sync(sync_args(&f.leader, f.generation, assignments));
-    let sf = f.h.sync(sync_args(&f.follower, f.generation, vec![]));
+    let mut follower_sync = sync_args(&f.follower, f.generation, vec![]);
+    follower_sync.group_instance_id = f.instance.clone();
+    let sf = f.h.sync(follower_sync);
     f.h.store(Ok(()));
     assert_eq!(
         f.h.sync_reply(sl).map(|r| r.assignment),
@@ -267,13 +281,16 @@ pub(super) fn fixture(state: GroupState) -> Fixture {
             assert_eq!(f.h.state(), GroupState::PreparingRebalance);
         }
         GroupState::Empty => {
-            let members = [&f.leader, &f.follower]
-                .iter()
-                .map(|m| LeavingMember {
-                    member_id: m.to_string(),
+            let members = vec![
+                LeavingMember {
+                    member_id: f.leader.clone(),
                     group_instance_id: None,
-                })
-                .collect();
+                },
+                LeavingMember {
+                    member_id: f.follower.clone(),
+                    group_instance_id: f.instance.clone(),
+                },
+            ];
             let o = f.h.core.leave(&f.h.cfg, G, members, f.h.now);
             f.h.collect();
             assert_eq!(o.error, None);

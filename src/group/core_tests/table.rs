@@ -6,19 +6,21 @@ use crate::group::error::GroupError;
 use crate::group::state::GroupState;
 use crate::group::*;
 
+/// The columns of the tables.
+const STATES: [GroupState; 5] = [
+    GroupState::Empty,
+    GroupState::PreparingRebalance,
+    GroupState::CompletingRebalance,
+    GroupState::Stable,
+    GroupState::Dead,
+];
+
 type Request = fn(&mut Fixture) -> Out;
 
 /// Every request against every state, with Kafka's answer: the columns are
 /// Empty, PreparingRebalance, CompletingRebalance, Stable, Dead.
 #[test]
 fn every_state_answers_every_request_as_kafka_does() {
-    const STATES: [GroupState; 5] = [
-        GroupState::Empty,
-        GroupState::PreparingRebalance,
-        GroupState::CompletingRebalance,
-        GroupState::Stable,
-        GroupState::Dead,
-    ];
     let table: &[(&str, Request, [Out; 5])] = &[
         (
             "JoinGroup v4 unknown member",
@@ -191,6 +193,62 @@ fn every_state_answers_every_request_as_kafka_does() {
         }
     }
     assert_eq!(pairs, 22 * 5);
+}
+
+/// Static members (KIP-345) in every state: the follower of the fixture has
+/// `group.instance.id` "i-b".
+#[test]
+fn every_state_answers_static_members_as_kafka_does() {
+    let table: &[(&str, Request, [Out; 5])] = &[
+        (
+            "JoinGroup of a restarted static member (instance id, no member id)",
+            |f| join_out(f, join_args("", "b", Some("i-b"))),
+            [Parked, Parked, Parked, Code(0), Code(15)],
+        ),
+        (
+            "JoinGroup of a static member with its member id",
+            |f| {
+                let m = f.follower.clone();
+                join_out(f, join_args(&m, "b", Some("i-b")))
+            },
+            [Code(25), Parked, Code(0), Code(0), Code(15)],
+        ),
+        (
+            "Heartbeat naming the instance id with another member id",
+            |f| {
+                let (g, inst) = (f.generation, f.instance.clone());
+                Code(group_code(
+                    &f.h.core.heartbeat(G, g, "other", &inst, f.h.now),
+                ))
+            },
+            [Code(25), Code(82), Code(82), Code(82), Code(15)],
+        ),
+        (
+            "LeaveGroup by instance id alone",
+            |f| {
+                let m = LeavingMember {
+                    member_id: String::new(),
+                    group_instance_id: f.instance.clone(),
+                };
+                let o = f.h.core.leave(&f.h.cfg, G, vec![m], f.h.now);
+                match o.error {
+                    Some(e) => Code(e.code()),
+                    None => Code(group_code(&o.members[0].1)),
+                }
+            },
+            [Code(25), Code(0), Code(0), Code(0), Code(15)],
+        ),
+    ];
+    let mut pairs = 0;
+    for (name, request, expected) in table {
+        for (state, want) in STATES.iter().zip(expected) {
+            let mut f = static_fixture(*state);
+            let got = request(&mut f);
+            assert_eq!(got, *want, "{name} in {}", state.as_str());
+            pairs += 1;
+        }
+    }
+    assert_eq!(pairs, 4 * 5);
 }
 
 #[test]
