@@ -14,6 +14,7 @@
 //!   and recovery by replay.
 
 pub mod coordinator;
+pub mod error;
 pub mod partition_txns;
 pub mod producer_ids;
 pub mod producer_state;
