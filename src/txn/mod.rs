@@ -15,6 +15,8 @@
 
 pub mod coordinator;
 pub mod error;
+pub mod load;
+pub mod state_machine;
 pub mod partition_txns;
 pub mod producer_ids;
 pub mod producer_state;
