@@ -12,9 +12,9 @@ use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_offsets_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
-use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;

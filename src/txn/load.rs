@@ -136,11 +136,19 @@ mod tests {
             r.apply(&txn_key(id), Some(&txn_value(v))).unwrap();
         };
         put(&mut r, "a", &value(1, TxnStatus::Ongoing, &[("t", 0)]));
-        put(&mut r, "a", &value(1, TxnStatus::PrepareCommit, &[("t", 0)]));
+        put(
+            &mut r,
+            "a",
+            &value(1, TxnStatus::PrepareCommit, &[("t", 0)]),
+        );
         put(&mut r, "b", &value(2, TxnStatus::Empty, &[]));
         r.apply(&txn_key("b"), None).unwrap();
         put(&mut r, "c", &value(3, TxnStatus::CompleteAbort, &[]));
-        put(&mut r, "d", &value(4, TxnStatus::PrepareEpochFence, &[("u", 1)]));
+        put(
+            &mut r,
+            "d",
+            &value(4, TxnStatus::PrepareEpochFence, &[("u", 1)]),
+        );
         assert!(r.apply(&Bytes::from_static(&[0, 9]), None).is_err());
         let loaded = r.finish();
         assert_eq!(loaded.records, 7);

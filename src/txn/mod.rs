@@ -16,12 +16,12 @@
 pub mod coordinator;
 pub mod error;
 pub mod load;
-pub mod state_machine;
 pub mod partition_txns;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;
 pub mod snapshot;
+pub mod state_machine;
 
 pub use coordinator::TransactionCoordinator;
 

@@ -202,8 +202,8 @@ pub fn init_producer_id(
     };
     if let Some((producer_id, epoch)) = req.current {
         let v = &m.value;
-        let matches = producer_id == v.producer_id
-            && (epoch == v.producer_epoch || epoch == m.last_epoch);
+        let matches =
+            producer_id == v.producer_id && (epoch == v.producer_epoch || epoch == m.last_epoch);
         if !matches {
             return Err(TxnError::ProducerFenced {
                 producer_id,
@@ -501,9 +501,8 @@ pub fn timeout_abort(m: &TxnMetadata, now: i64) -> Option<EndPlan> {
     match m.value.status {
         TxnStatus::Ongoing => {
             let deadline = m.value.start_ms.saturating_add(m.value.timeout_ms as i64);
-            (m.value.start_ms >= 0 && now > deadline).then(|| {
-                end_plan(m, m.value.producer_epoch.saturating_add(1), false, now)
-            })
+            (m.value.start_ms >= 0 && now > deadline)
+                .then(|| end_plan(m, m.value.producer_epoch.saturating_add(1), false, now))
         }
         TxnStatus::Empty
         | TxnStatus::PrepareCommit
@@ -595,3 +594,7 @@ pub fn list_matches(
         && (min_duration_ms < 0
             || (m.value.start_ms >= 0 && now - m.value.start_ms >= min_duration_ms))
 }
+
+#[cfg(test)]
+#[path = "state_machine_tests.rs"]
+mod tests;
