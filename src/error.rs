@@ -211,6 +211,31 @@ impl KafkaCode for crate::group::GroupError {
     }
 }
 
+// ---- transaction coordinator ----
+
+impl KafkaCode for crate::txn::error::TxnError {
+    fn code(&self) -> i16 {
+        use crate::txn::error::{MarkerCause, TxnError};
+        match self {
+            TxnError::ConcurrentTransactions { .. } => E::ConcurrentTransactions.code(),
+            TxnError::ProducerFenced { .. } => E::ProducerFenced.code(),
+            TxnError::InvalidProducerEpoch { .. } => E::InvalidProducerEpoch.code(),
+            TxnError::InvalidProducerIdMapping { .. } => E::InvalidProducerIdMapping.code(),
+            TxnError::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+            TxnError::InvalidTransactionTimeout { .. } => E::InvalidTransactionTimeout.code(),
+            TxnError::TransactionalIdNotFound => E::TransactionalIdNotFound.code(),
+            TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
+            TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
+            TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
+            TxnError::StateAppend { code, .. } => *code,
+            TxnError::MarkerWrite { cause, .. } => match cause {
+                MarkerCause::Partition(code) => *code,
+                MarkerCause::Shard(e) => e.code(),
+            },
+        }
+    }
+}
+
 /// The Kafka code of a group result: 0 for `Ok`, the error's code otherwise.
 pub fn group_code(r: &Result<(), crate::group::GroupError>) -> i16 {
     match r {
@@ -284,5 +309,110 @@ mod group_code_tests {
         for (e, code) in table {
             assert_eq!(e.code(), code, "{e:?}");
         }
+    }
+}
+
+/// Kafka error codes the transaction coordinator compares against the raw
+/// codes of the partition side (`Partition::write_marker`).
+pub mod txn_codes {
+    use super::E;
+    /// INVALID_PRODUCER_EPOCH (47): a partition refusing a marker because it
+    /// knows a newer epoch of the producer.
+    pub const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
+}
+
+#[cfg(test)]
+mod txn_error_tests {
+    use super::*;
+    use crate::txn::error::{MarkerCause, TxnError, TxnOperation};
+    use crate::txn::records::TxnStatus;
+
+    #[test]
+    fn every_txn_error_maps_to_its_code() {
+        let table: Vec<(TxnError, i16)> = vec![
+            (TxnError::ConcurrentTransactions { state: None }, 51),
+            (
+                TxnError::ConcurrentTransactions {
+                    state: Some(TxnStatus::PrepareCommit),
+                },
+                51,
+            ),
+            (
+                TxnError::ProducerFenced {
+                    producer_id: 1,
+                    epoch: 0,
+                    current_epoch: 1,
+                },
+                90,
+            ),
+            (
+                TxnError::InvalidProducerEpoch {
+                    producer_id: 1,
+                    epoch: 0,
+                    current_epoch: 1,
+                },
+                47,
+            ),
+            (
+                TxnError::InvalidProducerIdMapping {
+                    producer_id: 1,
+                    current: None,
+                },
+                49,
+            ),
+            (
+                TxnError::InvalidTxnState {
+                    operation: TxnOperation::Commit,
+                    state: TxnStatus::Empty,
+                },
+                48,
+            ),
+            (
+                TxnError::InvalidTransactionTimeout {
+                    timeout_ms: 0,
+                    max_timeout_ms: 900_000,
+                },
+                50,
+            ),
+            (TxnError::TransactionalIdNotFound, 105),
+            (TxnError::StatePartitionNotHere { partition: 3 }, 15),
+            (
+                TxnError::CoordinatorUnavailable(ShardError::Unavailable(1)),
+                15,
+            ),
+            (
+                TxnError::ProducerIdAllocation {
+                    cause: "disk full".into(),
+                },
+                15,
+            ),
+            (
+                TxnError::StateAppend {
+                    partition: 3,
+                    code: 56,
+                },
+                56,
+            ),
+            (
+                TxnError::MarkerWrite {
+                    topic: "t".into(),
+                    partition: 0,
+                    cause: MarkerCause::Partition(56),
+                },
+                56,
+            ),
+            (
+                TxnError::MarkerWrite {
+                    topic: "t".into(),
+                    partition: 0,
+                    cause: MarkerCause::Shard(ShardError::Unavailable(2)),
+                },
+                7,
+            ),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+        assert_eq!(txn_codes::INVALID_PRODUCER_EPOCH, 47);
     }
 }

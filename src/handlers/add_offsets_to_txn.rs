@@ -12,11 +12,13 @@ use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_offsets_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
+use crate::txn::error::TxnError;
 
 /// Answers AddOffsetsToTxn.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -45,7 +47,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         )
                     })
                     .await
-                    .unwrap_or(E::CoordinatorNotAvailable.code())
+                    .unwrap_or_else(|e| Err(TxnError::CoordinatorUnavailable(e)))
+                    .map_or_else(|e| e.code(), |()| 0)
             }
         }
     };

@@ -22,6 +22,7 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use kafka_protocol::ResponseError as E;
 
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -68,14 +69,19 @@ async fn run(
                         .invoke_on(owner, move |s| async move {
                             wanted
                                 .iter()
-                                .map(|p| coordinator::verify_partition(&s, &id, pid, epoch, p))
+                                .map(|p| {
+                                    coordinator::verify_partition(&s, &id, pid, epoch, p)
+                                        .map_or_else(|e| e.code(), |()| 0)
+                                })
                                 .collect::<Vec<i16>>()
                         })
                         .await
                 } else {
                     shard
                         .invoke_on(owner, move |s| async move {
-                            let c = coordinator::add_partitions(s, id, pid, epoch, wanted).await;
+                            let c = coordinator::add_partitions(s, id, pid, epoch, wanted)
+                                .await
+                                .map_or_else(|e| e.code(), |()| 0);
                             vec![c; n]
                         })
                         .await

@@ -11,17 +11,18 @@ use kafka_protocol::messages::{
     DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError as E;
 
 use super::{respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator::{self, TxnDescription};
+use crate::txn::error::TxnError;
 
 /// One transaction in the wire shape shared with ListTransactions' input.
 fn wire(d: TxnDescription) -> TransactionState {
     let mut w = TransactionState::default();
-    w.error_code = d.error_code;
+    w.error_code = d.error.as_ref().map_or(0, |e| e.code());
     w.transactional_id = StrBytes::from_string(d.transactional_id).into();
     w.transaction_state = StrBytes::from_static_str(d.state);
     w.transaction_timeout_ms = d.timeout_ms;
@@ -51,7 +52,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     for id in &req.transactional_ids {
         let id = id.0.to_string();
         let d = match txn_owner(shard, &id) {
-            Err(_) => coordinator::describe_unknown(&id),
+            Err(_) => coordinator::describe_error(&id, TxnError::TransactionalIdNotFound),
             Ok(owner) => {
                 let key = id.clone();
                 shard
@@ -60,9 +61,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         move |s| async move { coordinator::describe(&s, &key) },
                     )
                     .await
-                    .unwrap_or_else(|_| TxnDescription {
-                        error_code: E::CoordinatorNotAvailable.code(),
-                        ..coordinator::describe_unknown(&id)
+                    .unwrap_or_else(|e| {
+                        coordinator::describe_error(&id, TxnError::CoordinatorUnavailable(e))
                     })
             }
         };

@@ -8,12 +8,13 @@
 use std::rc::Rc;
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
-use kafka_protocol::ResponseError as E;
 
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
+use crate::txn::error::TxnError;
 
 /// Answers EndTxn.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -28,7 +29,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     coordinator::end_txn(s, id, pid, epoch, commit)
                 })
                 .await
-                .unwrap_or(E::CoordinatorNotAvailable.code())
+                .unwrap_or_else(|e| Err(TxnError::CoordinatorUnavailable(e)))
+                .map_or_else(|e| e.code(), |()| 0)
         }
     };
     let mut resp = EndTxnResponse::default();

@@ -19,9 +19,11 @@ use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_transaction_state_topic;
 use super::{fenced_for_version, respond, txn_owner, with_controller, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
+use crate::txn::error::TxnError;
 
 /// Answers InitProducerId.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -45,7 +47,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             coordinator::init_producer_id(s, id, timeout, current)
                         })
                         .await
-                        .unwrap_or(Err(E::CoordinatorNotAvailable.code()))
+                        .unwrap_or_else(|e| Err(TxnError::CoordinatorUnavailable(e)))
+                        .map_err(|e| e.code())
                 }
             },
         };

@@ -275,6 +275,7 @@ async fn verify_in_transaction(
     shard
         .invoke_on(owner, move |s| async move {
             crate::txn::coordinator::verify_partition(&s, &id, producer_id, epoch, &tp)
+                .map_or_else(|e| e.code(), |()| 0)
         })
         .await
         .unwrap_or_else(|e| e.code())

@@ -56,6 +56,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     shard
         .invoke_on(owner, move |s| async move {
             crate::txn::coordinator::verify_partition(&s, &id, pid, epoch, &tp)
+                .map_or_else(|e| e.code(), |()| 0)
         })
         .await
         .unwrap_or_else(|e| e.code())

@@ -9,16 +9,23 @@
 //! * [`records`]: `__transaction_state` records in Kafka's schemas
 //!   (TransactionLogKey / TransactionLogValue v0).
 //! * [`coordinator`]: the transaction coordinator of every `transactional.id`
-//!   whose `__transaction_state` partition this shard owns: the two-phase
-//!   state machine, control markers over the cross-core channels, timeouts
-//!   and recovery by replay.
+//!   whose `__transaction_state` partition this shard owns: applies the
+//!   state machine's decisions (busy marks, appends, control markers over
+//!   the cross-core channels, timeouts, recovery).
+//! * [`state_machine`]: Kafka's transaction state machine as pure functions
+//!   (request, metadata, time → transition, markers, answer).
+//! * [`load`]: the replay of a `__transaction_state` partition.
+//! * [`error`]: [`error::TxnError`], the coordinator's typed error.
 
 pub mod coordinator;
+pub mod error;
+pub mod load;
 pub mod partition_txns;
 pub mod producer_ids;
 pub mod producer_state;
 pub mod records;
 pub mod snapshot;
+pub mod state_machine;
 
 pub use coordinator::TransactionCoordinator;
 
