@@ -104,8 +104,8 @@ impl KafkaCode for BatchError {
             BatchError::InvalidRecord(_) => E::InvalidRecord.code(),
             // Current Kafka answers INVALID_RECORD for magic 0/1 in Produce v3+
             // (ProduceRequest.validateRecords) and CORRUPT_MESSAGE above 2.
-            BatchError::UnsupportedMagic(m) if *m < 2 => E::InvalidRecord.code(),
-            BatchError::UnsupportedMagic(_) => E::CorruptMessage.code(),
+            BatchError::LegacyMagic(_) => E::InvalidRecord.code(),
+            BatchError::UnknownMagic(_) => E::CorruptMessage.code(),
             BatchError::InvalidTimestamp(_) => E::InvalidTimestamp.code(),
         }
     }
@@ -179,4 +179,239 @@ pub mod codes {
     pub const KAFKA_STORAGE_ERROR: i16 = E::KafkaStorageError.code();
     /// INVALID_TIMESTAMP (32).
     pub const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
+}
+
+// ---- partition owner ----
+//
+// The errors of `shard::error` and `txn::producer_state` (the partition
+// owner's Produce, marker and internal-append paths) and their codes.
+
+use crate::shard::error::{FlushError, InternalAppendError, MarkerError, ProduceError};
+use crate::txn::producer_state::ProducerStateError;
+
+impl KafkaCode for ProducerStateError {
+    fn code(&self) -> i16 {
+        match self {
+            ProducerStateError::MissingSequence { .. } => E::InvalidRecord.code(),
+            ProducerStateError::FencedEpoch { .. } => E::InvalidProducerEpoch.code(),
+            ProducerStateError::OutOfOrderSequence { .. } => E::OutOfOrderSequenceNumber.code(),
+            ProducerStateError::DuplicateSequence { .. } => E::DuplicateSequenceNumber.code(),
+            ProducerStateError::CoordinatorFenced { .. } => E::TransactionCoordinatorFenced.code(),
+        }
+    }
+}
+
+impl KafkaCode for ProduceError {
+    fn code(&self) -> i16 {
+        match self {
+            ProduceError::Batch(e) => e.code(),
+            ProduceError::NoBatch => E::CorruptMessage.code(),
+            ProduceError::TooManyBatches { .. } => E::InvalidRecord.code(),
+            ProduceError::TransactionalIdRequired { .. } => {
+                E::TransactionalIdAuthorizationFailed.code()
+            }
+            ProduceError::VerificationLost { .. } => E::InvalidTxnState.code(),
+            ProduceError::Producer(e) => e.code(),
+            ProduceError::NotEnoughReplicas { .. } => E::NotEnoughReplicas.code(),
+            ProduceError::Storage(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for FlushError {
+    fn code(&self) -> i16 {
+        match self {
+            FlushError::Sync { .. } => E::KafkaStorageError.code(),
+            FlushError::Abandoned => E::KafkaStorageError.code(),
+        }
+    }
+}
+
+impl KafkaCode for InternalAppendError {
+    fn code(&self) -> i16 {
+        match self {
+            InternalAppendError::Encode { .. } => E::UnknownServerError.code(),
+            InternalAppendError::Malformed { .. } => E::UnknownServerError.code(),
+            // Whatever the storage error: the coordinators' callers answer
+            // KAFKA_STORAGE_ERROR for a failed internal append.
+            InternalAppendError::Storage(_) => E::KafkaStorageError.code(),
+            InternalAppendError::Flush(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for MarkerError {
+    fn code(&self) -> i16 {
+        match self {
+            MarkerError::InvalidProducerId(_) => E::InvalidRequest.code(),
+            MarkerError::Producer(e) => e.code(),
+            MarkerError::Append(e) => e.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod partition_owner_tests {
+    use super::*;
+    use std::io::ErrorKind;
+    use std::sync::Arc;
+
+    fn io() -> StorageError {
+        StorageError::Io(std::io::Error::from_raw_os_error(5))
+    }
+
+    #[test]
+    fn producer_state_error_codes() {
+        let table: [(ProducerStateError, i16); 5] = [
+            (ProducerStateError::MissingSequence { producer_id: 1 }, 87),
+            (
+                ProducerStateError::FencedEpoch {
+                    producer_id: 1,
+                    epoch: 0,
+                    current_epoch: 1,
+                },
+                47,
+            ),
+            (
+                ProducerStateError::OutOfOrderSequence {
+                    producer_id: 1,
+                    base_sequence: 5,
+                    expected: 3,
+                },
+                45,
+            ),
+            (
+                ProducerStateError::DuplicateSequence {
+                    producer_id: 1,
+                    first_seq: 0,
+                    last_seq: 2,
+                },
+                46,
+            ),
+            (
+                ProducerStateError::CoordinatorFenced {
+                    producer_id: 1,
+                    coordinator_epoch: 2,
+                    latest: 3,
+                },
+                52,
+            ),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn produce_error_codes() {
+        let fenced = ProducerStateError::FencedEpoch {
+            producer_id: 1,
+            epoch: 0,
+            current_epoch: 1,
+        };
+        let table: Vec<(ProduceError, i16)> = vec![
+            (ProduceError::Batch(BatchError::LegacyMagic(1)), 87),
+            (ProduceError::Batch(BatchError::UnknownMagic(3)), 2),
+            (ProduceError::NoBatch, 2),
+            (ProduceError::TooManyBatches { count: 2 }, 87),
+            (ProduceError::TransactionalIdRequired { producer_id: 1 }, 53),
+            (
+                ProduceError::VerificationLost {
+                    producer_id: 1,
+                    epoch: 0,
+                },
+                48,
+            ),
+            (ProduceError::Producer(fenced), 47),
+            (
+                ProduceError::NotEnoughReplicas {
+                    required: 2,
+                    topic: Arc::from("t"),
+                    partition: 0,
+                },
+                19,
+            ),
+            (ProduceError::Storage(io()), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn produce_error_messages_are_the_client_texts() {
+        assert_eq!(
+            ProduceError::TooManyBatches { count: 2 }.to_string(),
+            "a partition's records must be exactly one record batch, got 2"
+        );
+        assert_eq!(
+            ProduceError::NotEnoughReplicas {
+                required: 2,
+                topic: Arc::from("t"),
+                partition: 3
+            }
+            .to_string(),
+            "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of 2 for partition t-3"
+        );
+        let p = ProducerStateError::MissingSequence { producer_id: 1 };
+        assert_eq!(
+            ProduceError::Producer(p).to_string(),
+            "rejected by the idempotent producer checks (KIP-98)"
+        );
+    }
+
+    #[test]
+    fn flush_error_codes_and_text() {
+        let sync = FlushError::sync(&std::io::Error::from_raw_os_error(5));
+        assert_eq!(
+            sync.to_string(),
+            std::io::Error::from_raw_os_error(5).to_string()
+        );
+        let table = [
+            (sync, 56),
+            (
+                FlushError::Sync {
+                    kind: ErrorKind::Other,
+                    os_error: None,
+                },
+                56,
+            ),
+            (FlushError::Abandoned, 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn internal_append_and_marker_error_codes() {
+        let batch = StorageError::Batch(BatchError::CorruptMessage("x".into()));
+        let table: Vec<(InternalAppendError, i16)> = vec![
+            (InternalAppendError::Encode { records: 1 }, -1),
+            (InternalAppendError::Malformed { position: 0 }, -1),
+            (InternalAppendError::Storage(io()), 56),
+            (InternalAppendError::Storage(batch), 56),
+            (InternalAppendError::Flush(FlushError::Abandoned), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+        let fenced = ProducerStateError::CoordinatorFenced {
+            producer_id: 1,
+            coordinator_epoch: 2,
+            latest: 3,
+        };
+        let table: Vec<(MarkerError, i16)> = vec![
+            (MarkerError::InvalidProducerId(-1), 42),
+            (MarkerError::Producer(fenced), 52),
+            (
+                MarkerError::Append(InternalAppendError::Encode { records: 1 }),
+                -1,
+            ),
+            (MarkerError::Append(InternalAppendError::Storage(io())), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
 }

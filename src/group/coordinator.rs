@@ -305,7 +305,10 @@ async fn write_records(
     let Some(part) = shard.partition(OFFSETS_TOPIC, p) else {
         return Err(E::CoordinatorNotAvailable.code());
     };
-    append_records(&part, records, producer).await.map(|_| ())
+    append_records(&part, records, producer)
+        .await
+        .map(|_| ())
+        .map_err(|e| crate::error::KafkaCode::code(&e))
 }
 
 fn group_record(g: &Group) -> (Bytes, Option<Bytes>) {

@@ -122,12 +122,9 @@ pub async fn append_on_owner(
             now_ms(),
         );
         match outcome {
-            ProduceOutcome::Refused {
-                error_code,
-                message,
-            } => {
-                r.error_code = error_code;
-                r.error_message = Some(message);
+            ProduceOutcome::Refused(e) => {
+                r.error_code = e.code();
+                r.error_message = Some(e.to_string());
             }
             ProduceOutcome::Verify { producer_id, epoch } => {
                 r.verify = Some(Verify {
@@ -184,7 +181,7 @@ pub async fn append_on_owner(
     for (i, part, offset) in flushes {
         if let Err(e) = part.wait_flushed(offset).await {
             if let Some(r) = out.get_mut(i) {
-                r.error_code = codes::KAFKA_STORAGE_ERROR;
+                r.error_code = e.code();
                 r.error_message = Some(format!("fdatasync failed: {e}"));
                 r.base_offset = -1;
             }

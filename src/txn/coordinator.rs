@@ -220,7 +220,10 @@ async fn persist(shard: &Rc<Shard>, id: &str, value: Option<&TxnLogValue>) -> Re
         return Err(E::CoordinatorNotAvailable.code());
     };
     let record = (records::txn_key(id), value.map(records::txn_value));
-    append_records(&part, vec![record], None).await.map(|_| ())
+    append_records(&part, vec![record], None)
+        .await
+        .map(|_| ())
+        .map_err(|e| crate::error::KafkaCode::code(&e))
 }
 
 /// Persists, then applies, a new value for `id`.
@@ -619,7 +622,8 @@ async fn write_markers(shard: &Rc<Shard>, value: &TxnLogValue, commit: bool) -> 
                         log::warn!("marker for {t}-{p} skipped: the partition is gone");
                         continue;
                     };
-                    match part.write_marker(pid, epoch, commit, 0).await {
+                    let written = part.write_marker(pid, epoch, commit, 0).await;
+                    match written.map_err(|e| crate::error::KafkaCode::code(&e)) {
                         Ok(_) => {
                             if t == OFFSETS_TOPIC {
                                 let n = s.config.group.offsets_topic_partitions;
