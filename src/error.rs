@@ -250,6 +250,82 @@ impl KafkaCode for MarkerError {
     }
 }
 
+// ---- coordinator lookup ----
+//
+// Why the shard coordinating a group or a transactional id cannot be
+// named (`handlers::group_owner`/`txn_owner`, `ensure_*_topic`).
+
+/// Why no coordinator can be named for a group or a transactional id. All
+/// map to COORDINATOR_NOT_AVAILABLE (15): the client looks up again.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoordinatorLookupError {
+    /// The internal topic (`__consumer_offsets` or `__transaction_state`)
+    /// does not exist yet; FindCoordinator creates it.
+    #[error("{topic} does not exist yet")]
+    TopicMissing {
+        /// The internal topic.
+        topic: &'static str,
+    },
+    /// Creating the internal topic failed.
+    #[error("cannot create {topic}: {source}")]
+    CreateFailed {
+        /// The internal topic.
+        topic: &'static str,
+        /// Why the controller refused.
+        source: MetadataError,
+    },
+    /// The controller's shard did not answer (shutdown).
+    #[error("cannot create {topic}: {source}")]
+    ControllerUnavailable {
+        /// The internal topic.
+        topic: &'static str,
+        /// The cross-shard failure.
+        source: ShardError,
+    },
+}
+
+impl KafkaCode for CoordinatorLookupError {
+    fn code(&self) -> i16 {
+        match self {
+            CoordinatorLookupError::TopicMissing { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::CreateFailed { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::ControllerUnavailable { .. } => {
+                E::CoordinatorNotAvailable.code()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod coordinator_lookup_tests {
+    use super::*;
+
+    #[test]
+    fn coordinator_lookup_error_codes() {
+        let topic = "__consumer_offsets";
+        let table = [
+            (CoordinatorLookupError::TopicMissing { topic }, 15),
+            (
+                CoordinatorLookupError::CreateFailed {
+                    topic,
+                    source: MetadataError::UnknownTopicOrPartition,
+                },
+                15,
+            ),
+            (
+                CoordinatorLookupError::ControllerUnavailable {
+                    topic,
+                    source: ShardError::Unavailable(0),
+                },
+                15,
+            ),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod partition_owner_tests {
     use super::*;

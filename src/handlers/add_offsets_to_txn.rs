@@ -12,6 +12,7 @@ use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_offsets_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
@@ -26,10 +27,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let id = req.transactional_id.0.to_string();
     let code = if group.is_empty() {
         E::InvalidGroupId.code()
-    } else if let Err(c) = ensure_offsets_topic(shard).await {
+    } else if let Err(c) = ensure_offsets_topic(shard).await.map_err(|e| e.code()) {
         c
     } else {
-        match txn_owner(shard, &id) {
+        match txn_owner(shard, &id).map_err(|e| e.code()) {
             Err(c) => c,
             Ok(owner) => {
                 let p = partition_for_group(&group, shard.config.group.offsets_topic_partitions);

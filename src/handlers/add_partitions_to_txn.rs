@@ -22,6 +22,7 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 use kafka_protocol::ResponseError as E;
 
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -59,7 +60,7 @@ async fn run(
     let codes: Vec<i16> = if !unknown.is_empty() {
         vec![E::OperationNotAttempted.code(); wanted.len()]
     } else {
-        match txn_owner(shard, &t.id) {
+        match txn_owner(shard, &t.id).map_err(|e| e.code()) {
             Err(c) => vec![c; wanted.len()],
             Ok(owner) => {
                 let (id, pid, epoch, n) = (t.id.clone(), t.producer_id, t.epoch, wanted.len());

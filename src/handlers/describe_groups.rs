@@ -22,7 +22,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = DescribeGroupsResponse::default();
     for gid in &req.groups {
         let group = gid.0.to_string();
-        let d = match group_owner(shard, &group) {
+        let d = match group_owner(shard, &group).map_err(|e| e.code()) {
             Err(code) => GroupDescription {
                 error_code: code,
                 group_id: group.clone(),

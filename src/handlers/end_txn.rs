@@ -11,6 +11,7 @@ use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 use kafka_protocol::ResponseError as E;
 
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -19,7 +20,7 @@ use crate::txn::coordinator;
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: EndTxnRequest = frame.decode()?;
     let id = req.transactional_id.0.to_string();
-    let code = match txn_owner(shard, &id) {
+    let code = match txn_owner(shard, &id).map_err(|e| e.code()) {
         Err(c) => c,
         Ok(owner) => {
             let (pid, epoch, commit) = (req.producer_id.0, req.producer_epoch, req.committed);

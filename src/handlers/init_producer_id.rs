@@ -19,6 +19,7 @@ use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_transaction_state_topic;
 use super::{fenced_for_version, respond, txn_owner, with_controller, HandlerResult};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -31,9 +32,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.producer_epoch = -1;
     if let Some(id) = &req.transactional_id {
         let id = id.0.to_string();
-        let r = match ensure_transaction_state_topic(shard).await {
+        let r = match ensure_transaction_state_topic(shard)
+            .await
+            .map_err(|e| e.code())
+        {
             Err(c) => Err(c),
-            Ok(()) => match txn_owner(shard, &id) {
+            Ok(()) => match txn_owner(shard, &id).map_err(|e| e.code()) {
                 Err(c) => Err(c),
                 Ok(owner) => {
                     let (timeout, current) = (

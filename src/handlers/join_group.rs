@@ -47,7 +47,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         require_known_member_id: version >= 4,
     };
     let member_id = args.member_id.clone();
-    let result = match group_owner(shard, &args.group_id) {
+    let result = match group_owner(shard, &args.group_id).map_err(|e| e.code()) {
         Err(code) => JoinResult::error(code, &member_id),
         Ok(owner) => shard
             .invoke_on(owner, move |s| coordinator::join(s, args))

@@ -35,7 +35,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect(),
     };
-    let result = match group_owner(shard, &args.group_id) {
+    let result = match group_owner(shard, &args.group_id).map_err(|e| e.code()) {
         Err(code) => SyncResult {
             error_code: code,
             ..Default::default()
