@@ -166,19 +166,10 @@ pub mod codes {
     pub const CORRUPT_MESSAGE: i16 = E::CorruptMessage.code();
     /// INVALID_REQUEST (42).
     pub const INVALID_REQUEST: i16 = E::InvalidRequest.code();
-    /// LEADER_NOT_AVAILABLE (5).
-    pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
     /// INVALID_TOPIC_EXCEPTION (17).
     pub const INVALID_TOPIC_EXCEPTION: i16 = E::InvalidTopicException.code();
     /// UNKNOWN_TOPIC_ID (100).
     pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
-    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED is not used; transactional
-    /// produce is answered with UNSUPPORTED_FOR_MESSAGE_FORMAT... see produce.rs.
-    pub const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
-    /// UNKNOWN_PRODUCER_ID (59)... not used yet.
-    pub const KAFKA_STORAGE_ERROR: i16 = E::KafkaStorageError.code();
-    /// INVALID_TIMESTAMP (32).
-    pub const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
 }
 
 // ---- partition owner ----
