@@ -7,6 +7,10 @@
 
 use kafka_protocol::ResponseError as E;
 
+use crate::cluster::error::{
+    CopiedDirectory, InvalidAssignment, InvalidConfig, InvalidPartitions, InvalidRequest,
+    InvalidTopic, StorageFailure,
+};
 use crate::storage::{BatchError, StorageError};
 
 /// Errors of the wire layer: framing and header/body decoding. Most of these
@@ -54,31 +58,47 @@ pub enum MetadataError {
     UnknownTopicId,
     /// INVALID_TOPIC_EXCEPTION (17): the name breaks Kafka's rules.
     #[error("invalid topic name: {0}")]
-    InvalidTopic(String),
-    /// TOPIC_ALREADY_EXISTS (36).
-    #[error("topic {0} already exists")]
-    TopicAlreadyExists(String),
+    InvalidTopic(#[from] InvalidTopic),
+    /// TOPIC_ALREADY_EXISTS (36): `topic` is registered (for an import,
+    /// `copy` is the directory found for it).
+    #[error(
+        "topic {} already exists",
+        crate::cluster::error::already_exists_text(topic, copy)
+    )]
+    TopicAlreadyExists {
+        /// The topic name.
+        topic: String,
+        /// Import only: the partition directory copied in for it.
+        copy: Option<CopiedDirectory>,
+    },
     /// INVALID_PARTITIONS (37).
     #[error("invalid partitions: {0}")]
-    InvalidPartitions(String),
-    /// INVALID_REPLICATION_FACTOR (38).
-    #[error("invalid replication factor: {0}")]
-    InvalidReplicationFactor(String),
+    InvalidPartitions(#[from] InvalidPartitions),
+    /// INVALID_REPLICATION_FACTOR (38): more replicas than brokers.
+    #[error(
+        "invalid replication factor: replication factor {requested} is larger than the {brokers} available broker"
+    )]
+    InvalidReplicationFactor {
+        /// The replication factor asked for.
+        requested: i16,
+        /// Brokers in the cluster (1).
+        brokers: i32,
+    },
     /// INVALID_REPLICA_ASSIGNMENT (39).
     #[error("invalid replica assignment: {0}")]
-    InvalidReplicaAssignment(String),
+    InvalidReplicaAssignment(#[from] InvalidAssignment),
     /// INVALID_CONFIG (40).
     #[error("invalid config: {0}")]
-    InvalidConfig(String),
+    InvalidConfig(#[from] InvalidConfig),
     /// TOPIC_DELETION_DISABLED (73).
     #[error("topic deletion is disabled (delete.topic.enable=false)")]
     TopicDeletionDisabled,
     /// INVALID_REQUEST (42).
     #[error("invalid request: {0}")]
-    InvalidRequest(String),
-    /// KAFKA_STORAGE_ERROR (56): the metadata could not be persisted.
+    InvalidRequest(#[from] InvalidRequest),
+    /// KAFKA_STORAGE_ERROR (56): the metadata could not be read or persisted.
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[from] StorageFailure),
 }
 
 /// Errors of cross-shard work.
@@ -131,9 +151,9 @@ impl KafkaCode for MetadataError {
             MetadataError::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
             MetadataError::UnknownTopicId => E::UnknownTopicId.code(),
             MetadataError::InvalidTopic(_) => E::InvalidTopicException.code(),
-            MetadataError::TopicAlreadyExists(_) => E::TopicAlreadyExists.code(),
+            MetadataError::TopicAlreadyExists { .. } => E::TopicAlreadyExists.code(),
             MetadataError::InvalidPartitions(_) => E::InvalidPartitions.code(),
-            MetadataError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
+            MetadataError::InvalidReplicationFactor { .. } => E::InvalidReplicationFactor.code(),
             MetadataError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
             MetadataError::InvalidConfig(_) => E::InvalidConfig.code(),
             MetadataError::TopicDeletionDisabled => E::TopicDeletionDisabled.code(),
@@ -480,5 +500,154 @@ mod partition_owner_tests {
         for (e, code) in table {
             assert_eq!(e.code(), code, "{e:?}");
         }
+    }
+}
+
+// ---- metadata errors: codes and client texts ----
+
+#[cfg(test)]
+mod metadata_error_tests {
+    use super::*;
+
+    /// Every variant's code, and the text clients get (unchanged from the
+    /// texts the handlers built before the details were structured).
+    #[test]
+    fn metadata_error_codes_and_texts() {
+        let table: Vec<(MetadataError, i16, &str)> = vec![
+            (
+                MetadataError::UnknownTopicOrPartition,
+                3,
+                "unknown topic or partition",
+            ),
+            (MetadataError::UnknownTopicId, 100, "unknown topic id"),
+            (
+                InvalidTopic::TooLong {
+                    length: 250,
+                    max: 249,
+                }
+                .into(),
+                17,
+                "invalid topic name: topic name is 250 characters, more than 249",
+            ),
+            (
+                InvalidTopic::IllegalCharacter {
+                    name: "a b".into(),
+                    character: ' ',
+                }
+                .into(),
+                17,
+                "invalid topic name: topic name \"a b\" contains ' '; legal characters are ASCII alphanumerics, '.', '_' and '-'",
+            ),
+            (
+                MetadataError::TopicAlreadyExists {
+                    topic: "orders".into(),
+                    copy: None,
+                },
+                36,
+                "topic orders already exists",
+            ),
+            (
+                InvalidPartitions::OutOfRange {
+                    requested: 0,
+                    min: 1,
+                    max: 1_000_000,
+                }
+                .into(),
+                37,
+                "invalid partitions: number of partitions must be in [1, 1000000], got 0",
+            ),
+            (
+                InvalidPartitions::Gaps {
+                    topic: "t".into(),
+                    found: [0, 2].into_iter().collect(),
+                }
+                .into(),
+                37,
+                "invalid partitions: topic t: partition directories {0, 2} are not 0..1 without gaps; copy every partition of the topic",
+            ),
+            (
+                MetadataError::InvalidReplicationFactor {
+                    requested: 3,
+                    brokers: 1,
+                },
+                38,
+                "invalid replication factor: replication factor 3 is larger than the 1 available broker",
+            ),
+            (
+                InvalidAssignment::CreatePartitions.into(),
+                39,
+                "invalid replica assignment: assignments may only name this broker",
+            ),
+            (
+                InvalidConfig::BadValue {
+                    key: "retention.ms".into(),
+                    value: "x".into(),
+                    allowed: "an integer".into(),
+                }
+                .into(),
+                40,
+                "invalid config: invalid value \"x\" for retention.ms: an integer",
+            ),
+            (
+                InvalidConfig::UnknownKey {
+                    key: "nope".into(),
+                    list_supported: false,
+                }
+                .into(),
+                40,
+                "invalid config: unknown topic config nope",
+            ),
+            (
+                MetadataError::TopicDeletionDisabled,
+                73,
+                "topic deletion is disabled (delete.topic.enable=false)",
+            ),
+            (
+                InvalidRequest::UnsupportedResourceType { resource_type: 9 }.into(),
+                42,
+                "invalid request: resource type 9 is not supported",
+            ),
+            (
+                MetadataError::from(std::io::Error::from_raw_os_error(28)),
+                56,
+                "storage error: No space left on device (os error 28)",
+            ),
+            (
+                MetadataError::from(ShardError::Unavailable(0)),
+                56,
+                "storage error: shard 0 is not available",
+            ),
+        ];
+        for (e, code, text) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+            assert_eq!(e.to_string(), text, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn import_texts() {
+        let copy = CopiedDirectory {
+            partitions: 2,
+            topic_id: uuid::Uuid::nil(),
+            directory: "t-3".into(),
+            directory_topic_id: None,
+        };
+        let e = MetadataError::TopicAlreadyExists {
+            topic: "t".into(),
+            copy: Some(copy),
+        };
+        assert_eq!(
+            e.to_string(),
+            "topic t (registered with 2 partition(s) and topic id AAAAAAAAAAAAAAAAAAAAAA; directory t-3 has no partition.metadata): remove the copied directories or the registered topic first already exists"
+        );
+        let inner = MetadataError::from(InvalidConfig::SetWithoutValue { key: "k".into() });
+        let e = MetadataError::from(InvalidConfig::ForTopic {
+            topic: "t".into(),
+            source: Box::new(inner),
+        });
+        assert_eq!(
+            e.to_string(),
+            "invalid config: topic t: invalid config: SET k needs a value"
+        );
     }
 }

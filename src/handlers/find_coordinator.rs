@@ -60,7 +60,7 @@ async fn ensure_internal_topic(
     let r = with_controller(shard, move |c| {
         match c.create_topic(name, partitions, configs, false) {
             Ok(_) => Ok(true),
-            Err(MetadataError::TopicAlreadyExists(_)) => Ok(false),
+            Err(MetadataError::TopicAlreadyExists { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     })
