@@ -25,9 +25,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 a.iter()
                     .any(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != node)
             });
-            let err = bad_assignment.then(|| {
-                MetadataError::InvalidReplicaAssignment(InvalidAssignment::CreatePartitions)
-            });
+            let err = bad_assignment.then_some(MetadataError::InvalidReplicaAssignment(
+                InvalidAssignment::CreatePartitions,
+            ));
             (t.name.0.to_string(), t.count, err)
         })
         .collect();
