@@ -613,6 +613,11 @@ mod metadata_error_tests {
                 "storage error: No space left on device (os error 28)",
             ),
             (
+                MetadataError::from(std::io::Error::other("meta.properties: bad line 3")),
+                56,
+                "storage error: meta.properties: bad line 3",
+            ),
+            (
                 MetadataError::from(ShardError::Unavailable(0)),
                 56,
                 "storage error: shard 0 is not available",

@@ -288,13 +288,17 @@ pub enum InvalidRequest {
 /// `MetadataError::Storage` (KAFKA_STORAGE_ERROR, 56).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StorageFailure {
-    /// A file operation failed.
-    #[error("{}", io_text(*kind, *os_error))]
+    /// A file operation failed, or a file does not parse.
+    #[error("{}", io_text(*kind, *os_error, detail.as_deref()))]
     Io {
         /// The I/O error's kind.
         kind: std::io::ErrorKind,
         /// The OS error number (errno), when the OS gave one.
         os_error: Option<i32>,
+        /// The error's own text when it is not an OS error (e.g. a file
+        /// that does not parse, named with the line); None for OS errors,
+        /// whose text comes from `os_error`.
+        detail: Option<String>,
     },
     /// The controller's shard did not answer (shutdown).
     #[error(transparent)]
@@ -303,9 +307,11 @@ pub enum StorageFailure {
 
 impl From<std::io::Error> for StorageFailure {
     fn from(e: std::io::Error) -> StorageFailure {
+        let os_error = e.raw_os_error();
         StorageFailure::Io {
             kind: e.kind(),
-            os_error: e.raw_os_error(),
+            os_error,
+            detail: os_error.is_none().then(|| e.to_string()),
         }
     }
 }
@@ -322,10 +328,12 @@ impl From<ShardError> for MetadataError {
     }
 }
 
-/// The text of an I/O error rebuilt from its kind and errno.
-fn io_text(kind: std::io::ErrorKind, os_error: Option<i32>) -> String {
-    match os_error {
-        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
-        None => std::io::Error::from(kind).to_string(),
+/// The text of an I/O error: its own `detail`, else rebuilt from its
+/// errno or kind.
+fn io_text(kind: std::io::ErrorKind, os_error: Option<i32>, detail: Option<&str>) -> String {
+    match (detail, os_error) {
+        (Some(d), _) => d.to_string(),
+        (None, Some(code)) => std::io::Error::from_raw_os_error(code).to_string(),
+        (None, None) => std::io::Error::from(kind).to_string(),
     }
 }
