@@ -332,3 +332,60 @@ fn a_snapshot_below_the_log_start_is_not_used() {
         assert_eq!(p.last_stable_offset(), 4);
     });
 }
+
+/// The refusals of `Partition::produce` come back as typed errors with
+/// their codes and client texts.
+#[test]
+fn produce_refusals_are_typed() {
+    use crate::error::KafkaCode;
+    use crate::shard::error::ProduceError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        let refused = |o: ProduceOutcome| match o {
+            ProduceOutcome::Refused(e) => e,
+            _ => panic!("not refused"),
+        };
+        let mut two = BytesMut::from(&batch(-1, -1, -1, 1, false)[..]);
+        two.extend_from_slice(&batch(-1, -1, -1, 1, false));
+        let e = refused(p.produce(&two.freeze(), false, false, false, 0));
+        assert!(matches!(e, ProduceError::TooManyBatches { count: 2 }));
+        assert_eq!(e.code(), 87);
+        // No bytes at all: CORRUPT_MESSAGE, from the validation or the
+        // no-batch rule.
+        let e = refused(p.produce(&bytes::Bytes::new(), false, false, false, 0));
+        assert_eq!(e.code(), 2);
+        let e = refused(p.produce(&batch(1, 0, 0, 1, true), false, false, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::TransactionalIdRequired { producer_id: 1 }
+        ));
+        assert_eq!(e.code(), 53);
+        let e = refused(p.produce(&batch(1, 0, 0, 1, true), true, true, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::VerificationLost {
+                producer_id: 1,
+                epoch: 0
+            }
+        ));
+        assert_eq!(e.code(), 48);
+        // An idempotent batch with a sequence gap after an appended one.
+        assert_eq!(produce(&p, &batch(2, 0, 0, 1, false)), Ok(0));
+        let e = refused(p.produce(&batch(2, 0, 5, 1, false), false, false, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::Producer(ProducerStateError::OutOfOrderSequence {
+                producer_id: 2,
+                base_sequence: 5,
+                expected: 1
+            })
+        ));
+        assert_eq!(e.code(), 45);
+        assert_eq!(
+            e.to_string(),
+            "rejected by the idempotent producer checks (KIP-98)"
+        );
+    });
+}
