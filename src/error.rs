@@ -7,6 +7,10 @@
 
 use kafka_protocol::ResponseError as E;
 
+use crate::cluster::error::{
+    CopiedDirectory, InvalidAssignment, InvalidConfig, InvalidPartitions, InvalidRequest,
+    InvalidTopic, StorageFailure,
+};
 use crate::storage::{BatchError, StorageError};
 
 /// Errors of the wire layer: framing and header/body decoding. Most of these
@@ -54,31 +58,47 @@ pub enum MetadataError {
     UnknownTopicId,
     /// INVALID_TOPIC_EXCEPTION (17): the name breaks Kafka's rules.
     #[error("invalid topic name: {0}")]
-    InvalidTopic(String),
-    /// TOPIC_ALREADY_EXISTS (36).
-    #[error("topic {0} already exists")]
-    TopicAlreadyExists(String),
+    InvalidTopic(#[from] InvalidTopic),
+    /// TOPIC_ALREADY_EXISTS (36): `topic` is registered (for an import,
+    /// `copy` is the directory found for it).
+    #[error(
+        "topic {} already exists",
+        crate::cluster::error::already_exists_text(topic, copy)
+    )]
+    TopicAlreadyExists {
+        /// The topic name.
+        topic: String,
+        /// Import only: the partition directory copied in for it.
+        copy: Option<CopiedDirectory>,
+    },
     /// INVALID_PARTITIONS (37).
     #[error("invalid partitions: {0}")]
-    InvalidPartitions(String),
-    /// INVALID_REPLICATION_FACTOR (38).
-    #[error("invalid replication factor: {0}")]
-    InvalidReplicationFactor(String),
+    InvalidPartitions(#[from] InvalidPartitions),
+    /// INVALID_REPLICATION_FACTOR (38): more replicas than brokers.
+    #[error(
+        "invalid replication factor: replication factor {requested} is larger than the {brokers} available broker"
+    )]
+    InvalidReplicationFactor {
+        /// The replication factor asked for.
+        requested: i16,
+        /// Brokers in the cluster (1).
+        brokers: i32,
+    },
     /// INVALID_REPLICA_ASSIGNMENT (39).
     #[error("invalid replica assignment: {0}")]
-    InvalidReplicaAssignment(String),
+    InvalidReplicaAssignment(#[from] InvalidAssignment),
     /// INVALID_CONFIG (40).
     #[error("invalid config: {0}")]
-    InvalidConfig(String),
+    InvalidConfig(#[from] InvalidConfig),
     /// TOPIC_DELETION_DISABLED (73).
     #[error("topic deletion is disabled (delete.topic.enable=false)")]
     TopicDeletionDisabled,
     /// INVALID_REQUEST (42).
     #[error("invalid request: {0}")]
-    InvalidRequest(String),
-    /// KAFKA_STORAGE_ERROR (56): the metadata could not be persisted.
+    InvalidRequest(#[from] InvalidRequest),
+    /// KAFKA_STORAGE_ERROR (56): the metadata could not be read or persisted.
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[from] StorageFailure),
 }
 
 /// Errors of cross-shard work.
@@ -104,8 +124,8 @@ impl KafkaCode for BatchError {
             BatchError::InvalidRecord(_) => E::InvalidRecord.code(),
             // Current Kafka answers INVALID_RECORD for magic 0/1 in Produce v3+
             // (ProduceRequest.validateRecords) and CORRUPT_MESSAGE above 2.
-            BatchError::UnsupportedMagic(m) if *m < 2 => E::InvalidRecord.code(),
-            BatchError::UnsupportedMagic(_) => E::CorruptMessage.code(),
+            BatchError::LegacyMagic(_) => E::InvalidRecord.code(),
+            BatchError::UnknownMagic(_) => E::CorruptMessage.code(),
             BatchError::InvalidTimestamp(_) => E::InvalidTimestamp.code(),
         }
     }
@@ -131,9 +151,9 @@ impl KafkaCode for MetadataError {
             MetadataError::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
             MetadataError::UnknownTopicId => E::UnknownTopicId.code(),
             MetadataError::InvalidTopic(_) => E::InvalidTopicException.code(),
-            MetadataError::TopicAlreadyExists(_) => E::TopicAlreadyExists.code(),
+            MetadataError::TopicAlreadyExists { .. } => E::TopicAlreadyExists.code(),
             MetadataError::InvalidPartitions(_) => E::InvalidPartitions.code(),
-            MetadataError::InvalidReplicationFactor(_) => E::InvalidReplicationFactor.code(),
+            MetadataError::InvalidReplicationFactor { .. } => E::InvalidReplicationFactor.code(),
             MetadataError::InvalidReplicaAssignment(_) => E::InvalidReplicaAssignment.code(),
             MetadataError::InvalidConfig(_) => E::InvalidConfig.code(),
             MetadataError::TopicDeletionDisabled => E::TopicDeletionDisabled.code(),
@@ -166,19 +186,546 @@ pub mod codes {
     pub const CORRUPT_MESSAGE: i16 = E::CorruptMessage.code();
     /// INVALID_REQUEST (42).
     pub const INVALID_REQUEST: i16 = E::InvalidRequest.code();
-    /// LEADER_NOT_AVAILABLE (5).
-    pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
     /// INVALID_TOPIC_EXCEPTION (17).
     pub const INVALID_TOPIC_EXCEPTION: i16 = E::InvalidTopicException.code();
     /// UNKNOWN_TOPIC_ID (100).
     pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
-    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED is not used; transactional
-    /// produce is answered with UNSUPPORTED_FOR_MESSAGE_FORMAT... see produce.rs.
-    pub const INVALID_TXN_STATE: i16 = E::InvalidTxnState.code();
-    /// UNKNOWN_PRODUCER_ID (59)... not used yet.
-    pub const KAFKA_STORAGE_ERROR: i16 = E::KafkaStorageError.code();
-    /// INVALID_TIMESTAMP (32).
-    pub const INVALID_TIMESTAMP: i16 = E::InvalidTimestamp.code();
+}
+
+// ---- partition owner ----
+//
+// The errors of `shard::error` and `txn::producer_state` (the partition
+// owner's Produce, marker and internal-append paths) and their codes.
+
+use crate::shard::error::{
+    AppendFailure, FlushError, InternalAppendError, MarkerError, MarkerFailure, ProduceError,
+};
+use crate::txn::producer_state::ProducerStateError;
+
+impl KafkaCode for ProducerStateError {
+    fn code(&self) -> i16 {
+        match self {
+            ProducerStateError::MissingSequence { .. } => E::InvalidRecord.code(),
+            ProducerStateError::FencedEpoch { .. } => E::InvalidProducerEpoch.code(),
+            ProducerStateError::OutOfOrderSequence { .. } => E::OutOfOrderSequenceNumber.code(),
+            ProducerStateError::DuplicateSequence { .. } => E::DuplicateSequenceNumber.code(),
+            ProducerStateError::CoordinatorFenced { .. } => E::TransactionCoordinatorFenced.code(),
+        }
+    }
+}
+
+impl KafkaCode for ProduceError {
+    fn code(&self) -> i16 {
+        match self {
+            ProduceError::Batch(e) => e.code(),
+            ProduceError::NoBatch => E::CorruptMessage.code(),
+            ProduceError::TooManyBatches { .. } => E::InvalidRecord.code(),
+            ProduceError::TransactionalIdRequired { .. } => {
+                E::TransactionalIdAuthorizationFailed.code()
+            }
+            ProduceError::VerificationLost { .. } => E::InvalidTxnState.code(),
+            ProduceError::Producer(e) => e.code(),
+            ProduceError::NotEnoughReplicas { .. } => E::NotEnoughReplicas.code(),
+            ProduceError::Storage(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for FlushError {
+    fn code(&self) -> i16 {
+        match self {
+            FlushError::Sync { .. } => E::KafkaStorageError.code(),
+            FlushError::Abandoned => E::KafkaStorageError.code(),
+        }
+    }
+}
+
+impl KafkaCode for InternalAppendError {
+    fn code(&self) -> i16 {
+        match self {
+            InternalAppendError::Encode { .. } => E::UnknownServerError.code(),
+            InternalAppendError::Malformed { .. } => E::UnknownServerError.code(),
+            // Whatever the storage error: the coordinators' callers answer
+            // KAFKA_STORAGE_ERROR for a failed internal append.
+            InternalAppendError::Storage(_) => E::KafkaStorageError.code(),
+            InternalAppendError::Flush(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for AppendFailure {
+    fn code(&self) -> i16 {
+        match self {
+            AppendFailure::Encode => E::UnknownServerError.code(),
+            AppendFailure::Malformed => E::UnknownServerError.code(),
+            AppendFailure::Storage => E::KafkaStorageError.code(),
+            AppendFailure::Flush(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for MarkerFailure {
+    fn code(&self) -> i16 {
+        match self {
+            MarkerFailure::InvalidProducerId(_) => E::InvalidRequest.code(),
+            MarkerFailure::Producer(e) => e.code(),
+            MarkerFailure::Append(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for MarkerError {
+    fn code(&self) -> i16 {
+        match self {
+            MarkerError::InvalidProducerId(_) => E::InvalidRequest.code(),
+            MarkerError::Producer(e) => e.code(),
+            MarkerError::Append(e) => e.code(),
+        }
+    }
+}
+
+// ---- coordinator lookup ----
+//
+// Why the shard coordinating a group or a transactional id cannot be
+// named (`handlers::group_owner`/`txn_owner`, `ensure_*_topic`).
+
+/// Why no coordinator can be named for a group or a transactional id. All
+/// map to COORDINATOR_NOT_AVAILABLE (15): the client looks up again.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoordinatorLookupError {
+    /// The internal topic (`__consumer_offsets` or `__transaction_state`)
+    /// does not exist yet; FindCoordinator creates it.
+    #[error("{topic} does not exist yet")]
+    TopicMissing {
+        /// The internal topic.
+        topic: &'static str,
+    },
+    /// Creating the internal topic failed.
+    #[error("cannot create {topic}: {source}")]
+    CreateFailed {
+        /// The internal topic.
+        topic: &'static str,
+        /// Why the controller refused.
+        source: MetadataError,
+    },
+    /// The controller's shard did not answer (shutdown).
+    #[error("cannot create {topic}: {source}")]
+    ControllerUnavailable {
+        /// The internal topic.
+        topic: &'static str,
+        /// The cross-shard failure.
+        source: ShardError,
+    },
+}
+
+impl KafkaCode for CoordinatorLookupError {
+    fn code(&self) -> i16 {
+        match self {
+            CoordinatorLookupError::TopicMissing { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::CreateFailed { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::ControllerUnavailable { .. } => {
+                E::CoordinatorNotAvailable.code()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod coordinator_lookup_tests {
+    use super::*;
+
+    #[test]
+    fn coordinator_lookup_error_codes() {
+        let topic = "__consumer_offsets";
+        let table = [
+            (CoordinatorLookupError::TopicMissing { topic }, 15),
+            (
+                CoordinatorLookupError::CreateFailed {
+                    topic,
+                    source: MetadataError::UnknownTopicOrPartition,
+                },
+                15,
+            ),
+            (
+                CoordinatorLookupError::ControllerUnavailable {
+                    topic,
+                    source: ShardError::Unavailable(0),
+                },
+                15,
+            ),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod partition_owner_tests {
+    use super::*;
+    use std::io::ErrorKind;
+    use std::sync::Arc;
+
+    fn io() -> StorageError {
+        StorageError::Io(std::io::Error::from_raw_os_error(5))
+    }
+
+    #[test]
+    fn producer_state_error_codes() {
+        let table: [(ProducerStateError, i16); 5] = [
+            (ProducerStateError::MissingSequence { producer_id: 1 }, 87),
+            (
+                ProducerStateError::FencedEpoch {
+                    producer_id: 1,
+                    epoch: 0,
+                    current_epoch: 1,
+                },
+                47,
+            ),
+            (
+                ProducerStateError::OutOfOrderSequence {
+                    producer_id: 1,
+                    base_sequence: 5,
+                    expected: 3,
+                },
+                45,
+            ),
+            (
+                ProducerStateError::DuplicateSequence {
+                    producer_id: 1,
+                    first_seq: 0,
+                    last_seq: 2,
+                },
+                46,
+            ),
+            (
+                ProducerStateError::CoordinatorFenced {
+                    producer_id: 1,
+                    coordinator_epoch: 2,
+                    latest: 3,
+                },
+                52,
+            ),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn produce_error_codes() {
+        let fenced = ProducerStateError::FencedEpoch {
+            producer_id: 1,
+            epoch: 0,
+            current_epoch: 1,
+        };
+        let table: Vec<(ProduceError, i16)> = vec![
+            (ProduceError::Batch(BatchError::LegacyMagic(1)), 87),
+            (ProduceError::Batch(BatchError::UnknownMagic(3)), 2),
+            (ProduceError::NoBatch, 2),
+            (ProduceError::TooManyBatches { count: 2 }, 87),
+            (ProduceError::TransactionalIdRequired { producer_id: 1 }, 53),
+            (
+                ProduceError::VerificationLost {
+                    producer_id: 1,
+                    epoch: 0,
+                },
+                48,
+            ),
+            (ProduceError::Producer(fenced), 47),
+            (
+                ProduceError::NotEnoughReplicas {
+                    required: 2,
+                    topic: Arc::from("t"),
+                    partition: 0,
+                },
+                19,
+            ),
+            (ProduceError::Storage(io()), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn produce_error_messages_are_the_client_texts() {
+        assert_eq!(
+            ProduceError::TooManyBatches { count: 2 }.to_string(),
+            "a partition's records must be exactly one record batch, got 2"
+        );
+        assert_eq!(
+            ProduceError::NotEnoughReplicas {
+                required: 2,
+                topic: Arc::from("t"),
+                partition: 3
+            }
+            .to_string(),
+            "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of 2 for partition t-3"
+        );
+        let p = ProducerStateError::MissingSequence { producer_id: 1 };
+        assert_eq!(
+            ProduceError::Producer(p).to_string(),
+            "rejected by the idempotent producer checks (KIP-98)"
+        );
+    }
+
+    #[test]
+    fn flush_error_codes_and_text() {
+        let sync = FlushError::sync(&std::io::Error::from_raw_os_error(5));
+        assert_eq!(
+            sync.to_string(),
+            std::io::Error::from_raw_os_error(5).to_string()
+        );
+        let table = [
+            (sync, 56),
+            (
+                FlushError::Sync {
+                    kind: ErrorKind::Other,
+                    os_error: None,
+                },
+                56,
+            ),
+            (FlushError::Abandoned, 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn internal_append_and_marker_error_codes() {
+        let batch = StorageError::Batch(BatchError::CorruptMessage("x".into()));
+        let table: Vec<(InternalAppendError, i16)> = vec![
+            (InternalAppendError::Encode { records: 1 }, -1),
+            (InternalAppendError::Malformed { position: 0 }, -1),
+            (InternalAppendError::Storage(io()), 56),
+            (InternalAppendError::Storage(batch), 56),
+            (InternalAppendError::Flush(FlushError::Abandoned), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+        let fenced = ProducerStateError::CoordinatorFenced {
+            producer_id: 1,
+            coordinator_epoch: 2,
+            latest: 3,
+        };
+        let table: Vec<(MarkerError, i16)> = vec![
+            (MarkerError::InvalidProducerId(-1), 42),
+            (MarkerError::Producer(fenced), 52),
+            (
+                MarkerError::Append(InternalAppendError::Encode { records: 1 }),
+                -1,
+            ),
+            (MarkerError::Append(InternalAppendError::Storage(io())), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+
+    /// The copyable summaries the coordinators carry answer the same code as
+    /// the error they summarise, for every variant.
+    #[test]
+    fn append_and_marker_failures_keep_their_codes() {
+        let batch = || StorageError::Batch(BatchError::CorruptMessage("x".into()));
+        let appends = vec![
+            InternalAppendError::Encode { records: 1 },
+            InternalAppendError::Malformed { position: 0 },
+            InternalAppendError::Storage(io()),
+            InternalAppendError::Storage(batch()),
+            InternalAppendError::Flush(FlushError::Abandoned),
+        ];
+        for e in &appends {
+            assert_eq!(AppendFailure::from(e).code(), e.code(), "{e:?}");
+        }
+        let table: Vec<(AppendFailure, i16)> = vec![
+            (AppendFailure::Encode, -1),
+            (AppendFailure::Malformed, -1),
+            (AppendFailure::Storage, 56),
+            (AppendFailure::Flush(FlushError::Abandoned), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+        let fenced = ProducerStateError::CoordinatorFenced {
+            producer_id: 1,
+            coordinator_epoch: 2,
+            latest: 3,
+        };
+        let markers = vec![
+            MarkerError::InvalidProducerId(-1),
+            MarkerError::Producer(fenced),
+            MarkerError::Append(InternalAppendError::Storage(io())),
+            MarkerError::Append(InternalAppendError::Encode { records: 1 }),
+        ];
+        for e in &markers {
+            assert_eq!(MarkerFailure::from(e).code(), e.code(), "{e:?}");
+        }
+        let table: Vec<(MarkerFailure, i16)> = vec![
+            (MarkerFailure::InvalidProducerId(-1), 42),
+            (MarkerFailure::Producer(fenced), 52),
+            (MarkerFailure::Append(AppendFailure::Storage), 56),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+        }
+    }
+}
+
+// ---- metadata errors: codes and client texts ----
+
+#[cfg(test)]
+mod metadata_error_tests {
+    use super::*;
+
+    /// Every variant's code, and the text clients get (unchanged from the
+    /// texts the handlers built before the details were structured).
+    #[test]
+    fn metadata_error_codes_and_texts() {
+        let table: Vec<(MetadataError, i16, &str)> = vec![
+            (
+                MetadataError::UnknownTopicOrPartition,
+                3,
+                "unknown topic or partition",
+            ),
+            (MetadataError::UnknownTopicId, 100, "unknown topic id"),
+            (
+                InvalidTopic::TooLong {
+                    length: 250,
+                    max: 249,
+                }
+                .into(),
+                17,
+                "invalid topic name: topic name is 250 characters, more than 249",
+            ),
+            (
+                InvalidTopic::IllegalCharacter {
+                    name: "a b".into(),
+                    character: ' ',
+                }
+                .into(),
+                17,
+                "invalid topic name: topic name \"a b\" contains ' '; legal characters are ASCII alphanumerics, '.', '_' and '-'",
+            ),
+            (
+                MetadataError::TopicAlreadyExists {
+                    topic: "orders".into(),
+                    copy: None,
+                },
+                36,
+                "topic orders already exists",
+            ),
+            (
+                InvalidPartitions::OutOfRange {
+                    requested: 0,
+                    min: 1,
+                    max: 1_000_000,
+                }
+                .into(),
+                37,
+                "invalid partitions: number of partitions must be in [1, 1000000], got 0",
+            ),
+            (
+                InvalidPartitions::Gaps {
+                    topic: "t".into(),
+                    found: [0, 2].into_iter().collect(),
+                }
+                .into(),
+                37,
+                "invalid partitions: topic t: partition directories {0, 2} are not 0..1 without gaps; copy every partition of the topic",
+            ),
+            (
+                MetadataError::InvalidReplicationFactor {
+                    requested: 3,
+                    brokers: 1,
+                },
+                38,
+                "invalid replication factor: replication factor 3 is larger than the 1 available broker",
+            ),
+            (
+                InvalidAssignment::CreatePartitions.into(),
+                39,
+                "invalid replica assignment: assignments may only name this broker",
+            ),
+            (
+                InvalidConfig::BadValue {
+                    key: "retention.ms".into(),
+                    value: "x".into(),
+                    allowed: "an integer".into(),
+                }
+                .into(),
+                40,
+                "invalid config: invalid value \"x\" for retention.ms: an integer",
+            ),
+            (
+                InvalidConfig::UnknownKey {
+                    key: "nope".into(),
+                    list_supported: false,
+                }
+                .into(),
+                40,
+                "invalid config: unknown topic config nope",
+            ),
+            (
+                MetadataError::TopicDeletionDisabled,
+                73,
+                "topic deletion is disabled (delete.topic.enable=false)",
+            ),
+            (
+                InvalidRequest::UnsupportedResourceType { resource_type: 9 }.into(),
+                42,
+                "invalid request: resource type 9 is not supported",
+            ),
+            (
+                MetadataError::from(std::io::Error::from_raw_os_error(28)),
+                56,
+                "storage error: No space left on device (os error 28)",
+            ),
+            (
+                MetadataError::from(std::io::Error::other("meta.properties: bad line 3")),
+                56,
+                "storage error: meta.properties: bad line 3",
+            ),
+            (
+                MetadataError::from(ShardError::Unavailable(0)),
+                56,
+                "storage error: shard 0 is not available",
+            ),
+        ];
+        for (e, code, text) in table {
+            assert_eq!(e.code(), code, "{e:?}");
+            assert_eq!(e.to_string(), text, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn import_texts() {
+        let copy = CopiedDirectory {
+            partitions: 2,
+            topic_id: uuid::Uuid::nil(),
+            directory: "t-3".into(),
+            directory_topic_id: None,
+        };
+        let e = MetadataError::TopicAlreadyExists {
+            topic: "t".into(),
+            copy: Some(copy),
+        };
+        assert_eq!(
+            e.to_string(),
+            "topic t (registered with 2 partition(s) and topic id AAAAAAAAAAAAAAAAAAAAAA; directory t-3 has no partition.metadata): remove the copied directories or the registered topic first already exists"
+        );
+        let inner = MetadataError::from(InvalidConfig::SetWithoutValue { key: "k".into() });
+        let e = MetadataError::from(InvalidConfig::ForTopic {
+            topic: "t".into(),
+            source: Box::new(inner),
+        });
+        assert_eq!(
+            e.to_string(),
+            "invalid config: topic t: invalid config: SET k needs a value"
+        );
+    }
 }
 
 // ---- group coordinator ----
@@ -206,7 +753,7 @@ impl KafkaCode for crate::group::GroupError {
             G::UnstableOffsetCommit => E::UnstableOffsetCommit.code(),
             G::ProducerFenced { .. } => E::ProducerFenced.code(),
             G::InvalidTxnState { .. } => E::InvalidTxnState.code(),
-            G::Append { code } => *code,
+            G::Append(e) => e.code(),
         }
     }
 }
@@ -227,9 +774,9 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
-            TxnError::StateAppend { code, .. } => *code,
+            TxnError::StateAppend { cause, .. } => cause.code(),
             TxnError::MarkerWrite { cause, .. } => match cause {
-                MarkerCause::Partition(code) => *code,
+                MarkerCause::Partition(e) => e.code(),
                 MarkerCause::Shard(e) => e.code(),
             },
         }
@@ -303,22 +850,13 @@ mod group_code_tests {
                 90,
             ),
             (G::InvalidTxnState { producer_id: 1 }, 48),
-            (G::Append { code: 56 }, 56),
+            (G::Append(crate::shard::error::AppendFailure::Storage), 56),
         ];
         assert_eq!(table.len(), 20, "one row per variant");
         for (e, code) in table {
             assert_eq!(e.code(), code, "{e:?}");
         }
     }
-}
-
-/// Kafka error codes the transaction coordinator compares against the raw
-/// codes of the partition side (`Partition::write_marker`).
-pub mod txn_codes {
-    use super::E;
-    /// INVALID_PRODUCER_EPOCH (47): a partition refusing a marker because it
-    /// knows a newer epoch of the producer.
-    pub const INVALID_PRODUCER_EPOCH: i16 = E::InvalidProducerEpoch.code();
 }
 
 #[cfg(test)]
@@ -389,7 +927,7 @@ mod txn_error_tests {
             (
                 TxnError::StateAppend {
                     partition: 3,
-                    code: 56,
+                    cause: crate::shard::error::AppendFailure::Storage,
                 },
                 56,
             ),
@@ -397,7 +935,9 @@ mod txn_error_tests {
                 TxnError::MarkerWrite {
                     topic: "t".into(),
                     partition: 0,
-                    cause: MarkerCause::Partition(56),
+                    cause: MarkerCause::Partition(crate::shard::error::MarkerFailure::Append(
+                        crate::shard::error::AppendFailure::Storage,
+                    )),
                 },
                 56,
             ),
@@ -413,6 +953,5 @@ mod txn_error_tests {
         for (e, code) in table {
             assert_eq!(e.code(), code, "{e:?}");
         }
-        assert_eq!(txn_codes::INVALID_PRODUCER_EPOCH, 47);
     }
 }

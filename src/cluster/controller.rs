@@ -16,11 +16,15 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use super::error::{InvalidPartitions, InvalidTopic};
 use super::metadata::{MetadataImage, TopicMeta};
 use crate::error::MetadataError;
 
 /// Directory holding the topic registry, beside the partition directories.
 pub const METADATA_DIR: &str = "__cluster_metadata";
+
+/// Most partitions a topic may have (CreateTopics, CreatePartitions).
+pub const MAX_PARTITIONS: i32 = 1_000_000;
 
 /// Reads or creates `meta.properties` in `data_dir`; returns the cluster id.
 /// A `node.id` in the file that differs from the configured one is an error
@@ -201,12 +205,18 @@ impl Controller {
     ) -> Result<Arc<TopicMeta>, MetadataError> {
         super::topic_name::validate(name)?;
         if self.image.topic(name).is_some() {
-            return Err(MetadataError::TopicAlreadyExists(name.to_string()));
+            return Err(MetadataError::TopicAlreadyExists {
+                topic: name.to_string(),
+                copy: None,
+            });
         }
         if !(1..=1_000_000).contains(&partitions) {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "number of partitions must be in [1, 1000000], got {partitions}"
-            )));
+            return Err(InvalidPartitions::OutOfRange {
+                requested: partitions,
+                min: 1,
+                max: MAX_PARTITIONS,
+            }
+            .into());
         }
         // Kafka: '.' and '_' collide in metric names, so such topics cannot coexist.
         let canonical = name.replace('.', "_");
@@ -216,9 +226,11 @@ impl Controller {
             .keys()
             .find(|t| t.replace('.', "_") == canonical)
         {
-            return Err(MetadataError::InvalidTopic(format!(
-                "topic {name} collides with existing topic {other} ('.' and '_' are equivalent)"
-            )));
+            return Err(InvalidTopic::Collides {
+                name: name.to_string(),
+                existing: other.to_string(),
+            }
+            .into());
         }
         self.check_open_files(partitions as i64)?;
         let topic = TopicMeta {
@@ -253,10 +265,12 @@ impl Controller {
             .sum();
         let needed = (existing + extra) * 3 + 1024;
         if needed > limit {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "{} partitions in all would need about {needed} open files but the limit (ulimit -n) is {limit}; raise it or use fewer partitions",
-                existing + extra
-            )));
+            return Err(InvalidPartitions::OpenFiles {
+                partitions: existing + extra,
+                needed,
+                limit,
+            }
+            .into());
         }
         Ok(())
     }
@@ -264,7 +278,7 @@ impl Controller {
     /// Persists a new or changed topic, then moves the image to a version
     /// that has it; gives the topic as published.
     fn commit_topic(&mut self, topic: TopicMeta) -> Result<Arc<TopicMeta>, MetadataError> {
-        write_topic(&self.data_dir, &topic).map_err(|e| MetadataError::Storage(e.to_string()))?;
+        write_topic(&self.data_dir, &topic)?;
         let name = topic.name.clone();
         self.image = Arc::new(self.image.with_topic(topic));
         self.image
@@ -281,8 +295,7 @@ impl Controller {
             .topic(name)
             .cloned()
             .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        std::fs::remove_file(topic_file(&self.data_dir, name))
-            .map_err(|e| MetadataError::Storage(e.to_string()))?;
+        std::fs::remove_file(topic_file(&self.data_dir, name))?;
         self.image = Arc::new(self.image.without_topic(name));
         Ok(topic)
     }
@@ -328,15 +341,18 @@ impl Controller {
             .cloned()
             .ok_or(MetadataError::UnknownTopicOrPartition)?;
         if count <= current.partitions {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "topic currently has {} partitions, {count} would not be an increase",
-                current.partitions
-            )));
+            return Err(InvalidPartitions::NotAnIncrease {
+                current: current.partitions,
+                requested: count,
+            }
+            .into());
         }
-        if count > 1_000_000 {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "{count} partitions is more than 1000000"
-            )));
+        if count > MAX_PARTITIONS {
+            return Err(InvalidPartitions::TooMany {
+                requested: count,
+                max: MAX_PARTITIONS,
+            }
+            .into());
         }
         let mut next = (*current).clone();
         next.partitions = count;
@@ -375,7 +391,7 @@ mod tests {
         let t = c.create_topic("orders", 3, cfg, false).unwrap();
         assert!(matches!(
             c.create_topic("orders", 3, BTreeMap::new(), false),
-            Err(MetadataError::TopicAlreadyExists(_))
+            Err(MetadataError::TopicAlreadyExists { .. })
         ));
         assert!(matches!(
             c.create_topic("bad name", 3, BTreeMap::new(), false),

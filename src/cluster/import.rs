@@ -32,6 +32,9 @@ use uuid::Uuid;
 use crate::storage::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
 
 use super::controller::{load_topics, write_topic};
+use super::error::{
+    CopiedDirectory, InvalidConfig, InvalidPartitions, InvalidRequest, InvalidTopic,
+};
 use super::metadata::{MetadataImage, TopicMeta};
 use crate::error::MetadataError;
 
@@ -221,7 +224,7 @@ fn split_partition_dir(name: &str) -> Option<(&str, i32)> {
 /// Errors: a topic whose partitions are not 0..n-1 without gaps, partitions
 /// naming different topic ids, a topic name the registry refuses.
 pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, MetadataError> {
-    let io = |e: std::io::Error| MetadataError::Storage(e.to_string());
+    let io = MetadataError::from;
     let mut found: BTreeMap<String, (BTreeSet<i32>, BTreeSet<Uuid>)> = BTreeMap::new();
     for entry in std::fs::read_dir(data_dir).map_err(io)? {
         let entry = entry.map_err(io)?;
@@ -247,20 +250,22 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
             if own {
                 continue;
             }
-            return Err(MetadataError::TopicAlreadyExists(format!(
-                "{topic} (registered with {} partition(s) and topic id {}; directory {name} has {}): \
-                 remove the copied directories or the registered topic first",
-                t.partitions,
-                topic_id_to_kafka(&t.id),
-                id.map(|i| format!("topic id {}", topic_id_to_kafka(&i)))
-                    .unwrap_or_else(|| "no partition.metadata".into())
-            )));
+            return Err(MetadataError::TopicAlreadyExists {
+                topic: topic.to_string(),
+                copy: Some(CopiedDirectory {
+                    partitions: t.partitions,
+                    topic_id: t.id,
+                    directory: name,
+                    directory_topic_id: id,
+                }),
+            });
         }
         if INTERNAL_TOPICS.contains(&topic) {
-            return Err(MetadataError::InvalidTopic(format!(
-                "{name}: Kafka's internal topic {topic} cannot be imported (committed offsets and \
-                 transaction state do not move; see docs/migrating-from-kafka.md)"
-            )));
+            return Err(InvalidTopic::InternalImport {
+                directory: name.clone(),
+                topic: topic.to_string(),
+            }
+            .into());
         }
         let has_log = std::fs::read_dir(&dir)
             .map_err(io)?
@@ -277,16 +282,14 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
     for (name, (parts, ids)) in found {
         let n = parts.len() as i32;
         if parts.iter().copied().ne(0..n) {
-            return Err(MetadataError::InvalidPartitions(format!(
-                "topic {name}: partition directories {parts:?} are not 0..{} without gaps; \
-                 copy every partition of the topic",
-                n - 1
-            )));
+            return Err(InvalidPartitions::Gaps {
+                topic: name,
+                found: parts,
+            }
+            .into());
         }
         if ids.len() > 1 {
-            return Err(MetadataError::InvalidRequest(format!(
-                "topic {name}: its partition directories name different topic ids"
-            )));
+            return Err(InvalidRequest::MixedTopicIds { topic: name }.into());
         }
         let (id, id_from_disk) = match ids.into_iter().next() {
             Some(id) => (id, true),
@@ -301,10 +304,12 @@ pub fn scan(data_dir: &Path, image: &MetadataImage) -> Result<Vec<FoundTopic>, M
                     .map(|f| f.name.clone())
             });
         if let Some(other) = taken {
-            return Err(MetadataError::InvalidRequest(format!(
-                "topic {name}: its topic id {} is already the id of topic {other}",
-                topic_id_to_kafka(&id)
-            )));
+            return Err(InvalidRequest::TopicIdTaken {
+                topic: name,
+                topic_id: id,
+                other,
+            }
+            .into());
         }
         let mut max_pid = None;
         for p in 0..n {
@@ -331,7 +336,7 @@ pub fn import(
     configs: &BTreeMap<String, BTreeMap<String, String>>,
     dry_run: bool,
 ) -> Result<Vec<FoundTopic>, MetadataError> {
-    let io = |e: std::io::Error| MetadataError::Storage(e.to_string());
+    let io = MetadataError::from;
     let empty = MetadataImage::empty(
         String::new(),
         0,
@@ -346,16 +351,18 @@ pub fn import(
     let found = scan(data_dir, &image)?;
     for topic in configs.keys() {
         if !found.iter().any(|f| &f.name == topic) {
-            return Err(MetadataError::InvalidRequest(format!(
-                "--topic-config names topic {topic}, which has no unregistered partition \
-                 directories to import"
-            )));
+            return Err(InvalidRequest::ConfigForUnknownTopic {
+                topic: topic.clone(),
+            }
+            .into());
         }
     }
     for (topic, kv) in configs {
         for (k, v) in kv {
-            super::topic_config::validate(k, v)
-                .map_err(|e| MetadataError::InvalidConfig(format!("topic {topic}: {e}")))?;
+            super::topic_config::validate(k, v).map_err(|e| InvalidConfig::ForTopic {
+                topic: topic.clone(),
+                source: Box::new(e),
+            })?;
         }
     }
     let checkpoint = data_dir.join(KAFKA_LOG_START_CHECKPOINT);

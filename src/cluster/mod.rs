@@ -7,6 +7,7 @@
 //! the way a KRaft controller publishes metadata records to brokers.
 
 pub mod controller;
+pub mod error;
 pub mod import;
 pub mod metadata;
 pub mod topic_config;

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::InvalidConfig;
 use crate::config::Config;
 use crate::error::MetadataError;
 use crate::storage::{Codec, LogConfig, TargetCodec, TimestampType};
@@ -162,7 +163,12 @@ impl Unit {
 }
 
 fn bad(key: &str, value: &str, allowed: String) -> MetadataError {
-    MetadataError::InvalidConfig(format!("invalid value {value:?} for {key}: {allowed}"))
+    InvalidConfig::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        allowed,
+    }
+    .into()
 }
 
 /// Reads a boolean as Kafka does (`true`/`false`, any case, trimmed).
@@ -216,7 +222,11 @@ pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError>
                 return Err(bad(key, value, "true or false".into()));
             };
             if let (true, Support::RefuseEnabling(why)) = (on, d.support) {
-                return Err(MetadataError::InvalidConfig(why.to_string()));
+                return Err(InvalidConfig::Unsupported {
+                    key: key.to_string(),
+                    reason: why,
+                }
+                .into());
             }
         }
         Allowed::GzipLevel => {
@@ -246,15 +256,9 @@ pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError>
 
 /// Checks one topic config; INVALID_CONFIG for unknown keys or bad values.
 pub fn validate(key: &str, value: &str) -> Result<(), MetadataError> {
-    let d = def(key).ok_or_else(|| {
-        MetadataError::InvalidConfig(format!(
-            "unknown topic config {key}; supported: {}",
-            TOPIC_CONFIGS
-                .iter()
-                .map(|d| d.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
+    let d = def(key).ok_or_else(|| InvalidConfig::UnknownKey {
+        key: key.to_string(),
+        list_supported: true,
     })?;
     check(d, key, value)
 }

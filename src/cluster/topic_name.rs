@@ -1,5 +1,6 @@
 //! Kafka's topic-name rules (`org.apache.kafka.common.internals.Topic.validate`).
 
+use super::error::InvalidTopic;
 use crate::error::MetadataError;
 
 /// Longest legal topic name (Kafka: 249 characters).
@@ -9,26 +10,30 @@ pub const MAX_TOPIC_NAME_LEN: usize = 249;
 /// or `..`. Errors with INVALID_TOPIC_EXCEPTION.
 pub fn validate(name: &str) -> Result<(), MetadataError> {
     if name.is_empty() {
-        return Err(MetadataError::InvalidTopic("topic name is empty".into()));
+        return Err(InvalidTopic::Empty.into());
     }
     if name == "." || name == ".." {
-        return Err(MetadataError::InvalidTopic(format!(
-            "topic name cannot be {name:?}"
-        )));
+        return Err(InvalidTopic::Dots {
+            name: name.to_string(),
+        }
+        .into());
     }
     if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(MetadataError::InvalidTopic(format!(
-            "topic name is {} characters, more than {MAX_TOPIC_NAME_LEN}",
-            name.len()
-        )));
+        return Err(InvalidTopic::TooLong {
+            length: name.len(),
+            max: MAX_TOPIC_NAME_LEN,
+        }
+        .into());
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
-        return Err(MetadataError::InvalidTopic(format!(
-            "topic name {name:?} contains {c:?}; legal characters are ASCII alphanumerics, '.', '_' and '-'"
-        )));
+        return Err(InvalidTopic::IllegalCharacter {
+            name: name.to_string(),
+            character: c,
+        }
+        .into());
     }
     Ok(())
 }

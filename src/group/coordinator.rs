@@ -110,7 +110,10 @@ async fn write_records(
     append_records(&part, records, producer)
         .await
         .map(|_| ())
-        .map_err(|code| GroupError::Append { code })
+        .map_err(|e| {
+            log::warn!("append to __consumer_offsets for group {group_id} failed: {e}");
+            GroupError::Append((&e).into())
+        })
 }
 
 /// Applies the core's effects in order: answers parked requests, starts the

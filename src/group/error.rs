@@ -130,13 +130,10 @@ pub enum GroupError {
         producer_id: i64,
     },
     /// The append to `__consumer_offsets` failed; carries the partition's
-    /// Kafka error code as the shard's append gives it (KAFKA_STORAGE_ERROR
-    /// on I/O), answered as is.
-    #[error("append to __consumer_offsets failed with error code {code}")]
-    Append {
-        /// Kafka error code of the failed append.
-        code: i16,
-    },
+    /// The append to `__consumer_offsets` failed; answered with the
+    /// failure's code (KAFKA_STORAGE_ERROR (56) on I/O).
+    #[error("append to __consumer_offsets failed: {0}")]
+    Append(crate::shard::error::AppendFailure),
 }
 
 impl GroupError {

@@ -28,10 +28,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let id = req.transactional_id.0.to_string();
     let code = if group.is_empty() {
         E::InvalidGroupId.code()
-    } else if let Err(c) = ensure_offsets_topic(shard).await {
+    } else if let Err(c) = ensure_offsets_topic(shard).await.map_err(|e| e.code()) {
         c
     } else {
-        match txn_owner(shard, &id) {
+        match txn_owner(shard, &id).map_err(|e| e.code()) {
             Err(c) => c,
             Ok(owner) => {
                 let p = partition_for_group(&group, shard.config.group.offsets_topic_partitions);

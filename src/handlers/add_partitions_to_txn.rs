@@ -60,7 +60,7 @@ async fn run(
     let codes: Vec<i16> = if !unknown.is_empty() {
         vec![E::OperationNotAttempted.code(); wanted.len()]
     } else {
-        match txn_owner(shard, &t.id) {
+        match txn_owner(shard, &t.id).map_err(|e| e.code()) {
             Err(c) => vec![c; wanted.len()],
             Ok(owner) => {
                 let (id, pid, epoch, n) = (t.id.clone(), t.producer_id, t.epoch, wanted.len());

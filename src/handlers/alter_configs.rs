@@ -18,6 +18,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{respond, with_controller, HandlerResult};
+use crate::cluster::error::{InvalidConfig, InvalidRequest};
 use crate::cluster::topic_config::{self, ConfigType};
 use crate::error::{codes, KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
@@ -35,13 +36,13 @@ fn incremental(
 ) -> Result<BTreeMap<String, String>, MetadataError> {
     let mut next = current.clone();
     for (name, op, value) in ops {
-        let d = topic_config::def(name)
-            .ok_or_else(|| MetadataError::InvalidConfig(format!("unknown topic config {name}")))?;
+        let d = topic_config::def(name).ok_or_else(|| InvalidConfig::UnknownKey {
+            key: name.clone(),
+            list_supported: false,
+        })?;
         let list_op = || -> Result<Vec<String>, MetadataError> {
             if d.ty != ConfigType::List {
-                return Err(MetadataError::InvalidConfig(format!(
-                    "{name} is not a list: APPEND and SUBTRACT apply to list configs only"
-                )));
+                return Err(InvalidConfig::NotAList { key: name.clone() }.into());
             }
             let cur = next
                 .get(name.as_str())
@@ -55,9 +56,9 @@ fn incremental(
         };
         match *op {
             OP_SET => {
-                let v = value.clone().ok_or_else(|| {
-                    MetadataError::InvalidConfig(format!("SET {name} needs a value"))
-                })?;
+                let v = value
+                    .clone()
+                    .ok_or_else(|| InvalidConfig::SetWithoutValue { key: name.clone() })?;
                 next.insert(name.clone(), v);
             }
             OP_DELETE => {
@@ -91,11 +92,7 @@ fn incremental(
                     .collect();
                 next.insert(name.clone(), items.join(","));
             }
-            other => {
-                return Err(MetadataError::InvalidRequest(format!(
-                    "unknown config operation {other}"
-                )))
-            }
+            other => return Err(InvalidRequest::UnknownConfigOperation { operation: other }.into()),
         }
     }
     Ok(next)
@@ -119,7 +116,7 @@ async fn alter_topic(
         c.alter_topic_configs(&topic, next, validate_only).map(drop)
     })
     .await
-    .map_err(|e| MetadataError::Storage(e.to_string()))?
+    .map_err(MetadataError::from)?
 }
 
 fn outcome(resource_type: i8, r: Result<(), MetadataError>) -> (i16, Option<StrBytes>) {
@@ -139,14 +136,25 @@ pub async fn handle_alter(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerRes
                 let configs: BTreeMap<String, String> = r
                     .configs
                     .iter()
-                    .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                    .filter_map(|c| {
+                        c.value
+                            .as_ref()
+                            .map(|v| (c.name.to_string(), v.to_string()))
+                    })
                     .collect();
-                alter_topic(shard, r.resource_name.to_string(), move |_| Ok(configs), req.validate_only).await
+                alter_topic(
+                    shard,
+                    r.resource_name.to_string(),
+                    move |_| Ok(configs),
+                    req.validate_only,
+                )
+                .await
             }
-            RESOURCE_BROKER => Err(MetadataError::InvalidRequest(
-                "broker configs are static in this broker: set them in server.properties or with --override".into(),
-            )),
-            other => Err(MetadataError::InvalidRequest(format!("resource type {other} is not supported"))),
+            RESOURCE_BROKER => Err(InvalidRequest::StaticBrokerConfigs.into()),
+            other => Err(InvalidRequest::UnsupportedResourceType {
+                resource_type: other,
+            }
+            .into()),
         };
         let (code, msg) = outcome(r.resource_type, result);
         let mut out = AlterConfigsResourceResponse::default();
@@ -169,14 +177,27 @@ pub async fn handle_incremental(shard: &Rc<Shard>, frame: &RequestFrame) -> Hand
                 let ops: Vec<(String, i8, Option<String>)> = r
                     .configs
                     .iter()
-                    .map(|c| (c.name.to_string(), c.config_operation, c.value.as_ref().map(|v| v.to_string())))
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            c.config_operation,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
                     .collect();
-                alter_topic(shard, r.resource_name.to_string(), move |cur| incremental(cur, &ops), req.validate_only).await
+                alter_topic(
+                    shard,
+                    r.resource_name.to_string(),
+                    move |cur| incremental(cur, &ops),
+                    req.validate_only,
+                )
+                .await
             }
-            RESOURCE_BROKER => Err(MetadataError::InvalidRequest(
-                "broker configs are static in this broker: set them in server.properties or with --override".into(),
-            )),
-            other => Err(MetadataError::InvalidRequest(format!("resource type {other} is not supported"))),
+            RESOURCE_BROKER => Err(InvalidRequest::StaticBrokerConfigs.into()),
+            other => Err(InvalidRequest::UnsupportedResourceType {
+                resource_type: other,
+            }
+            .into()),
         };
         let (code, msg) = outcome(r.resource_type, result);
         let mut out = IncResponse::default();

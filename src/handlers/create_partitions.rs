@@ -8,6 +8,7 @@ use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, with_controller, HandlerResult};
+use crate::cluster::error::{InvalidAssignment, InvalidRequest};
 use crate::error::{KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -24,11 +25,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 a.iter()
                     .any(|x| x.broker_ids.len() != 1 || x.broker_ids[0].0 != node)
             });
-            let err = bad_assignment.then(|| {
-                MetadataError::InvalidReplicaAssignment(
-                    "assignments may only name this broker".into(),
-                )
-            });
+            let err = bad_assignment.then_some(MetadataError::InvalidReplicaAssignment(
+                InvalidAssignment::CreatePartitions,
+            ));
             (t.name.0.to_string(), t.count, err)
         })
         .collect();
@@ -54,8 +53,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 Ok(v) => v
                     .get(i)
                     .cloned()
-                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
-                Err(e) => Err(MetadataError::Storage(e.to_string())),
+                    .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
+                Err(e) => Err(MetadataError::from(e.clone())),
             };
             if let Err(e) = outcome {
                 r.error_code = e.code();

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, with_controller, HandlerResult};
+use crate::cluster::error::{InvalidAssignment, InvalidRequest};
 use crate::cluster::topic_config;
 use crate::error::{KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
@@ -49,14 +50,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             let mut configs = BTreeMap::new();
             let mut early_error = None;
             if !seen.insert(name.clone()) {
-                early_error = Some(MetadataError::InvalidRequest(format!(
-                    "topic {name} appears more than once"
-                )));
+                early_error = Some(MetadataError::from(InvalidRequest::DuplicateTopic {
+                    topic: name.clone(),
+                }));
             }
             if rf != 1 {
-                early_error.get_or_insert(MetadataError::InvalidReplicationFactor(format!(
-                    "replication factor {rf} is larger than the 1 available broker"
-                )));
+                early_error.get_or_insert(MetadataError::InvalidReplicationFactor {
+                    requested: rf,
+                    brokers: 1,
+                });
             }
             if !t.assignments.is_empty() {
                 let ok = t
@@ -65,7 +67,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == cfg.node_id);
                 if !ok || t.num_partitions != -1 {
                     early_error.get_or_insert(MetadataError::InvalidReplicaAssignment(
-                        "assignments must name only this broker, with num_partitions = -1".into(),
+                        InvalidAssignment::CreateTopics,
                     ));
                 }
             }
@@ -132,8 +134,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 Ok(v) => v
                     .get(i)
                     .cloned()
-                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
-                Err(e) => Err(MetadataError::Storage(e.to_string())),
+                    .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
+                Err(e) => Err(MetadataError::from(e.clone())),
             };
             match outcome {
                 Ok(t) => {

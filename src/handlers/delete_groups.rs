@@ -19,7 +19,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = DeleteGroupsResponse::default();
     for gid in &req.groups_names {
         let group = gid.0.to_string();
-        let code = match group_owner(shard, &group) {
+        let code = match group_owner(shard, &group).map_err(|e| e.code()) {
             Err(code) => code,
             Ok(owner) => shard
                 .invoke_on(owner, move |s| async move {

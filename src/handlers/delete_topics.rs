@@ -10,6 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
 use super::{respond, with_controller, HandlerResult};
+use crate::cluster::error::InvalidRequest;
 use crate::error::{KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -72,8 +73,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 Ok(v) => v
                     .get(i)
                     .cloned()
-                    .unwrap_or(Err(MetadataError::InvalidRequest("lost".into()))),
-                Err(e) => Err(MetadataError::Storage(e.to_string())),
+                    .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
+                Err(e) => Err(MetadataError::from(e.clone())),
             };
             match outcome {
                 Ok(tid) => r.topic_id = tid,

@@ -27,7 +27,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             ..Default::default()
         };
         let (code, d) = match group_owner(shard, &group) {
-            Err(code) => (code, failed()),
+            Err(e) => (e.code(), failed()),
             Ok(owner) => {
                 let g = group.clone();
                 match shard

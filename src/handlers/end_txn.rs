@@ -20,7 +20,7 @@ use crate::txn::error::TxnError;
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: EndTxnRequest = frame.decode()?;
     let id = req.transactional_id.0.to_string();
-    let code = match txn_owner(shard, &id) {
+    let code = match txn_owner(shard, &id).map_err(|e| e.code()) {
         Err(c) => c,
         Ok(owner) => {
             let (pid, epoch, commit) = (req.producer_id.0, req.producer_epoch, req.committed);

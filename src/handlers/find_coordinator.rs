@@ -16,14 +16,15 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError as E;
 
 use super::{respond, with_controller, HandlerResult};
-use crate::error::MetadataError;
+use crate::error::{CoordinatorLookupError, KafkaCode, MetadataError};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
-/// Creates `__consumer_offsets` when missing. Errors with the Kafka code.
-pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+/// Creates `__consumer_offsets` when missing. Errors with the
+/// [`CoordinatorLookupError`] (COORDINATOR_NOT_AVAILABLE).
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), CoordinatorLookupError> {
     let g = &shard.config.group;
     let (n, seg) = (g.offsets_topic_partitions, g.offsets_topic_segment_bytes);
     ensure_internal_topic(shard, OFFSETS_TOPIC, n, seg).await
@@ -31,21 +32,25 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<(), i16> {
 
 /// Creates `__transaction_state` when missing
 /// (`transaction.state.log.num.partitions`,
-/// `transaction.state.log.segment.bytes`). Errors with the Kafka code.
-pub async fn ensure_transaction_state_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+/// `transaction.state.log.segment.bytes`). Errors with the
+/// [`CoordinatorLookupError`] (COORDINATOR_NOT_AVAILABLE).
+pub async fn ensure_transaction_state_topic(
+    shard: &Rc<Shard>,
+) -> Result<(), CoordinatorLookupError> {
     let t = &shard.config.txn;
     let (n, seg) = (t.state_log_partitions, t.state_log_segment_bytes);
     ensure_internal_topic(shard, TRANSACTION_STATE_TOPIC, n, seg).await
 }
 
 /// Creates a compacted internal topic when missing, as Kafka does on the
-/// first coordinator lookup. Errors with COORDINATOR_NOT_AVAILABLE.
+/// first coordinator lookup. Errors with `CreateFailed` or
+/// `ControllerUnavailable` (COORDINATOR_NOT_AVAILABLE).
 async fn ensure_internal_topic(
     shard: &Rc<Shard>,
     name: &'static str,
     partitions: i32,
     segment_bytes: u64,
-) -> Result<(), i16> {
+) -> Result<(), CoordinatorLookupError> {
     if shard.metadata().topic(name).is_some() {
         return Ok(());
     }
@@ -55,7 +60,7 @@ async fn ensure_internal_topic(
     let r = with_controller(shard, move |c| {
         match c.create_topic(name, partitions, configs, false) {
             Ok(_) => Ok(true),
-            Err(MetadataError::TopicAlreadyExists(_)) => Ok(false),
+            Err(MetadataError::TopicAlreadyExists { .. }) => Ok(false),
             Err(e) => Err(e),
         }
     })
@@ -66,11 +71,17 @@ async fn ensure_internal_topic(
             Ok(())
         }
         Ok(Ok(false)) => Ok(()),
-        Ok(Err(e)) => {
-            log::error!("cannot create {name}: {e}");
-            Err(E::CoordinatorNotAvailable.code())
+        Ok(Err(source)) => {
+            log::error!("cannot create {name}: {source}");
+            Err(CoordinatorLookupError::CreateFailed {
+                topic: name,
+                source,
+            })
         }
-        Err(_) => Err(E::CoordinatorNotAvailable.code()),
+        Err(source) => Err(CoordinatorLookupError::ControllerUnavailable {
+            topic: name,
+            source,
+        }),
     }
 }
 
@@ -86,11 +97,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .unwrap_or_default();
     let node = image.controller_id;
     let code = match req.key_type {
-        0 => ensure_offsets_topic(shard).await.err().unwrap_or(0),
+        0 => ensure_offsets_topic(shard)
+            .await
+            .map_or_else(|e| e.code(), |()| 0),
         1 => ensure_transaction_state_topic(shard)
             .await
-            .err()
-            .unwrap_or(0),
+            .map_or_else(|e| e.code(), |()| 0),
         _ => E::InvalidRequest.code(),
     };
     let mut resp = FindCoordinatorResponse::default();

@@ -18,7 +18,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let member = req.member_id.to_string();
     let instance = req.group_instance_id.as_ref().map(|s| s.to_string());
     let generation = req.generation_id;
-    let code = match group_owner(shard, &group) {
+    let code = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => code,
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {

@@ -33,9 +33,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.producer_epoch = -1;
     if let Some(id) = &req.transactional_id {
         let id = id.0.to_string();
-        let r = match ensure_transaction_state_topic(shard).await {
+        let r = match ensure_transaction_state_topic(shard)
+            .await
+            .map_err(|e| e.code())
+        {
             Err(c) => Err(c),
-            Ok(()) => match txn_owner(shard, &id) {
+            Ok(()) => match txn_owner(shard, &id).map_err(|e| e.code()) {
                 Err(c) => Err(c),
                 Ok(owner) => {
                     let (timeout, current) = (

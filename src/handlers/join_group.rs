@@ -56,7 +56,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         (code, r)
     };
     let (code, result) = match group_owner(shard, &args.group_id) {
-        Err(code) => failed(code),
+        Err(e) => failed(e.code()),
         Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::join(s, args))
             .await

@@ -32,7 +32,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             group_instance_id: None,
         }]
     };
-    let (top, per_member) = match group_owner(shard, &group) {
+    let (top, per_member) = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => (code, Vec::new()),
         Ok(owner) => {
             let m = members.clone();

@@ -139,7 +139,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             Ok(_) => {
                                 log::info!("auto-created topic {name} with {partitions} partitions")
                             }
-                            Err(MetadataError::TopicAlreadyExists(_)) => {}
+                            Err(MetadataError::TopicAlreadyExists { .. }) => {}
                             Err(e) => log::warn!("auto-creating {name} failed: {e}"),
                         }
                     }

@@ -188,16 +188,22 @@ where
 pub type HandlerResult = Result<Outcome, ProtocolError>;
 
 /// The shard coordinating `group_id`: the owner of its `__consumer_offsets`
-/// partition. Errors with COORDINATOR_NOT_AVAILABLE while that topic does not
-/// exist yet (FindCoordinator creates it).
-pub fn group_owner(shard: &Shard, group_id: &str) -> Result<usize, i16> {
+/// partition. Errors with [`crate::error::CoordinatorLookupError::TopicMissing`]
+/// (COORDINATOR_NOT_AVAILABLE) while that topic does not exist yet
+/// (FindCoordinator creates it).
+pub fn group_owner(
+    shard: &Shard,
+    group_id: &str,
+) -> Result<usize, crate::error::CoordinatorLookupError> {
     let n = shard.config.group.offsets_topic_partitions;
     if shard
         .metadata()
         .topic(crate::group::OFFSETS_TOPIC)
         .is_none()
     {
-        return Err(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+        return Err(crate::error::CoordinatorLookupError::TopicMissing {
+            topic: crate::group::OFFSETS_TOPIC,
+        });
     }
     let p = crate::group::records::partition_for_group(group_id, n);
     Ok(shard.owner(crate::group::OFFSETS_TOPIC, p))
@@ -222,12 +228,18 @@ pub fn client_host(frame: &RequestFrame) -> String {
 }
 
 /// The shard coordinating `transactional_id`: the owner of its
-/// `__transaction_state` partition. Errors with COORDINATOR_NOT_AVAILABLE
-/// while that topic does not exist yet (FindCoordinator creates it).
-pub fn txn_owner(shard: &Shard, transactional_id: &str) -> Result<usize, i16> {
+/// `__transaction_state` partition. Errors with
+/// [`crate::error::CoordinatorLookupError::TopicMissing`] (COORDINATOR_NOT_AVAILABLE) while
+/// that topic does not exist yet (FindCoordinator creates it).
+pub fn txn_owner(
+    shard: &Shard,
+    transactional_id: &str,
+) -> Result<usize, crate::error::CoordinatorLookupError> {
     use crate::txn::TRANSACTION_STATE_TOPIC;
     if shard.metadata().topic(TRANSACTION_STATE_TOPIC).is_none() {
-        return Err(kafka_protocol::ResponseError::CoordinatorNotAvailable.code());
+        return Err(crate::error::CoordinatorLookupError::TopicMissing {
+            topic: TRANSACTION_STATE_TOPIC,
+        });
     }
     let n = shard.config.txn.state_log_partitions;
     let p = crate::txn::coordinator::partition_for_transactional_id(transactional_id, n);

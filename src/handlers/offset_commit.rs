@@ -35,7 +35,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
     let n = parts.len();
-    let codes_out: Vec<i16> = match group_owner(shard, &group) {
+    let codes_out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => vec![code; n],
         Ok(owner) => {
             let (generation, member, instance) = (

@@ -28,7 +28,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .map(move |p| (t.name.0.to_string(), p.partition_index))
         })
         .collect();
-    let (top, codes) = match group_owner(shard, &group) {
+    let (top, codes) = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => (code, Vec::new()),
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {

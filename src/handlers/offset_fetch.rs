@@ -23,7 +23,7 @@ async fn fetch_group(
     wanted: Option<Vec<(String, i32)>>,
     require_stable: bool,
 ) -> Result<Vec<FetchedOffset>, i16> {
-    let owner = group_owner(shard, &group)?;
+    let owner = group_owner(shard, &group).map_err(|e| e.code())?;
     shard
         .invoke_on(owner, move |s| async move {
             coordinator::fetch_offsets(&s, &group, wanted, require_stable)

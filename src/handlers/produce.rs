@@ -27,16 +27,43 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, HandlerResult, Outcome};
-use crate::error::{codes, KafkaCode};
+use crate::error::{codes, KafkaCode, ShardError};
 use crate::protocol::RequestFrame;
 use crate::shard::partition::ProduceOutcome;
 use crate::shard::{now_ms, Shard};
 
+/// Where a partition is in the request: the positions of its topic in
+/// `topic_data` and of the partition in that topic's `partition_data`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Slot {
+    /// Position of the topic in the request.
+    pub topic: usize,
+    /// Position of the partition in its topic.
+    pub partition: usize,
+}
+
+/// One topic's answers, in request order (the shape of the request, so the
+/// response is built from them alone).
+#[derive(Debug, Clone, Default)]
+struct TopicResults {
+    /// The topic name as the request gave it.
+    name: kafka_protocol::messages::TopicName,
+    /// One answer per partition of the request, in its order.
+    partitions: Vec<PartitionAppendResult>,
+}
+
+/// The answer at `slot`, if the request has it.
+fn slot_mut(results: &mut [TopicResults], slot: Slot) -> Option<&mut PartitionAppendResult> {
+    results
+        .get_mut(slot.topic)
+        .and_then(|t| t.partitions.get_mut(slot.partition))
+}
+
 /// One partition's share of a Produce request, sent to its owner shard.
 #[derive(Debug, Clone)]
 pub struct PartitionAppend {
-    /// Position in the flattened request (for merging replies).
-    pub slot: usize,
+    /// Position in the request (for merging replies).
+    pub slot: Slot,
     /// Topic name.
     pub topic: Arc<str>,
     /// Partition index.
@@ -54,8 +81,10 @@ pub struct PartitionAppend {
 /// The owner's answer for one partition.
 #[derive(Debug, Clone, Default)]
 pub struct PartitionAppendResult {
-    /// Position in the flattened request.
-    pub slot: usize,
+    /// Position in the request.
+    pub slot: Slot,
+    /// Partition index.
+    pub index: i32,
     /// Kafka error code.
     pub error_code: i16,
     /// Error text for the client (Produce v8+ `error_message`).
@@ -104,6 +133,7 @@ pub async fn append_on_owner(
     for w in work {
         let mut r = PartitionAppendResult {
             slot: w.slot,
+            index: w.partition,
             base_offset: -1,
             log_append_time: -1,
             log_start_offset: -1,
@@ -122,12 +152,9 @@ pub async fn append_on_owner(
             now_ms(),
         );
         match outcome {
-            ProduceOutcome::Refused {
-                error_code,
-                message,
-            } => {
-                r.error_code = error_code;
-                r.error_message = Some(message);
+            ProduceOutcome::Refused(e) => {
+                r.error_code = e.code();
+                r.error_message = Some(e.to_string());
             }
             ProduceOutcome::Verify { producer_id, epoch } => {
                 r.verify = Some(Verify {
@@ -184,7 +211,7 @@ pub async fn append_on_owner(
     for (i, part, offset) in flushes {
         if let Err(e) = part.wait_flushed(offset).await {
             if let Some(r) = out.get_mut(i) {
-                r.error_code = codes::KAFKA_STORAGE_ERROR;
+                r.error_code = e.code();
                 r.error_message = Some(format!("fdatasync failed: {e}"));
                 r.base_offset = -1;
             }
@@ -199,7 +226,7 @@ async fn dispatch(
     shard: &Rc<Shard>,
     by_owner: Vec<Vec<PartitionAppend>>,
     wait_for_flush: bool,
-    results: &mut [PartitionAppendResult],
+    results: &mut [TopicResults],
     dispatched: &mut Option<oneshot::Sender<()>>,
 ) {
     let mut tasks = Vec::new();
@@ -238,8 +265,7 @@ async fn dispatch(
         match t.await {
             Ok(rs) => {
                 for r in rs {
-                    let slot = r.slot;
-                    if let Some(dst) = results.get_mut(slot) {
+                    if let Some(dst) = slot_mut(results, r.slot) {
                         *dst = r;
                     }
                 }
@@ -247,7 +273,7 @@ async fn dispatch(
             Err(e) => {
                 // Outcome unknown: REQUEST_TIMED_OUT for this owner's partitions.
                 for slot in sent {
-                    if let Some(r) = results.get_mut(slot) {
+                    if let Some(r) = slot_mut(results, slot) {
                         r.error_code = e.code();
                     }
                 }
@@ -292,39 +318,42 @@ pub async fn handle(
     let acks = req.acks;
     let image = shard.metadata();
 
-    // Flatten (topic, partition) in request order; route known ones by owner.
-    let mut results: Vec<PartitionAppendResult> = Vec::new();
+    // One answer per (topic, partition), shaped like the request; route
+    // known partitions by owner.
+    let mut results: Vec<TopicResults> = Vec::with_capacity(req.topic_data.len());
     let mut by_owner: Vec<Vec<PartitionAppend>> = (0..shard.shards).map(|_| Vec::new()).collect();
-    for t in &req.topic_data {
+    for (ti, t) in req.topic_data.iter().enumerate() {
         let name = t.name.0.as_str();
-        for p in &t.partition_data {
-            let slot = results.len();
-            results.push(PartitionAppendResult {
+        let mut answers = Vec::with_capacity(t.partition_data.len());
+        for (pi, p) in t.partition_data.iter().enumerate() {
+            let slot = Slot {
+                topic: ti,
+                partition: pi,
+            };
+            let mut r = PartitionAppendResult {
                 slot,
+                index: p.index,
                 base_offset: -1,
                 log_append_time: -1,
                 log_start_offset: -1,
                 ..Default::default()
-            });
+            };
             let known = image
                 .topic(name)
                 .is_some_and(|m| (0..m.partitions).contains(&p.index));
             if !(acks == 0 || acks == 1 || acks == -1) {
-                results[slot].error_code = codes::INVALID_REQUIRED_ACKS;
+                r.error_code = codes::INVALID_REQUIRED_ACKS;
             } else if !known {
-                results[slot].error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+                r.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
             } else if crate::cluster::topic_name::is_internal(name) {
                 // Kafka: clients cannot append to internal topics.
-                results[slot].error_code = codes::INVALID_TOPIC_EXCEPTION;
-                results[slot].error_message =
-                    Some(format!("cannot append to internal topic {name}"));
-            } else {
-                let Some(records) = p.records.clone() else {
-                    results[slot].error_code = codes::CORRUPT_MESSAGE;
-                    results[slot].error_message = Some("null records".into());
-                    continue;
-                };
+                r.error_code = codes::INVALID_TOPIC_EXCEPTION;
+                r.error_message = Some(format!("cannot append to internal topic {name}"));
+            } else if let Some(records) = p.records.clone() {
                 let owner = shard.owner(name, p.index);
+                // Until the owner answers: a partition it leaves unanswered
+                // is not a success.
+                r.error_code = ShardError::Unavailable(owner).code();
                 let topic: Arc<str> = image
                     .topic(name)
                     .map(|m| m.name.clone())
@@ -337,8 +366,16 @@ pub async fn handle(
                     has_transactional_id: req.transactional_id.is_some(),
                     verified: false,
                 });
+            } else {
+                r.error_code = codes::CORRUPT_MESSAGE;
+                r.error_message = Some("null records".into());
             }
+            answers.push(r);
         }
+        results.push(TopicResults {
+            name: t.name.clone(),
+            partitions: answers,
+        });
     }
 
     let wait_for_flush = acks == -1;
@@ -354,7 +391,11 @@ pub async fn handle(
     // Partitions where a transaction would start came back unappended: ask
     // the coordinator, then append the confirmed ones (KIP-890's check, in
     // process).
-    let to_verify: Vec<Verify> = results.iter_mut().filter_map(|r| r.verify.take()).collect();
+    let to_verify: Vec<Verify> = results
+        .iter_mut()
+        .flat_map(|t| t.partitions.iter_mut())
+        .filter_map(|r| r.verify.take())
+        .collect();
     if !to_verify.is_empty() {
         let id = req
             .transactional_id
@@ -366,7 +407,7 @@ pub async fn handle(
             let (pid, epoch, mut w) = (v.producer_id, v.epoch, v.work);
             let code = verify_in_transaction(shard, &id, pid, epoch, &w.topic, w.partition).await;
             if code != 0 {
-                if let Some(r) = results.get_mut(w.slot) {
+                if let Some(r) = slot_mut(&mut results, w.slot) {
                     r.error_code = code;
                     r.error_message = Some(format!(
                         "{}-{} is not in an open transaction of producer {pid} epoch {epoch} (error {code})",
@@ -377,13 +418,17 @@ pub async fn handle(
             }
             w.verified = true;
             let owner = shard.owner(&w.topic, w.partition);
+            if let Some(r) = slot_mut(&mut results, w.slot) {
+                r.error_code = ShardError::Unavailable(owner).code();
+            }
             again[owner].push(w);
         }
         dispatch(shard, again, wait_for_flush, &mut results, &mut None).await;
     }
 
     if acks == 0 {
-        return Ok(match results.iter().find(|r| r.error_code != 0) {
+        let mut all = results.iter().flat_map(|t| t.partitions.iter());
+        return Ok(match all.find(|r| r.error_code != 0) {
             Some(r) => Outcome::Close(format!(
                 "acks=0 produce failed with error {} ({}); closing so the client refreshes metadata",
                 r.error_code,
@@ -393,21 +438,20 @@ pub async fn handle(
         });
     }
 
+    // Built from the answers alone: they have the request's shape, so no
+    // partition can be left without one.
     let mut resp = ProduceResponse::default();
-    let mut it = results.into_iter();
-    resp.responses = req
-        .topic_data
-        .iter()
+    resp.responses = results
+        .into_iter()
         .map(|t| {
             let mut tr = TopicProduceResponse::default();
-            tr.name = t.name.clone();
+            tr.name = t.name;
             tr.partition_responses = t
-                .partition_data
-                .iter()
-                .map(|p| {
-                    let r = it.next().unwrap_or_default();
+                .partitions
+                .into_iter()
+                .map(|r| {
                     let mut pr = PartitionProduceResponse::default();
-                    pr.index = p.index;
+                    pr.index = r.index;
                     pr.error_code = r.error_code;
                     pr.base_offset = r.base_offset;
                     pr.log_append_time_ms = r.log_append_time;

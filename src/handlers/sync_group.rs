@@ -36,7 +36,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             .collect(),
     };
     let (code, result) = match group_owner(shard, &args.group_id) {
-        Err(code) => (code, SyncResult::default()),
+        Err(e) => (e.code(), SyncResult::default()),
         Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::sync(s, args))
             .await

@@ -34,7 +34,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     // Mark the verification on the group's shard first (see
     // `coordinator::begin_txn_commit`).
     let g = group.to_string();
-    let begun = match group_owner(shard, group) {
+    let begun = match group_owner(shard, group).map_err(|e| e.code()) {
         Err(c) => Err(c),
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {
@@ -83,7 +83,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
     let n = parts.len();
     let verified = verify(shard, &req, &group).await;
-    let out: Vec<i16> = match group_owner(shard, &group) {
+    let out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => vec![code; n],
         Ok(_) if verified != 0 => vec![verified; n],
         Ok(owner) => {

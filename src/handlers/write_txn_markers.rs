@@ -65,7 +65,7 @@ async fn write_all(
                             }
                             codes.push(0);
                         }
-                        Err(c) => codes.push(c),
+                        Err(e) => codes.push(e.code()),
                     }
                 }
                 codes

@@ -228,7 +228,8 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             };
             let api = request.api_key;
             let version = request.prefix.api_version;
-            crate::shard::stall::set_request(api, version);
+            let name = crate::protocol::versions::api_name(api);
+            crate::shard::stall::set_request(api as i16, name, version);
             if api == ApiKey::Produce {
                 let (tx, rx) = oneshot::channel();
                 let sh = shard.clone();

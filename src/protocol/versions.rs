@@ -48,6 +48,49 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
+/// Kafka's name of a served API (e.g. `"Produce"`), for logs and the
+/// reactor-stall label (`shard::stall`); `"Unserved"` for an API outside
+/// [`SUPPORTED_APIS`].
+pub fn api_name(key: ApiKey) -> &'static str {
+    match key {
+        ApiKey::Produce => "Produce",
+        ApiKey::Fetch => "Fetch",
+        ApiKey::ListOffsets => "ListOffsets",
+        ApiKey::Metadata => "Metadata",
+        ApiKey::ApiVersions => "ApiVersions",
+        ApiKey::CreateTopics => "CreateTopics",
+        ApiKey::DeleteTopics => "DeleteTopics",
+        ApiKey::CreatePartitions => "CreatePartitions",
+        ApiKey::DescribeCluster => "DescribeCluster",
+        ApiKey::FindCoordinator => "FindCoordinator",
+        ApiKey::JoinGroup => "JoinGroup",
+        ApiKey::SyncGroup => "SyncGroup",
+        ApiKey::Heartbeat => "Heartbeat",
+        ApiKey::LeaveGroup => "LeaveGroup",
+        ApiKey::OffsetCommit => "OffsetCommit",
+        ApiKey::OffsetFetch => "OffsetFetch",
+        ApiKey::ListGroups => "ListGroups",
+        ApiKey::DescribeGroups => "DescribeGroups",
+        ApiKey::DeleteGroups => "DeleteGroups",
+        ApiKey::OffsetDelete => "OffsetDelete",
+        ApiKey::DescribeConfigs => "DescribeConfigs",
+        ApiKey::AlterConfigs => "AlterConfigs",
+        ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+        ApiKey::DeleteRecords => "DeleteRecords",
+        ApiKey::DescribeLogDirs => "DescribeLogDirs",
+        ApiKey::InitProducerId => "InitProducerId",
+        ApiKey::DescribeProducers => "DescribeProducers",
+        ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
+        ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
+        ApiKey::EndTxn => "EndTxn",
+        ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+        ApiKey::DescribeTransactions => "DescribeTransactions",
+        ApiKey::ListTransactions => "ListTransactions",
+        ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
+        _ => "Unserved",
+    }
+}
+
 /// The lowest Produce version ApiVersions lists, below the lowest one served
 /// (v3). Kafka 4.0 removed Produce v0–v2 but still lists Produce from v0
 /// (KAFKA-18659): librdkafka before 2.10 decides from the Produce range
@@ -76,6 +119,14 @@ pub fn supported_range(key: ApiKey) -> Option<(i16, i16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_served_api_has_its_name() {
+        for (key, _, _) in SUPPORTED_APIS {
+            assert_eq!(api_name(*key), format!("{key:?}"));
+        }
+        assert_eq!(api_name(ApiKey::Vote), "Unserved");
+    }
 
     #[test]
     fn table_is_within_crate_ranges() {

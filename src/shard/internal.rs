@@ -3,25 +3,25 @@
 
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
-use kafka_protocol::ResponseError as E;
-
+use super::error::InternalAppendError;
 use super::now_ms;
 use super::partition::Partition;
 use crate::storage::{AppendResult, BatchHeader, ValidatedBatch};
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
 /// Appends `records` (key, value or `None` for a tombstone) to `part` as one
 /// uncompressed v2 RecordBatch and waits for the flush policy, as acks=all
 /// does. With `producer = Some((producer id, epoch))` the batch is
 /// transactional (KIP-98; TxnOffsetCommit writes offsets this way, base
-/// sequence -1). Gives the offset of the last record, or the Kafka error code
-/// (KAFKA_STORAGE_ERROR on I/O, UNKNOWN_SERVER_ERROR if encoding fails).
+/// sequence -1). Gives the offset of the last record, or the
+/// [`InternalAppendError`] (`Storage`/`Flush`: KAFKA_STORAGE_ERROR on I/O;
+/// `Encode`: UNKNOWN_SERVER_ERROR if encoding fails).
 pub async fn append_records(
     part: &Rc<Partition>,
     records: Vec<(Bytes, Option<Bytes>)>,
     producer: Option<(i64, i16)>,
-) -> Result<i64, i16> {
+) -> Result<i64, InternalAppendError> {
     let ts = now_ms();
     let recs: Vec<Record> = records
         .into_iter()
@@ -46,8 +46,9 @@ pub async fn append_records(
 
 /// Encodes `records` as uncompressed v2 RecordBatch bytes (the protocol
 /// crate takes the batch attributes and producer fields from the first
-/// record). Errors with UNKNOWN_SERVER_ERROR if encoding fails.
-pub fn encode_batch(records: &[Record]) -> Result<Bytes, i16> {
+/// record). Errors with [`InternalAppendError::Encode`]
+/// (UNKNOWN_SERVER_ERROR) if encoding fails.
+pub fn encode_batch(records: &[Record]) -> Result<Bytes, InternalAppendError> {
     let mut buf = BytesMut::new();
     let opts = RecordEncodeOptions {
         version: 2,
@@ -55,7 +56,9 @@ pub fn encode_batch(records: &[Record]) -> Result<Bytes, i16> {
     };
     RecordBatchEncoder::encode(&mut buf, records.iter(), &opts).map_err(|e| {
         log::error!("cannot encode an internal record batch: {e}");
-        E::UnknownServerError.code()
+        InternalAppendError::Encode {
+            records: records.len(),
+        }
     })?;
     Ok(buf.freeze())
 }
@@ -63,30 +66,31 @@ pub fn encode_batch(records: &[Record]) -> Result<Bytes, i16> {
 /// Appends RecordBatches this broker encoded itself (internal records,
 /// transaction markers): the client-side rules of `validate_batches` (no
 /// control batches, sequences for producer ids) do not apply to it. Waits
-/// for the flush policy. Errors with KAFKA_STORAGE_ERROR on I/O,
-/// UNKNOWN_SERVER_ERROR when the bytes are not one batch.
+/// for the flush policy. Errors with `Storage`/`Flush` (KAFKA_STORAGE_ERROR)
+/// on I/O, `Malformed` (UNKNOWN_SERVER_ERROR) when the bytes are not whole
+/// batches.
 pub async fn append_encoded(
     part: &Rc<Partition>,
     bytes: Bytes,
     now_ms: i64,
-) -> Result<AppendResult, i16> {
+) -> Result<AppendResult, InternalAppendError> {
     let mut batches = Vec::new();
     let mut pos = 0usize;
     while pos < bytes.len() {
         let header = bytes
             .get(pos..)
-            .ok_or(E::UnknownServerError.code())
-            .and_then(|b| BatchHeader::parse(b).map_err(|_| E::UnknownServerError.code()))
-            .inspect_err(|_| {
+            .and_then(|b| BatchHeader::parse(b).ok())
+            .ok_or_else(|| {
                 log::error!(
                     "internal batch for {}-{} is malformed",
                     part.topic(),
                     part.index()
                 );
+                InternalAppendError::Malformed { position: pos }
             })?;
         let size = header.total_size();
         if size == 0 || pos + size > bytes.len() {
-            return Err(E::UnknownServerError.code());
+            return Err(InternalAppendError::Malformed { position: pos });
         }
         batches.push(ValidatedBatch {
             position: pos,
@@ -97,14 +101,12 @@ pub async fn append_encoded(
     }
     let fail = |e: crate::storage::StorageError| {
         log::error!("append to {}-{} failed: {e}", part.topic(), part.index());
-        E::KafkaStorageError.code()
+        InternalAppendError::Storage(e)
     };
     let appending = part.append(&bytes, &batches, now_ms).map_err(fail)?;
     let (res, needs_flush) = appending.finish().await.map_err(fail)?;
     if needs_flush {
-        part.wait_flushed(res.last_offset + 1)
-            .await
-            .map_err(|_| E::KafkaStorageError.code())?;
+        part.wait_flushed(res.last_offset + 1).await?;
     }
     Ok(res)
 }

@@ -3,6 +3,7 @@
 //! glommio channel mesh as a boxed task with a reply channel
 //! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
 
+pub mod error;
 pub mod fault;
 pub mod internal;
 pub mod io;

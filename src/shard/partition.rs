@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use futures_channel::oneshot;
 use kafka_protocol::records::{Record, TimestampType as RecordTsType};
-use kafka_protocol::ResponseError as E;
 use uuid::Uuid;
 
+use super::error::{FlushError, InternalAppendError, MarkerError};
 use super::fault;
 use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
@@ -28,7 +28,7 @@ use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
 use crate::storage::{AppendResult, BatchHeader, PartitionLog, StorageError, ValidatedBatch};
 use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
-use crate::txn::producer_state::ProducerStateMap;
+use crate::txn::producer_state::{ProducerStateError, ProducerStateMap};
 use crate::txn::snapshot;
 
 mod produce;
@@ -132,7 +132,7 @@ fn write_snapshot_files(
 }
 
 /// Someone waiting until every offset below `.0` is durable.
-type FlushWaiter = (i64, oneshot::Sender<Result<(), String>>);
+type FlushWaiter = (i64, oneshot::Sender<Result<(), FlushError>>);
 
 /// An append reserved on a partition (stage 1 done), waiting for its write
 /// and commit: [`Appending::finish`].
@@ -596,15 +596,15 @@ impl Partition {
     }
 
     /// Resolves once every offset below `offset` is on stable storage.
-    /// Errors with the fdatasync failure (mapped to KAFKA_STORAGE_ERROR).
-    pub async fn wait_flushed(self: &Rc<Self>, offset: i64) -> Result<(), String> {
+    /// Errors with the [`FlushError`] (KAFKA_STORAGE_ERROR).
+    pub async fn wait_flushed(self: &Rc<Self>, offset: i64) -> Result<(), FlushError> {
         if self.flushed_offset.get() >= offset {
             return Ok(());
         }
         let (tx, rx) = oneshot::channel();
         self.flush_waiters.borrow_mut().push((offset, tx));
         self.start_flush();
-        rx.await.unwrap_or_else(|_| Err("flush abandoned".into()))
+        rx.await.unwrap_or(Err(FlushError::Abandoned))
     }
 
     fn arm_flush_timer(self: &Rc<Self>, ms: u64) {
@@ -645,7 +645,7 @@ impl Partition {
                 let res = glommio::executor()
                     .spawn_blocking(move || synced.iter().try_for_each(|f| f.sync_data()))
                     .await
-                    .map_err(|e| e.to_string());
+                    .map_err(|e| FlushError::sync(&e));
                 if res.is_err() {
                     // Retried by the next flush.
                     let mut keep = me.unflushed_files.borrow_mut();
@@ -667,7 +667,7 @@ impl Partition {
                     done
                 };
                 for (_, tx) in done {
-                    let _ = tx.send(res.clone());
+                    let _ = tx.send(res);
                 }
                 let more = !me.flush_waiters.borrow().is_empty()
                     || (me.unflushed_messages.get() > 0
@@ -829,25 +829,30 @@ impl Partition {
     /// ends, the LSO moves, an ABORT is added to the aborted-transaction
     /// index and the producer's epoch becomes `producer_epoch` when newer
     /// (fencing batches of older epochs). Waits for the flush policy as
-    /// acks=all does. Gives the marker's offset, or the Kafka error code:
-    /// INVALID_PRODUCER_EPOCH (47) when `producer_epoch` is older than the
-    /// epoch the partition knows for the producer;
-    /// TRANSACTION_COORDINATOR_FENCED (52) when an earlier marker came from
-    /// a newer coordinator epoch; INVALID_REQUEST (42) for a negative
-    /// producer id; KAFKA_STORAGE_ERROR (56) on I/O failure.
+    /// acks=all does. Gives the marker's offset, or the [`MarkerError`]:
+    /// `Producer(FencedEpoch)` (INVALID_PRODUCER_EPOCH, 47) when
+    /// `producer_epoch` is older than the epoch the partition knows for the
+    /// producer; `Producer(CoordinatorFenced)` (TRANSACTION_COORDINATOR_FENCED,
+    /// 52) when an earlier marker came from a newer coordinator epoch;
+    /// `InvalidProducerId` (INVALID_REQUEST, 42) for a negative producer id;
+    /// `Append` (KAFKA_STORAGE_ERROR, 56, on I/O failure).
     pub async fn write_marker(
         self: &Rc<Self>,
         producer_id: i64,
         producer_epoch: i16,
         commit: bool,
         coordinator_epoch: i32,
-    ) -> Result<i64, i16> {
+    ) -> Result<i64, MarkerError> {
         if producer_id < 0 {
-            return Err(E::InvalidRequest.code());
+            return Err(MarkerError::InvalidProducerId(producer_id));
         }
         if let Some(e) = self.producers.borrow().get(producer_id) {
             if producer_epoch < e.epoch {
-                return Err(E::InvalidProducerEpoch.code());
+                return Err(MarkerError::Producer(ProducerStateError::FencedEpoch {
+                    producer_id,
+                    epoch: producer_epoch,
+                    current_epoch: e.epoch,
+                }));
             }
         }
         self.txns
@@ -862,14 +867,15 @@ impl Partition {
 
 /// Encodes one v2 control batch holding a COMMIT or ABORT marker (KIP-98
 /// `EndTransactionMarker`), uncompressed, timestamp `now_ms` (ms). Gives
-/// the batch bytes, or UNKNOWN_SERVER_ERROR (-1) if encoding fails.
+/// the batch bytes, or [`InternalAppendError::Encode`] (UNKNOWN_SERVER_ERROR,
+/// -1) if encoding fails.
 pub(crate) fn encode_marker(
     producer_id: i64,
     producer_epoch: i16,
     commit: bool,
     coordinator_epoch: i32,
     now_ms: i64,
-) -> Result<bytes::Bytes, i16> {
+) -> Result<bytes::Bytes, InternalAppendError> {
     let record = Record {
         transactional: true,
         control: true,

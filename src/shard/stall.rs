@@ -18,8 +18,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use kafka_protocol::messages::ApiKey;
-
 /// Lower bounds of the stall-duration buckets, in µs: a stall longer than
 /// `BUCKETS_US[i]` is counted in `ShardStallStats::over[i]`.
 pub const BUCKETS_US: [u64; 4] = [500, 1_000, 5_000, 20_000];
@@ -90,8 +88,10 @@ pub enum Activity {
     /// Serving a request (connections; cross-shard tasks carry the
     /// request of the connection that sent them).
     Request {
-        /// The request's API key.
-        api: ApiKey,
+        /// The request's API key (Kafka's number, e.g. 0 for Produce).
+        api_key: i16,
+        /// The API's name as the handler layer gives it (e.g. `"Produce"`).
+        api: &'static str,
         /// The request's version.
         version: i16,
     },
@@ -101,7 +101,7 @@ impl fmt::Display for Activity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Activity::Idle => f.write_str("idle"),
-            Activity::Request { api, version } => write!(f, "{api:?} v{version}"),
+            Activity::Request { api, version, .. } => write!(f, "{api} v{version}"),
         }
     }
 }
@@ -141,10 +141,17 @@ pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration)
     });
 }
 
-/// Records that the current task now serves request `api` version
-/// `version` (called by the connection at dispatch). Costs one cell write.
-pub fn set_request(api: ApiKey, version: i16) {
-    ACTIVITY.with(|a| a.set(Activity::Request { api, version }));
+/// Records that the current task now serves the request of API key
+/// `api_key` (named `api`, e.g. `"Produce"`) at `version` (called by the
+/// connection at dispatch). Costs one cell write.
+pub fn set_request(api_key: i16, api: &'static str, version: i16) {
+    ACTIVITY.with(|a| {
+        a.set(Activity::Request {
+            api_key,
+            api,
+            version,
+        })
+    });
 }
 
 /// What the task being polled on this thread is doing.
@@ -320,13 +327,14 @@ mod tests {
         install(0, stats, Duration::from_secs(10));
         ACTIVITY.with(|a| a.set(Activity::Idle));
         let seen = futures_lite::future::block_on(watch("conn", async {
-            set_request(ApiKey::Produce, 9);
+            set_request(0, "Produce", 9);
             current_activity()
         }));
         assert_eq!(
             seen,
             Activity::Request {
-                api: ApiKey::Produce,
+                api_key: 0,
+                api: "Produce",
                 version: 9
             }
         );

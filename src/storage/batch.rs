@@ -84,11 +84,15 @@ pub enum BatchError {
     /// Kafka `INVALID_RECORD` (error code 87).
     #[error("invalid record: {0}")]
     InvalidRecord(String),
-    /// A magic byte other than 2. Magic 0/1 (legacy message sets) are refused
-    /// as Kafka's `ProduceRequest.validateRecords` does for Produce v3+:
-    /// `INVALID_RECORD` (87). An unknown magic > 2 is `CORRUPT_MESSAGE` (2).
+    /// A magic byte below 2: magic 0/1 (legacy message sets; a negative
+    /// byte is treated the same) are refused as Kafka's
+    /// `ProduceRequest.validateRecords` does for Produce v3+:
+    /// `INVALID_RECORD` (87).
     #[error("unsupported magic {0}")]
-    UnsupportedMagic(i8),
+    LegacyMagic(i8),
+    /// A magic byte above 2, unknown to Kafka: `CORRUPT_MESSAGE` (2).
+    #[error("unsupported magic {0}")]
+    UnknownMagic(i8),
     /// A record timestamp outside the topic's window
     /// (`message.timestamp.before.max.ms` / `.after.max.ms`, CreateTime).
     /// Kafka `INVALID_TIMESTAMP` (error code 32).
@@ -250,7 +254,7 @@ pub struct ValidatedBatch {
 ///
 /// - fewer than 17 bytes left (partial header), batchLength < 49, or a batch
 ///   extending past the buffer (trailing partial bytes) → `CorruptMessage` (2);
-/// - magic != 2 → `UnsupportedMagic` (87 for 0/1, 2 otherwise);
+/// - magic < 2 → `LegacyMagic` (87), magic > 2 → `UnknownMagic` (2);
 /// - total batch size > `max_message_bytes` → `MessageTooLarge` (10);
 /// - CRC32C over bytes 21..end != crc field → `CorruptMessage` (2);
 /// - unknown compression codec (5-7) → `CorruptMessage` (2);
@@ -278,8 +282,11 @@ pub fn validate_batches(
             )));
         }
         let magic = rest[MAGIC_OFFSET] as i8;
-        if magic != CURRENT_MAGIC {
-            return Err(BatchError::UnsupportedMagic(magic));
+        if magic < CURRENT_MAGIC {
+            return Err(BatchError::LegacyMagic(magic));
+        }
+        if magic > CURRENT_MAGIC {
+            return Err(BatchError::UnknownMagic(magic));
         }
         let batch_length = be_i32(rest, 8);
         if batch_length < MIN_BATCH_LENGTH {
@@ -535,7 +542,7 @@ mod tests {
         let mut b = build_batch(0, 1, 1000, 1);
         b[16] = 1;
         let e = validate_batches(&b, DEFAULT_MAX_MESSAGE_BYTES).unwrap_err();
-        assert_eq!(e, BatchError::UnsupportedMagic(1));
+        assert_eq!(e, BatchError::LegacyMagic(1));
         assert_eq!(e.code(), 87);
         b[16] = 3;
         assert_eq!(

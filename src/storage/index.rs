@@ -57,6 +57,36 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(a)
 }
 
+/// Why a loaded `.index` or `.timeindex` file is not usable (start-up
+/// recovery then rebuilds it from the `.log`; never sent to a client).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexDamage {
+    /// The file size is not a whole number of entries.
+    #[error("{}: size not a multiple of {entry_bytes}", path.display())]
+    PartialEntry {
+        /// The index file.
+        path: PathBuf,
+        /// Bytes per entry (8 for `.index`, 12 for `.timeindex`).
+        entry_bytes: usize,
+    },
+    /// An `.index` entry points at or past the end of the `.log`.
+    #[error("{}: position {position} past log size {log_size}", path.display())]
+    PositionPastLog {
+        /// The index file.
+        path: PathBuf,
+        /// The entry's position (bytes).
+        position: u32,
+        /// The `.log` size (bytes).
+        log_size: u64,
+    },
+    /// Entries that do not increase (offsets and positions, or timestamps).
+    #[error("{}: entries not monotonic", path.display())]
+    NotMonotonic {
+        /// The index file.
+        path: PathBuf,
+    },
+}
+
 /// One `.index` entry, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffsetEntry {
@@ -124,23 +154,28 @@ impl OffsetIndex {
 
     /// Takes the `.log` size (bytes); gives Ok when the loaded file is usable:
     /// whole entries, strictly increasing offsets and positions, every
-    /// position below `log_size`. Err(reason) means: rebuild it.
-    pub fn sanity_check(&self, log_size: u64) -> Result<(), String> {
+    /// position below `log_size`. An [`IndexDamage`] means: rebuild it.
+    pub fn sanity_check(&self, log_size: u64) -> Result<(), IndexDamage> {
         if !self.loaded_whole {
-            return Err(format!("{}: size not a multiple of 8", self.path.display()));
+            return Err(IndexDamage::PartialEntry {
+                path: self.path.clone(),
+                entry_bytes: OFFSET_INDEX_ENTRY_BYTES,
+            });
         }
         let mut prev: Option<OffsetEntry> = None;
         for e in &self.entries {
             if u64::from(e.position) >= log_size {
-                return Err(format!(
-                    "{}: position {} past log size {log_size}",
-                    self.path.display(),
-                    e.position
-                ));
+                return Err(IndexDamage::PositionPastLog {
+                    path: self.path.clone(),
+                    position: e.position,
+                    log_size,
+                });
             }
             if let Some(p) = prev {
                 if e.relative_offset <= p.relative_offset || e.position <= p.position {
-                    return Err(format!("{}: entries not monotonic", self.path.display()));
+                    return Err(IndexDamage::NotMonotonic {
+                        path: self.path.clone(),
+                    });
                 }
             }
             prev = Some(*e);
@@ -330,17 +365,20 @@ impl TimeIndex {
     }
 
     /// Gives Ok when the loaded file is usable: whole entries, strictly
-    /// increasing timestamps, non-decreasing offsets. Err(reason) means: rebuild.
-    pub fn sanity_check(&self) -> Result<(), String> {
+    /// increasing timestamps, non-decreasing offsets. An [`IndexDamage`]
+    /// means: rebuild.
+    pub fn sanity_check(&self) -> Result<(), IndexDamage> {
         if !self.loaded_whole {
-            return Err(format!(
-                "{}: size not a multiple of 12",
-                self.path.display()
-            ));
+            return Err(IndexDamage::PartialEntry {
+                path: self.path.clone(),
+                entry_bytes: TIME_INDEX_ENTRY_BYTES,
+            });
         }
         for w in self.entries.windows(2) {
             if w[1].timestamp <= w[0].timestamp || w[1].relative_offset < w[0].relative_offset {
-                return Err(format!("{}: entries not monotonic", self.path.display()));
+                return Err(IndexDamage::NotMonotonic {
+                    path: self.path.clone(),
+                });
             }
         }
         Ok(())
@@ -497,7 +535,10 @@ mod tests {
         let mut idx = OffsetIndex::open(&p, 100, 1024).unwrap();
         assert_eq!(idx.len(), 3);
         assert!(idx.sanity_check(1001).is_ok());
-        assert!(idx.sanity_check(1000).is_err());
+        assert!(matches!(
+            idx.sanity_check(1000),
+            Err(IndexDamage::PositionPastLog { log_size: 1000, .. })
+        ));
         assert_eq!(idx.last_entry(), Some((129, 1000)));
         idx.truncate_to_position(600).unwrap();
         assert_eq!(idx.len(), 2);

@@ -30,10 +30,11 @@ use super::load::{self, Loaded};
 use super::records::{self, TxnLogValue};
 use super::state_machine::{self as sm, EndDecision, EndPlan, InitDecision, InitRequest, Markers};
 use super::{TxnConfig, TRANSACTION_STATE_TOPIC};
-use crate::error::txn_codes;
 use crate::group::OFFSETS_TOPIC;
+use crate::shard::error::MarkerFailure;
 use crate::shard::internal::append_records;
 use crate::shard::{now_ms, Shard};
+use crate::txn::producer_state::ProducerStateError;
 
 pub use super::state_machine::{TxnDescription, TxnMetadata};
 
@@ -190,7 +191,13 @@ async fn persist(shard: &Rc<Shard>, id: &str, value: Option<&TxnLogValue>) -> Re
     append_records(&part, vec![record], None)
         .await
         .map(|_| ())
-        .map_err(|code| TxnError::StateAppend { partition, code })
+        .map_err(|e| {
+            log::warn!("append to __transaction_state-{partition} failed: {e}");
+            TxnError::StateAppend {
+                partition,
+                cause: (&e).into(),
+            }
+        })
 }
 
 /// Persists, then applies, a transition of `id`.
@@ -403,14 +410,15 @@ async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnEr
                         log::warn!("marker for {t}-{p} skipped: the partition is gone");
                         continue;
                     };
-                    match part.write_marker(pid, epoch, commit, 0).await {
+                    let written = part.write_marker(pid, epoch, commit, 0).await;
+                    match written.as_ref().map_err(MarkerFailure::from) {
                         Ok(_) => {
                             if t == OFFSETS_TOPIC {
                                 let n = s.config.group.offsets_topic_partitions;
                                 s.groups.complete_txn(pid, p, n, commit);
                             }
                         }
-                        Err(c) if c == txn_codes::INVALID_PRODUCER_EPOCH => {
+                        Err(MarkerFailure::Producer(ProducerStateError::FencedEpoch { .. })) => {
                             log::warn!("marker for {t}-{p} skipped: the partition knows a newer epoch of producer {pid}");
                         }
                         Err(c) => {

@@ -29,10 +29,9 @@ pub enum TxnOperation {
 /// transaction.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MarkerCause {
-    /// The partition refused the marker with this Kafka error code
-    /// (`Partition::write_marker` still answers raw codes).
-    #[error("the partition answered error code {0}")]
-    Partition(i16),
+    /// The partition refused the marker, or its append failed.
+    #[error("{0}")]
+    Partition(crate::shard::error::MarkerFailure),
     /// The partition's owner shard could not be reached.
     #[error("{0}")]
     Shard(ShardError),
@@ -125,15 +124,14 @@ pub enum TxnError {
         /// Why, as the controller reports it.
         cause: String,
     },
-    /// The append to `__transaction_state` failed; maps to the code the
-    /// append answered (KAFKA_STORAGE_ERROR on I/O, …), as the partition's
-    /// append path still gives raw codes.
-    #[error("append to __transaction_state partition {partition} failed with error code {code}")]
+    /// The append to `__transaction_state` failed; maps to the failure's
+    /// code (KAFKA_STORAGE_ERROR (56) on I/O).
+    #[error("append to __transaction_state partition {partition} failed: {cause}")]
     StateAppend {
         /// The `__transaction_state` partition.
         partition: i32,
-        /// The append's Kafka error code.
-        code: i16,
+        /// Why the append failed.
+        cause: crate::shard::error::AppendFailure,
     },
     /// A COMMIT/ABORT marker could not be written to a partition of the
     /// transaction; maps to the cause's code. Clients never see it: the

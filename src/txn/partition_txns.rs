@@ -23,13 +23,10 @@
 
 use std::collections::HashMap;
 
+use super::producer_state::ProducerStateError;
 pub use crate::storage::txn_index::AbortedTxn;
 use crate::storage::txn_index::ControlMarker;
 use crate::storage::BatchHeader;
-
-/// Kafka TRANSACTION_COORDINATOR_FENCED (52).
-pub const TRANSACTION_COORDINATOR_FENCED: i16 =
-    kafka_protocol::ResponseError::TransactionCoordinatorFenced.code();
 
 /// The transaction state of one partition.
 #[derive(Debug, Default)]
@@ -89,16 +86,22 @@ impl PartitionTxns {
     }
 
     /// Takes a marker's producer id and coordinator epoch; gives
-    /// TRANSACTION_COORDINATOR_FENCED (52) when an earlier marker of that
-    /// producer came from a newer coordinator epoch (Kafka
-    /// `ProducerAppendInfo.checkCoordinatorEpoch`).
+    /// [`ProducerStateError::CoordinatorFenced`] (TRANSACTION_COORDINATOR_FENCED,
+    /// 52) when an earlier marker of that producer came from a newer
+    /// coordinator epoch (Kafka `ProducerAppendInfo.checkCoordinatorEpoch`).
     pub fn check_coordinator_epoch(
         &self,
         producer_id: i64,
         coordinator_epoch: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ProducerStateError> {
         match self.coordinator_epochs.get(&producer_id) {
-            Some(e) if *e > coordinator_epoch => Err(TRANSACTION_COORDINATOR_FENCED),
+            Some(&latest) if latest > coordinator_epoch => {
+                Err(ProducerStateError::CoordinatorFenced {
+                    producer_id,
+                    coordinator_epoch,
+                    latest,
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -279,7 +282,11 @@ mod tests {
         assert_eq!(t.ongoing_count(), 1);
         assert_eq!(
             t.check_coordinator_epoch(7, 2),
-            Err(TRANSACTION_COORDINATOR_FENCED)
+            Err(ProducerStateError::CoordinatorFenced {
+                producer_id: 7,
+                coordinator_epoch: 2,
+                latest: 3
+            })
         );
         assert_eq!(t.check_coordinator_epoch(7, 3), Ok(()));
         assert_eq!(t.check_coordinator_epoch(99, 0), Ok(()));

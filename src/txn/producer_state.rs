@@ -17,8 +17,6 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use kafka_protocol::ResponseError as E;
-
 use crate::storage::BatchHeader;
 
 /// Batches remembered per producer for duplicate detection.
@@ -55,6 +53,67 @@ pub enum Check {
     Append,
     /// A retry of a batch already in the log at these offsets.
     Duplicate(BatchMeta),
+}
+
+/// Why the producer state refuses a batch (KIP-98). The Kafka code of each
+/// variant is given by `crate::error::KafkaCode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerStateError {
+    /// A batch of an idempotent producer (producer id ≥ 0) without a base
+    /// sequence: INVALID_RECORD (87).
+    #[error("batch of producer {producer_id} has no base sequence")]
+    MissingSequence {
+        /// The batch's producer id.
+        producer_id: i64,
+    },
+    /// A batch (or marker) of an epoch older than the one the partition
+    /// knows for the producer: INVALID_PRODUCER_EPOCH (47).
+    #[error(
+        "producer {producer_id} epoch {epoch} is older than its current epoch {current_epoch}"
+    )]
+    FencedEpoch {
+        /// The producer id.
+        producer_id: i64,
+        /// The epoch of the batch.
+        epoch: i16,
+        /// The epoch the partition knows.
+        current_epoch: i16,
+    },
+    /// A base sequence that does not continue the producer's sequence (a new
+    /// epoch must start at 0): OUT_OF_ORDER_SEQUENCE_NUMBER (45).
+    #[error("producer {producer_id} sent sequence {base_sequence}, expected {expected}")]
+    OutOfOrderSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// The base sequence of the batch.
+        base_sequence: i32,
+        /// The sequence the partition expects.
+        expected: i32,
+    },
+    /// A retry of an appended batch that is not the first batch of the
+    /// request, so it cannot be answered with its offsets:
+    /// DUPLICATE_SEQUENCE_NUMBER (46).
+    #[error("producer {producer_id} sequences {first_seq}..={last_seq} are a duplicate")]
+    DuplicateSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// First sequence of the batch.
+        first_seq: i32,
+        /// Last sequence of the batch.
+        last_seq: i32,
+    },
+    /// A transaction marker from an older coordinator epoch than the
+    /// producer's last marker (Kafka `ProducerAppendInfo.checkCoordinatorEpoch`):
+    /// TRANSACTION_COORDINATOR_FENCED (52).
+    #[error("marker of producer {producer_id} from coordinator epoch {coordinator_epoch}, older than {latest}")]
+    CoordinatorFenced {
+        /// The producer id.
+        producer_id: i64,
+        /// The marker's coordinator epoch.
+        coordinator_epoch: i32,
+        /// The coordinator epoch of the producer's last marker.
+        latest: i32,
+    },
 }
 
 fn next_seq(seq: i32) -> i32 {
@@ -127,15 +186,18 @@ impl ProducerStateMap {
 
     /// Checks the batches of one produce request (in order) against the
     /// state. Gives `Check::Duplicate` when the first batch is a retry of a
-    /// batch already appended, or the Kafka error code.
-    pub fn check(&self, batches: &[BatchHeader]) -> Result<Check, i16> {
+    /// batch already appended, or the [`ProducerStateError`] (never
+    /// `CoordinatorFenced`).
+    pub fn check(&self, batches: &[BatchHeader]) -> Result<Check, ProducerStateError> {
         let mut shadow: HashMap<i64, ProducerEntry> = HashMap::new();
         for (i, h) in batches.iter().enumerate() {
             if h.producer_id < 0 {
                 continue;
             }
             if h.base_sequence < 0 {
-                return Err(E::InvalidRecord.code());
+                return Err(ProducerStateError::MissingSequence {
+                    producer_id: h.producer_id,
+                });
             }
             let entry = shadow
                 .get(&h.producer_id)
@@ -158,12 +220,20 @@ impl ProducerStateMap {
                 continue;
             };
             if h.producer_epoch < e.epoch {
-                return Err(E::InvalidProducerEpoch.code());
+                return Err(ProducerStateError::FencedEpoch {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                    current_epoch: e.epoch,
+                });
             }
             let last = last_seq_of(h);
             if h.producer_epoch > e.epoch {
                 if h.base_sequence != 0 {
-                    return Err(E::OutOfOrderSequenceNumber.code());
+                    return Err(ProducerStateError::OutOfOrderSequence {
+                        producer_id: h.producer_id,
+                        base_sequence: h.base_sequence,
+                        expected: 0,
+                    });
                 }
             } else {
                 if let Some(dup) = e
@@ -174,11 +244,20 @@ impl ProducerStateMap {
                     if i == 0 && dup.first_offset >= 0 {
                         return Ok(Check::Duplicate(*dup));
                     }
-                    return Err(E::DuplicateSequenceNumber.code());
+                    return Err(ProducerStateError::DuplicateSequence {
+                        producer_id: h.producer_id,
+                        first_seq: h.base_sequence,
+                        last_seq: last,
+                    });
                 }
                 if let Some(prev) = e.batches.back() {
-                    if h.base_sequence != next_seq(prev.last_seq) {
-                        return Err(E::OutOfOrderSequenceNumber.code());
+                    let expected = next_seq(prev.last_seq);
+                    if h.base_sequence != expected {
+                        return Err(ProducerStateError::OutOfOrderSequence {
+                            producer_id: h.producer_id,
+                            base_sequence: h.base_sequence,
+                            expected,
+                        });
                     }
                 }
             }
@@ -305,7 +384,11 @@ mod tests {
         // gap → out of order
         assert_eq!(
             m.check(&[header(7, 0, 5, 1)]),
-            Err(E::OutOfOrderSequenceNumber.code())
+            Err(ProducerStateError::OutOfOrderSequence {
+                producer_id: 7,
+                base_sequence: 5,
+                expected: 3
+            })
         );
         // next in sequence
         let b1 = header(7, 0, 3, 2);
@@ -314,14 +397,22 @@ mod tests {
         // a newer epoch must restart at 0; then the older epoch is fenced
         assert_eq!(
             m.check(&[header(7, 1, 5, 1)]),
-            Err(E::OutOfOrderSequenceNumber.code())
+            Err(ProducerStateError::OutOfOrderSequence {
+                producer_id: 7,
+                base_sequence: 5,
+                expected: 0
+            })
         );
         let e1 = header(7, 1, 0, 1);
         assert_eq!(m.check(&[e1]), Ok(Check::Append));
         m.update(&e1, 105);
         assert_eq!(
             m.check(&[header(7, 0, 5, 1)]),
-            Err(E::InvalidProducerEpoch.code())
+            Err(ProducerStateError::FencedEpoch {
+                producer_id: 7,
+                epoch: 0,
+                current_epoch: 1
+            })
         );
         // unknown producer may start anywhere; two batches in one request chain
         assert_eq!(
@@ -330,7 +421,11 @@ mod tests {
         );
         assert_eq!(
             m.check(&[header(9, 0, 40, 2), header(9, 0, 43, 1)]),
-            Err(E::OutOfOrderSequenceNumber.code())
+            Err(ProducerStateError::OutOfOrderSequence {
+                producer_id: 9,
+                base_sequence: 43,
+                expected: 42
+            })
         );
         // non-idempotent batches are not checked
         assert_eq!(m.check(&[header(-1, -1, -1, 1)]), Ok(Check::Append));

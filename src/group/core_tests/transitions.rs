@@ -182,7 +182,9 @@ fn rebalance_cancels_parked_syncs_and_failed_store_rebalances() {
         f.generation,
         vec![(fol.clone(), Bytes::from_static(b"B"))],
     ));
-    f.h.store(Err(GroupError::Append { code: 56 }));
+    f.h.store(Err(GroupError::Append(
+        crate::shard::error::AppendFailure::Storage,
+    )));
     for h in [sf, sl] {
         assert_eq!(
             f.h.sync_reply(h).and_then(|r| r.error).map(|e| e.code()),
@@ -340,10 +342,12 @@ impl CommitPlanProbe {
             results: plan.results.clone(),
             ..Default::default()
         };
-        copy.failed(&GroupError::Append { code: 56 })
-            .iter()
-            .map(group_code)
-            .collect()
+        copy.failed(&GroupError::Append(
+            crate::shard::error::AppendFailure::Storage,
+        ))
+        .iter()
+        .map(group_code)
+        .collect()
     }
 }
 

@@ -6,13 +6,12 @@
 use std::rc::Rc;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError as E;
 
 use super::{Appending, Partition};
-use crate::error::{codes, KafkaCode};
 use crate::handlers::produce_rules::{self, Refused};
+use crate::shard::error::ProduceError;
 use crate::storage::{validate_batches, ValidatedBatch};
-use crate::txn::producer_state::Check;
+use crate::txn::producer_state::{Check, ProducerStateError};
 
 /// What [`Partition::produce`] did with one partition's records.
 pub enum ProduceOutcome {
@@ -39,30 +38,17 @@ pub enum ProduceOutcome {
         /// Its producer epoch.
         epoch: i16,
     },
-    /// Refused with this Kafka error code and message for the client.
-    Refused {
-        /// Kafka error code.
-        error_code: i16,
-        /// Error text (Produce v8+ `error_message`).
-        message: String,
-    },
-}
-
-impl ProduceOutcome {
-    fn refused(error_code: i16, message: impl Into<String>) -> ProduceOutcome {
-        ProduceOutcome::Refused {
-            error_code,
-            message: message.into(),
-        }
-    }
+    /// Refused: the error's Kafka code (`crate::error::KafkaCode`) and its
+    /// text (Produce v8+ `error_message`) are the answer.
+    Refused(ProduceError),
 }
 
 /// What the transaction rules say about one partition's batches.
 pub(super) enum TxnGate {
     /// Not transactional, or continuing a verified open transaction.
     Pass,
-    /// Refuse with this Kafka error code.
-    Reject(i16, &'static str),
+    /// Refuse with this error.
+    Reject(ProduceError),
     /// Ask the coordinator first.
     Verify(i64, i16),
 }
@@ -90,38 +76,31 @@ impl Partition {
         let batches = match validate_batches(records, max) {
             Err(e) => {
                 log::debug!("rejecting produce to {}-{}: {e}", self.topic, self.index);
-                return ProduceOutcome::refused(e.code(), e.to_string());
+                return ProduceOutcome::Refused(ProduceError::Batch(e));
             }
             Ok(b) => b,
         };
-        if batches.is_empty() {
-            return ProduceOutcome::refused(
-                codes::CORRUPT_MESSAGE,
-                "no record batch in the request",
-            );
-        }
-        if batches.len() > 1 {
+        let batch = match batches.as_slice() {
+            [] => return ProduceOutcome::Refused(ProduceError::NoBatch),
+            [b] => *b,
             // Kafka's rule for Produce v3+ (every version served here):
             // one RecordBatch per partition. It also keeps each batch
             // under the producer and transaction checks below.
-            return ProduceOutcome::refused(
-                E::InvalidRecord.code(),
-                format!(
-                    "a partition's records must be exactly one record batch, got {}",
-                    batches.len()
-                ),
-            );
-        }
+            more => {
+                return ProduceOutcome::Refused(ProduceError::TooManyBatches { count: more.len() })
+            }
+        };
         match self.txn_gate(&batches, has_transactional_id, verified) {
-            TxnGate::Reject(code, why) => return ProduceOutcome::refused(code, why),
+            TxnGate::Reject(e) => return ProduceOutcome::Refused(e),
             TxnGate::Verify(producer_id, epoch) => {
                 return ProduceOutcome::Verify { producer_id, epoch }
             }
             TxnGate::Pass => {}
         }
         match self.check_producers(&batches) {
-            Err(code) => {
-                ProduceOutcome::refused(code, "rejected by the idempotent producer checks (KIP-98)")
+            Err(e) => {
+                log::debug!("rejecting produce to {}-{}: {e}", self.topic, self.index);
+                ProduceOutcome::Refused(ProduceError::Producer(e))
             }
             Ok(Check::Duplicate(meta)) => {
                 // A retry of an appended batch: answer with its offsets.
@@ -138,13 +117,13 @@ impl Partition {
                     log_start_offset: self.log_start_offset(),
                 }
             }
-            Ok(Check::Append) => match self.prepare(records, &batches, acks_all, now_ms) {
-                Err((code, why)) => ProduceOutcome::refused(code, why),
-                Ok((records, batches)) => match self.append(&records, &batches, now_ms) {
+            Ok(Check::Append) => match self.prepare(records, &batch, acks_all, now_ms) {
+                Err(e) => ProduceOutcome::Refused(e),
+                Ok((records, batch)) => match self.append(&records, &[batch], now_ms) {
                     Ok(appending) => ProduceOutcome::Appending(appending),
                     Err(e) => {
                         log::error!("append to {}-{} failed: {e}", self.topic, self.index);
-                        ProduceOutcome::refused(e.code(), e.to_string())
+                        ProduceOutcome::Refused(ProduceError::Storage(e))
                     }
                 },
             },
@@ -153,8 +132,11 @@ impl Partition {
 
     /// The idempotence check for one partition's batches. The borrow ends
     /// here, before the append updates the state. Gives the check's verdict
-    /// or the Kafka error code.
-    pub(super) fn check_producers(&self, batches: &[ValidatedBatch]) -> Result<Check, i16> {
+    /// or the [`ProducerStateError`].
+    pub(super) fn check_producers(
+        &self,
+        batches: &[ValidatedBatch],
+    ) -> Result<Check, ProducerStateError> {
         let headers: Vec<_> = batches.iter().map(|b| b.header).collect();
         let state = self.producers.borrow();
         state.check(&headers)
@@ -176,10 +158,9 @@ impl Partition {
                 continue;
             }
             if !has_transactional_id {
-                return TxnGate::Reject(
-                    E::TransactionalIdAuthorizationFailed.code(),
-                    "transactional batches need the request's transactional_id",
-                );
+                return TxnGate::Reject(ProduceError::TransactionalIdRequired {
+                    producer_id: h.producer_id,
+                });
             }
             // Continuing a transaction already open here at this epoch.
             let same_epoch = self
@@ -197,10 +178,10 @@ impl Partition {
                 if txns.take_verification(h.producer_id, h.producer_epoch) {
                     continue;
                 }
-                return TxnGate::Reject(
-                    E::InvalidTxnState.code(),
-                    "the transaction ended while the batch was being verified",
-                );
+                return TxnGate::Reject(ProduceError::VerificationLost {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                });
             }
             txns.begin_verification(h.producer_id, h.producer_epoch);
             return TxnGate::Verify(h.producer_id, h.producer_epoch);
@@ -209,30 +190,25 @@ impl Partition {
     }
 
     /// The topic's rules for one partition's batch (`produce_rules`) at
-    /// `now_ms`: gives the bytes and batch to append, or the Kafka error
-    /// code and message.
+    /// `now_ms`: gives the bytes and batch to append, or the
+    /// [`ProduceError`] (`NotEnoughReplicas` or `Batch`).
     fn prepare(
         &self,
         records: &Bytes,
-        batches: &[ValidatedBatch],
+        batch: &ValidatedBatch,
         acks_all: bool,
         now_ms: i64,
-    ) -> Result<(Bytes, Vec<ValidatedBatch>), (i16, String)> {
-        let Some(batch) = batches.first() else {
-            return Err((codes::CORRUPT_MESSAGE, "no record batch".into()));
-        };
+    ) -> Result<(Bytes, ValidatedBatch), ProduceError> {
         match produce_rules::apply(&self.settings(), records, batch, now_ms, acks_all) {
-            Ok((bytes, b)) => Ok((bytes, vec![b])),
-            Err(Refused::NotEnoughReplicas { required }) => Err((
-                E::NotEnoughReplicas.code(),
-                format!(
-                    "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {required} for partition {}-{}",
-                    self.topic, self.index
-                ),
-            )),
+            Ok(prepared) => Ok(prepared),
+            Err(Refused::NotEnoughReplicas { required }) => Err(ProduceError::NotEnoughReplicas {
+                required,
+                topic: self.topic.clone(),
+                partition: self.index,
+            }),
             Err(Refused::Batch(e)) => {
                 log::debug!("rejecting produce to {}-{}: {e}", self.topic, self.index);
-                Err((e.code(), e.to_string()))
+                Err(ProduceError::Batch(e))
             }
         }
     }

@@ -2,10 +2,11 @@
 //! snapshots and rebuilds.
 
 use super::*;
+use crate::shard::error::MarkerError;
 use crate::storage::segment::segment_file_name;
 use crate::storage::txn_index::{read_txn_index, AbortedTxn};
 use crate::storage::{validate_batches, LogConfig};
-use crate::txn::producer_state::Check;
+use crate::txn::producer_state::{Check, ProducerStateError};
 use bytes::BytesMut;
 use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
 use std::collections::BTreeMap;
@@ -57,19 +58,36 @@ fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
     ))
 }
 
-fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, i16> {
-    let v = validate_batches(b, usize::MAX).map_err(|e| {
-        use crate::error::KafkaCode;
-        e.code()
-    })?;
+/// Checks and appends one batch; gives its base offset or the producer
+/// state's refusal (an invalid batch or a duplicate fails the test).
+fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, ProducerStateError> {
+    let v = validate_batches(b, usize::MAX).expect("a valid batch");
     let headers: Vec<_> = v.iter().map(|b| b.header).collect();
-    if p.producers.borrow().check(&headers)? != Check::Append {
-        return Err(-100);
-    }
+    let check = p.producers.borrow().check(&headers)?;
+    assert_eq!(check, Check::Append, "not a duplicate");
     Ok(p.append_now(b, &v, crate::shard::now_ms())
         .unwrap()
         .0
         .base_offset)
+}
+
+/// Writes a marker; gives its offset or the producer state's refusal (any
+/// other error fails the test).
+async fn marker(
+    p: &Rc<Partition>,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+) -> Result<i64, ProducerStateError> {
+    match p
+        .write_marker(producer_id, epoch, commit, coordinator_epoch)
+        .await
+    {
+        Ok(offset) => Ok(offset),
+        Err(MarkerError::Producer(e)) => Err(e),
+        Err(e) => panic!("marker not written: {e}"),
+    }
 }
 
 /// (batch offset ranges, LSO, aborted list) of a READ_COMMITTED read.
@@ -114,9 +132,9 @@ fn markers_lso_aborted_index_and_rebuild() {
         assert!(unc.read.bytes > 0 && unc.aborted.is_none());
         assert_eq!(unc.last_stable_offset, 2);
 
-        assert_eq!(p.write_marker(1, 0, true, 5).await, Ok(5));
+        assert_eq!(marker(&p, 1, 0, true, 5).await, Ok(5));
         assert_eq!(p.last_stable_offset(), 4);
-        assert_eq!(p.write_marker(2, 0, false, 5).await, Ok(6));
+        assert_eq!(marker(&p, 2, 0, false, 5).await, Ok(6));
         assert_eq!(p.last_stable_offset(), 7);
         let want = AbortedTxn {
             producer_id: 2,
@@ -139,20 +157,32 @@ fn markers_lso_aborted_index_and_rebuild() {
         assert_eq!((r, lso, aborted), (vec![], 7, Some(vec![])));
 
         // A marker with a newer epoch fences the producer's old epoch.
-        assert_eq!(p.write_marker(3, 1, false, 5).await, Ok(9));
+        assert_eq!(marker(&p, 3, 1, false, 5).await, Ok(9));
         assert_eq!(p.producers.borrow().get(3).map(|e| e.epoch), Some(1));
         assert_eq!(
             produce(&p, &batch(3, 0, 2, 1, true)),
-            Err(E::InvalidProducerEpoch.code())
+            Err(ProducerStateError::FencedEpoch {
+                producer_id: 3,
+                epoch: 0,
+                current_epoch: 1
+            })
         );
         assert_eq!(
-            p.write_marker(3, 0, true, 5).await,
-            Err(E::InvalidProducerEpoch.code())
+            marker(&p, 3, 0, true, 5).await,
+            Err(ProducerStateError::FencedEpoch {
+                producer_id: 3,
+                epoch: 0,
+                current_epoch: 1
+            })
         );
         // A marker from an older coordinator epoch is fenced.
         assert_eq!(
-            p.write_marker(1, 0, true, 4).await,
-            Err(E::TransactionCoordinatorFenced.code())
+            marker(&p, 1, 0, true, 4).await,
+            Err(ProducerStateError::CoordinatorFenced {
+                producer_id: 1,
+                coordinator_epoch: 4,
+                latest: 5
+            })
         );
         assert_eq!(p.last_stable_offset(), 10);
         let state = |p: &Partition| {
@@ -185,7 +215,7 @@ fn markers_lso_aborted_index_and_rebuild() {
         let p = open(&path, 1 << 30);
         assert_eq!(std::fs::read(&idx).unwrap(), bytes);
         assert_eq!(read_txn_index(&idx).unwrap().map(|v| v.len()), Some(2));
-        assert_eq!(p.write_marker(4, 0, true, 5).await, Ok(11));
+        assert_eq!(marker(&p, 4, 0, true, 5).await, Ok(11));
         assert_eq!(p.last_stable_offset(), 12);
     });
 }
@@ -198,7 +228,7 @@ fn txn_index_follows_segments_on_delete_records() {
         // Small segments: every batch rolls a new one.
         let p = open(&path, 100);
         assert_eq!(produce(&p, &batch(1, 0, 0, 3, true)), Ok(0));
-        assert_eq!(p.write_marker(1, 0, false, 0).await, Ok(3));
+        assert_eq!(marker(&p, 1, 0, false, 0).await, Ok(3));
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(4));
         let bases = p.log.borrow().segment_base_offsets();
         assert_eq!(bases, vec![0, 3, 4]);
@@ -234,14 +264,14 @@ fn snapshot_restores_the_same_state_as_a_full_rebuild() {
         let p = open(&path, 1 << 30);
         assert_eq!(produce(&p, &batch(1, 0, 0, 3, false)), Ok(0)); // idempotent 0..=2
         assert_eq!(produce(&p, &batch(2, 0, 0, 2, true)), Ok(3)); // txn 3..=4
-        assert_eq!(p.write_marker(2, 0, false, 1).await, Ok(5)); // aborted
+        assert_eq!(marker(&p, 2, 0, false, 1).await, Ok(5)); // aborted
         assert_eq!(produce(&p, &batch(3, 0, 0, 1, true)), Ok(6)); // open txn at 6
         p.write_snapshot().unwrap();
         assert_eq!(snapshot::list(&path).len(), 1);
         // After the snapshot: more batches, another abort.
         assert_eq!(produce(&p, &batch(1, 0, 3, 2, false)), Ok(7));
         assert_eq!(produce(&p, &batch(2, 1, 0, 1, true)), Ok(9));
-        assert_eq!(p.write_marker(2, 1, false, 1).await, Ok(10));
+        assert_eq!(marker(&p, 2, 1, false, 1).await, Ok(10));
         let before = state(&p);
         assert_eq!(before.0.len(), 2);
         assert_eq!(before.1, Some(6));
@@ -288,7 +318,7 @@ fn a_snapshot_below_the_log_start_is_not_used() {
         let p = open(&path, 1 << 30);
         assert_eq!(produce(&p, &batch(1, 0, 0, 1, true)), Ok(0)); // open txn
         p.write_snapshot().unwrap(); // at offset 1, pid 1 open
-        assert_eq!(p.write_marker(1, 0, true, 0).await, Ok(1));
+        assert_eq!(marker(&p, 1, 0, true, 0).await, Ok(1));
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(2));
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(3));
         // Up to the high watermark: the segment holding the marker goes.
@@ -300,5 +330,62 @@ fn a_snapshot_below_the_log_start_is_not_used() {
         let p = open(&path, 1 << 30);
         assert_eq!(p.txns.borrow().ongoing_count(), 0);
         assert_eq!(p.last_stable_offset(), 4);
+    });
+}
+
+/// The refusals of `Partition::produce` come back as typed errors with
+/// their codes and client texts.
+#[test]
+fn produce_refusals_are_typed() {
+    use crate::error::KafkaCode;
+    use crate::shard::error::ProduceError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        let refused = |o: ProduceOutcome| match o {
+            ProduceOutcome::Refused(e) => e,
+            _ => panic!("not refused"),
+        };
+        let mut two = BytesMut::from(&batch(-1, -1, -1, 1, false)[..]);
+        two.extend_from_slice(&batch(-1, -1, -1, 1, false));
+        let e = refused(p.produce(&two.freeze(), false, false, false, 0));
+        assert!(matches!(e, ProduceError::TooManyBatches { count: 2 }));
+        assert_eq!(e.code(), 87);
+        // No bytes at all: CORRUPT_MESSAGE, from the validation or the
+        // no-batch rule.
+        let e = refused(p.produce(&bytes::Bytes::new(), false, false, false, 0));
+        assert_eq!(e.code(), 2);
+        let e = refused(p.produce(&batch(1, 0, 0, 1, true), false, false, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::TransactionalIdRequired { producer_id: 1 }
+        ));
+        assert_eq!(e.code(), 53);
+        let e = refused(p.produce(&batch(1, 0, 0, 1, true), true, true, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::VerificationLost {
+                producer_id: 1,
+                epoch: 0
+            }
+        ));
+        assert_eq!(e.code(), 48);
+        // An idempotent batch with a sequence gap after an appended one.
+        assert_eq!(produce(&p, &batch(2, 0, 0, 1, false)), Ok(0));
+        let e = refused(p.produce(&batch(2, 0, 5, 1, false), false, false, false, 0));
+        assert!(matches!(
+            e,
+            ProduceError::Producer(ProducerStateError::OutOfOrderSequence {
+                producer_id: 2,
+                base_sequence: 5,
+                expected: 1
+            })
+        ));
+        assert_eq!(e.code(), 45);
+        assert_eq!(
+            e.to_string(),
+            "rejected by the idempotent producer checks (KIP-98)"
+        );
     });
 }

@@ -1,0 +1,339 @@
+//! The details of a refused metadata change: what `crate::error::MetadataError`'s
+//! variants carry. Each Display renders the text clients get after the
+//! variant's prefix (`invalid partitions: …`); the codes are per
+//! `MetadataError` variant, in `crate::error`.
+
+use std::collections::BTreeSet;
+
+use uuid::Uuid;
+
+use super::import::topic_id_to_kafka;
+use crate::error::{MetadataError, ShardError};
+
+/// Why a topic name is refused (Kafka `Topic.validate`, and the registry's
+/// own rules). Carried by `MetadataError::InvalidTopic` (INVALID_TOPIC_EXCEPTION, 17).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidTopic {
+    /// The name is empty.
+    #[error("topic name is empty")]
+    Empty,
+    /// The name is `.` or `..`.
+    #[error("topic name cannot be {name:?}")]
+    Dots {
+        /// The name.
+        name: String,
+    },
+    /// The name is longer than `max` characters (249).
+    #[error("topic name is {length} characters, more than {max}")]
+    TooLong {
+        /// Length of the name (bytes).
+        length: usize,
+        /// The longest legal name.
+        max: usize,
+    },
+    /// The name holds a character outside `[a-zA-Z0-9._-]`.
+    #[error(
+        "topic name {name:?} contains {character:?}; legal characters are ASCII alphanumerics, '.', '_' and '-'"
+    )]
+    IllegalCharacter {
+        /// The name.
+        name: String,
+        /// The first illegal character.
+        character: char,
+    },
+    /// The name equals an existing one when `.` and `_` are taken as equal
+    /// (they collide in Kafka's metric names).
+    #[error("topic {name} collides with existing topic {existing} ('.' and '_' are equivalent)")]
+    Collides {
+        /// The name asked for.
+        name: String,
+        /// The existing topic.
+        existing: String,
+    },
+    /// Import found a partition directory of one of Kafka's internal topics.
+    #[error(
+        "{directory}: Kafka's internal topic {topic} cannot be imported (committed offsets and transaction state do not move; see docs/migrating-from-kafka.md)"
+    )]
+    InternalImport {
+        /// The partition directory's name.
+        directory: String,
+        /// The internal topic.
+        topic: String,
+    },
+}
+
+/// A partition directory import found for a topic the registry already has
+/// (`MetadataError::TopicAlreadyExists`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopiedDirectory {
+    /// The registered topic's partition count.
+    pub partitions: i32,
+    /// The registered topic's id.
+    pub topic_id: Uuid,
+    /// The directory's name (`<topic>-<n>`).
+    pub directory: String,
+    /// The topic id in the directory's `partition.metadata`, if any.
+    pub directory_topic_id: Option<Uuid>,
+}
+
+/// The text after `topic ` in `MetadataError::TopicAlreadyExists`: the name,
+/// and for an import the registered topic and the copied directory.
+pub(crate) fn already_exists_text(topic: &str, copy: &Option<CopiedDirectory>) -> String {
+    match copy {
+        None => topic.to_string(),
+        Some(c) => format!(
+            "{topic} (registered with {} partition(s) and topic id {}; directory {} has {}): \
+             remove the copied directories or the registered topic first",
+            c.partitions,
+            topic_id_to_kafka(&c.topic_id),
+            c.directory,
+            c.directory_topic_id
+                .map(|i| format!("topic id {}", topic_id_to_kafka(&i)))
+                .unwrap_or_else(|| "no partition.metadata".into())
+        ),
+    }
+}
+
+/// Why a partition count is refused. Carried by
+/// `MetadataError::InvalidPartitions` (INVALID_PARTITIONS, 37).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidPartitions {
+    /// A new topic's count outside `[min, max]`.
+    #[error("number of partitions must be in [{min}, {max}], got {requested}")]
+    OutOfRange {
+        /// The count asked for.
+        requested: i32,
+        /// Lowest count (1).
+        min: i32,
+        /// Highest count (1000000).
+        max: i32,
+    },
+    /// The partitions would need more open files than `ulimit -n` allows.
+    #[error(
+        "{partitions} partitions in all would need about {needed} open files but the limit (ulimit -n) is {limit}; raise it or use fewer partitions"
+    )]
+    OpenFiles {
+        /// Partitions of every topic, with the new ones.
+        partitions: i64,
+        /// Open files they would need.
+        needed: i64,
+        /// The process's open-files limit.
+        limit: i64,
+    },
+    /// CreatePartitions with a count that is not above the current one.
+    #[error("topic currently has {current} partitions, {requested} would not be an increase")]
+    NotAnIncrease {
+        /// The topic's partition count.
+        current: i32,
+        /// The count asked for.
+        requested: i32,
+    },
+    /// CreatePartitions above the highest count.
+    #[error("{requested} partitions is more than {max}")]
+    TooMany {
+        /// The count asked for.
+        requested: i32,
+        /// Highest count (1000000).
+        max: i32,
+    },
+    /// Import found partition directories with gaps.
+    #[error(
+        "topic {topic}: partition directories {found:?} are not 0..{} without gaps; copy every partition of the topic",
+        found.len() as i32 - 1
+    )]
+    Gaps {
+        /// The topic.
+        topic: String,
+        /// The partition indexes found.
+        found: BTreeSet<i32>,
+    },
+}
+
+/// Why replica assignments are refused (one broker). Carried by
+/// `MetadataError::InvalidReplicaAssignment` (INVALID_REPLICA_ASSIGNMENT, 39).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidAssignment {
+    /// CreateTopics: an assignment names another broker, or comes with a
+    /// partition count.
+    #[error("assignments must name only this broker, with num_partitions = -1")]
+    CreateTopics,
+    /// CreatePartitions: an assignment names another broker.
+    #[error("assignments may only name this broker")]
+    CreatePartitions,
+}
+
+/// Why a topic config is refused. Carried by `MetadataError::InvalidConfig`
+/// (INVALID_CONFIG, 40).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidConfig {
+    /// A value outside what the key allows.
+    #[error("invalid value {value:?} for {key}: {allowed}")]
+    BadValue {
+        /// The config key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What the key allows, as text (e.g. "an integer in [0, 10]").
+        allowed: String,
+    },
+    /// Enabling a feature this build does not have.
+    #[error("{reason}")]
+    Unsupported {
+        /// The config key.
+        key: String,
+        /// Why it cannot be enabled.
+        reason: &'static str,
+    },
+    /// A key that is not a topic config; with `list_supported` the text
+    /// lists the supported keys.
+    #[error("unknown topic config {key}{}", if *list_supported { supported_keys() } else { String::new() })]
+    UnknownKey {
+        /// The config key.
+        key: String,
+        /// The text lists the supported keys.
+        list_supported: bool,
+    },
+    /// APPEND or SUBTRACT (KIP-339) on a key that is not a list.
+    #[error("{key} is not a list: APPEND and SUBTRACT apply to list configs only")]
+    NotAList {
+        /// The config key.
+        key: String,
+    },
+    /// SET (KIP-339) without a value.
+    #[error("SET {key} needs a value")]
+    SetWithoutValue {
+        /// The config key.
+        key: String,
+    },
+    /// A config of an import's `--topic-config`, refused.
+    #[error("topic {topic}: {source}")]
+    ForTopic {
+        /// The topic.
+        topic: String,
+        /// Why.
+        source: Box<MetadataError>,
+    },
+}
+
+/// `; supported: a, b, …` for [`InvalidConfig::UnknownKey`].
+fn supported_keys() -> String {
+    let names: Vec<&str> = super::topic_config::TOPIC_CONFIGS
+        .iter()
+        .map(|d| d.name)
+        .collect();
+    format!("; supported: {}", names.join(", "))
+}
+
+/// Why a request is refused as malformed or unsupported. Carried by
+/// `MetadataError::InvalidRequest` (INVALID_REQUEST, 42).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvalidRequest {
+    /// CreateTopics names a topic twice.
+    #[error("topic {topic} appears more than once")]
+    DuplicateTopic {
+        /// The topic.
+        topic: String,
+    },
+    /// An IncrementalAlterConfigs operation other than SET, DELETE, APPEND,
+    /// SUBTRACT (0..=3).
+    #[error("unknown config operation {operation}")]
+    UnknownConfigOperation {
+        /// The operation code.
+        operation: i8,
+    },
+    /// A change to broker configs, which are static here.
+    #[error(
+        "broker configs are static in this broker: set them in server.properties or with --override"
+    )]
+    StaticBrokerConfigs,
+    /// A config resource type other than topic or broker.
+    #[error("resource type {resource_type} is not supported")]
+    UnsupportedResourceType {
+        /// The resource type code.
+        resource_type: i8,
+    },
+    /// The controller answered fewer results than items asked for.
+    #[error("lost")]
+    AnswerLost,
+    /// Import: a topic's partition directories name different topic ids.
+    #[error("topic {topic}: its partition directories name different topic ids")]
+    MixedTopicIds {
+        /// The topic.
+        topic: String,
+    },
+    /// Import: a topic's id is already another topic's.
+    #[error(
+        "topic {topic}: its topic id {} is already the id of topic {other}",
+        topic_id_to_kafka(topic_id)
+    )]
+    TopicIdTaken {
+        /// The topic.
+        topic: String,
+        /// Its topic id.
+        topic_id: Uuid,
+        /// The topic that has the id.
+        other: String,
+    },
+    /// Import: `--topic-config` names a topic with nothing to import.
+    #[error(
+        "--topic-config names topic {topic}, which has no unregistered partition directories to import"
+    )]
+    ConfigForUnknownTopic {
+        /// The topic.
+        topic: String,
+    },
+}
+
+/// Why metadata could not be read or persisted. Carried by
+/// `MetadataError::Storage` (KAFKA_STORAGE_ERROR, 56).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StorageFailure {
+    /// A file operation failed, or a file does not parse.
+    #[error("{}", io_text(*kind, *os_error, detail.as_deref()))]
+    Io {
+        /// The I/O error's kind.
+        kind: std::io::ErrorKind,
+        /// The OS error number (errno), when the OS gave one.
+        os_error: Option<i32>,
+        /// The error's own text when it is not an OS error (e.g. a file
+        /// that does not parse, named with the line); None for OS errors,
+        /// whose text comes from `os_error`.
+        detail: Option<String>,
+    },
+    /// The controller's shard did not answer (shutdown).
+    #[error(transparent)]
+    Controller(#[from] ShardError),
+}
+
+impl From<std::io::Error> for StorageFailure {
+    fn from(e: std::io::Error) -> StorageFailure {
+        let os_error = e.raw_os_error();
+        StorageFailure::Io {
+            kind: e.kind(),
+            os_error,
+            detail: os_error.is_none().then(|| e.to_string()),
+        }
+    }
+}
+
+impl From<std::io::Error> for MetadataError {
+    fn from(e: std::io::Error) -> MetadataError {
+        MetadataError::Storage(e.into())
+    }
+}
+
+impl From<ShardError> for MetadataError {
+    fn from(e: ShardError) -> MetadataError {
+        MetadataError::Storage(e.into())
+    }
+}
+
+/// The text of an I/O error: its own `detail`, else rebuilt from its
+/// errno or kind.
+fn io_text(kind: std::io::ErrorKind, os_error: Option<i32>, detail: Option<&str>) -> String {
+    match (detail, os_error) {
+        (Some(d), _) => d.to_string(),
+        (None, Some(code)) => std::io::Error::from_raw_os_error(code).to_string(),
+        (None, None) => std::io::Error::from(kind).to_string(),
+    }
+}

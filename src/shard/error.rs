@@ -1,0 +1,204 @@
+//! Errors of the partition owner: why a Produce is refused
+//! ([`ProduceError`]), why a transaction marker is not written
+//! ([`MarkerError`]), why an internal append fails ([`InternalAppendError`])
+//! and why a wait for the flush policy fails ([`FlushError`]). Each maps to
+//! the Kafka error code in `crate::error` (section "partition owner").
+
+use crate::storage::{BatchError, StorageError};
+use crate::txn::producer_state::ProducerStateError;
+
+/// Why the owner refuses one partition's records in a Produce request. The
+/// Display text is the `error_message` the client gets (Produce v8+).
+#[derive(Debug, thiserror::Error)]
+pub enum ProduceError {
+    /// The batches break a format or topic rule (`validate_batches`,
+    /// `max.message.bytes`, the timestamp window, recompression): the batch
+    /// error's code (CORRUPT_MESSAGE (2), MESSAGE_TOO_LARGE (10),
+    /// INVALID_RECORD (87), INVALID_TIMESTAMP (32)).
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+    /// The records hold no batch at all: CORRUPT_MESSAGE (2).
+    #[error("no record batch in the request")]
+    NoBatch,
+    /// More than one batch for the partition (Kafka's rule for Produce v3+):
+    /// INVALID_RECORD (87).
+    #[error("a partition's records must be exactly one record batch, got {count}")]
+    TooManyBatches {
+        /// Batches found.
+        count: usize,
+    },
+    /// A transactional batch in a request without `transactional_id`:
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
+    #[error("transactional batches need the request's transactional_id")]
+    TransactionalIdRequired {
+        /// The batch's producer id.
+        producer_id: i64,
+    },
+    /// The coordinator confirmed the partition, but a marker of the producer
+    /// ended its transaction meanwhile (KIP-890's verification):
+    /// INVALID_TXN_STATE (48).
+    #[error("the transaction ended while the batch was being verified")]
+    VerificationLost {
+        /// The batch's producer id.
+        producer_id: i64,
+        /// The batch's producer epoch.
+        epoch: i16,
+    },
+    /// Refused by the idempotent producer checks (KIP-98): the code of the
+    /// [`ProducerStateError`].
+    #[error("rejected by the idempotent producer checks (KIP-98)")]
+    Producer(#[source] ProducerStateError),
+    /// acks=all on a topic whose `min.insync.replicas` exceeds the one
+    /// replica of this broker: NOT_ENOUGH_REPLICAS (19).
+    #[error(
+        "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {required} for partition {topic}-{partition}"
+    )]
+    NotEnoughReplicas {
+        /// The topic's `min.insync.replicas`.
+        required: i32,
+        /// Topic name.
+        topic: std::sync::Arc<str>,
+        /// Partition index.
+        partition: i32,
+    },
+    /// Stage 1 of the append failed (the partition is offline after a
+    /// failed write: KAFKA_STORAGE_ERROR (56)): the storage error's code.
+    #[error(transparent)]
+    Storage(StorageError),
+}
+
+/// Why [`crate::shard::partition::Partition::wait_flushed`] failed: both
+/// KAFKA_STORAGE_ERROR (56). Cloned to every waiter of one group commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FlushError {
+    /// The fdatasync failed.
+    #[error("{}", sync_error_text(*kind, *os_error))]
+    Sync {
+        /// The I/O error's kind.
+        kind: std::io::ErrorKind,
+        /// The OS error number (errno), when the OS gave one.
+        os_error: Option<i32>,
+    },
+    /// The flush task ended without answering (shutdown).
+    #[error("flush abandoned")]
+    Abandoned,
+}
+
+impl FlushError {
+    /// The [`FlushError::Sync`] of an I/O error.
+    pub fn sync(e: &std::io::Error) -> FlushError {
+        FlushError::Sync {
+            kind: e.kind(),
+            os_error: e.raw_os_error(),
+        }
+    }
+}
+
+/// The text of an I/O error rebuilt from its kind and errno (the same text
+/// the `std::io::Error` showed).
+fn sync_error_text(kind: std::io::ErrorKind, os_error: Option<i32>) -> String {
+    match os_error {
+        Some(code) => std::io::Error::from_raw_os_error(code).to_string(),
+        None => std::io::Error::from(kind).to_string(),
+    }
+}
+
+/// Why an append of broker-made batches (internal topics, transaction
+/// markers; `shard::internal`) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InternalAppendError {
+    /// The records could not be encoded as a batch: UNKNOWN_SERVER_ERROR (-1).
+    #[error("cannot encode {records} records as a record batch")]
+    Encode {
+        /// Records in the batch.
+        records: usize,
+    },
+    /// The encoded bytes are not whole batches at `position` (bytes):
+    /// UNKNOWN_SERVER_ERROR (-1).
+    #[error("internal batch bytes are malformed at position {position}")]
+    Malformed {
+        /// Byte position of the bad batch.
+        position: usize,
+    },
+    /// The append or its write failed: KAFKA_STORAGE_ERROR (56), whatever
+    /// the storage error.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The fdatasync of the flush policy failed: KAFKA_STORAGE_ERROR (56).
+    #[error("fdatasync failed: {0}")]
+    Flush(#[from] FlushError),
+}
+
+/// Why [`crate::shard::partition::Partition::write_marker`] wrote no marker.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerError {
+    /// A negative producer id: INVALID_REQUEST (42).
+    #[error("invalid producer id {0} for a transaction marker")]
+    InvalidProducerId(i64),
+    /// The producer state refuses the marker: INVALID_PRODUCER_EPOCH (47)
+    /// for an older producer epoch, TRANSACTION_COORDINATOR_FENCED (52) for
+    /// an older coordinator epoch.
+    #[error(transparent)]
+    Producer(#[from] ProducerStateError),
+    /// The marker could not be appended: the [`InternalAppendError`]'s code.
+    #[error(transparent)]
+    Append(#[from] InternalAppendError),
+}
+
+/// A copyable summary of an [`InternalAppendError`], for the coordinators'
+/// results (which are cloned to every waiter and compared in their tests).
+/// The full error is logged where it happens; the Kafka code is the same as
+/// the [`InternalAppendError`]'s: UNKNOWN_SERVER_ERROR (-1) for `Encode` and
+/// `Malformed`, KAFKA_STORAGE_ERROR (56) for `Storage` and `Flush`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AppendFailure {
+    /// The records could not be encoded as a record batch.
+    #[error("the records could not be encoded as a record batch")]
+    Encode,
+    /// The encoded bytes are not whole batches.
+    #[error("the internal batch bytes are malformed")]
+    Malformed,
+    /// The append or its write failed.
+    #[error("the append or its write failed")]
+    Storage,
+    /// The fdatasync of the flush policy failed.
+    #[error("fdatasync failed: {0}")]
+    Flush(FlushError),
+}
+
+impl From<&InternalAppendError> for AppendFailure {
+    fn from(e: &InternalAppendError) -> AppendFailure {
+        match e {
+            InternalAppendError::Encode { .. } => AppendFailure::Encode,
+            InternalAppendError::Malformed { .. } => AppendFailure::Malformed,
+            InternalAppendError::Storage(_) => AppendFailure::Storage,
+            InternalAppendError::Flush(f) => AppendFailure::Flush(*f),
+        }
+    }
+}
+
+/// A copyable summary of a [`MarkerError`], for the transaction
+/// coordinator's results; same Kafka codes as the [`MarkerError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MarkerFailure {
+    /// A negative producer id: INVALID_REQUEST (42).
+    #[error("invalid producer id {0} for a transaction marker")]
+    InvalidProducerId(i64),
+    /// The producer state refuses the marker (INVALID_PRODUCER_EPOCH (47),
+    /// TRANSACTION_COORDINATOR_FENCED (52)).
+    #[error(transparent)]
+    Producer(ProducerStateError),
+    /// The marker could not be appended.
+    #[error(transparent)]
+    Append(AppendFailure),
+}
+
+impl From<&MarkerError> for MarkerFailure {
+    fn from(e: &MarkerError) -> MarkerFailure {
+        match e {
+            MarkerError::InvalidProducerId(id) => MarkerFailure::InvalidProducerId(*id),
+            MarkerError::Producer(p) => MarkerFailure::Producer(*p),
+            MarkerError::Append(a) => MarkerFailure::Append(a.into()),
+        }
+    }
+}
