@@ -10,5 +10,4 @@ pub mod controller;
 pub mod import;
 pub mod metadata;
 pub mod topic_config;
-mod topic_config_defs;
 pub mod topic_name;
