@@ -4,6 +4,9 @@
 //! the cross-shard channel mesh. Run:
 //! `cargo bench --bench request_paths -- --warm-up-time 1 --measurement-time 2`.
 
+// Benchmarks: a failed set-up should stop the run at once.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
