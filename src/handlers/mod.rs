@@ -40,14 +40,11 @@ mod unsupported;
 mod write_txn_markers;
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::Encodable;
 
-use crate::cluster::controller::Controller;
-use crate::cluster::metadata::MetadataImage;
-use crate::error::{ProtocolError, ShardError};
+use crate::error::ProtocolError;
 use crate::protocol::{encode_response, supported_range, RequestFrame, Response};
 use crate::shard::Shard;
 
@@ -191,34 +188,9 @@ dispatch_table! { shard, frame, produce_dispatched;
     WriteTxnMarkers => write_txn_markers::handle(shard, frame).await,
 }
 
-/// Runs `f` on the controller (shard 0), then publishes the resulting image
-/// to every shard before returning, so a client that gets a successful
-/// CreateTopics response can produce at once on any connection.
-pub async fn with_controller<R, F>(shard: &Rc<Shard>, f: F) -> Result<R, ShardError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Controller) -> R + Send + 'static,
-{
-    shard
-        .invoke_on(0, move |s| async move {
-            let (r, image, changed): (R, Arc<MetadataImage>, bool) = {
-                let Some(c) = s.controller.as_ref() else {
-                    return Err(ShardError::Unavailable(0));
-                };
-                let mut c = c.borrow_mut();
-                let before = c.image().version;
-                let r = f(&mut c);
-                let image = c.image();
-                let changed = image.version != before;
-                (r, image, changed)
-            };
-            if changed {
-                s.publish_metadata(image).await?;
-            }
-            Ok(r)
-        })
-        .await?
-}
+// The controller call lives with the shards (the controller is shard 0's);
+// handlers keep calling it by this path.
+pub use crate::shard::with_controller;
 
 /// Decode errors close the connection; this alias keeps handler signatures short.
 pub type HandlerResult = Result<Outcome, ProtocolError>;

@@ -3,12 +3,15 @@
 //! glommio channel mesh as a boxed task with a reply channel
 //! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
 
+pub mod controller_call;
 pub mod fault;
 pub mod internal;
 pub mod io;
 pub mod notify;
 pub mod partition;
 pub mod stall;
+
+pub use controller_call::with_controller;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
