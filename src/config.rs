@@ -5,6 +5,13 @@
 //! `--override key=value`. Every value is validated at start; an invalid value
 //! is rejected with a [`ConfigError`] naming the key, the value and the allowed
 //! range.
+//!
+//! The broker's keys are one table, [`BROKER_CONFIGS`] (`broker_defs.rs`):
+//! Kafka key, type, default, validation, description, whether it is
+//! dynamic and how DescribeConfigs reports it. [`Config::set`], the
+//! defaults and [`Config::describe`] all read it. The broker keys of topic
+//! configs (`log.retention.ms`, …) are the synonyms of [`TOPIC_CONFIGS`]
+//! (`topic_config_defs.rs`, with its types and checks in [`topic_defs`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

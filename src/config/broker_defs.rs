@@ -393,6 +393,44 @@ mod tests {
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
+    /// The broker resource's own settings with every default, as
+    /// DescribeConfigs reported them before the table.
+    #[test]
+    fn described_defaults_are_unchanged() {
+        let got: Vec<(&str, String)> = Config::default().describe().into_iter().collect();
+        let want = [
+            ("auto.create.topics.enable", "true"),
+            ("delete.topic.enable", "true"),
+            ("group.initial.rebalance.delay.ms", "3000"),
+            ("group.max.session.timeout.ms", "1800000"),
+            ("group.min.session.timeout.ms", "6000"),
+            ("log.cleaner.backoff.ms", "15000"),
+            ("log.dirs", "./data"),
+            ("log.initial.task.delay.ms", "30000"),
+            ("log.retention.check.interval.ms", "300000"),
+            ("node.id", "1"),
+            ("num.partitions", "1"),
+            ("offsets.topic.num.partitions", "50"),
+            ("producer.id.expiration.check.interval.ms", "600000"),
+            ("producer.id.expiration.ms", "86400000"),
+            ("socket.request.max.bytes", "104857600"),
+            (
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                "10000",
+            ),
+            ("transaction.max.timeout.ms", "900000"),
+            (
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                "3600000",
+            ),
+            ("transaction.state.log.num.partitions", "50"),
+            ("transaction.state.log.segment.bytes", "104857600"),
+            ("transactional.id.expiration.ms", "604800000"),
+        ];
+        let want: Vec<(&str, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(got, want);
+    }
+
     /// The same validation messages as before the table.
     #[test]
     fn validation_messages() {
