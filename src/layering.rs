@@ -56,9 +56,6 @@ const KNOWN: &[(&str, &str)] = &[
     // partition; they move to the shard layer with the partition's typed
     // errors.
     ("shard/partition/produce.rs", "handlers"),
-    // Fetch counts header warms in the connection's per-shard write
-    // statistics (`net::sendfile::WRITE_STATS`).
-    ("handlers/fetch/mod.rs", "net"),
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -10,6 +10,7 @@ pub mod io;
 pub mod notify;
 pub mod partition;
 pub mod stall;
+pub mod write_stats;
 
 pub use controller_call::with_controller;
 
