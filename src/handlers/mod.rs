@@ -120,7 +120,7 @@ pub async fn dispatch_pipelined(
 }
 
 /// The dispatch table, written once: each served API and the call that
-/// answers it. It gives both [`is_routed`] and [`route`]'s `match`, so the
+/// answers it. It gives both `is_routed` and `route`'s `match`, so the
 /// unit test `every_supported_api_has_a_dispatch_arm` can hold it against
 /// the versions table (`protocol::versions::SUPPORTED_APIS`).
 macro_rules! dispatch_table {
