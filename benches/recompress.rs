@@ -4,6 +4,10 @@
 //! uncompressed record bytes. Run: `cargo bench --bench recompress`
 //! (a short run: `-- --warm-up-time 1 --measurement-time 3`).
 
+// Benchmarks: a failed set-up should stop the run at once; criterion's
+// macros generate the undocumented entry points.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fjord::storage::recompress::{recompress, summarize_records};

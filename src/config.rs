@@ -5,14 +5,27 @@
 //! `--override key=value`. Every value is validated at start; an invalid value
 //! is rejected with a [`ConfigError`] naming the key, the value and the allowed
 //! range.
+//!
+//! The broker's keys are one table, [`BROKER_CONFIGS`] (`broker_defs.rs`):
+//! Kafka key, type, default, validation, description, whether it is
+//! dynamic and how DescribeConfigs reports it. [`Config::set`], the
+//! defaults and [`Config::describe`] all read it. The broker keys of topic
+//! configs (`log.retention.ms`, …) are the synonyms of [`TOPIC_CONFIGS`]
+//! (`topic_config_defs.rs`, with its types and checks in [`topic_defs`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::cluster::topic_config;
 use crate::group::GroupConfig;
 use crate::storage::TimestampType;
+
+pub mod broker_defs;
+mod topic_config_defs;
+pub mod topic_defs;
+
+pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFIGS};
+pub use topic_defs::TOPIC_CONFIGS;
 
 /// A configuration error found at start. The message names the key, the value
 /// and what is allowed.
@@ -138,40 +151,58 @@ pub struct Config {
 }
 
 impl Default for Config {
+    /// Kafka's defaults, from [`BROKER_CONFIGS`]: every entry with a
+    /// default is applied to a blank config (the unit tests check that each
+    /// default is valid and reads back as written).
     fn default() -> Self {
+        let mut c = Config::blank();
+        for d in BROKER_CONFIGS {
+            if let Some(v) = d.default {
+                // A default that did not apply would leave the blank value;
+                // `every_default_applies` rules that out.
+                let _ = d.apply(&mut c, v);
+            }
+        }
+        c
+    }
+}
+
+impl Config {
+    /// The config before the table's defaults: empty or zero where the
+    /// table gives a default, unset where it gives none; the group and
+    /// transaction settings start from their own defaults (the unit tests
+    /// check that those agree with the table).
+    fn blank() -> Self {
         Config {
-            node_id: 1,
-            listeners: vec![Listener {
-                name: "PLAINTEXT".into(),
-                addr: SocketAddr::from(([127, 0, 0, 1], 9092)),
-            }],
+            node_id: 0,
+            listeners: Vec::new(),
             advertised: None,
-            log_dirs: vec![PathBuf::from("./data")],
+            log_dirs: Vec::new(),
             shards: None,
-            num_partitions: 1,
-            default_replication_factor: 1,
-            auto_create_topics_enable: true,
-            message_max_bytes: 1_048_588,
-            socket_request_max_bytes: 104_857_600,
-            log_segment_bytes: 1 << 30,
-            log_roll_ms: 168 * 3_600_000,
-            log_index_interval_bytes: 4096,
-            log_index_size_max_bytes: 10 * 1024 * 1024,
+            num_partitions: 0,
+            default_replication_factor: 0,
+            auto_create_topics_enable: false,
+            message_max_bytes: 0,
+            socket_request_max_bytes: 0,
+            log_segment_bytes: 0,
+            log_roll_ms: 0,
+            log_index_interval_bytes: 0,
+            log_index_size_max_bytes: 0,
             log_flush_interval_messages: None,
             log_flush_interval_ms: None,
             log_message_timestamp_type: TimestampType::CreateTime,
-            delete_topic_enable: true,
+            delete_topic_enable: false,
             cluster_id: None,
             group: GroupConfig::default(),
             topic_defaults: BTreeMap::new(),
             broker_synonyms: BTreeMap::new(),
-            log_retention_check_interval_ms: 300_000,
-            log_cleaner_backoff_ms: 15_000,
-            producer_id_expiration_ms: 86_400_000,
-            producer_id_expiration_check_interval_ms: 600_000,
-            log_initial_task_delay_ms: 30_000,
+            log_retention_check_interval_ms: 0,
+            log_cleaner_backoff_ms: 0,
+            producer_id_expiration_ms: 0,
+            producer_id_expiration_check_interval_ms: 0,
+            log_initial_task_delay_ms: 0,
             txn: crate::txn::TxnConfig::default(),
-            reactor_stall_threshold_us: 500,
+            reactor_stall_threshold_us: 0,
             metrics_listener: None,
             unknown_keys: Vec::new(),
         }
@@ -203,33 +234,11 @@ pub fn read_properties(path: &std::path::Path) -> Result<Vec<(String, String)>, 
     Ok(out)
 }
 
-fn invalid(key: &str, value: &str, allowed: &str) -> ConfigError {
+pub(crate) fn invalid(key: &str, value: &str, allowed: &str) -> ConfigError {
     ConfigError::Invalid {
         key: key.to_string(),
         value: value.to_string(),
         allowed: allowed.to_string(),
-    }
-}
-
-fn parse_int<T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy>(
-    key: &str,
-    value: &str,
-    min: T,
-    max: T,
-) -> Result<T, ConfigError> {
-    let allowed = format!("an integer in [{min}, {max}]");
-    let v: T = value.parse().map_err(|_| invalid(key, value, &allowed))?;
-    if v < min || v > max {
-        return Err(invalid(key, value, &allowed));
-    }
-    Ok(v)
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool, ConfigError> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(invalid(key, value, "true or false")),
     }
 }
 
@@ -258,7 +267,7 @@ pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigEr
     Ok(out)
 }
 
-fn resolve(hostport: &str) -> Option<SocketAddr> {
+pub(crate) fn resolve(hostport: &str) -> Option<SocketAddr> {
     use std::net::ToSocketAddrs;
     let hp = if let Some(rest) = hostport.strip_prefix(':') {
         format!("0.0.0.0:{rest}")
@@ -272,15 +281,14 @@ impl Config {
     /// Applies one `key=value` with Kafka's property name. Unknown keys are
     /// remembered in [`Config::unknown_keys`] and logged at start.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        const I64MAX: u64 = i64::MAX as u64;
         // Broker-level defaults of topic configs (log.retention.ms, …).
-        if let Some((d, syn)) = topic_config::def_by_broker_key(key) {
+        if let Some((d, syn)) = topic_defs::def_by_broker_key(key) {
             let lowest = match d.allowed {
-                topic_config::Allowed::Range(lo, _) => lo,
+                topic_defs::Allowed::Range(lo, _) => lo,
                 _ => 0,
             };
             let checked = match syn.unit {
-                topic_config::Unit::Same => topic_config::check(d, key, value),
+                topic_defs::Unit::Same => topic_defs::check(d, key, value),
                 unit => unit.convert(key, value, lowest).map(drop),
             };
             checked.map_err(|e| ConfigError::Invalid {
@@ -299,169 +307,17 @@ impl Config {
                     break;
                 }
             }
-            // Keys that also set a broker field below; the others are done.
-            if !matches!(
-                key,
-                "message.max.bytes"
-                    | "log.segment.bytes"
-                    | "log.roll.ms"
-                    | "log.roll.hours"
-                    | "log.index.interval.bytes"
-                    | "log.index.size.max.bytes"
-                    | "log.flush.interval.messages"
-                    | "log.flush.interval.ms"
-                    | "log.message.timestamp.type"
-            ) {
-                return Ok(());
+        }
+        match broker_def(key) {
+            Some(d) => d.apply(self, value),
+            // A topic config's broker key with no broker field of its own
+            // is done above; any other key is unknown.
+            None if topic_defs::def_by_broker_key(key).is_some() => Ok(()),
+            None => {
+                self.unknown_keys.push(key.to_string());
+                Ok(())
             }
         }
-        match key {
-            "transaction.state.log.num.partitions" => {
-                self.txn.state_log_partitions = parse_int(key, value, 1, 100_000)?
-            }
-            "transaction.state.log.segment.bytes" => {
-                self.txn.state_log_segment_bytes = parse_int(key, value, 1024u64, I64MAX)?
-            }
-            "transaction.max.timeout.ms" => {
-                self.txn.max_timeout_ms = parse_int(key, value, 1, i32::MAX)?
-            }
-            "transactional.id.expiration.ms" => {
-                self.txn.id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
-            }
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms" => {
-                self.txn.abort_timed_out_interval_ms = parse_int(key, value, 1u64, I64MAX)?
-            }
-            "transaction.remove.expired.transaction.cleanup.interval.ms" => {
-                self.txn.remove_expired_interval_ms = parse_int(key, value, 1u64, I64MAX)?
-            }
-            "producer.id.expiration.ms" => {
-                self.producer_id_expiration_ms = parse_int(key, value, 1i64, i64::MAX)?
-            }
-            "producer.id.expiration.check.interval.ms" => {
-                self.producer_id_expiration_check_interval_ms = parse_int(key, value, 1u64, I64MAX)?
-            }
-            "log.initial.task.delay.ms" => {
-                self.log_initial_task_delay_ms = parse_int(key, value, 0u64, I64MAX)?
-            }
-            "log.cleaner.backoff.ms" => {
-                self.log_cleaner_backoff_ms = parse_int(key, value, 1u64, I64MAX)?
-            }
-            "log.retention.check.interval.ms" => {
-                self.log_retention_check_interval_ms = parse_int(key, value, 1u64, I64MAX)?
-            }
-            "node.id" | "broker.id" => self.node_id = parse_int(key, value, 0, i32::MAX)?,
-            "listeners" => self.listeners = parse_listeners(key, value)?,
-            "advertised.listeners" => {
-                let l = value.split(',').next().unwrap_or("").trim();
-                let hp = l.split_once("://").map(|x| x.1).unwrap_or(l);
-                let (h, p) = hp
-                    .rsplit_once(':')
-                    .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
-                let port = parse_int(key, p, 1u16, u16::MAX)?;
-                self.advertised = Some((h.to_string(), port));
-            }
-            "log.dirs" | "log.dir" => {
-                let dirs: Vec<PathBuf> = value
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(PathBuf::from)
-                    .collect();
-                if dirs.is_empty() {
-                    return Err(invalid(key, value, "one or more directories"));
-                }
-                self.log_dirs = dirs;
-            }
-            "num.partitions" => self.num_partitions = parse_int(key, value, 1, 1_000_000)?,
-            "default.replication.factor" => {
-                self.default_replication_factor = parse_int(key, value, 1, 1)?
-            }
-            "auto.create.topics.enable" => self.auto_create_topics_enable = parse_bool(key, value)?,
-            "delete.topic.enable" => self.delete_topic_enable = parse_bool(key, value)?,
-            "message.max.bytes" => {
-                self.message_max_bytes = parse_int(key, value, 0usize, i32::MAX as usize)?
-            }
-            "socket.request.max.bytes" => {
-                self.socket_request_max_bytes = parse_int(key, value, 1024usize, i32::MAX as usize)?
-            }
-            "log.segment.bytes" => {
-                self.log_segment_bytes = parse_int(key, value, 14u64, i32::MAX as u64)?
-            }
-            "log.roll.ms" => self.log_roll_ms = parse_int(key, value, 1u64, I64MAX)?,
-            "log.roll.hours" => {
-                self.log_roll_ms = parse_int(key, value, 1u64, 1_000_000)? * 3_600_000
-            }
-            "log.index.interval.bytes" => {
-                self.log_index_interval_bytes = parse_int(key, value, 0u32, i32::MAX as u32)?
-            }
-            "log.index.size.max.bytes" => {
-                self.log_index_size_max_bytes = parse_int(key, value, 4u32, i32::MAX as u32)?
-            }
-            "log.flush.interval.messages" => {
-                let v = parse_int(key, value, 1u64, I64MAX)?;
-                self.log_flush_interval_messages = (v != I64MAX).then_some(v);
-            }
-            "log.flush.interval.ms" => {
-                let v = parse_int(key, value, 0u64, I64MAX)?;
-                self.log_flush_interval_ms = (v != I64MAX).then_some(v);
-            }
-            "log.message.timestamp.type" => {
-                self.log_message_timestamp_type = match value {
-                    "CreateTime" => TimestampType::CreateTime,
-                    "LogAppendTime" => TimestampType::LogAppendTime,
-                    _ => return Err(invalid(key, value, "CreateTime or LogAppendTime")),
-                }
-            }
-            "cluster.id" => self.cluster_id = Some(value.to_string()),
-            "fjord.shards" => self.shards = Some(parse_int(key, value, 1usize, 1024)?),
-            "reactor.stall.threshold.us" => {
-                self.reactor_stall_threshold_us = parse_int(key, value, 0u64, 60_000_000)?
-            }
-            "metrics.listener" => {
-                let v = value.trim();
-                self.metrics_listener = if v.is_empty() {
-                    None
-                } else {
-                    let hp = v.split_once("://").map_or(v, |x| x.1);
-                    Some(resolve(hp).ok_or_else(|| {
-                        invalid(key, value, "host:port (port 0 picks a free port), or empty")
-                    })?)
-                };
-            }
-            "group.min.session.timeout.ms" => {
-                self.group.min_session_timeout_ms = parse_int(key, value, 0, i32::MAX)?
-            }
-            "group.max.session.timeout.ms" => {
-                self.group.max_session_timeout_ms = parse_int(key, value, 0, i32::MAX)?
-            }
-            "group.initial.rebalance.delay.ms" => {
-                self.group.initial_rebalance_delay_ms = parse_int(key, value, 0, i32::MAX)?
-            }
-            "group.max.size" => {
-                self.group.max_size = parse_int(key, value, 1usize, i32::MAX as usize)?
-            }
-            "offsets.topic.num.partitions" => {
-                self.group.offsets_topic_partitions = parse_int(key, value, 1, 100_000)?
-            }
-            "offsets.topic.segment.bytes" => {
-                self.group.offsets_topic_segment_bytes =
-                    parse_int(key, value, 14u64, i32::MAX as u64)?
-            }
-            "offsets.retention.minutes" => {
-                self.group.offsets_retention_ms =
-                    parse_int(key, value, 1i64, i64::MAX / 60_000)? * 60_000
-            }
-            "offsets.retention.check.interval.ms" => {
-                self.group.offsets_retention_check_interval_ms =
-                    parse_int(key, value, 1u64, I64MAX)?
-            }
-            "offset.metadata.max.bytes" => {
-                self.group.offset_metadata_max_bytes =
-                    parse_int(key, value, 0usize, i32::MAX as usize)?
-            }
-            _ => self.unknown_keys.push(key.to_string()),
-        }
-        Ok(())
     }
 
     /// Applies pairs in order (later wins).
@@ -484,86 +340,15 @@ impl Config {
     }
 
     /// The broker's own settings as `(Kafka name, value)` pairs, for
-    /// DescribeConfigs on the broker resource (the broker keys of topic
-    /// configs come from `topic_config::broker_key_entries`).
+    /// DescribeConfigs on the broker resource: the entries of
+    /// [`BROKER_CONFIGS`] marked [`Describe::Own`] (the broker keys of topic
+    /// configs come from `cluster::topic_config::broker_key_entries`).
     pub fn describe(&self) -> BTreeMap<&'static str, String> {
-        let mut m = BTreeMap::new();
-        m.insert("node.id", self.node_id.to_string());
-        m.insert("log.dirs", self.data_dir().display().to_string());
-        m.insert("num.partitions", self.num_partitions.to_string());
-        m.insert(
-            "auto.create.topics.enable",
-            self.auto_create_topics_enable.to_string(),
-        );
-        m.insert("delete.topic.enable", self.delete_topic_enable.to_string());
-        m.insert(
-            "socket.request.max.bytes",
-            self.socket_request_max_bytes.to_string(),
-        );
-        m.insert(
-            "log.retention.check.interval.ms",
-            self.log_retention_check_interval_ms.to_string(),
-        );
-        m.insert(
-            "log.cleaner.backoff.ms",
-            self.log_cleaner_backoff_ms.to_string(),
-        );
-        m.insert(
-            "producer.id.expiration.ms",
-            self.producer_id_expiration_ms.to_string(),
-        );
-        m.insert(
-            "producer.id.expiration.check.interval.ms",
-            self.producer_id_expiration_check_interval_ms.to_string(),
-        );
-        m.insert(
-            "log.initial.task.delay.ms",
-            self.log_initial_task_delay_ms.to_string(),
-        );
-
-        m.insert(
-            "transaction.state.log.num.partitions",
-            self.txn.state_log_partitions.to_string(),
-        );
-        m.insert(
-            "transaction.state.log.segment.bytes",
-            self.txn.state_log_segment_bytes.to_string(),
-        );
-        m.insert(
-            "transaction.max.timeout.ms",
-            self.txn.max_timeout_ms.to_string(),
-        );
-        m.insert(
-            "transactional.id.expiration.ms",
-            self.txn.id_expiration_ms.to_string(),
-        );
-        m.insert(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-            self.txn.abort_timed_out_interval_ms.to_string(),
-        );
-        m.insert(
-            "transaction.remove.expired.transaction.cleanup.interval.ms",
-            self.txn.remove_expired_interval_ms.to_string(),
-        );
-        m.insert(
-            "group.initial.rebalance.delay.ms",
-            self.group.initial_rebalance_delay_ms.to_string(),
-        );
-        m.insert(
-            "group.min.session.timeout.ms",
-            self.group.min_session_timeout_ms.to_string(),
-        );
-        m.insert(
-            "group.max.session.timeout.ms",
-            self.group.max_session_timeout_ms.to_string(),
-        );
-        m.insert(
-            "offsets.topic.num.partitions",
-            self.group.offsets_topic_partitions.to_string(),
-        );
-        // The broker keys of topic configs are described by
-        // `topic_config::broker_key_entries`.
-        m
+        BROKER_CONFIGS
+            .iter()
+            .filter(|d| d.describe == Describe::Own)
+            .map(|d| (d.name, (d.get)(self).unwrap_or_default()))
+            .collect()
     }
 }
 

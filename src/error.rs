@@ -7,7 +7,7 @@
 
 use kafka_protocol::ResponseError as E;
 
-use crate::cluster::error::{
+pub use crate::cluster::error::{
     CopiedDirectory, InvalidAssignment, InvalidConfig, InvalidPartitions, InvalidRequest,
     InvalidTopic, StorageFailure,
 };

@@ -36,3 +36,6 @@ pub mod protocol;
 pub mod shard;
 pub mod storage;
 pub mod txn;
+
+#[cfg(test)]
+mod layering;

@@ -2,6 +2,10 @@
 //! partitions, delete, and their effect on metadata and on the data directory.
 //! (DescribeCluster is not exposed by rdkafka, so it is not covered here.)
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::Duration;
@@ -230,7 +234,7 @@ async fn many_topics_in_one_request() {
     let broker = Broker::start();
     let admin = broker.admin();
     let names: Vec<String> = (0..10).map(|i| format!("batch-{i}")).collect();
-    let new: Vec<NewTopic> = names
+    let new: Vec<NewTopic<'_>> = names
         .iter()
         .enumerate()
         .map(|(i, n)| NewTopic::new(n, 1 + (i as i32 % 3), TopicReplication::Fixed(1)))

@@ -8,6 +8,10 @@
 //! that offsets stay contiguous, that every batch served passes the client's
 //! CRC check, and that the partition takes new appends at the next offset.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::time::{Duration, Instant};

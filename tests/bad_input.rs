@@ -2,6 +2,10 @@
 //! TCP), plus invalid admin requests through rdkafka. After each case the
 //! broker must keep serving other connections and real clients.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

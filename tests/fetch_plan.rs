@@ -4,6 +4,10 @@
 //! consumer reading segments evicted from the page cache gets every record
 //! back intact.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use bytes::{Bytes, BytesMut};

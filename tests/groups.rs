@@ -6,6 +6,10 @@
 //! `assignment()` and the coordinator's (DescribeGroups: state `Stable`, the
 //! expected members, their assignments decoded from the group protocol).
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,6 +4,10 @@
 //! lost and the producer retries them. Every record must land exactly once,
 //! in order per partition.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

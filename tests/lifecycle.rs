@@ -7,6 +7,10 @@
 //! `log.retention.check.interval.ms` and `log.segment.delete.delay.ms=0`, and
 //! poll for each expected state with a deadline.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};

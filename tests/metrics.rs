@@ -3,6 +3,10 @@
 //! the `fjord metrics` command, and the stall summary at shutdown. Nothing
 //! here depends on whether a stall happens.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::io::{Read, Write};

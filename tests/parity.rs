@@ -5,6 +5,10 @@
 //! background tasks' first pass after a restart. Answers checked against
 //! Apache Kafka 4.4 are noted where they are asserted.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::HashMap;

@@ -2,6 +2,10 @@
 //! broker process: ordering, offsets, payload fidelity, compression, acks,
 //! watermarks, ListOffsets by timestamp, seek and long-poll wake-up.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::{BTreeSet, HashMap};

@@ -9,6 +9,10 @@
 //! written by the transaction coordinator; `Partition::write_marker` is
 //! tested in the unit tests.)
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use bytes::{Bytes, BytesMut};

@@ -2,6 +2,10 @@
 //! a corrupted last batch after an unclean shutdown, and kill -9 with
 //! per-message flushing.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::fs::OpenOptions;

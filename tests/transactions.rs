@@ -14,6 +14,10 @@
 //! read_committed consumer only gets there by skipping aborted records and
 //! markers.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

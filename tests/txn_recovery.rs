@@ -7,6 +7,10 @@
 //! Complete state, so read_committed consumers see a committed transaction
 //! and skip an aborted one.
 
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::BTreeSet;

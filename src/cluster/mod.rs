@@ -11,5 +11,4 @@ pub mod error;
 pub mod import;
 pub mod metadata;
 pub mod topic_config;
-mod topic_config_defs;
 pub mod topic_name;

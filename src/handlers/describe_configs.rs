@@ -17,6 +17,7 @@ use super::{respond, HandlerResult};
 use crate::cluster::topic_config::{
     broker_key_entries, synonyms_of, value_of, ConfigSource, TOPIC_CONFIGS,
 };
+use crate::config::broker_def;
 use crate::error::codes;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -93,7 +94,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         let mut e = DescribeConfigsResourceResult::default();
                         e.name = s(k);
                         e.value = Some(s(v));
-                        e.read_only = true;
+                        // BROKER_CONFIGS says which keys may change at run
+                        // time; none may today.
+                        e.read_only = broker_def(k).is_none_or(|d| !d.dynamic);
                         e.config_source = ConfigSource::StaticBroker as i8;
                         if version >= 3 {
                             e.config_type = 2;

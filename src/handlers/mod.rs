@@ -40,14 +40,11 @@ mod unsupported;
 mod write_txn_markers;
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::Encodable;
 
-use crate::cluster::controller::Controller;
-use crate::cluster::metadata::MetadataImage;
-use crate::error::{ProtocolError, ShardError};
+use crate::error::ProtocolError;
 use crate::protocol::{encode_response, supported_range, RequestFrame, Response};
 use crate::shard::Shard;
 
@@ -112,42 +109,9 @@ pub async fn dispatch_pipelined(
         }
         return unsupported::handle(&frame);
     }
-    let result = match frame.api_key {
-        ApiKey::ApiVersions => api_versions::handle(&frame),
-        ApiKey::Metadata => metadata::handle(shard, &frame).await,
-        ApiKey::DescribeCluster => describe_cluster::handle(shard, &frame),
-        ApiKey::CreateTopics => create_topics::handle(shard, &frame).await,
-        ApiKey::DeleteTopics => delete_topics::handle(shard, &frame).await,
-        ApiKey::CreatePartitions => create_partitions::handle(shard, &frame).await,
-        ApiKey::Produce => produce::handle(shard, &frame, produce_dispatched).await,
-        ApiKey::Fetch => fetch::handle(shard, &frame).await,
-        ApiKey::ListOffsets => list_offsets::handle(shard, &frame).await,
-        ApiKey::FindCoordinator => find_coordinator::handle(shard, &frame).await,
-        ApiKey::JoinGroup => join_group::handle(shard, &frame).await,
-        ApiKey::SyncGroup => sync_group::handle(shard, &frame).await,
-        ApiKey::Heartbeat => heartbeat::handle(shard, &frame).await,
-        ApiKey::LeaveGroup => leave_group::handle(shard, &frame).await,
-        ApiKey::OffsetCommit => offset_commit::handle(shard, &frame).await,
-        ApiKey::OffsetFetch => offset_fetch::handle(shard, &frame).await,
-        ApiKey::ListGroups => list_groups::handle(shard, &frame).await,
-        ApiKey::DescribeGroups => describe_groups::handle(shard, &frame).await,
-        ApiKey::DeleteGroups => delete_groups::handle(shard, &frame).await,
-        ApiKey::OffsetDelete => offset_delete::handle(shard, &frame).await,
-        ApiKey::DescribeConfigs => describe_configs::handle(shard, &frame).await,
-        ApiKey::AlterConfigs => alter_configs::handle_alter(shard, &frame).await,
-        ApiKey::IncrementalAlterConfigs => alter_configs::handle_incremental(shard, &frame).await,
-        ApiKey::DeleteRecords => delete_records::handle(shard, &frame).await,
-        ApiKey::DescribeLogDirs => describe_log_dirs::handle(shard, &frame).await,
-        ApiKey::InitProducerId => init_producer_id::handle(shard, &frame).await,
-        ApiKey::DescribeProducers => describe_producers::handle(shard, &frame).await,
-        ApiKey::AddPartitionsToTxn => add_partitions_to_txn::handle(shard, &frame).await,
-        ApiKey::AddOffsetsToTxn => add_offsets_to_txn::handle(shard, &frame).await,
-        ApiKey::EndTxn => end_txn::handle(shard, &frame).await,
-        ApiKey::TxnOffsetCommit => txn_offset_commit::handle(shard, &frame).await,
-        ApiKey::DescribeTransactions => describe_transactions::handle(shard, &frame).await,
-        ApiKey::ListTransactions => list_transactions::handle(shard, &frame).await,
-        ApiKey::WriteTxnMarkers => write_txn_markers::handle(shard, &frame).await,
-        _ => return unsupported::handle(&frame),
+    let result = match route(shard, &frame, produce_dispatched).await {
+        Some(result) => result,
+        None => return unsupported::handle(&frame),
     };
     match result {
         Ok(outcome) => outcome,
@@ -155,34 +119,78 @@ pub async fn dispatch_pipelined(
     }
 }
 
-/// Runs `f` on the controller (shard 0), then publishes the resulting image
-/// to every shard before returning, so a client that gets a successful
-/// CreateTopics response can produce at once on any connection.
-pub async fn with_controller<R, F>(shard: &Rc<Shard>, f: F) -> Result<R, ShardError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Controller) -> R + Send + 'static,
-{
-    shard
-        .invoke_on(0, move |s| async move {
-            let (r, image, changed): (R, Arc<MetadataImage>, bool) = {
-                let Some(c) = s.controller.as_ref() else {
-                    return Err(ShardError::Unavailable(0));
-                };
-                let mut c = c.borrow_mut();
-                let before = c.image().version;
-                let r = f(&mut c);
-                let image = c.image();
-                let changed = image.version != before;
-                (r, image, changed)
-            };
-            if changed {
-                s.publish_metadata(image).await?;
-            }
-            Ok(r)
-        })
-        .await?
+/// The dispatch table, written once: each served API and the call that
+/// answers it. It gives both `is_routed` and `route`'s `match`, so the
+/// unit test `every_supported_api_has_a_dispatch_arm` can hold it against
+/// the versions table (`protocol::versions::SUPPORTED_APIS`).
+macro_rules! dispatch_table {
+    ($shard:ident, $frame:ident, $produce_dispatched:ident;
+     $($key:ident => $call:expr,)*) => {
+        /// Whether dispatch has an arm for `key` (the rest go to
+        /// `unsupported`).
+        #[cfg(test)]
+        fn is_routed(key: ApiKey) -> bool {
+            matches!(key, $(ApiKey::$key)|*)
+        }
+
+        /// Calls the handler of `frame`'s API; None when dispatch has no arm
+        /// for it.
+        async fn route(
+            $shard: &Rc<Shard>,
+            $frame: &RequestFrame,
+            $produce_dispatched: Option<futures_channel::oneshot::Sender<()>>,
+        ) -> Option<HandlerResult> {
+            Some(match $frame.api_key {
+                $(ApiKey::$key => $call,)*
+                _ => {
+                    drop($produce_dispatched);
+                    return None;
+                }
+            })
+        }
+    };
 }
+
+dispatch_table! { shard, frame, produce_dispatched;
+    ApiVersions => api_versions::handle(frame),
+    Metadata => metadata::handle(shard, frame).await,
+    DescribeCluster => describe_cluster::handle(shard, frame),
+    CreateTopics => create_topics::handle(shard, frame).await,
+    DeleteTopics => delete_topics::handle(shard, frame).await,
+    CreatePartitions => create_partitions::handle(shard, frame).await,
+    Produce => produce::handle(shard, frame, produce_dispatched).await,
+    Fetch => fetch::handle(shard, frame).await,
+    ListOffsets => list_offsets::handle(shard, frame).await,
+    FindCoordinator => find_coordinator::handle(shard, frame).await,
+    JoinGroup => join_group::handle(shard, frame).await,
+    SyncGroup => sync_group::handle(shard, frame).await,
+    Heartbeat => heartbeat::handle(shard, frame).await,
+    LeaveGroup => leave_group::handle(shard, frame).await,
+    OffsetCommit => offset_commit::handle(shard, frame).await,
+    OffsetFetch => offset_fetch::handle(shard, frame).await,
+    ListGroups => list_groups::handle(shard, frame).await,
+    DescribeGroups => describe_groups::handle(shard, frame).await,
+    DeleteGroups => delete_groups::handle(shard, frame).await,
+    OffsetDelete => offset_delete::handle(shard, frame).await,
+    DescribeConfigs => describe_configs::handle(shard, frame).await,
+    AlterConfigs => alter_configs::handle_alter(shard, frame).await,
+    IncrementalAlterConfigs => alter_configs::handle_incremental(shard, frame).await,
+    DeleteRecords => delete_records::handle(shard, frame).await,
+    DescribeLogDirs => describe_log_dirs::handle(shard, frame).await,
+    InitProducerId => init_producer_id::handle(shard, frame).await,
+    DescribeProducers => describe_producers::handle(shard, frame).await,
+    AddPartitionsToTxn => add_partitions_to_txn::handle(shard, frame).await,
+    AddOffsetsToTxn => add_offsets_to_txn::handle(shard, frame).await,
+    EndTxn => end_txn::handle(shard, frame).await,
+    TxnOffsetCommit => txn_offset_commit::handle(shard, frame).await,
+    DescribeTransactions => describe_transactions::handle(shard, frame).await,
+    ListTransactions => list_transactions::handle(shard, frame).await,
+    WriteTxnMarkers => write_txn_markers::handle(shard, frame).await,
+}
+
+// The controller call lives with the shards (the controller is shard 0's);
+// handlers keep calling it by this path.
+pub use crate::shard::with_controller;
 
 /// Decode errors close the connection; this alias keeps handler signatures short.
 pub type HandlerResult = Result<Outcome, ProtocolError>;
@@ -255,5 +263,35 @@ pub fn fenced_for_version(code: i16, version: i16, first_version: i16) -> i16 {
         E::InvalidProducerEpoch.code()
     } else {
         code
+    }
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use super::is_routed;
+    use crate::protocol::versions::SUPPORTED_APIS;
+    use kafka_protocol::messages::ApiKey;
+
+    /// Every API the versions table serves (and ApiVersions lists) has a
+    /// dispatch arm, and dispatch has no arm for an API the table does not
+    /// serve (such a request is answered as unsupported before dispatch).
+    #[test]
+    fn every_supported_api_has_a_dispatch_arm() {
+        for &(key, _, _) in SUPPORTED_APIS {
+            assert!(
+                is_routed(key),
+                "{key:?} is in SUPPORTED_APIS but has no dispatch arm"
+            );
+        }
+        for k in 0..=i16::MAX {
+            let Ok(key) = ApiKey::try_from(k) else {
+                continue;
+            };
+            assert_eq!(
+                is_routed(key),
+                SUPPORTED_APIS.iter().any(|(s, _, _)| *s == key),
+                "{key:?}"
+            );
+        }
     }
 }

@@ -29,33 +29,12 @@ use crate::protocol::{Response, ResponseChunk};
 use crate::storage::cache::{self, CacheState, WARM_CHUNK};
 use crate::storage::FileRegion;
 
-/// Bytes sent per path on this shard (for the benchmark report).
-#[derive(Debug, Default)]
-pub struct WriteStats {
-    /// Bytes sent with sendfile(2).
-    pub zero_copy_bytes: Cell<u64>,
-    /// Bytes copied through user space because the socket was full.
-    pub fallback_bytes: Cell<u64>,
-    /// File regions checked for page-cache residency before sendfile.
-    pub regions_checked: Cell<u64>,
-    /// Regions found not (fully) cached and warmed off the shard first.
-    pub regions_warmed: Cell<u64>,
-    /// Bytes read on the blocking pool to warm regions before sendfile.
-    pub bytes_warmed: Cell<u64>,
-    /// Fetch reads of batch headers that found them out of the page cache
-    /// and warmed them on the blocking pool before reading again.
-    pub header_warms: Cell<u64>,
-    /// Bytes read on the blocking pool for those header warms.
-    pub header_bytes_warmed: Cell<u64>,
-}
+// The counters live with the shard (handlers count into them too); kept
+// at this path.
+pub use crate::shard::write_stats::{WriteStats, WRITE_STATS};
 
 fn add(c: &Cell<u64>, n: u64) {
     c.set(c.get() + n);
-}
-
-thread_local! {
-    /// This shard's write statistics.
-    pub static WRITE_STATS: WriteStats = WriteStats::default();
 }
 
 const FALLBACK_CHUNK: u64 = 64 * 1024;

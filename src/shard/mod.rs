@@ -3,6 +3,7 @@
 //! glommio channel mesh as a boxed task with a reply channel
 //! ([`Shard::invoke_on`]); local work runs inline. Nothing here takes a lock.
 
+pub mod controller_call;
 pub mod error;
 pub mod fault;
 pub mod internal;
@@ -10,6 +11,9 @@ pub mod io;
 pub mod notify;
 pub mod partition;
 pub mod stall;
+pub mod write_stats;
+
+pub use controller_call::with_controller;
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -24,7 +24,7 @@
 //! base offset and the partition leader epoch can be rewritten without
 //! recomputing it.
 
-use super::log::TimestampType;
+use super::log_config::TimestampType;
 
 /// Size in bytes of the fixed RecordBatch v2 header (baseOffset through recordsCount).
 pub const RECORD_BATCH_HEADER_BYTES: usize = 61;

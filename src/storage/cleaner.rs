@@ -47,8 +47,7 @@ use super::segment::{segment_file_name, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX
 use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
 use super::StorageError;
 
-/// Name of the per-partition cleaner checkpoint (first dirty offset).
-pub const CLEANER_CHECKPOINT: &str = "cleaner-offset";
+pub use super::checkpoint::CLEANER_CHECKPOINT;
 
 /// Compaction settings of one partition (Kafka topic config names).
 #[derive(Debug, Clone, Copy)]

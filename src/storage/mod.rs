@@ -16,9 +16,11 @@
 
 pub mod batch;
 pub mod cache;
+pub mod checkpoint;
 pub mod cleaner;
 pub mod index;
 pub mod log;
+pub mod log_config;
 pub mod recompress;
 pub mod recovery;
 pub mod retention;

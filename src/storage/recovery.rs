@@ -27,7 +27,11 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::batch::{BatchHeader, CURRENT_MAGIC, MIN_BATCH_LENGTH, RECORD_BATCH_HEADER_BYTES};
-use super::log::LogConfig;
+use super::checkpoint::{
+    CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, PRODUCER_SNAPSHOT_SUFFIX,
+    PRODUCER_SNAPSHOT_TMP_SUFFIX,
+};
+use super::log_config::LogConfig;
 use super::segment::{
     parse_segment_file_name, Segment, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET,
     MAX_SEGMENT_BYTES, TIME_INDEX_SUFFIX,
@@ -81,14 +85,13 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
             Some((base, INDEX_SUFFIX | TIME_INDEX_SUFFIX | TXN_INDEX_SUFFIX)) => {
                 index_files.push((base, path))
             }
-            _ if name == super::retention::LOG_START_CHECKPOINT
-                || name == super::cleaner::CLEANER_CHECKPOINT => {}
+            _ if name == LOG_START_CHECKPOINT || name == CLEANER_CHECKPOINT => {}
             // Kafka's topic-id file (written by the shard, KIP-516) and its
             // leader-epoch cache, found in directories Kafka wrote.
             _ if name == "partition.metadata" || name == "leader-epoch-checkpoint" => {}
             // Producer-state snapshots are read by the partition (txn::snapshot).
-            _ if name.ends_with(crate::txn::snapshot::SNAPSHOT_SUFFIX)
-                || name.ends_with(crate::txn::snapshot::SNAPSHOT_TMP_SUFFIX) => {}
+            _ if name.ends_with(PRODUCER_SNAPSHOT_SUFFIX)
+                || name.ends_with(PRODUCER_SNAPSHOT_TMP_SUFFIX) => {}
             _ => ::log::info!("{}: ignoring unknown file", path.display()),
         }
     }

@@ -9,19 +9,13 @@
 //! log dir; one file per partition keeps shards from sharing a file).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::log::PartitionLog;
 use super::segment::Segment;
 use super::StorageError;
 
-/// Name of the per-partition log start offset checkpoint.
-pub const LOG_START_CHECKPOINT: &str = "log-start-offset";
-
-/// Reads the checkpointed log start offset of a partition directory.
-pub fn read_log_start_checkpoint(dir: &Path) -> Option<i64> {
-    super::read_offset_file(dir, LOG_START_CHECKPOINT)
-}
+pub use super::checkpoint::{read_log_start_checkpoint, LOG_START_CHECKPOINT};
 
 /// Why segments were deleted (for logs and metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -209,7 +209,7 @@ async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(
 
 /// A fresh producer id from the controller.
 async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
-    match crate::handlers::with_controller(shard, |c| c.allocate_producer_id()).await {
+    match crate::shard::with_controller(shard, |c| c.allocate_producer_id()).await {
         Ok(Ok(id)) => Ok(id),
         Ok(Err(e)) => {
             log::error!("cannot allocate a producer id: {e}");

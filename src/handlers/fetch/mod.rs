@@ -34,9 +34,9 @@ use uuid::Uuid;
 
 use super::{HandlerResult, Outcome};
 use crate::error::{codes, KafkaCode};
-use crate::net::sendfile::WRITE_STATS;
 use crate::protocol::RequestFrame;
 use crate::shard::notify::any_changed;
+use crate::shard::write_stats::WRITE_STATS;
 use crate::shard::Shard;
 use crate::storage::{cache, FileRegion, ReadMode, StorageError};
 pub use encode::{encode_fetch_response, FetchPartitionOut, FetchTopicOut};

@@ -5,7 +5,7 @@
 //! Kafka 4.4 broker's DescribeConfigs and CreateTopics answers); the
 //! descriptions are this project's own.
 
-use super::topic_config::{Allowed, ConfigDef, ConfigType as T, Support, Synonym, Unit};
+use super::topic_defs::{Allowed, ConfigDef, ConfigType as T, Support, Synonym, Unit};
 
 const I32MAX: i64 = i32::MAX as i64;
 const I64MAX: &str = "9223372036854775807";

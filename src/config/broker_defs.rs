@@ -1,0 +1,493 @@
+//! The table of broker configs ([`BROKER_CONFIGS`]): Kafka key, type,
+//! default, allowed values, description, whether it can change at run time,
+//! how DescribeConfigs reports it, and the [`Config`] field it sets. The
+//! table is the one source of the broker's keys: [`Config::set`] validates
+//! and applies a value through it, `impl Default for Config` takes its
+//! defaults from it and [`Config::describe`] lists the keys it marks
+//! [`Describe::Own`]. The broker keys of topic configs (`log.retention.ms`,
+//! …) are the synonym columns of [`TOPIC_CONFIGS`](super::TOPIC_CONFIGS);
+//! the few of them that also set a broker field (`message.max.bytes`,
+//! `log.segment.bytes`, …) are in both tables, marked
+//! [`Describe::TopicSynonym`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::topic_defs::ConfigType as T;
+use super::{invalid, parse_listeners, resolve, Config, ConfigError};
+use crate::storage::TimestampType;
+
+const I32MAX: i64 = i32::MAX as i64;
+const I64MAX: i64 = i64::MAX;
+const I64MAX_STR: &str = "9223372036854775807";
+const MS_PER_HOUR: i64 = 3_600_000;
+const MS_PER_MINUTE: i64 = 60_000;
+
+/// How DescribeConfigs on the broker resource reports a broker config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Describe {
+    /// Reported by itself: its current value, STATIC_BROKER_CONFIG (4),
+    /// read-only unless [`BrokerConfigDef::dynamic`].
+    Own,
+    /// A broker key of a topic config: reported with that topic config's
+    /// synonyms, by `cluster::topic_config::broker_key_entries`.
+    TopicSynonym,
+    /// Not reported (why): an alias of another key, or a setting not
+    /// described yet.
+    Hidden(&'static str),
+}
+
+/// The allowed values of a broker config and the [`Config`] field a valid
+/// value is stored in.
+#[derive(Debug, Clone, Copy)]
+pub enum Field {
+    /// An integer in `[min, max]` (inclusive); anything else is rejected
+    /// with "an integer in [min, max]".
+    Int {
+        /// Smallest accepted value.
+        min: i64,
+        /// Largest accepted value.
+        max: i64,
+        /// Stores a valid value.
+        set: fn(&mut Config, i64),
+    },
+    /// `true` or `false`, in any case; anything else is rejected with
+    /// "true or false".
+    Bool {
+        /// Stores a valid value.
+        set: fn(&mut Config, bool),
+    },
+    /// One of these strings, exactly; anything else is rejected with the
+    /// values joined by "or".
+    OneOf {
+        /// Accepted values.
+        values: &'static [&'static str],
+        /// Stores a valid value.
+        set: fn(&mut Config, &str),
+    },
+    /// Free-form text parsed by `set` (listeners, directories, addresses),
+    /// which gives the [`ConfigError::Invalid`] itself.
+    Text {
+        /// What is accepted, for documentation.
+        allowed: &'static str,
+        /// Parses and stores a value; errors name the key and value.
+        set: fn(&mut Config, &str, &str) -> Result<(), ConfigError>,
+    },
+}
+
+/// One broker config.
+#[derive(Debug)]
+pub struct BrokerConfigDef {
+    /// Kafka's property name (`num.partitions`); Fjord's own keys are
+    /// marked in [`doc`](Self::doc).
+    pub name: &'static str,
+    /// Kafka's type of the key.
+    pub ty: T,
+    /// The default as Kafka writes it; None when the key has none of its own
+    /// (an alias, or a key whose field stays unset or takes its value from
+    /// another key).
+    pub default: Option<&'static str>,
+    /// Allowed values and the field a value sets.
+    pub field: Field,
+    /// What it does.
+    pub doc: &'static str,
+    /// Whether it may change at run time (Kafka's dynamic broker configs);
+    /// false for every key today: all come from `server.properties` and
+    /// flags.
+    pub dynamic: bool,
+    /// How DescribeConfigs reports it on the broker resource.
+    pub describe: Describe,
+    /// The current value as DescribeConfigs reports it; None when unset.
+    pub get: fn(&Config) -> Option<String>,
+}
+
+impl BrokerConfigDef {
+    /// Validates `value` for this key and stores it in `c`; an invalid
+    /// value gives [`ConfigError::Invalid`] naming the key, the value and
+    /// what is allowed.
+    pub fn apply(&self, c: &mut Config, value: &str) -> Result<(), ConfigError> {
+        let key = self.name;
+        match self.field {
+            Field::Int { min, max, set } => {
+                let allowed = format!("an integer in [{min}, {max}]");
+                let v: i64 = value.parse().map_err(|_| invalid(key, value, &allowed))?;
+                if v < min || v > max {
+                    return Err(invalid(key, value, &allowed));
+                }
+                set(c, v);
+            }
+            Field::Bool { set } => match value.to_ascii_lowercase().as_str() {
+                "true" => set(c, true),
+                "false" => set(c, false),
+                _ => return Err(invalid(key, value, "true or false")),
+            },
+            Field::OneOf { values, set } => {
+                if !values.contains(&value) {
+                    return Err(invalid(key, value, &values.join(" or ")));
+                }
+                set(c, value);
+            }
+            Field::Text { set, .. } => set(c, key, value)?,
+        }
+        Ok(())
+    }
+}
+
+/// The definition of broker key `name`.
+pub fn broker_def(name: &str) -> Option<&'static BrokerConfigDef> {
+    BROKER_CONFIGS.iter().find(|d| d.name == name)
+}
+
+// Integer fields: the table's range is checked before `set`, so every
+// conversion below is lossless for the range its entry gives.
+fn to_i32(v: i64) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+fn to_u64(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+fn to_u32(v: i64) -> u32 {
+    u32::try_from(v).unwrap_or(0)
+}
+fn to_usize(v: i64) -> usize {
+    usize::try_from(v).unwrap_or(0)
+}
+
+fn some(v: impl ToString) -> Option<String> {
+    Some(v.to_string())
+}
+
+fn set_listeners(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.listeners = parse_listeners(key, value)?;
+    Ok(())
+}
+
+fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    let l = value.split(',').next().unwrap_or("").trim();
+    let hp = l.split_once("://").map(|x| x.1).unwrap_or(l);
+    let (h, p) = hp
+        .rsplit_once(':')
+        .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
+    let allowed = format!("an integer in [1, {}]", u16::MAX);
+    let port: u16 = p.parse().map_err(|_| invalid(key, p, &allowed))?;
+    if port < 1 {
+        return Err(invalid(key, p, &allowed));
+    }
+    c.advertised = Some((h.to_string(), port));
+    Ok(())
+}
+
+fn set_dirs(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    let dirs: Vec<PathBuf> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if dirs.is_empty() {
+        return Err(invalid(key, value, "one or more directories"));
+    }
+    c.log_dirs = dirs;
+    Ok(())
+}
+
+fn set_cluster_id(c: &mut Config, _key: &str, value: &str) -> Result<(), ConfigError> {
+    c.cluster_id = Some(value.to_string());
+    Ok(())
+}
+
+fn set_metrics_listener(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    let v = value.trim();
+    c.metrics_listener =
+        if v.is_empty() {
+            None
+        } else {
+            let hp = v.split_once("://").map_or(v, |x| x.1);
+            Some(resolve(hp).ok_or_else(|| {
+                invalid(key, value, "host:port (port 0 picks a free port), or empty")
+            })?)
+        };
+    Ok(())
+}
+
+fn get_listeners(c: &Config) -> Option<String> {
+    let l: Vec<String> = c
+        .listeners
+        .iter()
+        .map(|l| format!("{}://{}", l.name, l.addr))
+        .collect();
+    Some(l.join(","))
+}
+
+fn get_addr(a: Option<SocketAddr>) -> Option<String> {
+    a.map(|a| a.to_string())
+}
+
+/// Every broker config Fjord accepts, sorted by name. Kafka's defaults,
+/// types and ranges; the descriptions are this project's own.
+pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
+    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "PLAINTEXT://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata (the first of a list); unset: the bound listener.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.advertised.as_ref().map(|(h, p)| format!("{h}:{p}")) },
+    BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
+    BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.node_id = to_i32(v) }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Hidden("an alias of node.id"), get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.cluster_id.clone() },
+    BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.default_replication_factor) },
+    BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
+    BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
+    BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
+    BrokerConfigDef { name: "group.max.session.timeout.ms", ty: T::Int, default: Some("1800000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.max_session_timeout_ms = to_i32(v) }, doc: "The largest session timeout (ms) a member may ask for; larger gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_session_timeout_ms) },
+    // Kafka's default is Integer.MAX_VALUE; the field's own default
+    // (unbounded) is kept, which no group can tell apart.
+    BrokerConfigDef { name: "group.max.size", ty: T::Int, default: None, field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have; unset: unbounded.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.max_size) },
+    BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
+    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of PLAINTEXT://host:port", set: set_listeners }, doc: "Where clients connect; port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_listeners },
+    BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
+    BrokerConfigDef { name: "log.dir", ty: T::String, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Hidden("an alias of log.dirs"), get: |c| some(c.data_dir().display()) },
+    BrokerConfigDef { name: "log.dirs", ty: T::String, default: Some("./data"), field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The data directory; only the first of a list is used.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
+    BrokerConfigDef { name: "log.flush.interval.messages", ty: T::Long, default: Some(I64MAX_STR), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_flush_interval_messages = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync after this many messages; the default leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_flush_interval_messages.map_or(I64MAX_STR.to_string(), |v| v.to_string())) },
+    BrokerConfigDef { name: "log.flush.interval.ms", ty: T::Long, default: None, field: Field::Int { min: 0, max: I64MAX, set: |c, v| c.log_flush_interval_ms = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync at most this long (ms) after an append; unset leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| c.log_flush_interval_ms.map(|v| v.to_string()) },
+    BrokerConfigDef { name: "log.index.interval.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.log_index_interval_bytes = to_u32(v) }, doc: "Bytes appended between two entries of the sparse offset index.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_index_interval_bytes) },
+    BrokerConfigDef { name: "log.index.size.max.bytes", ty: T::Int, default: Some("10485760"), field: Field::Int { min: 4, max: I32MAX, set: |c, v| c.log_index_size_max_bytes = to_u32(v) }, doc: "The largest offset index of a segment (bytes); a full index rolls the segment.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_index_size_max_bytes) },
+    BrokerConfigDef { name: "log.initial.task.delay.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 0, max: I64MAX, set: |c, v| c.log_initial_task_delay_ms = to_u64(v) }, doc: "Delay (ms) after start-up before the first retention, cleaner and producer-expiration passes.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_initial_task_delay_ms) },
+    BrokerConfigDef { name: "log.message.timestamp.type", ty: T::String, default: Some("CreateTime"), field: Field::OneOf { values: &["CreateTime", "LogAppendTime"], set: |c, v| c.log_message_timestamp_type = if v == "LogAppendTime" { TimestampType::LogAppendTime } else { TimestampType::CreateTime } }, doc: "Keep the producer's timestamps (CreateTime) or stamp batches with the broker's clock (LogAppendTime).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(match c.log_message_timestamp_type { TimestampType::CreateTime => "CreateTime", TimestampType::LogAppendTime => "LogAppendTime" }) },
+    BrokerConfigDef { name: "log.retention.check.interval.ms", ty: T::Long, default: Some("300000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) retention runs after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_retention_check_interval_ms) },
+    BrokerConfigDef { name: "log.roll.hours", ty: T::Int, default: Some("168"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.log_roll_ms = to_u64(v * MS_PER_HOUR) }, doc: "Roll a segment this old (hours); log.roll.ms wins when both are set.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_roll_ms / MS_PER_HOUR as u64) },
+    BrokerConfigDef { name: "log.roll.ms", ty: T::Long, default: None, field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_roll_ms = to_u64(v) }, doc: "Roll a segment this old (ms); unset: log.roll.hours.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_roll_ms) },
+    BrokerConfigDef { name: "log.segment.bytes", ty: T::Int, default: Some("1073741824"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.log_segment_bytes = to_u64(v) }, doc: "Roll a segment at this size (bytes).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_segment_bytes) },
+    BrokerConfigDef { name: "message.max.bytes", ty: T::Int, default: Some("1048588"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.message_max_bytes = to_usize(v) }, doc: "The largest record batch accepted (bytes, after the producer's compression).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.message_max_bytes) },
+    BrokerConfigDef { name: "metrics.listener", ty: T::String, default: None, field: Field::Text { allowed: "host:port (port 0 picks a free port), or empty", set: set_metrics_listener }, doc: "Fjord's own: host:port of the Prometheus-text metrics endpoint (GET /metrics); unset or empty: no endpoint.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| get_addr(c.metrics_listener) },
+    BrokerConfigDef { name: "node.id", ty: T::Int, default: Some("1"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.node_id = to_i32(v) }, doc: "This broker's id in Metadata; must match meta.properties in the data directory.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "num.partitions", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.num_partitions = to_i32(v) }, doc: "Partitions of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.num_partitions) },
+    BrokerConfigDef { name: "offset.metadata.max.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.offset_metadata_max_bytes = to_usize(v) }, doc: "The longest metadata string of a committed offset (bytes); longer gets OFFSET_METADATA_TOO_LARGE.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offset_metadata_max_bytes) },
+    BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_check_interval_ms) },
+    BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
+    BrokerConfigDef { name: "offsets.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.group.offsets_topic_partitions = to_i32(v) }, doc: "Partitions of __consumer_offsets (created on the first group lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_partitions) },
+    BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_topic_segment_bytes) },
+    BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
+    BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
+    BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },
+    BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
+    BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
+    BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
+    BrokerConfigDef { name: "transaction.remove.expired.transaction.cleanup.interval.ms", ty: T::Int, default: Some("3600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.remove_expired_interval_ms = to_u64(v) }, doc: "How often (ms) expired transactional ids are removed.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.remove_expired_interval_ms) },
+    BrokerConfigDef { name: "transaction.state.log.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.txn.state_log_partitions = to_i32(v) }, doc: "Partitions of __transaction_state (created on the first transactional lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_partitions) },
+    BrokerConfigDef { name: "transaction.state.log.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I64MAX, set: |c, v| c.txn.state_log_segment_bytes = to_u64(v) }, doc: "Segment size of __transaction_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_segment_bytes) },
+    BrokerConfigDef { name: "transactional.id.expiration.ms", ty: T::Int, default: Some("604800000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.id_expiration_ms = v }, doc: "A transactional id with no transaction for this long (ms) is forgotten.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.id_expiration_ms) },
+];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::cluster::topic_config::broker_key_entries;
+    use crate::config::topic_defs::{def_by_broker_key, TOPIC_CONFIGS};
+
+    #[test]
+    fn no_duplicate_keys_and_sorted() {
+        let names: Vec<&str> = BROKER_CONFIGS.iter().map(|d| d.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            names, sorted,
+            "BROKER_CONFIGS must be sorted, without duplicates"
+        );
+    }
+
+    #[test]
+    fn every_default_applies_and_reads_back() {
+        let c = Config::default();
+        for d in BROKER_CONFIGS {
+            let Some(v) = d.default else { continue };
+            let mut blank = Config::blank();
+            assert!(d.apply(&mut blank, v).is_ok(), "{}={v}", d.name);
+            assert_eq!((d.get)(&c).as_deref(), Some(v), "{}", d.name);
+        }
+    }
+
+    /// The group and transaction settings start from their own modules'
+    /// defaults; those must be the table's.
+    #[test]
+    fn group_and_txn_defaults_agree_with_the_table() {
+        let c = Config::default();
+        assert_eq!(
+            format!("{:?}", c.group),
+            format!("{:?}", crate::group::GroupConfig::default())
+        );
+        assert_eq!(
+            format!("{:?}", c.txn),
+            format!("{:?}", crate::txn::TxnConfig::default())
+        );
+    }
+
+    /// A key is a broker key of a topic config exactly when the table says
+    /// it is described as one, and then its type and default are the topic
+    /// table's.
+    #[test]
+    fn topic_synonyms_agree_with_the_topic_table() {
+        for d in BROKER_CONFIGS {
+            let syn = def_by_broker_key(d.name);
+            assert_eq!(
+                syn.is_some(),
+                d.describe == Describe::TopicSynonym,
+                "{}",
+                d.name
+            );
+            if let Some((_, s)) = syn {
+                assert_eq!(s.default, d.default, "{}", d.name);
+            }
+        }
+        let entries = broker_key_entries(&Config::default());
+        for d in BROKER_CONFIGS
+            .iter()
+            .filter(|d| d.describe == Describe::TopicSynonym)
+        {
+            let e = entries.iter().find(|e| e.name == d.name);
+            assert_eq!(e.map(|e| e.ty), Some(d.ty), "{}", d.name);
+        }
+    }
+
+    /// Every entry marked Own is described, every described key is in one
+    /// of the two tables, no key is described twice, and keys not marked
+    /// Own or TopicSynonym are not described.
+    #[test]
+    fn table_and_describe_agree() {
+        let c = Config::default();
+        let own: BTreeSet<&str> = c.describe().into_keys().collect();
+        let synonyms: Vec<&str> = broker_key_entries(&c).iter().map(|e| e.name).collect();
+        let synonym_set: BTreeSet<&str> = synonyms.iter().copied().collect();
+        assert_eq!(
+            synonyms.len(),
+            synonym_set.len(),
+            "a broker key described twice"
+        );
+        assert!(
+            own.is_disjoint(&synonym_set),
+            "{:?}",
+            own.intersection(&synonym_set)
+        );
+        for d in BROKER_CONFIGS {
+            match d.describe {
+                Describe::Own => assert!(own.contains(d.name), "{}", d.name),
+                Describe::TopicSynonym => assert!(synonym_set.contains(d.name), "{}", d.name),
+                Describe::Hidden(_) => {
+                    assert!(
+                        !own.contains(d.name) && !synonym_set.contains(d.name),
+                        "{}",
+                        d.name
+                    )
+                }
+            }
+        }
+        for k in &own {
+            assert!(
+                broker_def(k).is_some_and(|d| d.describe == Describe::Own),
+                "{k}"
+            );
+        }
+        for k in &synonym_set {
+            assert!(def_by_broker_key(k).is_some(), "{k}");
+        }
+        // Today's broker resource: 21 own settings, read-only.
+        assert_eq!(own.len(), 21);
+        assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
+    }
+
+    /// The broker resource's own settings with every default, as
+    /// DescribeConfigs reported them before the table.
+    #[test]
+    fn described_defaults_are_unchanged() {
+        let got: Vec<(&str, String)> = Config::default().describe().into_iter().collect();
+        let want = [
+            ("auto.create.topics.enable", "true"),
+            ("delete.topic.enable", "true"),
+            ("group.initial.rebalance.delay.ms", "3000"),
+            ("group.max.session.timeout.ms", "1800000"),
+            ("group.min.session.timeout.ms", "6000"),
+            ("log.cleaner.backoff.ms", "15000"),
+            ("log.dirs", "./data"),
+            ("log.initial.task.delay.ms", "30000"),
+            ("log.retention.check.interval.ms", "300000"),
+            ("node.id", "1"),
+            ("num.partitions", "1"),
+            ("offsets.topic.num.partitions", "50"),
+            ("producer.id.expiration.check.interval.ms", "600000"),
+            ("producer.id.expiration.ms", "86400000"),
+            ("socket.request.max.bytes", "104857600"),
+            (
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                "10000",
+            ),
+            ("transaction.max.timeout.ms", "900000"),
+            (
+                "transaction.remove.expired.transaction.cleanup.interval.ms",
+                "3600000",
+            ),
+            ("transaction.state.log.num.partitions", "50"),
+            ("transaction.state.log.segment.bytes", "104857600"),
+            ("transactional.id.expiration.ms", "604800000"),
+        ];
+        let want: Vec<(&str, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(got, want);
+    }
+
+    /// The same validation messages as before the table.
+    #[test]
+    fn validation_messages() {
+        let mut c = Config::default();
+        let err = |c: &mut Config, k: &str, v: &str| c.set(k, v).err().map(|e| e.to_string());
+        assert_eq!(
+            err(&mut c, "num.partitions", "0").as_deref(),
+            Some("invalid value \"0\" for num.partitions: an integer in [1, 1000000]")
+        );
+        assert_eq!(
+            err(&mut c, "log.cleaner.backoff.ms", "x").as_deref(),
+            Some("invalid value \"x\" for log.cleaner.backoff.ms: an integer in [1, 9223372036854775807]")
+        );
+        assert_eq!(
+            err(&mut c, "delete.topic.enable", "yes").as_deref(),
+            Some("invalid value \"yes\" for delete.topic.enable: true or false")
+        );
+        assert_eq!(
+            err(&mut c, "advertised.listeners", "PLAINTEXT://h:0").as_deref(),
+            Some("invalid value \"0\" for advertised.listeners: an integer in [1, 65535]")
+        );
+        assert_eq!(
+            err(&mut c, "log.roll.hours", "2000000").as_deref(),
+            Some("invalid value \"2000000\" for log.roll.hours: an integer in [1, 1000000]")
+        );
+        assert!(c.set("log.dirs", " , ").is_err());
+        assert!(c.set("default.replication.factor", "2").is_err());
+        c.set("advertised.listeners", "PLAINTEXT://example:9093")
+            .unwrap_or_default();
+        assert_eq!(c.advertised, Some(("example".to_string(), 9093)));
+        c.set("broker.id", "7").unwrap_or_default();
+        assert_eq!(c.node_id, 7);
+        c.set("offsets.retention.minutes", "2").unwrap_or_default();
+        assert_eq!(c.group.offsets_retention_ms, 120_000);
+        c.set("log.roll.hours", "2").unwrap_or_default();
+        assert_eq!(c.log_roll_ms, 7_200_000);
+        c.set("log.message.timestamp.type", "LogAppendTime")
+            .unwrap_or_default();
+        assert_eq!(c.log_message_timestamp_type, TimestampType::LogAppendTime);
+        c.set("no.such.key", "1").unwrap_or_default();
+        assert_eq!(c.unknown_keys, ["no.such.key"]);
+        // Topic-level names are not broker keys.
+        assert!(TOPIC_CONFIGS
+            .iter()
+            .all(|t| broker_def(t.name).is_none() || def_by_broker_key(t.name).is_some()));
+    }
+
+    /// docs/configuration.md names every key of the table.
+    #[test]
+    fn every_key_is_documented() {
+        let docs = include_str!("../../docs/configuration.md");
+        for d in BROKER_CONFIGS {
+            assert!(
+                docs.contains(&format!("`{}`", d.name)),
+                "{} is not in docs/configuration.md",
+                d.name
+            );
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! This shard's response-writing statistics ([`WRITE_STATS`]): bytes sent
+//! with sendfile(2) or copied, page-cache checks and warms. The response
+//! writer (`net::sendfile`) and Fetch (`handlers::fetch`) count into them;
+//! boot copies them into the shard's metrics about once a second.
+
+use std::cell::Cell;
+
+/// Bytes sent per path on this shard (for the benchmark report).
+#[derive(Debug, Default)]
+pub struct WriteStats {
+    /// Bytes sent with sendfile(2).
+    pub zero_copy_bytes: Cell<u64>,
+    /// Bytes copied through user space because the socket was full.
+    pub fallback_bytes: Cell<u64>,
+    /// File regions checked for page-cache residency before sendfile.
+    pub regions_checked: Cell<u64>,
+    /// Regions found not (fully) cached and warmed off the shard first.
+    pub regions_warmed: Cell<u64>,
+    /// Bytes read on the blocking pool to warm regions before sendfile.
+    pub bytes_warmed: Cell<u64>,
+    /// Fetch reads of batch headers that found them out of the page cache
+    /// and warmed them on the blocking pool before reading again.
+    pub header_warms: Cell<u64>,
+    /// Bytes read on the blocking pool for those header warms.
+    pub header_bytes_warmed: Cell<u64>,
+}
+
+thread_local! {
+    /// This shard's write statistics.
+    pub static WRITE_STATS: WriteStats = WriteStats::default();
+}
