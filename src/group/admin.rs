@@ -114,9 +114,38 @@ impl GroupCore {
         Ok(recs)
     }
 
+    /// First step of DeleteGroups as the glue runs it: the tombstones of
+    /// [`GroupCore::plan_delete_group`], with the group marked Dead at once
+    /// (as Kafka does before it writes them), so that a JoinGroup arriving
+    /// while they are appended is answered COORDINATOR_NOT_AVAILABLE instead
+    /// of joining a group about to vanish.
+    pub fn begin_delete_group(
+        &mut self,
+        group_id: &str,
+        now: i64,
+    ) -> Result<Vec<OffsetsTopicRecord>, GroupError> {
+        let records = self.plan_delete_group(group_id)?;
+        if let Some(g) = self.groups.get_mut(group_id) {
+            g.transition(GroupState::Dead, now);
+        }
+        Ok(records)
+    }
+
+    /// The tombstones of a DeleteGroups could not be appended: the group,
+    /// marked Dead by [`GroupCore::begin_delete_group`], is Empty again.
+    pub fn abort_delete_group(&mut self, group_id: &str, now: i64) {
+        if let Some(g) = self.groups.get_mut(group_id) {
+            if g.state == GroupState::Dead {
+                g.transition(GroupState::Empty, now);
+            }
+        }
+    }
+
     /// Second step of DeleteGroups, once the tombstones are appended: the
-    /// group and its offsets are gone.
+    /// group and its offsets are gone. Any request still parked in it is
+    /// answered first ([`GroupCore::fail_parked`]).
     pub fn apply_delete_group(&mut self, group_id: &str, now: i64) {
+        self.fail_parked(group_id);
         if let Some(g) = self.groups.get_mut(group_id) {
             g.transition(GroupState::Dead, now);
         }

@@ -412,13 +412,22 @@ pub fn list(shard: &Rc<Shard>, states: &[String], types: &[String]) -> Vec<Liste
 /// DeleteGroups for one group: only an Empty group; writes tombstones for
 /// its offsets and metadata (see [`GroupCore::plan_delete_group`]).
 pub async fn delete_group(shard: Rc<Shard>, group_id: String) -> Result<(), GroupError> {
-    let records = shard.groups.core.borrow().plan_delete_group(&group_id)?;
-    write_records(&shard, &group_id, records, None).await?;
-    shard
+    let records = shard
         .groups
         .core
         .borrow_mut()
-        .apply_delete_group(&group_id, now_ms());
+        .begin_delete_group(&group_id, now_ms())?;
+    if let Err(e) = write_records(&shard, &group_id, records, None).await {
+        let mut core = shard.groups.core.borrow_mut();
+        core.abort_delete_group(&group_id, now_ms());
+        return Err(e);
+    }
+    let effects = {
+        let mut core = shard.groups.core.borrow_mut();
+        core.apply_delete_group(&group_id, now_ms());
+        core.take_effects()
+    };
+    apply(&shard, effects);
     log::info!("group {group_id} deleted");
     Ok(())
 }
@@ -439,7 +448,12 @@ async fn expire_offsets(shard: &Rc<Shard>) {
                 e.group_id,
                 if e.whole_group { "; group removed" } else { "" }
             );
-            shard.groups.core.borrow_mut().apply_expiry(&e);
+            let effects = {
+                let mut core = shard.groups.core.borrow_mut();
+                core.apply_expiry(&e);
+                core.take_effects()
+            };
+            apply(shard, effects);
         }
     }
 }

@@ -97,6 +97,27 @@ impl GroupCore {
         std::mem::take(&mut self.effects)
     }
 
+    /// Answers every JoinGroup and SyncGroup parked in group `id` with
+    /// COORDINATOR_NOT_AVAILABLE (15), as Kafka answers requests to a group
+    /// that is gone (the client finds its coordinator again and rejoins).
+    /// Called before a group is removed, so no parked request is left
+    /// without an answer.
+    pub fn fail_parked(&mut self, id: &str) {
+        let Some(grp) = self.groups.get_mut(id) else {
+            return;
+        };
+        for m in grp.members.values_mut() {
+            if let Some(handle) = m.awaiting_join.take() {
+                let result = JoinResult::error(GroupError::CoordinatorNotAvailable, &m.member_id);
+                self.effects.push(Effect::Join { handle, result });
+            }
+            if let Some(handle) = m.awaiting_sync.take() {
+                let result = SyncResult::error(GroupError::CoordinatorNotAvailable);
+                self.effects.push(Effect::Sync { handle, result });
+            }
+        }
+    }
+
     /// The group `id`, created Empty at `now` when absent.
     pub(crate) fn get_or_create(&mut self, id: &str, now: i64) -> &mut Group {
         self.groups

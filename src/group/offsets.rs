@@ -481,11 +481,17 @@ impl GroupCore {
             .collect()
     }
 
-    /// An expiry's tombstones were appended: its offsets (and group) are
-    /// gone.
+    /// An expiry's tombstones were appended: its offsets are gone, and so is
+    /// the group when it is still Empty with no members. A member that
+    /// joined while the tombstones were appended keeps the group (its next
+    /// rebalance writes the group's metadata again).
     pub fn apply_expiry(&mut self, e: &Expiry) {
         self.apply_delete_offsets(&e.group_id, &e.partitions);
-        if e.whole_group {
+        let still_empty = self
+            .groups
+            .get(&e.group_id)
+            .is_none_or(|g| g.state == GroupState::Empty && g.members.is_empty());
+        if e.whole_group && still_empty {
             self.groups.remove(&e.group_id);
             self.offsets.committed.remove(&e.group_id);
         }

@@ -488,3 +488,87 @@ fn loaded_group_is_stable_and_its_members_expire_without_heartbeats() {
     );
     assert!(!h.core.groups.contains_key(G));
 }
+
+/// DeleteGroups marks the group Dead before its tombstones are appended: a
+/// JoinGroup arriving meanwhile is answered COORDINATOR_NOT_AVAILABLE at
+/// once (not parked in a group about to vanish); a failed append leaves the
+/// group Empty.
+#[test]
+fn join_during_delete_is_answered_at_once() {
+    let mut f = fixture(GroupState::Empty);
+    let recs =
+        f.h.core
+            .begin_delete_group(G, f.h.now)
+            .expect("Empty group is deletable");
+    assert_eq!(recs.len(), 1, "the group tombstone");
+    assert_eq!(f.h.state(), GroupState::Dead);
+    assert_eq!(join_out(&mut f, join_args("", "late", None)), Code(15));
+    f.h.core.abort_delete_group(G, f.h.now);
+    assert_eq!(f.h.state(), GroupState::Empty);
+    let recs =
+        f.h.core
+            .begin_delete_group(G, f.h.now)
+            .expect("still deletable");
+    assert_eq!(recs.len(), 1);
+    f.h.core.apply_delete_group(G, f.h.now);
+    assert!(f.h.core.list(&[], &[]).is_empty());
+}
+
+/// A group removed with requests parked in it answers them first: no
+/// JoinGroup or SyncGroup is left waiting for a group that is gone.
+#[test]
+fn removing_a_group_answers_its_parked_requests() {
+    let mut f = fixture(GroupState::CompletingRebalance);
+    let generation = f.generation;
+    let parked_sync = f.h.sync(sync_args(&f.follower, generation, vec![]));
+    assert!(
+        f.h.sync_reply(parked_sync).is_none(),
+        "waits for the leader"
+    );
+    let mut f2 = fixture(GroupState::Stable);
+    let parked_join = f2.h.join(join_args("", "c", None));
+    assert!(
+        f2.h.join_reply(parked_join).is_none(),
+        "waits for the rebalance"
+    );
+    for (h, sync) in [(&mut f.h, Some(parked_sync)), (&mut f2.h, None)] {
+        let now = h.now;
+        h.core.apply_delete_group(G, now);
+        h.collect();
+        match sync {
+            Some(s) => {
+                let r = h.sync_reply(s).expect("parked SyncGroup answered");
+                assert_eq!(r.error.map(|e| e.code()), Some(15));
+            }
+            None => {
+                let r = h
+                    .join_reply(parked_join)
+                    .expect("parked JoinGroup answered");
+                assert_eq!(r.error.map(|e| e.code()), Some(15));
+            }
+        }
+        assert!(h.core.list(&[], &[]).is_empty());
+    }
+}
+
+/// Offsets expire, but a member that joined while their tombstones were
+/// appended keeps the group.
+#[test]
+fn expiry_keeps_a_group_joined_meanwhile() {
+    let mut f = fixture(GroupState::Empty);
+    let plan =
+        f.h.core
+            .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 1)], None, f.h.now);
+    f.h.core.apply_commit(G, plan.accepted);
+    let retention = 1_000;
+    let exp = f.h.core.plan_expiry(retention, f.h.now + retention);
+    assert!(exp[0].whole_group);
+    let parked = f.h.join(join_args("", "late", None));
+    assert_eq!(f.h.state(), GroupState::PreparingRebalance);
+    f.h.core.apply_expiry(&exp[0]);
+    assert!(f.h.core.fetch_offsets(G, None, false).is_empty());
+    assert_eq!(f.h.state(), GroupState::PreparingRebalance, "group kept");
+    f.h.advance(i64::from(DELAY_MS));
+    let r = f.h.join_reply(parked).expect("the join completes");
+    assert_eq!(r.error, None);
+}
