@@ -23,7 +23,9 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["shard", "handlers", "net", "cluster", "admin", "boot"],
+        &[
+            "shard", "handlers", "net", "group", "txn", "cluster", "admin", "boot",
+        ],
     ),
     // The coordinators, the cluster and the shards answer to handlers, not
     // the other way round.
