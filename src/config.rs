@@ -17,14 +17,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::group::GroupConfig;
 use crate::storage::TimestampType;
 
 pub mod broker_defs;
+mod coordinators;
 mod topic_config_defs;
 pub mod topic_defs;
 
 pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFIGS};
+pub use coordinators::{GroupConfig, TxnConfig};
 pub use topic_defs::TOPIC_CONFIGS;
 
 /// A configuration error found at start. The message names the key, the value
@@ -137,7 +138,7 @@ pub struct Config {
     /// retention, cleaner and producer-expiration passes (ms). Default 30000.
     pub log_initial_task_delay_ms: u64,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.*`).
-    pub txn: crate::txn::TxnConfig,
+    pub txn: TxnConfig,
     /// `reactor.stall.threshold.us` (Fjord's own): a task poll that keeps a
     /// shard busy longer than this is counted and logged as a reactor
     /// stall (µs); 0 turns the detector off. Default 500.
@@ -201,7 +202,7 @@ impl Config {
             producer_id_expiration_ms: 0,
             producer_id_expiration_check_interval_ms: 0,
             log_initial_task_delay_ms: 0,
-            txn: crate::txn::TxnConfig::default(),
+            txn: TxnConfig::default(),
             reactor_stall_threshold_us: 0,
             metrics_listener: None,
             unknown_keys: Vec::new(),

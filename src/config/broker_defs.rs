@@ -305,8 +305,8 @@ mod tests {
         }
     }
 
-    /// The group and transaction settings start from their own modules'
-    /// defaults; those must be the table's.
+    /// The group and transaction settings start from their structs'
+    /// defaults (`config/coordinators.rs`); those must be the table's.
     #[test]
     fn group_and_txn_defaults_agree_with_the_table() {
         let c = Config::default();

@@ -26,51 +26,13 @@ pub mod state;
 
 use bytes::Bytes;
 
+pub use crate::config::GroupConfig;
 pub use coordinator::GroupCoordinator;
 pub use error::GroupError;
 pub use membership::{Effect, GroupCore};
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
-
-/// Group coordinator settings, with Kafka's names and defaults.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupConfig {
-    /// `group.min.session.timeout.ms` (default 6000).
-    pub min_session_timeout_ms: i32,
-    /// `group.max.session.timeout.ms` (default 1800000).
-    pub max_session_timeout_ms: i32,
-    /// `group.initial.rebalance.delay.ms` (default 3000).
-    pub initial_rebalance_delay_ms: i32,
-    /// `group.max.size` (default unbounded).
-    pub max_size: usize,
-    /// `offsets.topic.num.partitions` (default 50).
-    pub offsets_topic_partitions: i32,
-    /// `offsets.topic.segment.bytes` (default 104857600).
-    pub offsets_topic_segment_bytes: u64,
-    /// `offsets.retention.minutes` in ms (default 7 days).
-    pub offsets_retention_ms: i64,
-    /// `offsets.retention.check.interval.ms` (default 600000).
-    pub offsets_retention_check_interval_ms: u64,
-    /// `offset.metadata.max.bytes` (default 4096).
-    pub offset_metadata_max_bytes: usize,
-}
-
-impl Default for GroupConfig {
-    fn default() -> Self {
-        GroupConfig {
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 3_000,
-            max_size: usize::MAX,
-            offsets_topic_partitions: 50,
-            offsets_topic_segment_bytes: 100 * 1024 * 1024,
-            offsets_retention_ms: 7 * 24 * 3_600_000,
-            offsets_retention_check_interval_ms: 600_000,
-            offset_metadata_max_bytes: 4096,
-        }
-    }
-}
 
 /// A JoinGroup request, as the coordinator needs it.
 #[derive(Debug, Clone)]

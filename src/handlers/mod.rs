@@ -33,7 +33,6 @@ mod offset_delete;
 mod offset_fetch;
 pub mod produce;
 mod produce_legacy;
-pub(crate) mod produce_rules;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;

@@ -18,7 +18,8 @@ pub struct Notify {
 }
 
 impl Notify {
-    /// The current generation; pass it to [`changed`] to wait for the next one.
+    /// The current generation; pair it with this signal in [`any_changed`]
+    /// to wait for the next one.
     pub fn generation(&self) -> u64 {
         self.generation.get()
     }

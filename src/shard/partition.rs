@@ -5,7 +5,8 @@
 //!
 //! This is the partition's one owner API: its fields are private and
 //! handlers use its methods. `produce` (the Produce checks up to stage 1)
-//! lives in `partition/produce.rs`; the read side (Fetch reads, ListOffsets
+//! lives in `partition/produce.rs`, the topic rules it applies in
+//! `partition/produce_rules.rs`; the read side (Fetch reads, ListOffsets
 //! offsets, DescribeProducers, accessors) in `partition/read.rs`.
 
 use std::cell::{Cell, RefCell};
@@ -32,6 +33,7 @@ use crate::txn::producer_state::{ProducerStateError, ProducerStateMap};
 use crate::txn::snapshot;
 
 mod produce;
+mod produce_rules;
 mod read;
 
 pub use produce::ProduceOutcome;

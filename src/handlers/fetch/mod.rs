@@ -124,7 +124,7 @@ const NOT_CACHED_TRIES: u32 = 3;
 /// bytes) and KIP-74's `allow_oversize` (the first batch even if larger).
 /// Batch headers are read without waiting for the disk; a header out of the
 /// page cache is warmed on the blocking pool and the read retried, at most
-/// [`NOT_CACHED_TRIES`] times, then read blocking. Gives the partition's
+/// `NOT_CACHED_TRIES` (3) times, then read blocking. Gives the partition's
 /// result (errors as Kafka codes; a not-cached outcome never gets out).
 pub async fn read_partition(
     shard: &Shard,

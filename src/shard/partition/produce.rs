@@ -1,14 +1,14 @@
 //! The owner's Produce path for one partition ([`Partition::produce`]): batch
 //! validation, the one-batch rule, the transaction gate (KIP-890's check),
 //! the idempotence check (KIP-98), the topic rules
-//! (`handlers::produce_rules`) and stage 1 of the append.
+//! (`partition/produce_rules.rs`) and stage 1 of the append.
 
 use std::rc::Rc;
 
 use bytes::Bytes;
 
+use super::produce_rules::{self, Refused};
 use super::{Appending, Partition};
-use crate::handlers::produce_rules::{self, Refused};
 use crate::shard::error::ProduceError;
 use crate::storage::{validate_batches, ValidatedBatch};
 use crate::txn::producer_state::{Check, ProducerStateError};
