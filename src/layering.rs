@@ -1,8 +1,16 @@
 //! The layering rule of docs/ARCHITECTURE.md ("Layers"), checked on the
-//! source: every `crate::X` path (and, inside `storage`, every `super::X`)
-//! in non-test code is held against the directions the layers forbid. Test
-//! code (from a file's first `#[cfg(test)]` on, and `tests.rs` files) is
-//! not checked: tests may reach across layers to set up state.
+//! source: every path that starts at `crate::`, `super::` or `self::`
+//! (grouped imports `use crate::{a, b::{c}}` expanded, `super::` chains
+//! resolved against the file's module path and its inline `mod` blocks) in
+//! non-test code is held against the directions the layers forbid.
+//!
+//! A small lexer blanks comments, string, raw-string and char literals
+//! first, so braces and paths inside them are not seen. Test code is not
+//! checked (tests may reach across layers to set up state): the item that
+//! follows a `#[cfg(test)]` attribute (a `mod name;`, a `mod name { … }`
+//! block, a fn or impl found by brace matching) is blanked, and the files
+//! of a `#[cfg(test)] mod name;` (or its `#[path]`) and everything below
+//! them are skipped.
 
 use std::path::{Path, PathBuf};
 
@@ -66,80 +74,454 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The module names that follow `prefix` in `code` (`crate::storage::log`
-/// with prefix `crate::` gives `storage`).
-fn targets<'a>(code: &'a str, prefix: &str) -> Vec<&'a str> {
-    code.match_indices(prefix)
-        .filter(|(i, _)| {
-            // Not part of a longer path (`self::crate::`, `foo_crate::`).
-            code[..*i]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'))
-        })
-        .map(|(i, _)| {
-            let rest = &code[i + prefix.len()..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            &rest[..end]
-        })
-        .collect()
-}
-
-/// Non-test code of every file under src/, as (path relative to src/, code).
-fn sources() -> Vec<(String, String)> {
+/// Every file under src/, as (path relative to src/, text).
+fn read_src() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let rel = f
-            .strip_prefix(&src)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if rel.ends_with("tests.rs") || rel == "layering.rs" {
+    files
+        .iter()
+        .map(|f| {
+            let rel = f
+                .strip_prefix(&src)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            (rel, std::fs::read_to_string(f).unwrap_or_default())
+        })
+        .collect()
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// `text` with comments and string, raw-string, byte-string and char
+/// literals replaced by spaces (newlines kept, and as many bytes as they
+/// had, so byte offsets stay those of `text`). Lifetimes (`'a`) are kept.
+fn blank_literals(text: &str) -> String {
+    let s: Vec<char> = text.chars().collect();
+    let n = s.len();
+    let mut blank = vec![false; n];
+    let mut i = 0;
+    while i < n {
+        let c = s[i];
+        let at = |k: usize| s.get(k).copied();
+        let end = if c == '/' && at(i + 1) == Some('/') {
+            s[i..].iter().position(|&c| c == '\n').map_or(n, |p| i + p)
+        } else if c == '/' && at(i + 1) == Some('*') {
+            let (mut depth, mut j) = (0usize, i);
+            while j < n {
+                if s[j] == '/' && at(j + 1) == Some('*') {
+                    depth += 1;
+                    j += 2;
+                } else if s[j] == '*' && at(j + 1) == Some('/') {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            j
+        } else if c == '"' {
+            let mut j = i + 1;
+            while j < n && s[j] != '"' {
+                j += if s[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if c == 'r'
+            && (i == 0
+                || !is_ident(s[i - 1])
+                || (matches!(s[i - 1], 'b' | 'c') && (i < 2 || !is_ident(s[i - 2]))))
+            && matches!(at(i + 1), Some('"' | '#'))
+        {
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while at(j) == Some('#') {
+                hashes += 1;
+                j += 1;
+            }
+            if at(j) != Some('"') {
+                // A raw identifier (`r#type`).
+                i += 1;
+                continue;
+            }
+            j += 1;
+            while j < n && !(s[j] == '"' && (1..=hashes).all(|k| at(j + k) == Some('#'))) {
+                j += 1;
+            }
+            j + 1 + hashes
+        } else if c == '\'' && at(i + 1) == Some('\\') {
+            // '\n', '\'', '\u{7b}'
+            let mut j = i + 3;
+            while j < n && s[j] != '\'' {
+                j += 1;
+            }
+            j + 1
+        } else if c == '\'' && at(i + 2) == Some('\'') {
+            i + 3
+        } else {
+            i += 1;
             continue;
-        }
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        let code = match text.find("#[cfg(test)]") {
-            Some(i) => text[..i].to_string(),
-            None => text,
         };
-        // Comments may name any module.
-        let code: String = code
-            .lines()
-            .map(|l| l.split("//").next().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join("\n");
-        out.push((rel, code));
+        let end = end.min(n);
+        blank[i..end].iter_mut().for_each(|b| *b = true);
+        i = end.max(i + 1);
+    }
+    let mut out = String::with_capacity(text.len());
+    for (c, b) in s.iter().zip(&blank) {
+        if *b && *c != '\n' {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        } else {
+            out.push(*c);
+        }
     }
     out
 }
 
-fn top_module(rel: &str) -> &str {
-    rel.split('/').next().unwrap_or("").trim_end_matches(".rs")
+/// The index of the bracket that closes the one at `open` (any of `([{`),
+/// or the end of `b`.
+fn closing(b: &[u8], open: usize) -> usize {
+    let mut depth = 0i32;
+    for (k, c) in b.iter().enumerate().skip(open) {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k;
+                }
+            }
+            _ => {}
+        }
+    }
+    b.len()
 }
 
-#[test]
-fn no_use_against_the_layers() {
-    let files = sources();
-    assert!(files.len() > 50, "found {} files under src/", files.len());
+/// From the end of an attribute at `i`: (start of the item after any
+/// further attributes, end of that item) — its `;` at bracket depth 0 or
+/// the brace that closes its first block.
+fn item_after(b: &[u8], mut i: usize) -> (usize, usize) {
+    loop {
+        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        if b[i.min(b.len())..].starts_with(b"#[") {
+            i = closing(b, i + 1) + 1;
+        } else {
+            break;
+        }
+    }
+    let start = i;
+    let mut depth = 0i32;
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth -= 1,
+            b';' if depth == 0 => return (start, i + 1),
+            b'{' if depth == 0 => return (start, (closing(b, i) + 1).min(b.len())),
+            _ => {}
+        }
+        i += 1;
+    }
+    (start, b.len())
+}
+
+/// The identifier that starts at `i` (empty if none), and where it ends.
+fn ident_at(b: &[u8], i: usize) -> (&str, usize) {
+    let end = (i..b.len())
+        .find(|&k| !(b[k].is_ascii_alphanumeric() || b[k] == b'_'))
+        .unwrap_or(b.len());
+    (std::str::from_utf8(&b[i.min(end)..end]).unwrap_or(""), end)
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// A source file's non-test code, ready to scan.
+struct Source {
+    /// Path relative to src/.
+    rel: String,
+    /// Its module path (`group/membership.rs` is `["group", "membership"]`).
+    module: Vec<String>,
+    /// The code with literals, comments and `#[cfg(test)]` items blanked.
+    code: String,
+}
+
+fn module_of(rel: &str) -> Vec<String> {
+    let mut m: Vec<String> = rel
+        .trim_end_matches(".rs")
+        .split('/')
+        .map(str::to_string)
+        .collect();
+    if m.last().is_some_and(|l| l == "mod" || l == "lib") {
+        m.pop();
+    }
+    m
+}
+
+/// Blanks the `#[cfg(test)]` items of `code` (`text` is the original, for
+/// `#[path]` values); gives the files of its test-only `mod name;` items,
+/// relative to src/ (a `.rs` file, or a directory ending in `/`).
+fn blank_test_items(rel: &str, text: &str, code: &mut String) -> Vec<String> {
+    const ATTR: &str = "#[cfg(test)]";
+    let dir = rel.rfind('/').map_or("", |k| &rel[..=k]);
+    let own = if rel.ends_with("mod.rs") || rel == "lib.rs" {
+        dir.to_string()
+    } else {
+        format!("{}/", rel.trim_end_matches(".rs"))
+    };
+    let mut test_files = Vec::new();
+    let mut from = 0;
+    while let Some(k) = code[from..].find(ATTR).map(|k| k + from) {
+        let b = code.as_bytes();
+        let (start, end) = item_after(b, k + ATTR.len());
+        let item: Vec<&str> = code[start..end]
+            .split(|c: char| !is_ident(c) && c != ';')
+            .filter(|w| !w.is_empty())
+            .collect();
+        if let Some(p) = item.iter().position(|w| *w == "mod") {
+            if code[start..end].trim_end().ends_with(';') {
+                let name = item.get(p + 1).map_or("", |w| w.trim_end_matches(';'));
+                let attrs = &text[k..start];
+                match attrs.find("#[path").and_then(|a| {
+                    let q = a + attrs[a..].find('"')? + 1;
+                    Some(&attrs[q..q + attrs[q..].find('"')?])
+                }) {
+                    Some(path) => {
+                        test_files.push(format!("{dir}{path}"));
+                        test_files.push(format!("{dir}{}/", path.trim_end_matches(".rs")));
+                    }
+                    None => {
+                        test_files.push(format!("{own}{name}.rs"));
+                        test_files.push(format!("{own}{name}/"));
+                    }
+                }
+            }
+        }
+        let blanked: String = code[k..end]
+            .chars()
+            .map(|c| if c == '\n' { c } else { ' ' })
+            .collect();
+        code.replace_range(k..end, &blanked);
+        from = end;
+    }
+    test_files
+}
+
+/// The non-test sources among `files` ((path relative to src/, text)).
+fn scan(files: &[(String, String)]) -> Vec<Source> {
+    let mut test_files = Vec::new();
+    let mut out = Vec::new();
+    for (rel, text) in files {
+        let mut code = blank_literals(text);
+        if code.contains("#![cfg(test)]") {
+            test_files.push(rel.clone());
+            continue;
+        }
+        test_files.extend(blank_test_items(rel, text, &mut code));
+        out.push(Source {
+            rel: rel.clone(),
+            module: module_of(rel),
+            code,
+        });
+    }
+    out.retain(|s| {
+        !test_files
+            .iter()
+            .any(|t| s.rel == *t || (t.ends_with('/') && s.rel.starts_with(t.as_str())))
+    });
+    out
+}
+
+/// Parses the path (or use tree) at `i`, with `prefix` already read; adds
+/// each full path to `out` and gives where it ended.
+fn use_tree(b: &[u8], mut i: usize, mut path: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    loop {
+        i = skip_ws(b, i);
+        if b.get(i) == Some(&b'{') {
+            i += 1;
+            loop {
+                i = skip_ws(b, i);
+                match b.get(i) {
+                    None => return i,
+                    Some(b'}') => return i + 1,
+                    Some(b',') => i += 1,
+                    Some(_) => {
+                        let next = use_tree(b, i, path.clone(), out);
+                        if next == i {
+                            return i;
+                        }
+                        i = next;
+                    }
+                }
+            }
+        }
+        if b.get(i) == Some(&b'*') {
+            out.push(path);
+            return i + 1;
+        }
+        let (id, end) = ident_at(b, i);
+        if id.is_empty() {
+            out.push(path);
+            return i;
+        }
+        // `self` inside a group names the prefix itself.
+        if id != "self" || path.is_empty() {
+            path.push(id.to_string());
+        }
+        i = skip_ws(b, end);
+        if b[i.min(b.len())..].starts_with(b"::") {
+            i += 2;
+            continue;
+        }
+        if ident_at(b, i).0 == "as" {
+            i = ident_at(b, skip_ws(b, ident_at(b, i).1)).1;
+        }
+        out.push(path);
+        return i;
+    }
+}
+
+/// The inline `mod name { … }` blocks of `code`: (name, open, close).
+fn inline_mods(code: &str) -> Vec<(String, usize, usize)> {
+    let b = code.as_bytes();
+    let mut mods = Vec::new();
+    for (k, _) in code.match_indices("mod") {
+        if k > 0 && (b[k - 1].is_ascii_alphanumeric() || b[k - 1] == b'_') {
+            continue;
+        }
+        let (kw, end) = ident_at(b, k);
+        if kw != "mod" {
+            continue;
+        }
+        let (name, end) = ident_at(b, skip_ws(b, end));
+        let open = skip_ws(b, end);
+        if !name.is_empty() && b.get(open) == Some(&b'{') {
+            mods.push((name.to_string(), open, closing(b, open)));
+        }
+    }
+    mods
+}
+
+/// Every path of `src` that starts at `crate::`, `super::` or `self::`,
+/// resolved to a path from the crate root.
+fn uses(src: &Source) -> Vec<Vec<String>> {
+    let b = src.code.as_bytes();
+    let mods = inline_mods(&src.code);
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        let (id, end) = ident_at(b, k);
+        if id.is_empty() {
+            k += 1;
+            continue;
+        }
+        let starts_path = matches!(id, "crate" | "super" | "self")
+            && (k == 0 || !(is_ident(b[k - 1] as char) || b[k - 1] == b':'))
+            && b[end..].starts_with(b"::");
+        if starts_path {
+            let mut module = src.module.clone();
+            module.extend(
+                mods.iter()
+                    .filter(|(_, open, close)| *open < k && k < *close)
+                    .map(|(name, _, _)| name.clone()),
+            );
+            let mut raw = Vec::new();
+            use_tree(b, k, Vec::new(), &mut raw);
+            out.extend(raw.iter().filter_map(|p| resolve(&module, p)));
+        }
+        k = end;
+    }
+    out
+}
+
+/// `raw` (starting with `crate`, `self` or `super`s) from the crate root,
+/// as seen from `module`; None if it climbs above the root.
+fn resolve(module: &[String], raw: &[String]) -> Option<Vec<String>> {
+    let (first, rest) = raw.split_first()?;
+    let mut abs = match first.as_str() {
+        "crate" => Vec::new(),
+        "self" => module.to_vec(),
+        "super" => module[..module.len().checked_sub(1)?].to_vec(),
+        _ => return None,
+    };
+    let mut rest = rest.iter().peekable();
+    while rest.peek().is_some_and(|s| *s == "super") {
+        rest.next();
+        abs.pop()?;
+    }
+    abs.extend(rest.cloned());
+    Some(abs)
+}
+
+/// Uses against FORBIDDEN in `sources`, as "file uses crate::to".
+fn layer_violations(sources: &[Source]) -> Vec<String> {
     let mut broken = Vec::new();
-    for (rel, code) in &files {
-        let from = top_module(rel);
-        let Some((_, banned)) = FORBIDDEN.iter().find(|(m, _)| *m == from) else {
+    for src in sources {
+        let Some(from) = src.module.first() else {
             continue;
         };
-        for to in targets(code, "crate::") {
-            if banned.contains(&to) && !KNOWN.contains(&(rel.as_str(), to)) {
-                broken.push(format!("{rel} uses crate::{to}"));
+        let Some((_, banned)) = FORBIDDEN.iter().find(|(m, _)| m == from) else {
+            continue;
+        };
+        for path in uses(src) {
+            let Some(to) = path.first() else { continue };
+            if banned.contains(&to.as_str()) && !KNOWN.contains(&(src.rel.as_str(), to.as_str())) {
+                broken.push(format!("{} uses crate::{to}", src.rel));
             }
         }
     }
     broken.sort();
     broken.dedup();
+    broken
+}
+
+/// Uses of a later storage stage in `sources`, as "storage/from uses to".
+fn stage_violations(sources: &[Source]) -> Vec<String> {
+    let stage = |m: &str| STORAGE_STAGES.iter().position(|s| s.contains(&m));
+    let mut broken = Vec::new();
+    for src in sources {
+        let [top, from] = src.module.as_slice() else {
+            continue;
+        };
+        if top != "storage" {
+            continue;
+        }
+        let Some(own) = stage(from) else {
+            broken.push(format!("storage/{from} is in no stage of STORAGE_STAGES"));
+            continue;
+        };
+        for path in uses(src) {
+            let [top, to, ..] = path.as_slice() else {
+                continue;
+            };
+            if top == "storage" && stage(to).is_some_and(|theirs| theirs > own) {
+                broken.push(format!("storage/{from} uses {to}"));
+            }
+        }
+    }
+    broken.sort();
+    broken.dedup();
+    broken
+}
+
+#[test]
+fn no_use_against_the_layers() {
+    let sources = scan(&read_src());
+    assert!(
+        sources.len() > 50,
+        "found {} files under src/",
+        sources.len()
+    );
+    let broken = layer_violations(&sources);
     assert!(
         broken.is_empty(),
         "uses against the layers:\n{}",
@@ -149,11 +531,11 @@ fn no_use_against_the_layers() {
 
 #[test]
 fn known_exceptions_still_exist() {
-    let files = sources();
+    let sources = scan(&read_src());
     for (file, to) in KNOWN {
-        let found = files
+        let found = sources
             .iter()
-            .any(|(rel, code)| rel == file && targets(code, "crate::").contains(to));
+            .any(|s| s.rel == *file && uses(s).iter().any(|p| p.first().is_some_and(|t| t == to)));
         assert!(
             found,
             "{file} no longer uses crate::{to}: remove it from KNOWN"
@@ -163,32 +545,7 @@ fn known_exceptions_still_exist() {
 
 #[test]
 fn storage_stages_only_look_down() {
-    let stage = |m: &str| STORAGE_STAGES.iter().position(|s| s.contains(&m));
-    let mut broken = Vec::new();
-    for (rel, code) in sources() {
-        let Some(name) = rel.strip_prefix("storage/") else {
-            continue;
-        };
-        let from = name.trim_end_matches(".rs");
-        if from == "mod" {
-            continue;
-        }
-        let Some(own) = stage(from) else {
-            broken.push(format!("storage/{from} is in no stage of STORAGE_STAGES"));
-            continue;
-        };
-        let mut uses = targets(&code, "super::");
-        uses.extend(targets(&code, "crate::storage::"));
-        for to in uses {
-            if let Some(theirs) = stage(to) {
-                if theirs > own {
-                    broken.push(format!("storage/{from} uses {to}"));
-                }
-            }
-        }
-    }
-    broken.sort();
-    broken.dedup();
+    let broken = stage_violations(&scan(&read_src()));
     assert!(
         broken.is_empty(),
         "storage modules using a later stage:\n{}",
@@ -196,13 +553,118 @@ fn storage_stages_only_look_down() {
     );
 }
 
+/// `files` ((path relative to src/, text)) scanned for both rules.
+fn violations(files: &[(&str, &str)]) -> Vec<String> {
+    let files: Vec<(String, String)> = files
+        .iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect();
+    let sources = scan(&files);
+    let mut v = layer_violations(&sources);
+    v.extend(stage_violations(&sources));
+    v
+}
+
 #[test]
 fn the_scanner_sees_uses() {
     assert_eq!(
-        targets(
-            "use crate::storage::log;\nx::crate::no; crate::txn::x",
-            "crate::"
-        ),
-        ["storage", "txn"]
+        violations(&[(
+            "group/a.rs",
+            "use crate::storage::log;\nx::crate::net::no; fn f() { crate::handlers::x(); }"
+        )]),
+        ["group/a.rs uses crate::handlers"]
+    );
+}
+
+#[test]
+fn a_use_after_a_test_only_fn_is_seen() {
+    let text = r##"
+#[cfg(test)]
+fn helper() -> &'static str {
+    let _c = '}';
+    let _q = '\'';
+    let _u = '\u{7d}';
+    let _s = "}}\"}";
+    let _r = r#"}"}"#;
+    /* } /* nested } */ */
+    // }
+    let _ = crate::net::x;
+    "{"
+}
+use crate::handlers::produce;
+"##;
+    assert_eq!(
+        violations(&[("group/a.rs", text)]),
+        ["group/a.rs uses crate::handlers"]
+    );
+}
+
+#[test]
+fn only_the_item_after_cfg_test_is_skipped() {
+    let text = "#[cfg(test)]\nmod core_tests;\n#[cfg(test)]\n#[path = \"x_tests.rs\"]\nmod x;\n\
+                #[cfg(test)]\nmod inline { use crate::net::a; }\n\
+                impl S {\n    #[cfg(test)]\n    pub fn t(&self) -> [u8; 2] { crate::boot::x() }\n\
+                    fn real(&self) { crate::admin::y() }\n}\n";
+    assert_eq!(
+        violations(&[
+            ("shard/mod.rs", text),
+            ("shard/core_tests/mod.rs", "use crate::handlers::a;"),
+            ("shard/core_tests/table.rs", "use crate::handlers::b;"),
+            ("shard/x_tests.rs", "use crate::net::c;"),
+            (
+                "shard/y.rs",
+                "const S: &str = \"crate::net::z\"; // crate::net"
+            ),
+        ]),
+        ["shard/mod.rs uses crate::admin"]
+    );
+}
+
+#[test]
+fn grouped_imports_are_expanded() {
+    assert_eq!(
+        violations(&[
+            ("txn/a.rs", "use crate::{\n    config::X,\n    storage::{log, Batch},\n    handlers::{self},\n};"),
+            ("cluster/b.rs", "use crate::{error::E, shard::{x::{y, z as w}}};"),
+            ("group/c.rs", "use crate::{config, storage::*};"),
+        ]),
+        ["cluster/b.rs uses crate::shard", "txn/a.rs uses crate::handlers"]
+    );
+}
+
+#[test]
+fn super_chains_resolve_from_the_module() {
+    assert_eq!(
+        violations(&[
+            (
+                "group/mod.rs",
+                "use super::handlers::x;\nmod inner { use super::super::net::y; }"
+            ),
+            (
+                "group/a/b.rs",
+                "use super::super::super::boot::z;\nuse super::super::membership;"
+            ),
+            ("group/c.rs", "use super::{membership, super::admin::w};"),
+        ]),
+        [
+            "group/a/b.rs uses crate::boot",
+            "group/c.rs uses crate::admin",
+            "group/mod.rs uses crate::handlers",
+            "group/mod.rs uses crate::net",
+        ]
+    );
+}
+
+#[test]
+fn storage_stages_see_grouped_and_crate_paths() {
+    assert_eq!(
+        violations(&[
+            ("storage/segment.rs", "use super::{batch::B, log::Log};"),
+            (
+                "storage/batch.rs",
+                "use crate::storage::{index, recovery::R};"
+            ),
+        ]),
+        ["storage/batch uses recovery", "storage/segment uses log"]
     );
 }
