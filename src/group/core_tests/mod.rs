@@ -280,7 +280,7 @@ fn fixture_with(state: GroupState, follower_instance: Option<&str>) -> Fixture {
             f.h.join(join_args("", "c", None));
             assert_eq!(f.h.state(), GroupState::PreparingRebalance);
         }
-        GroupState::Empty => {
+        GroupState::Empty | GroupState::Dead => {
             let members = vec![
                 LeavingMember {
                     member_id: f.leader.clone(),
@@ -295,16 +295,32 @@ fn fixture_with(state: GroupState, follower_instance: Option<&str>) -> Fixture {
             f.h.collect();
             assert_eq!(o.error, None);
             assert_eq!(f.h.state(), GroupState::Empty);
-        }
-        GroupState::Dead => {
-            let now = f.h.now;
-            if let Some(g) = f.h.core.groups.get_mut(G) {
-                g.transition(GroupState::Dead, now);
+            if state == GroupState::Dead {
+                // Dead as the core reaches it: DeleteGroups marks the Empty
+                // group Dead while its tombstones are appended.
+                let now = f.h.now;
+                let tombstones = f.h.core.begin_delete_group(G, now);
+                assert!(tombstones.is_ok(), "{tombstones:?}");
+                assert_eq!(f.h.state(), GroupState::Dead);
             }
         }
         GroupState::CompletingRebalance => {}
     }
     f.h.effects.clear();
+    f
+}
+
+/// A Stable group (leader, follower, generation and assignments kept) with
+/// Dead forced onto it. The core never gives a group with members this
+/// state (only DeleteGroups of an Empty group marks one Dead); it is kept so
+/// the tables show a Dead group answers from its state alone, whatever it
+/// still holds.
+pub(super) fn forced_dead_fixture(follower_instance: Option<&str>) -> Fixture {
+    let mut f = fixture_with(GroupState::Stable, follower_instance);
+    let now = f.h.now;
+    if let Some(g) = f.h.core.groups.get_mut(G) {
+        g.transition(GroupState::Dead, now);
+    }
     f
 }
 
@@ -315,8 +331,34 @@ pub(super) enum Out {
     Code(i16),
     /// Parked; answered later.
     Parked,
+    /// OffsetFetch of one partition: the offset shown (-1 for none) and the
+    /// partition's Kafka code.
+    Fetched(i64, i16),
+    /// DescribeGroups: what it shows of the group.
+    Described(Shown),
+    /// ListGroups: the state it lists the group in, None when not listed.
+    Listed(Option<&'static str>),
 }
-pub(super) use Out::{Code, Parked};
+pub(super) use Out::{Code, Described, Fetched, Listed, Parked};
+
+/// What DescribeGroups shows of a group.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Shown {
+    /// State name.
+    pub(super) state: &'static str,
+    /// Protocol type ("" for none).
+    pub(super) protocol_type: &'static str,
+    /// Selected protocol (assignor) name, "" when not shown.
+    pub(super) protocol: &'static str,
+    /// Number of members listed.
+    pub(super) members: usize,
+    /// Whether every listed member shows its metadata (false when none is
+    /// listed).
+    pub(super) metadata: bool,
+    /// Whether every listed member shows its assignment (false when none
+    /// is listed).
+    pub(super) assignment: bool,
+}
 
 pub(super) fn join_out(f: &mut Fixture, args: JoinArgs) -> Out {
     let h = f.h.join(args);
