@@ -16,19 +16,33 @@ use super::error::GroupError;
 use super::load;
 use super::membership::{Effect, GroupCore, LeaveOutcome, OffsetsTopicRecord};
 use super::records;
-use super::state::RequestHandle;
+use super::state::{MemberIdSource, RequestHandle};
 use super::*;
 use crate::shard::internal::append_records;
 use crate::shard::{now_ms, Shard};
 
 /// Groups and committed offsets of the `__consumer_offsets` partitions this
 /// shard owns, and the parked requests.
-#[derive(Default)]
 pub struct GroupCoordinator {
     core: RefCell<GroupCore>,
     joins: RefCell<HashMap<RequestHandle, oneshot::Sender<JoinResult>>>,
     syncs: RefCell<HashMap<RequestHandle, oneshot::Sender<SyncResult>>>,
     next_handle: Cell<u64>,
+}
+
+impl Default for GroupCoordinator {
+    /// No groups yet; new members are named `client_id-UUID` with a random
+    /// (v4) UUID, as Kafka names them.
+    fn default() -> GroupCoordinator {
+        let mut core = GroupCore::default();
+        core.member_ids = MemberIdSource::new(|| uuid::Uuid::new_v4().to_string());
+        GroupCoordinator {
+            core: RefCell::new(core),
+            joins: RefCell::default(),
+            syncs: RefCell::default(),
+            next_handle: Cell::default(),
+        }
+    }
 }
 
 impl GroupCoordinator {
@@ -455,5 +469,29 @@ async fn expire_offsets(shard: &Rc<Shard>) {
             };
             apply(shard, effects);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shard glue names members `client_id-UUID` (a random v4 UUID), as
+    /// Kafka does.
+    #[test]
+    fn the_glue_names_members_with_random_uuids() {
+        let c = GroupCoordinator::default();
+        let ids: Vec<String> = (0..2)
+            .map(|_| c.core.borrow_mut().member_ids.member_id("client"))
+            .collect();
+        for id in &ids {
+            let uuid = id.strip_prefix("client-").unwrap_or_default();
+            assert_eq!(
+                uuid::Uuid::parse_str(uuid).map(|u| u.get_version_num()),
+                Ok(4),
+                "{id}"
+            );
+        }
+        assert_ne!(ids[0], ids[1]);
     }
 }

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use super::error::GroupError;
 use super::offsets::OffsetStore;
 use super::records::{self, GroupValue, StoredMember};
-use super::state::{Group, GroupState, Member, RequestHandle};
+use super::state::{Group, GroupState, Member, MemberIdSource, RequestHandle};
 use super::{GroupConfig, JoinArgs, JoinResult, LeavingMember, SyncArgs, SyncResult};
 
 /// A record for `__consumer_offsets`: key, and value or `None` (tombstone).
@@ -40,8 +40,7 @@ pub enum Effect {
         /// Its answer.
         result: SyncResult,
     },
-    /// Append the group's metadata record (nothing waits for it; a failure
-    /// is logged).
+    /// Append the group's metadata record (nothing waits; a failure is logged).
     Persist {
         /// Group id (selects the `__consumer_offsets` partition).
         group_id: String,
@@ -87,12 +86,13 @@ pub struct GroupCore {
     pub groups: HashMap<String, Group>,
     /// Committed and transaction-pending offsets.
     pub offsets: OffsetStore,
+    /// The suffixes of new member ids (random UUIDs in the shard glue).
+    pub member_ids: MemberIdSource,
     effects: Vec<Effect>,
 }
 
 impl GroupCore {
-    /// The effects queued since the last call, in the order they must be
-    /// applied.
+    /// The effects queued since the last call, in the order to apply them.
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)
     }
@@ -172,7 +172,8 @@ impl GroupCore {
                 }
             }
         };
-        match join_step(grp, args, handle, cfg.max_size, now, out) {
+        let ids = &mut self.member_ids;
+        match join_step(grp, args, handle, cfg.max_size, now, out, ids) {
             JoinStep::Answer(r) => {
                 if let Some(GroupError::MemberIdRequired { member_id }) = &r.error {
                     // KIP-394: the id handed out stays pending until the
@@ -318,8 +319,7 @@ impl GroupCore {
     // ------------------------------------------------------------ LeaveGroup
 
     /// A LeaveGroup of `members` (by member id, or by `group.instance.id`
-    /// with an empty member id, KIP-345). Removing a member rebalances the
-    /// group.
+    /// with an empty member id, KIP-345). Removing a member rebalances.
     pub fn leave(
         &mut self,
         cfg: &GroupConfig,
@@ -534,6 +534,7 @@ fn join_step(
     max_size: usize,
     now: i64,
     out: &mut Vec<Effect>,
+    member_ids: &mut MemberIdSource,
 ) -> JoinStep {
     let err = |e: GroupError| JoinStep::Answer(JoinResult::error(e, &args.member_id));
     if grp.state == GroupState::Dead {
@@ -543,7 +544,7 @@ fn join_step(
         return err(GroupError::InconsistentGroupProtocol);
     }
     if args.member_id.is_empty() {
-        let new_id = format!("{}-{}", args.client_id, uuid::Uuid::new_v4());
+        let new_id = member_ids.member_id(&args.client_id);
         if let Some(instance) = &args.group_instance_id {
             if let Some(old_id) = grp.static_members.get(instance).cloned() {
                 return static_rejoin(grp, args, &old_id, &new_id, handle, now, out);
@@ -869,8 +870,7 @@ fn next_deadline(grp: &Group, now: i64) -> Option<i64> {
         .min()
 }
 
-/// Arms the group's timer for its next deadline unless one is armed no
-/// later.
+/// Arms the group's timer for its next deadline unless one is due sooner.
 fn schedule(grp: &mut Group, now: i64, out: &mut Vec<Effect>) {
     if grp.state == GroupState::Dead {
         return;

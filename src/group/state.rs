@@ -15,6 +15,46 @@ use indexmap::IndexMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RequestHandle(pub u64);
 
+/// Where the suffix of a new member id (`client_id-SUFFIX`) comes from. The
+/// shard glue (`group::coordinator`) gives random UUIDs, as Kafka names
+/// members; the default, a counter ("1", "2", …), keeps the core
+/// deterministic for tests.
+pub struct MemberIdSource(Box<dyn FnMut() -> String + Send>);
+
+impl MemberIdSource {
+    /// Suffixes from `next`, one call per new member id.
+    pub fn new(next: impl FnMut() -> String + Send + 'static) -> MemberIdSource {
+        MemberIdSource(Box::new(next))
+    }
+
+    /// Suffixes "1", "2", … in order.
+    pub fn counter() -> MemberIdSource {
+        let mut n: u64 = 0;
+        MemberIdSource::new(move || {
+            n += 1;
+            n.to_string()
+        })
+    }
+
+    /// The next member id for a client: `client_id-SUFFIX`.
+    pub fn member_id(&mut self, client_id: &str) -> String {
+        format!("{client_id}-{}", (self.0)())
+    }
+}
+
+impl Default for MemberIdSource {
+    /// [`MemberIdSource::counter`].
+    fn default() -> MemberIdSource {
+        MemberIdSource::counter()
+    }
+}
+
+impl std::fmt::Debug for MemberIdSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MemberIdSource")
+    }
+}
+
 /// Kafka's group states (the strings are what DescribeGroups/ListGroups show).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupState {

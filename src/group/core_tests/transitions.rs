@@ -572,3 +572,21 @@ fn expiry_keeps_a_group_joined_meanwhile() {
     let r = f.h.join_reply(parked).expect("the join completes");
     assert_eq!(r.error, None);
 }
+
+#[test]
+fn member_ids_come_from_the_injected_source() {
+    // The default source counts: ids are deterministic.
+    let f = fixture(GroupState::Stable);
+    assert_eq!((f.leader.as_str(), f.follower.as_str()), ("a-1", "b-2"));
+    let mut h = Harness::new(0);
+    h.core.member_ids = crate::group::state::MemberIdSource::new(|| "x".to_string());
+    let mut a = join_args("", "c", None);
+    a.require_known_member_id = true;
+    let j = h.join(a);
+    assert_eq!(
+        h.join_reply(j).and_then(|r| r.error),
+        Some(GroupError::MemberIdRequired {
+            member_id: "c-x".into()
+        })
+    );
+}
