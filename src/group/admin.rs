@@ -21,38 +21,44 @@ impl GroupCore {
             };
         };
         let protocol = grp.protocol_name.clone().unwrap_or_default();
-        // The protocol is shown once it is selected; assignments once
-        // delivered.
-        let (show_protocol, show_assignment) = match grp.state {
-            GroupState::Stable => (true, true),
-            GroupState::CompletingRebalance => (true, false),
-            GroupState::Empty | GroupState::PreparingRebalance | GroupState::Dead => (false, false),
+        // As Kafka's DescribeGroups: the protocol, the members' metadata and
+        // their assignments only in Stable; a Dead group lists no members.
+        let stable = match grp.state {
+            GroupState::Stable => true,
+            GroupState::Empty
+            | GroupState::PreparingRebalance
+            | GroupState::CompletingRebalance
+            | GroupState::Dead => false,
         };
-        GroupDescription {
-            group_id: group_id.to_string(),
-            state: grp.state.as_str().to_string(),
-            protocol_type: grp.protocol_type.clone().unwrap_or_default(),
-            protocol: if show_protocol {
-                protocol.clone()
-            } else {
-                String::new()
-            },
-            members: grp
-                .members
+        let members = if grp.state == GroupState::Dead {
+            Vec::new()
+        } else {
+            grp.members
                 .values()
                 .map(|m| DescribedMember {
                     member_id: m.member_id.clone(),
                     group_instance_id: m.group_instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
-                    metadata: m.metadata_for(&protocol),
-                    assignment: if show_assignment {
+                    metadata: if stable {
+                        m.metadata_for(&protocol)
+                    } else {
+                        Bytes::new()
+                    },
+                    assignment: if stable {
                         m.assignment.clone()
                     } else {
                         Bytes::new()
                     },
                 })
-                .collect(),
+                .collect()
+        };
+        GroupDescription {
+            group_id: group_id.to_string(),
+            state: grp.state.as_str().to_string(),
+            protocol_type: grp.protocol_type.clone().unwrap_or_default(),
+            protocol: if stable { protocol } else { String::new() },
+            members,
         }
     }
 
