@@ -207,8 +207,11 @@ async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(
     Ok(())
 }
 
-/// A fresh producer id from the controller.
-async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
+/// A fresh producer id from the controller (InitProducerId, with or without
+/// a transactional id). Errors: [`TxnError::ProducerIdAllocation`]
+/// (COORDINATOR_NOT_AVAILABLE, 15) when the controller's producer id block
+/// cannot be persisted or its shard cannot be reached.
+pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
     match crate::shard::with_controller(shard, |c| c.allocate_producer_id()).await {
         Ok(Ok(id)) => Ok(id),
         Ok(Err(e)) => {
