@@ -495,7 +495,9 @@ mod partition_owner_tests {
 
     #[test]
     fn internal_append_and_marker_error_codes() {
-        let batch = StorageError::Batch(BatchError::CorruptMessage("x".into()));
+        let batch = StorageError::Batch(BatchError::CorruptMessage(
+            crate::storage::batch::Corruption::EmptyRecords,
+        ));
         let table: Vec<(InternalAppendError, i16)> = vec![
             (InternalAppendError::Encode { records: 1 }, -1),
             (InternalAppendError::Malformed { position: 0 }, -1),
@@ -529,7 +531,11 @@ mod partition_owner_tests {
     /// the error they summarise, for every variant.
     #[test]
     fn append_and_marker_failures_keep_their_codes() {
-        let batch = || StorageError::Batch(BatchError::CorruptMessage("x".into()));
+        let batch = || {
+            StorageError::Batch(BatchError::CorruptMessage(
+                crate::storage::batch::Corruption::EmptyRecords,
+            ))
+        };
         let appends = vec![
             InternalAppendError::Encode { records: 1 },
             InternalAppendError::Malformed { position: 0 },
@@ -920,7 +926,9 @@ mod txn_error_tests {
             ),
             (
                 TxnError::ProducerIdAllocation {
-                    cause: "disk full".into(),
+                    cause: crate::txn::error::ProducerIdAllocationCause::Io(
+                        std::io::ErrorKind::StorageFull,
+                    ),
                 },
                 15,
             ),

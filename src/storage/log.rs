@@ -309,19 +309,19 @@ impl PartitionLog {
                 .checked_add(b.size)
                 .and_then(|end| records.get(b.position..end))
                 .ok_or_else(|| {
-                    super::BatchError::CorruptMessage(format!(
-                        "batch at {} of {} bytes is outside the {}-byte records",
-                        b.position,
-                        b.size,
-                        records.len()
-                    ))
+                    super::BatchError::CorruptMessage(super::batch::Corruption::OutsideRecordsAt {
+                        position: b.position,
+                        size: b.size,
+                        records_len: records.len(),
+                    })
                 })?;
             let h = BatchHeader::parse(bytes)?;
             if h.total_size() != b.size || h.last_offset_delta < 0 {
-                return Err(super::BatchError::CorruptMessage(format!(
-                    "batch at {} does not match its validated size",
-                    b.position
-                ))
+                return Err(super::BatchError::CorruptMessage(
+                    super::batch::Corruption::SizeMismatch {
+                        position: b.position,
+                    },
+                )
                 .into());
             }
             total_bytes += b.size as u64;

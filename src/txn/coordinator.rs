@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::error::{MarkerCause, TxnError};
+use super::error::{MarkerCause, ProducerIdAllocationCause, TxnError};
 use super::load::{self, Loaded};
 use super::records::{self, TxnLogValue};
 use super::state_machine::{self as sm, EndDecision, EndPlan, InitDecision, InitRequest, Markers};
@@ -217,11 +217,11 @@ pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
         Ok(Err(e)) => {
             log::error!("cannot allocate a producer id: {e}");
             Err(TxnError::ProducerIdAllocation {
-                cause: e.to_string(),
+                cause: ProducerIdAllocationCause::Io(e.kind()),
             })
         }
         Err(e) => Err(TxnError::ProducerIdAllocation {
-            cause: e.to_string(),
+            cause: ProducerIdAllocationCause::Controller(e),
         }),
     }
 }
