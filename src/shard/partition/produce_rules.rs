@@ -58,7 +58,7 @@ pub fn apply(
     }
     let whole = records
         .get(batch.position..batch.position + batch.size)
-        .ok_or_else(|| BatchError::CorruptMessage(Corruption::OutsideRecords))?;
+        .ok_or(BatchError::CorruptMessage(Corruption::OutsideRecords))?;
     let rebuilt = match settings.compression {
         Some(target) => recompress::recompress(
             whole,
