@@ -136,8 +136,8 @@ impl KafkaCode for StorageError {
         match self {
             StorageError::Io(_) => E::KafkaStorageError.code(),
             StorageError::OffsetOutOfRange { .. } => E::OffsetOutOfRange.code(),
-            StorageError::Corrupt(_) => E::KafkaStorageError.code(),
-            StorageError::Inconsistent(_) => E::KafkaStorageError.code(),
+            StorageError::Corrupt { .. } => E::KafkaStorageError.code(),
+            StorageError::Inconsistent { .. } => E::KafkaStorageError.code(),
             // Handled by the fetch path (warm, read again); never expected here.
             StorageError::NotCached { .. } => E::KafkaStorageError.code(),
             StorageError::Batch(b) => b.code(),

@@ -212,8 +212,8 @@ impl Variants for StorageError {
         match self {
             StorageError::Io(_) => 0,
             StorageError::OffsetOutOfRange { .. } => 1,
-            StorageError::Corrupt(_) => 2,
-            StorageError::Inconsistent(_) => 3,
+            StorageError::Corrupt { .. } => 2,
+            StorageError::Inconsistent { .. } => 3,
             StorageError::NotCached { .. } => 4,
             StorageError::Batch(_) => 5,
         }
@@ -265,8 +265,24 @@ fn storage_error_codes() {
             },
             1,
         ),
-        (StorageError::Corrupt("00000.log: bad".into()), 56),
-        (StorageError::Inconsistent("00000.index: bad".into()), 56),
+        (
+            StorageError::Corrupt {
+                dir: "t-0".into(),
+                damage: crate::storage::LogDamage::OverlappingSegments {
+                    segment: "t-0/00000000000000000005.log".into(),
+                    base_offset: 5,
+                    previous_next_offset: 7,
+                },
+            },
+            56,
+        ),
+        (
+            StorageError::Inconsistent {
+                path: None,
+                what: crate::storage::Inconsistency::AppendAbandoned,
+            },
+            56,
+        ),
         (
             StorageError::NotCached {
                 file,
@@ -425,6 +441,75 @@ fn batch_error_codes_and_texts() {
     ];
     check(rows.iter().map(|(e, c, _)| (e, *c)));
     for (e, _, text) in &rows {
+        assert_eq!(e.to_string(), *text, "{e:?}");
+    }
+}
+
+/// The texts of the structured storage errors (logged, and sent in
+/// Produce v8+ `error_message` for a failed append).
+#[test]
+fn storage_error_texts() {
+    use crate::storage::{Inconsistency as I, LogDamage};
+    let seg = || Some(std::path::PathBuf::from("t-0/00000000000000000000.log"));
+    let rows = [
+        (
+            StorageError::Corrupt {
+                dir: "t-0".into(),
+                damage: LogDamage::OverlappingSegments {
+                    segment: "t-0/00000000000000000005.log".into(),
+                    base_offset: 5,
+                    previous_next_offset: 7,
+                },
+            },
+            "corrupt log: t-0: segment t-0/00000000000000000005.log starts at 5 but the previous one ends at offset 7",
+        ),
+        (
+            StorageError::Inconsistent {
+                path: seg(),
+                what: I::NoWholeHeader {
+                    position: 100,
+                    size: 120,
+                },
+            },
+            "log inconsistency: t-0/00000000000000000000.log: no whole batch header at position 100 (size 120)",
+        ),
+        (
+            StorageError::Inconsistent {
+                path: seg(),
+                what: I::BadBatchLength {
+                    batch_length: 9,
+                    position: 0,
+                },
+            },
+            "log inconsistency: t-0/00000000000000000000.log: bad batch length 9 at position 0",
+        ),
+        (
+            StorageError::Inconsistent {
+                path: Some("t-0".into()),
+                what: I::CommitOutOfOrder {
+                    base_offset: 4,
+                    log_end_offset: 3,
+                },
+            },
+            "log inconsistency: t-0: commit of offset 4 out of order (LEO 3)",
+        ),
+        (
+            StorageError::Inconsistent {
+                path: None,
+                what: I::AppendTooLarge { bytes: 10 },
+            },
+            "log inconsistency: append of 10 bytes does not fit a segment",
+        ),
+        (
+            StorageError::Inconsistent {
+                path: None,
+                what: I::NotCommitted,
+            },
+            "log inconsistency: append not committed",
+        ),
+    ];
+    for (e, text) in &rows {
+        assert_eq!(e.code(), 56, "{e:?}");
         assert_eq!(e.to_string(), *text, "{e:?}");
     }
 }
