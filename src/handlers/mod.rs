@@ -255,10 +255,10 @@ pub fn txn_owner(
 
 /// The code of a partition verification (KIP-890: Produce with a
 /// transactional batch, TxnOffsetCommit) whose transaction coordinator
-/// cannot be named. Kafka's brokers answer INVALID_TXN_STATE (48) when the
-/// verification cannot reach a coordinator (the partition cannot be shown
-/// to be in the open transaction), not COORDINATOR_NOT_AVAILABLE, which
-/// these APIs do not define.
+/// cannot be named: INVALID_TXN_STATE (48), as Kafka's brokers answer a
+/// verification that cannot reach the coordinator (the partition cannot be
+/// shown to be in the open transaction), not the lookup's own
+/// COORDINATOR_NOT_AVAILABLE.
 pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16 {
     use crate::error::CoordinatorLookupError as L;
     use kafka_protocol::ResponseError as E;
