@@ -513,3 +513,10 @@ fn storage_error_texts() {
         assert_eq!(e.to_string(), *text, "{e:?}");
     }
 }
+
+/// A table without a row for some variant fails.
+#[test]
+#[should_panic(expected = "no row for variant index")]
+fn a_missing_row_fails() {
+    table::<ShardError>(&[]);
+}
