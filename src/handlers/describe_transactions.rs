@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, txn_owner, HandlerResult};
-use crate::error::KafkaCode;
+use crate::error::{CoordinatorLookupError, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator::{self, TxnDescription};
@@ -45,6 +45,19 @@ fn wire(d: TxnDescription) -> TransactionState {
     w
 }
 
+/// The answer for an id whose coordinator cannot be named. Kafka's
+/// DescribeTransactions answers TRANSACTIONAL_ID_NOT_FOUND (105) for an id
+/// no coordinator knows; before `__transaction_state` exists (or while it
+/// cannot be created) no coordinator knows any id, so every lookup failure
+/// gives that code rather than COORDINATOR_NOT_AVAILABLE.
+fn lookup_failed(e: &CoordinatorLookupError) -> TxnError {
+    match e {
+        CoordinatorLookupError::TopicMissing { .. }
+        | CoordinatorLookupError::CreateFailed { .. }
+        | CoordinatorLookupError::ControllerUnavailable { .. } => TxnError::TransactionalIdNotFound,
+    }
+}
+
 /// Answers DescribeTransactions.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeTransactionsRequest = frame.decode()?;
@@ -52,7 +65,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     for id in &req.transactional_ids {
         let id = id.0.to_string();
         let d = match txn_owner(shard, &id) {
-            Err(_) => coordinator::describe_error(&id, TxnError::TransactionalIdNotFound),
+            Err(e) => coordinator::describe_error(&id, lookup_failed(&e)),
             Ok(owner) => {
                 let key = id.clone();
                 shard

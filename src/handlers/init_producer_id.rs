@@ -15,10 +15,9 @@
 use std::rc::Rc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
-use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_transaction_state_topic;
-use super::{fenced_for_version, respond, txn_owner, with_controller, HandlerResult};
+use super::{fenced_for_version, respond, txn_owner, HandlerResult};
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -68,20 +67,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     // epoch 0, also when the client passes its current id and epoch (v3+,
     // KIP-360), as Kafka answers it: bumping an id the client names could
     // hand another producer's id to this one.
-    match with_controller(shard, |c| {
-        c.allocate_producer_id().map_err(|e| e.to_string())
-    })
-    .await
-    {
-        Ok(Ok(id)) => {
+    match coordinator::new_producer_id(shard).await {
+        Ok(id) => {
             resp.producer_id = ProducerId(id);
             resp.producer_epoch = 0;
         }
-        Ok(Err(e)) => {
-            log::error!("cannot allocate a producer id: {e}");
-            resp.error_code = E::CoordinatorNotAvailable.code();
-        }
-        Err(_) => resp.error_code = E::CoordinatorNotAvailable.code(),
+        Err(e) => resp.error_code = e.code(),
     }
     Ok(respond(frame, &resp))
 }

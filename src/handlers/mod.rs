@@ -253,6 +253,22 @@ pub fn txn_owner(
     Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
 }
 
+/// The code of a partition verification (KIP-890: Produce with a
+/// transactional batch, TxnOffsetCommit) whose transaction coordinator
+/// cannot be named: INVALID_TXN_STATE (48), as Kafka's brokers answer a
+/// verification that cannot reach the coordinator (the partition cannot be
+/// shown to be in the open transaction), not the lookup's own
+/// COORDINATOR_NOT_AVAILABLE.
+pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16 {
+    use crate::error::CoordinatorLookupError as L;
+    use kafka_protocol::ResponseError as E;
+    match e {
+        L::TopicMissing { .. } | L::CreateFailed { .. } | L::ControllerUnavailable { .. } => {
+            E::InvalidTxnState.code()
+        }
+    }
+}
+
 /// PRODUCER_FENCED (90) is newer than some request versions (KIP-588):
 /// below `first_version` it is answered as INVALID_PRODUCER_EPOCH (47), as
 /// Kafka does for older clients.

@@ -295,7 +295,7 @@ async fn verify_in_transaction(
 ) -> i16 {
     let owner = match super::txn_owner(shard, transactional_id) {
         Ok(o) => o,
-        Err(_) => return kafka_protocol::ResponseError::InvalidTxnState.code(),
+        Err(e) => return super::verification_lookup_code(&e),
     };
     let (id, tp) = (transactional_id.to_string(), (topic.to_string(), partition));
     shard

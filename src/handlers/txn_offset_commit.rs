@@ -49,7 +49,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     let id = req.transactional_id.0.to_string();
     let owner = match txn_owner(shard, &id) {
         Ok(o) => o,
-        Err(_) => return kafka_protocol::ResponseError::InvalidTxnState.code(),
+        Err(e) => return super::verification_lookup_code(&e),
     };
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let tp = (OFFSETS_TOPIC.to_string(), p);

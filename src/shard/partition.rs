@@ -27,7 +27,9 @@ use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
-use crate::storage::{AppendResult, BatchHeader, PartitionLog, StorageError, ValidatedBatch};
+use crate::storage::{
+    AppendResult, BatchHeader, Inconsistency, PartitionLog, StorageError, ValidatedBatch,
+};
 use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
 use crate::txn::producer_state::{ProducerStateError, ProducerStateMap};
 use crate::txn::snapshot;
@@ -184,9 +186,12 @@ impl Appending {
             self.reported = true;
             self.part.written(self.seq, outcome);
         }
-        let r = (&mut self.reply)
-            .await
-            .unwrap_or_else(|_| Err(StorageError::Inconsistent("append abandoned".into())));
+        let r = (&mut self.reply).await.unwrap_or_else(|_| {
+            Err(StorageError::Inconsistent {
+                path: None,
+                what: Inconsistency::AppendAbandoned,
+            })
+        });
         if r.is_ok() {
             fault::pause(fault::Stage::Committed, &self.part).await;
         }
@@ -453,9 +458,10 @@ impl Partition {
                     self.log.borrow_mut().fail(&p.ticket, &e);
                     Err(StorageError::Io(e))
                 }
-                None => Err(StorageError::Inconsistent(
-                    "append committed unwritten".into(),
-                )),
+                None => Err(StorageError::Inconsistent {
+                    path: None,
+                    what: Inconsistency::CommittedUnwritten,
+                }),
             };
             committed = true;
             if let Some(tx) = p.reply.take() {
@@ -536,7 +542,10 @@ impl Partition {
         self.written(a.seq, outcome);
         match a.reply.try_recv() {
             Ok(Some(r)) => r,
-            _ => Err(StorageError::Inconsistent("append not committed".into())),
+            _ => Err(StorageError::Inconsistent {
+                path: None,
+                what: Inconsistency::NotCommitted,
+            }),
         }
     }
 

@@ -68,7 +68,7 @@ pub enum BatchError {
     /// Malformed or partial batch, bad length or CRC mismatch.
     /// Kafka `CORRUPT_MESSAGE` (error code 2).
     #[error("corrupt message: {0}")]
-    CorruptMessage(String),
+    CorruptMessage(Corruption),
     /// A batch larger (bytes, including the 12-byte offset/length prefix) than
     /// `max` (Kafka `message.max.bytes` / topic `max.message.bytes`).
     /// Kafka `MESSAGE_TOO_LARGE` (error code 10).
@@ -83,7 +83,7 @@ pub enum BatchError {
     /// range mismatch, control batch from a client, bad sequence).
     /// Kafka `INVALID_RECORD` (error code 87).
     #[error("invalid record: {0}")]
-    InvalidRecord(String),
+    InvalidRecord(RecordRule),
     /// A magic byte below 2: magic 0/1 (legacy message sets; a negative
     /// byte is treated the same) are refused as Kafka's
     /// `ProduceRequest.validateRecords` does for Produce v3+:
@@ -97,7 +97,200 @@ pub enum BatchError {
     /// (`message.timestamp.before.max.ms` / `.after.max.ms`, CreateTime).
     /// Kafka `INVALID_TIMESTAMP` (error code 32).
     #[error("{0}")]
-    InvalidTimestamp(String),
+    InvalidTimestamp(TimestampOutOfRange),
+}
+
+/// What is wrong with a batch answered CORRUPT_MESSAGE (2). Positions are
+/// byte offsets into the Produce `records`; sizes are bytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Corruption {
+    /// The partition's `records` are empty.
+    #[error("empty records")]
+    EmptyRecords,
+    /// Fewer bytes than a batch header after the last whole batch.
+    #[error("{len} trailing bytes at position {position} are not a whole batch")]
+    TrailingBytes {
+        /// Where the partial batch starts.
+        position: usize,
+        /// Bytes left.
+        len: usize,
+    },
+    /// Fewer bytes than the 61-byte RecordBatch v2 header.
+    #[error("batch header needs {} bytes, got {len}", RECORD_BATCH_HEADER_BYTES)]
+    HeaderTooShort {
+        /// Bytes given.
+        len: usize,
+    },
+    /// A batchLength below [`MIN_BATCH_LENGTH`].
+    #[error(
+        "batchLength {batch_length} at position {position} is below the minimum {}",
+        MIN_BATCH_LENGTH
+    )]
+    BatchLengthTooSmall {
+        /// Where the batch starts.
+        position: usize,
+        /// The batchLength field.
+        batch_length: i32,
+    },
+    /// A batchLength that does not fit the platform's sizes.
+    #[error("batchLength overflow")]
+    BatchLengthOverflow,
+    /// A batch claiming more bytes than the records hold.
+    #[error("batch at position {position} claims {size} bytes but only {remaining} remain")]
+    Truncated {
+        /// Where the batch starts.
+        position: usize,
+        /// batchLength + 12.
+        size: usize,
+        /// Bytes from `position` to the end of the records.
+        remaining: usize,
+    },
+    /// The stored CRC32C is not the one computed over attributes..end.
+    #[error(
+        "CRC32C mismatch at position {position}: stored {stored:#010x}, computed {computed:#010x}"
+    )]
+    CrcMismatch {
+        /// Where the batch starts.
+        position: usize,
+        /// The batch's CRC field.
+        stored: u32,
+        /// The CRC32C of its bytes.
+        computed: u32,
+    },
+    /// Compression codec bits 5..=7 (attributes & 0x07), unknown to Kafka.
+    #[error("unknown compression codec {codec}")]
+    UnknownCompression {
+        /// The codec bits.
+        codec: u8,
+    },
+    /// A validated batch found outside the records when its bytes are taken
+    /// for the append.
+    #[error("batch outside the records")]
+    OutsideRecords,
+    /// A validated batch found outside the records when the log assigns its
+    /// offsets.
+    #[error("batch at {position} of {size} bytes is outside the {records_len}-byte records")]
+    OutsideRecordsAt {
+        /// Where the batch starts.
+        position: usize,
+        /// Its size.
+        size: usize,
+        /// Size of the records.
+        records_len: usize,
+    },
+    /// A batch whose header, read again for the append, disagrees with its
+    /// validated size (or has a negative lastOffsetDelta).
+    #[error("batch at {position} does not match its validated size")]
+    SizeMismatch {
+        /// Where the batch starts.
+        position: usize,
+    },
+    /// The records do not decompress, or cannot be compressed with the
+    /// topic's codec.
+    #[error("{0}")]
+    Recompress(RecompressError),
+}
+
+/// The record-level rule a batch breaks, answered INVALID_RECORD (87), as
+/// Kafka's `LogValidator.validateBatch` checks client appends.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordRule {
+    /// recordsCount < 1 or lastOffsetDelta < 0.
+    #[error("invalid record count {records_count} / lastOffsetDelta {last_offset_delta}")]
+    RecordCount {
+        /// The recordsCount field.
+        records_count: i32,
+        /// The lastOffsetDelta field.
+        last_offset_delta: i32,
+    },
+    /// lastOffsetDelta + 1 != recordsCount.
+    #[error("inconsistent batch: lastOffsetDelta {last_offset_delta} but {records_count} records")]
+    OffsetDeltaMismatch {
+        /// The lastOffsetDelta field.
+        last_offset_delta: i32,
+        /// The recordsCount field.
+        records_count: i32,
+    },
+    /// A control batch from a client.
+    #[error("clients are not allowed to write control records")]
+    ControlBatch,
+    /// A producer id with a negative baseSequence.
+    #[error("invalid sequence {base_sequence} for producer id {producer_id}")]
+    InvalidSequence {
+        /// The baseSequence field.
+        base_sequence: i32,
+        /// The producer id.
+        producer_id: i64,
+    },
+    /// The records decompress to more than allowed.
+    #[error("{0}")]
+    Recompress(RecompressError),
+}
+
+/// Errors of decompression and recompression (`storage::recompress`), mapped
+/// to the batch error the producer sees (`From<RecompressError> for
+/// BatchError` there). Defined here, below `recompress`, so that
+/// [`Corruption`] and [`RecordRule`] can carry it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecompressError {
+    /// The records do not decompress with the batch's codec, or their
+    /// framing is wrong (CORRUPT_MESSAGE).
+    #[error("cannot decompress the batch's records: {0}")]
+    Corrupt(String),
+    /// The records decompress to more than allowed (INVALID_RECORD).
+    #[error("a record of {size} bytes exceeds max.decompressed.message.bytes {max}")]
+    RecordTooLarge {
+        /// Decompressed size of the record (bytes).
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The records decompress to more than the limit for the whole batch
+    /// (INVALID_RECORD).
+    #[error("the batch decompresses to more than {0} bytes")]
+    TooLarge(u64),
+    /// Compressing with the topic's codec failed (CORRUPT_MESSAGE: the batch
+    /// is not stored).
+    #[error("cannot compress the batch with the topic's codec: {0}")]
+    Compress(String),
+}
+
+/// The bound of a CreateTime topic's timestamp window that a record crosses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimestampBound {
+    /// Too old: `message.timestamp.before.max.ms`.
+    BeforeMax,
+    /// Too far in the future: `message.timestamp.after.max.ms`.
+    AfterMax,
+}
+
+impl TimestampBound {
+    /// The config's name part: "before" or "after".
+    pub fn side(self) -> &'static str {
+        match self {
+            TimestampBound::BeforeMax => "before",
+            TimestampBound::AfterMax => "after",
+        }
+    }
+}
+
+/// A record timestamp outside [`earliest`, `latest`] (ms since the epoch),
+/// answered INVALID_TIMESTAMP (32), with Kafka's message text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Timestamp {timestamp} of a message in the batch is out of range. The timestamp \
+     should be within [{earliest}, {latest}] (message.timestamp.{}.max.ms)",
+    .bound.side()
+)]
+pub struct TimestampOutOfRange {
+    /// The record's timestamp (ms).
+    pub timestamp: i64,
+    /// now - `message.timestamp.before.max.ms` (ms).
+    pub earliest: i64,
+    /// now + `message.timestamp.after.max.ms` (ms).
+    pub latest: i64,
+    /// The bound crossed.
+    pub bound: TimestampBound,
 }
 
 /// The 61-byte RecordBatch v2 header, decoded (values copied out of the wire bytes).
@@ -162,11 +355,9 @@ impl BatchHeader {
     /// Fewer than 61 bytes → [`BatchError::CorruptMessage`] (Kafka CORRUPT_MESSAGE).
     pub fn parse(buf: &[u8]) -> Result<BatchHeader, BatchError> {
         if buf.len() < RECORD_BATCH_HEADER_BYTES {
-            return Err(BatchError::CorruptMessage(format!(
-                "batch header needs {} bytes, got {}",
-                RECORD_BATCH_HEADER_BYTES,
-                buf.len()
-            )));
+            return Err(BatchError::CorruptMessage(Corruption::HeaderTooShort {
+                len: buf.len(),
+            }));
         }
         Ok(BatchHeader {
             base_offset: be_i64(buf, 0),
@@ -269,17 +460,17 @@ pub fn validate_batches(
     max_message_bytes: usize,
 ) -> Result<Vec<ValidatedBatch>, BatchError> {
     if records.is_empty() {
-        return Err(BatchError::CorruptMessage("empty records".into()));
+        return Err(BatchError::CorruptMessage(Corruption::EmptyRecords));
     }
     let mut out = Vec::new();
     let mut pos = 0usize;
     while pos < records.len() {
         let rest = &records[pos..];
         if rest.len() < MAGIC_OFFSET + 1 {
-            return Err(BatchError::CorruptMessage(format!(
-                "{} trailing bytes at position {pos} are not a whole batch",
-                rest.len()
-            )));
+            return Err(BatchError::CorruptMessage(Corruption::TrailingBytes {
+                position: pos,
+                len: rest.len(),
+            }));
         }
         let magic = rest[MAGIC_OFFSET] as i8;
         if magic < CURRENT_MAGIC {
@@ -290,13 +481,16 @@ pub fn validate_batches(
         }
         let batch_length = be_i32(rest, 8);
         if batch_length < MIN_BATCH_LENGTH {
-            return Err(BatchError::CorruptMessage(format!(
-                "batchLength {batch_length} at position {pos} is below the minimum {MIN_BATCH_LENGTH}"
-            )));
+            return Err(BatchError::CorruptMessage(
+                Corruption::BatchLengthTooSmall {
+                    position: pos,
+                    batch_length,
+                },
+            ));
         }
         // batch_length >= 49 so the conversion cannot fail on 32/64-bit targets.
         let size = usize::try_from(batch_length)
-            .map_err(|_| BatchError::CorruptMessage("batchLength overflow".into()))?
+            .map_err(|_| BatchError::CorruptMessage(Corruption::BatchLengthOverflow))?
             + LOG_OVERHEAD_BYTES;
         if size > max_message_bytes {
             return Err(BatchError::MessageTooLarge {
@@ -305,47 +499,46 @@ pub fn validate_batches(
             });
         }
         let Some(batch) = rest.get(..size) else {
-            return Err(BatchError::CorruptMessage(format!(
-                "batch at position {pos} claims {size} bytes but only {} remain",
-                rest.len()
-            )));
+            return Err(BatchError::CorruptMessage(Corruption::Truncated {
+                position: pos,
+                size,
+                remaining: rest.len(),
+            }));
         };
         let header = BatchHeader::parse(batch)?;
         let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
         if computed != header.crc {
-            return Err(BatchError::CorruptMessage(format!(
-                "CRC32C mismatch at position {pos}: stored {:#010x}, computed {computed:#010x}",
-                header.crc
-            )));
+            return Err(BatchError::CorruptMessage(Corruption::CrcMismatch {
+                position: pos,
+                stored: header.crc,
+                computed,
+            }));
         }
         if header.compression() > 4 {
-            return Err(BatchError::CorruptMessage(format!(
-                "unknown compression codec {}",
-                header.compression()
-            )));
+            return Err(BatchError::CorruptMessage(Corruption::UnknownCompression {
+                codec: header.compression(),
+            }));
         }
         if header.records_count < 1 || header.last_offset_delta < 0 {
-            return Err(BatchError::InvalidRecord(format!(
-                "invalid record count {} / lastOffsetDelta {}",
-                header.records_count, header.last_offset_delta
-            )));
+            return Err(BatchError::InvalidRecord(RecordRule::RecordCount {
+                records_count: header.records_count,
+                last_offset_delta: header.last_offset_delta,
+            }));
         }
         if i64::from(header.last_offset_delta) + 1 != i64::from(header.records_count) {
-            return Err(BatchError::InvalidRecord(format!(
-                "inconsistent batch: lastOffsetDelta {} but {} records",
-                header.last_offset_delta, header.records_count
-            )));
+            return Err(BatchError::InvalidRecord(RecordRule::OffsetDeltaMismatch {
+                last_offset_delta: header.last_offset_delta,
+                records_count: header.records_count,
+            }));
         }
         if header.is_control() {
-            return Err(BatchError::InvalidRecord(
-                "clients are not allowed to write control records".into(),
-            ));
+            return Err(BatchError::InvalidRecord(RecordRule::ControlBatch));
         }
         if header.producer_id >= 0 && header.base_sequence < 0 {
-            return Err(BatchError::InvalidRecord(format!(
-                "invalid sequence {} for producer id {}",
-                header.base_sequence, header.producer_id
-            )));
+            return Err(BatchError::InvalidRecord(RecordRule::InvalidSequence {
+                base_sequence: header.base_sequence,
+                producer_id: header.producer_id,
+            }));
         }
         out.push(ValidatedBatch {
             position: pos,
@@ -477,7 +670,10 @@ mod tests {
         b[last] ^= 0xff;
         let e = validate_batches(&b, DEFAULT_MAX_MESSAGE_BYTES).unwrap_err();
         assert!(
-            matches!(e, BatchError::CorruptMessage(ref m) if m.contains("CRC")),
+            matches!(
+                e,
+                BatchError::CorruptMessage(Corruption::CrcMismatch { .. })
+            ),
             "{e:?}"
         );
         assert_eq!(e.code(), 2);

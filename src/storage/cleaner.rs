@@ -45,7 +45,7 @@ use super::batch::BatchHeader;
 use super::log::PartitionLog;
 use super::segment::{segment_file_name, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
 use super::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
-use super::StorageError;
+use super::{Inconsistency, StorageError};
 
 pub use super::checkpoint::CLEANER_CHECKPOINT;
 
@@ -144,20 +144,25 @@ impl SegmentView {
     }
 
     fn header(&self, pos: u64) -> Result<BatchHeader, StorageError> {
-        let bad =
-            |why: String| StorageError::Inconsistent(format!("{}: {why}", self.path.display()));
+        let bad = |what: Inconsistency| StorageError::Inconsistent {
+            path: Some(self.path.clone()),
+            what,
+        };
         if pos + super::RECORD_BATCH_HEADER_BYTES as u64 > self.size {
-            return Err(bad(format!("no whole batch header at position {pos}")));
+            return Err(bad(Inconsistency::NoWholeHeader {
+                position: pos,
+                size: self.size,
+            }));
         }
         let mut buf = [0u8; super::RECORD_BATCH_HEADER_BYTES];
         self.file.read_exact_at(&mut buf, pos)?;
-        let h = BatchHeader::parse(&buf).map_err(|e| bad(e.to_string()))?;
+        let h = BatchHeader::parse(&buf).map_err(|e| bad(Inconsistency::BadHeader(e)))?;
         let total = h.total_size() as u64;
         if total < super::RECORD_BATCH_HEADER_BYTES as u64 || pos + total > self.size {
-            return Err(bad(format!(
-                "bad batch length {} at position {pos}",
-                h.batch_length
-            )));
+            return Err(bad(Inconsistency::BadBatchLength {
+                batch_length: h.batch_length,
+                position: pos,
+            }));
         }
         Ok(h)
     }
@@ -235,9 +240,13 @@ impl CompactionJob {
                     continue;
                 }
                 let mut b = seg.read_batch(pos, &h)?;
-                let set = RecordBatchDecoder::decode(&mut b).map_err(|e| {
-                    StorageError::Inconsistent(format!("{}: {e}", seg.path.display()))
-                })?;
+                let set =
+                    RecordBatchDecoder::decode(&mut b).map_err(|e| StorageError::Inconsistent {
+                        path: Some(seg.path.clone()),
+                        what: Inconsistency::Decode {
+                            reason: e.to_string(),
+                        },
+                    })?;
                 for r in set.records {
                     if let Some(k) = r.key {
                         // Copied: the decoded key is a slice of the whole
@@ -268,9 +277,13 @@ impl CompactionJob {
                     continue;
                 }
                 let mut b = raw.clone();
-                let set = RecordBatchDecoder::decode(&mut b).map_err(|e| {
-                    StorageError::Inconsistent(format!("{}: {e}", seg.path.display()))
-                })?;
+                let set =
+                    RecordBatchDecoder::decode(&mut b).map_err(|e| StorageError::Inconsistent {
+                        path: Some(seg.path.clone()),
+                        what: Inconsistency::Decode {
+                            reason: e.to_string(),
+                        },
+                    })?;
                 let n = set.records.len();
                 let tombstone_expired = h.max_timestamp < self.horizon;
                 let keep: Vec<_> = set
@@ -303,10 +316,12 @@ impl CompactionJob {
                         };
                         let start = out.len();
                         RecordBatchEncoder::encode(&mut out, keep.iter(), &opts).map_err(|e| {
-                            StorageError::Inconsistent(format!(
-                                "re-encoding a batch of {}: {e}",
-                                seg.path.display()
-                            ))
+                            StorageError::Inconsistent {
+                                path: Some(seg.path.clone()),
+                                what: Inconsistency::Encode {
+                                    reason: e.to_string(),
+                                },
+                            }
                         })?;
                         // Keep the batch's last offset (and so its last
                         // sequence) as it was, as Kafka's cleaner does, so

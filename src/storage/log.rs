@@ -309,19 +309,19 @@ impl PartitionLog {
                 .checked_add(b.size)
                 .and_then(|end| records.get(b.position..end))
                 .ok_or_else(|| {
-                    super::BatchError::CorruptMessage(format!(
-                        "batch at {} of {} bytes is outside the {}-byte records",
-                        b.position,
-                        b.size,
-                        records.len()
-                    ))
+                    super::BatchError::CorruptMessage(super::batch::Corruption::OutsideRecordsAt {
+                        position: b.position,
+                        size: b.size,
+                        records_len: records.len(),
+                    })
                 })?;
             let h = BatchHeader::parse(bytes)?;
             if h.total_size() != b.size || h.last_offset_delta < 0 {
-                return Err(super::BatchError::CorruptMessage(format!(
-                    "batch at {} does not match its validated size",
-                    b.position
-                ))
+                return Err(super::BatchError::CorruptMessage(
+                    super::batch::Corruption::SizeMismatch {
+                        position: b.position,
+                    },
+                )
                 .into());
             }
             total_bytes += b.size as u64;
@@ -332,9 +332,10 @@ impl PartitionLog {
 
         self.maybe_roll(total_bytes, offsets_needed, now_ms)?;
         if self.active_reserved + total_bytes > MAX_SEGMENT_BYTES {
-            return Err(StorageError::Inconsistent(format!(
-                "append of {total_bytes} bytes does not fit a segment"
-            )));
+            return Err(StorageError::Inconsistent {
+                path: None,
+                what: super::Inconsistency::AppendTooLarge { bytes: total_bytes },
+            });
         }
 
         let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
@@ -417,12 +418,13 @@ impl PartitionLog {
             return Ok(Vec::new());
         };
         if ticket.result.base_offset != self.log_end_offset {
-            return Err(StorageError::Inconsistent(format!(
-                "{}: commit of offset {} out of order (LEO {})",
-                self.dir.display(),
-                ticket.result.base_offset,
-                self.log_end_offset
-            )));
+            return Err(StorageError::Inconsistent {
+                path: Some(self.dir.clone()),
+                what: super::Inconsistency::CommitOutOfOrder {
+                    base_offset: ticket.result.base_offset,
+                    log_end_offset: self.log_end_offset,
+                },
+            });
         }
         let interval = self.config.index_interval_bytes;
         let seg = if self.active.base_offset() == ticket.segment_base {
@@ -436,21 +438,23 @@ impl PartitionLog {
             {
                 Some(s) => s,
                 None => {
-                    return Err(StorageError::Inconsistent(format!(
-                        "{}: segment {} of a pending append is gone",
-                        self.dir.display(),
-                        ticket.segment_base
-                    )))
+                    return Err(StorageError::Inconsistent {
+                        path: Some(self.dir.clone()),
+                        what: super::Inconsistency::SegmentGone {
+                            segment_base: ticket.segment_base,
+                        },
+                    })
                 }
             }
         };
         if seg.size() != first.position {
-            return Err(StorageError::Inconsistent(format!(
-                "{}: commit at position {} but the segment holds {} bytes",
-                self.dir.display(),
-                first.position,
-                seg.size()
-            )));
+            return Err(StorageError::Inconsistent {
+                path: Some(self.dir.clone()),
+                what: super::Inconsistency::CommitPosition {
+                    position: first.position,
+                    segment_size: seg.size(),
+                },
+            });
         }
         let mut writes = Vec::new();
         for b in &ticket.batches {

@@ -55,12 +55,22 @@ pub enum StorageError {
     },
     /// Unrecoverable on-disk state found while opening a log (e.g.
     /// overlapping segments). Startup diagnostics only; Kafka `KAFKA_STORAGE_ERROR` (56).
-    #[error("corrupt log: {0}")]
-    Corrupt(String),
+    #[error("corrupt log: {}: {damage}", dir.display())]
+    Corrupt {
+        /// The partition directory.
+        dir: std::path::PathBuf,
+        /// What is wrong.
+        damage: LogDamage,
+    },
     /// The in-memory state and the files disagree at runtime (e.g. a batch
     /// header not where the index says). Kafka `KAFKA_STORAGE_ERROR` (56).
-    #[error("log inconsistency: {0}")]
-    Inconsistent(String),
+    #[error("log inconsistency: {}{what}", path_prefix(path))]
+    Inconsistent {
+        /// The segment file or partition directory, when one is concerned.
+        path: Option<std::path::PathBuf>,
+        /// What disagrees.
+        what: Inconsistency,
+    },
     /// A read under [`ReadMode::NoWait`] found bytes that are not in the
     /// page cache (preadv2 `RWF_NOWAIT` answered EAGAIN). The caller warms
     /// `len` bytes of `file` from `position` off the shard and reads again;
@@ -81,6 +91,108 @@ pub enum StorageError {
     /// Maps to the batch error's code (`CORRUPT_MESSAGE` (2) for a mismatch).
     #[error("invalid batch: {0}")]
     Batch(#[from] BatchError),
+}
+
+/// "`path`: " for an error text, or "".
+fn path_prefix(path: &Option<std::path::PathBuf>) -> String {
+    match path {
+        Some(p) => format!("{}: ", p.display()),
+        None => String::new(),
+    }
+}
+
+/// What is wrong with a log found while opening it ([`StorageError::Corrupt`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LogDamage {
+    /// A segment starts below the next offset of the segment before it.
+    #[error(
+        "segment {} starts at {base_offset} but the previous one ends at offset {previous_next_offset}",
+        segment.display()
+    )]
+    OverlappingSegments {
+        /// The segment's `.log` file.
+        segment: std::path::PathBuf,
+        /// Its base offset.
+        base_offset: i64,
+        /// The next offset of the segment before it.
+        previous_next_offset: i64,
+    },
+}
+
+/// What disagrees between the in-memory state and the files
+/// ([`StorageError::Inconsistent`]). Positions and sizes are bytes in a
+/// segment's `.log` file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Inconsistency {
+    /// No whole 61-byte batch header at `position` of a segment of `size` bytes.
+    #[error("no whole batch header at position {position} (size {size})")]
+    NoWholeHeader {
+        /// Where the header was expected.
+        position: u64,
+        /// The segment's size.
+        size: u64,
+    },
+    /// A stored batch header that does not parse.
+    #[error("{0}")]
+    BadHeader(BatchError),
+    /// A stored batch whose length runs past the segment (or is below a header).
+    #[error("bad batch length {batch_length} at position {position}")]
+    BadBatchLength {
+        /// The batchLength field.
+        batch_length: i32,
+        /// Where the batch starts.
+        position: u64,
+    },
+    /// A stored batch whose records do not decode (the decoder's message).
+    #[error("{reason}")]
+    Decode {
+        /// The record decoder's message.
+        reason: String,
+    },
+    /// The cleaner could not encode the records it keeps of a batch (the
+    /// encoder's message).
+    #[error("re-encoding a batch: {reason}")]
+    Encode {
+        /// The record encoder's message.
+        reason: String,
+    },
+    /// An append larger than a segment can hold.
+    #[error("append of {bytes} bytes does not fit a segment")]
+    AppendTooLarge {
+        /// The append's size.
+        bytes: u64,
+    },
+    /// A commit whose base offset is not the log end offset.
+    #[error("commit of offset {base_offset} out of order (LEO {log_end_offset})")]
+    CommitOutOfOrder {
+        /// The append's base offset.
+        base_offset: i64,
+        /// The log end offset.
+        log_end_offset: i64,
+    },
+    /// The segment a pending append was reserved in no longer exists.
+    #[error("segment {segment_base} of a pending append is gone")]
+    SegmentGone {
+        /// The segment's base offset.
+        segment_base: i64,
+    },
+    /// A commit at a position other than the segment's end.
+    #[error("commit at position {position} but the segment holds {segment_size} bytes")]
+    CommitPosition {
+        /// Where the append was reserved.
+        position: u64,
+        /// The segment's size.
+        segment_size: u64,
+    },
+    /// The append was dropped before its write finished.
+    #[error("append abandoned")]
+    AppendAbandoned,
+    /// The append was committed without its write result.
+    #[error("append committed unwritten")]
+    CommittedUnwritten,
+    /// The append's result was asked for before it was committed.
+    #[error("append not committed")]
+    NotCommitted,
 }
 
 /// Reads a one-number offset file of a partition directory (the log start

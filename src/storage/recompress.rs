@@ -15,7 +15,10 @@
 
 use std::io::{Read, Write};
 
-use super::batch::{BatchError, BatchHeader, ATTRIBUTES_OFFSET, CRC_OFFSET};
+pub use super::batch::RecompressError;
+use super::batch::{
+    BatchError, BatchHeader, Corruption, RecordRule, ATTRIBUTES_OFFSET, CRC_OFFSET,
+};
 use super::RECORD_BATCH_HEADER_BYTES;
 
 /// A record batch codec (attributes bits 0–2).
@@ -65,40 +68,14 @@ impl TargetCodec {
     }
 }
 
-/// Errors of decompression and recompression, mapped to the batch error the
-/// producer sees.
-#[derive(Debug, thiserror::Error)]
-pub enum RecompressError {
-    /// The records do not decompress with the batch's codec, or their
-    /// framing is wrong (CORRUPT_MESSAGE).
-    #[error("cannot decompress the batch's records: {0}")]
-    Corrupt(String),
-    /// The records decompress to more than allowed (INVALID_RECORD).
-    #[error("a record of {size} bytes exceeds max.decompressed.message.bytes {max}")]
-    RecordTooLarge {
-        /// Decompressed size of the record (bytes).
-        size: usize,
-        /// The limit.
-        max: usize,
-    },
-    /// The records decompress to more than the limit for the whole batch
-    /// (INVALID_RECORD).
-    #[error("the batch decompresses to more than {0} bytes")]
-    TooLarge(u64),
-    /// Compressing with the topic's codec failed (CORRUPT_MESSAGE: the batch
-    /// is not stored).
-    #[error("cannot compress the batch with the topic's codec: {0}")]
-    Compress(String),
-}
-
 impl From<RecompressError> for BatchError {
     fn from(e: RecompressError) -> BatchError {
         match e {
             RecompressError::Corrupt(_) | RecompressError::Compress(_) => {
-                BatchError::CorruptMessage(e.to_string())
+                BatchError::CorruptMessage(Corruption::Recompress(e))
             }
             RecompressError::RecordTooLarge { .. } | RecompressError::TooLarge(_) => {
-                BatchError::InvalidRecord(e.to_string())
+                BatchError::InvalidRecord(RecordRule::Recompress(e))
             }
         }
     }

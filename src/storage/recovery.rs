@@ -114,13 +114,14 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
         }
         if let Some(prev) = segments.last() {
             if seg.base_offset() < prev.next_offset() {
-                return Err(StorageError::Corrupt(format!(
-                    "{}: segment {} starts at {} but the previous one ends at offset {}",
-                    dir.display(),
-                    seg.log_path().display(),
-                    seg.base_offset(),
-                    prev.next_offset()
-                )));
+                return Err(StorageError::Corrupt {
+                    dir: dir.to_path_buf(),
+                    damage: super::LogDamage::OverlappingSegments {
+                        segment: seg.log_path().to_path_buf(),
+                        base_offset: seg.base_offset(),
+                        previous_next_offset: prev.next_offset(),
+                    },
+                });
             }
         }
         segments.push(seg);

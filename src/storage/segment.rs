@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::batch::{BatchHeader, RECORD_BATCH_HEADER_BYTES};
 use super::cache;
 use super::index::{IndexWrite, OffsetIndex, TimeIndex};
-use super::StorageError;
+use super::{Inconsistency, StorageError};
 
 /// Suffix of segment data files.
 pub const LOG_SUFFIX: &str = "log";
@@ -317,11 +317,13 @@ impl Segment {
         mode: ReadMode,
     ) -> Result<BatchHeader, StorageError> {
         if position + RECORD_BATCH_HEADER_BYTES as u64 > self.size {
-            return Err(StorageError::Inconsistent(format!(
-                "{}: no whole batch header at position {position} (size {})",
-                self.log_path.display(),
-                self.size
-            )));
+            return Err(StorageError::Inconsistent {
+                path: Some(self.log_path.clone()),
+                what: Inconsistency::NoWholeHeader {
+                    position,
+                    size: self.size,
+                },
+            });
         }
         let mut buf = [0u8; RECORD_BATCH_HEADER_BYTES];
         match mode {
@@ -337,15 +339,19 @@ impl Segment {
                 }
             }
         }
-        let h = BatchHeader::parse(&buf)
-            .map_err(|e| StorageError::Inconsistent(format!("{}: {e}", self.log_path.display())))?;
+        let h = BatchHeader::parse(&buf).map_err(|e| StorageError::Inconsistent {
+            path: Some(self.log_path.clone()),
+            what: Inconsistency::BadHeader(e),
+        })?;
         let total = h.total_size() as u64;
         if total < RECORD_BATCH_HEADER_BYTES as u64 || position + total > self.size {
-            return Err(StorageError::Inconsistent(format!(
-                "{}: bad batch length {} at position {position}",
-                self.log_path.display(),
-                h.batch_length
-            )));
+            return Err(StorageError::Inconsistent {
+                path: Some(self.log_path.clone()),
+                what: Inconsistency::BadBatchLength {
+                    batch_length: h.batch_length,
+                    position,
+                },
+            });
         }
         Ok(h)
     }

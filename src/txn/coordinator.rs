@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
-use super::error::{MarkerCause, TxnError};
+use super::error::{MarkerCause, ProducerIdAllocationCause, TxnError};
 use super::load::{self, Loaded};
 use super::records::{self, TxnLogValue};
 use super::state_machine::{self as sm, EndDecision, EndPlan, InitDecision, InitRequest, Markers};
@@ -207,18 +207,21 @@ async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(
     Ok(())
 }
 
-/// A fresh producer id from the controller.
-async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
+/// A fresh producer id from the controller (InitProducerId, with or without
+/// a transactional id). Errors: [`TxnError::ProducerIdAllocation`]
+/// (COORDINATOR_NOT_AVAILABLE, 15) when the controller's producer id block
+/// cannot be persisted or its shard cannot be reached.
+pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
     match crate::shard::with_controller(shard, |c| c.allocate_producer_id()).await {
         Ok(Ok(id)) => Ok(id),
         Ok(Err(e)) => {
             log::error!("cannot allocate a producer id: {e}");
             Err(TxnError::ProducerIdAllocation {
-                cause: e.to_string(),
+                cause: ProducerIdAllocationCause::Io(e.kind()),
             })
         }
         Err(e) => Err(TxnError::ProducerIdAllocation {
-            cause: e.to_string(),
+            cause: ProducerIdAllocationCause::Controller(e),
         }),
     }
 }

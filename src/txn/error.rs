@@ -37,6 +37,20 @@ pub enum MarkerCause {
     Shard(ShardError),
 }
 
+/// Why the controller could not hand out a producer id (both map to
+/// COORDINATOR_NOT_AVAILABLE (15) through [`TxnError::ProducerIdAllocation`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProducerIdAllocationCause {
+    /// The producer id block under `__cluster_metadata/producer-ids` could
+    /// not be read or persisted; the kind of the I/O error (the full error is
+    /// logged where it happens).
+    #[error("producer id block I/O failed: {0}")]
+    Io(std::io::ErrorKind),
+    /// The controller's shard could not be reached.
+    #[error("{0}")]
+    Controller(ShardError),
+}
+
 /// An error of the transaction coordinator (KIP-98). Each variant names the
 /// Kafka error code it maps to.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -121,8 +135,8 @@ pub enum TxnError {
     /// controller shard could not be reached).
     #[error("cannot allocate a producer id: {cause}")]
     ProducerIdAllocation {
-        /// Why, as the controller reports it.
-        cause: String,
+        /// Why.
+        cause: ProducerIdAllocationCause,
     },
     /// The append to `__transaction_state` failed; maps to the failure's
     /// code (KAFKA_STORAGE_ERROR (56) on I/O).

@@ -17,7 +17,7 @@
 use bytes::Bytes;
 
 use crate::cluster::topic_config::TopicSettings;
-use crate::storage::batch::BatchError;
+use crate::storage::batch::{BatchError, Corruption, TimestampBound, TimestampOutOfRange};
 use crate::storage::recompress::{self, Codec, RecordsSummary, NO_TIMESTAMP};
 use crate::storage::{BatchHeader, TimestampType, ValidatedBatch, RECORD_BATCH_HEADER_BYTES};
 
@@ -58,7 +58,7 @@ pub fn apply(
     }
     let whole = records
         .get(batch.position..batch.position + batch.size)
-        .ok_or_else(|| BatchError::CorruptMessage("batch outside the records".into()))?;
+        .ok_or(BatchError::CorruptMessage(Corruption::OutsideRecords))?;
     let rebuilt = match settings.compression {
         Some(target) => recompress::recompress(
             whole,
@@ -135,18 +135,20 @@ fn check_timestamps(
     // The bound that is crossed names its config: too old is
     // `before.max.ms`, too new (in the future) is `after.max.ms`.
     let crossed = if min < earliest {
-        Some((min, "before"))
+        Some((min, TimestampBound::BeforeMax))
     } else if max > latest {
-        Some((max, "after"))
+        Some((max, TimestampBound::AfterMax))
     } else {
         None
     };
     match crossed {
         None => Ok(()),
-        Some((ts, side)) => Err(BatchError::InvalidTimestamp(format!(
-            "Timestamp {ts} of a message in the batch is out of range. The timestamp \
-             should be within [{earliest}, {latest}] (message.timestamp.{side}.max.ms)"
-        ))),
+        Some((timestamp, bound)) => Err(BatchError::InvalidTimestamp(TimestampOutOfRange {
+            timestamp,
+            earliest,
+            latest,
+            bound,
+        })),
     }
 }
 
@@ -227,7 +229,7 @@ mod tests {
             ("message.timestamp.after.max.ms", "1000"),
         ]);
         let message = |ts: &[i64]| match run(&s, &batch(Compression::None, ts), now, false) {
-            Err(Refused::Batch(BatchError::InvalidTimestamp(m))) => m,
+            Err(Refused::Batch(BatchError::InvalidTimestamp(m))) => m.to_string(),
             other => panic!("expected INVALID_TIMESTAMP, got {other:?}"),
         };
         // A whole batch in the future crosses the after bound.
