@@ -11,7 +11,7 @@ use glommio::channels::channel_mesh::MeshBuilder;
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::cluster::controller::{load_or_create_meta, load_topics};
+use crate::cluster::controller::{load_or_create_meta, load_topics, MetaPropertiesError};
 use crate::cluster::metadata::{BrokerMeta, MetadataImage};
 use crate::config::Config;
 use crate::shard::stall::{self, ShardStallStats};
@@ -28,6 +28,10 @@ pub enum BootError {
         /// Cause.
         source: std::io::Error,
     },
+    /// `meta.properties` names another node or another cluster, or cannot
+    /// be written.
+    #[error(transparent)]
+    MetaProperties(#[from] MetaPropertiesError),
     /// Another broker process holds the data directory's lock.
     #[error("data directory {path} is in use by another broker (lock file {path}/.lock); stop it or use another log.dirs")]
     DataDirLocked {
@@ -190,8 +194,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
             config.listeners[0].addr
         );
     }
-    let cluster_id =
-        load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref()).map_err(dd)?;
+    let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref())?;
 
     // Resolve the port once (port 0 in tests) and keep it reserved until every
     // shard listens on it with SO_REUSEPORT.

@@ -81,6 +81,9 @@ pub struct Listener {
 pub struct Config {
     /// `node.id`: this broker's id in Metadata responses. Default 1.
     pub node_id: i32,
+    /// The id given as `node.id` and as `broker.id` (its older name), each
+    /// when set: Kafka refuses two different ids ([`Config::validate`]).
+    pub ids_given: (Option<i32>, Option<i32>),
     /// `listeners`: where to accept Kafka clients. Default `PLAINTEXT://127.0.0.1:9092`.
     pub listeners: Vec<Listener>,
     /// `advertised.listeners`: host:port given to clients in Metadata. Default: the bound listener.
@@ -164,6 +167,8 @@ impl Default for Config {
                 let _ = d.apply(&mut c, v);
             }
         }
+        // Only ids the operator gives count for `validate`.
+        c.ids_given = (None, None);
         c
     }
 }
@@ -206,6 +211,7 @@ impl Config {
             reactor_stall_threshold_us: 0,
             metrics_listener: None,
             unknown_keys: Vec::new(),
+            ids_given: (None, None),
         }
     }
 }
@@ -295,7 +301,13 @@ impl Config {
             checked.map_err(|e| ConfigError::Invalid {
                 key: key.to_string(),
                 value: value.to_string(),
-                allowed: e.to_string(),
+                allowed: match e {
+                    // The check's own text already names the key and value.
+                    crate::error::MetadataError::InvalidConfig(
+                        crate::error::InvalidConfig::BadValue { allowed, .. },
+                    ) => allowed,
+                    other => other.to_string(),
+                },
             })?;
             self.broker_synonyms
                 .insert(key.to_string(), value.trim().to_string());
@@ -319,6 +331,22 @@ impl Config {
                 Ok(())
             }
         }
+    }
+
+    /// Checks the settings against each other once all are applied: as
+    /// Kafka's `KafkaConfig`, `broker.id` and `node.id` must name the same id
+    /// when both are given.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let (Some(node), Some(broker)) = self.ids_given {
+            if node != broker {
+                return Err(ConfigError::Invalid {
+                    key: "broker.id".to_string(),
+                    value: broker.to_string(),
+                    allowed: format!("the same id as node.id ({node})"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Applies pairs in order (later wins).

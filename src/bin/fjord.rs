@@ -382,6 +382,7 @@ fn build_config(args: &ServeArgs) -> Result<Config, String> {
             .ok_or_else(|| format!("--override expects key=value, got {o:?}"))?;
         config.set(k.trim(), v.trim()).map_err(|e| e.to_string())?;
     }
+    config.validate().map_err(|e| e.to_string())?;
     Ok(config)
 }
 

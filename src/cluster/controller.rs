@@ -26,14 +26,50 @@ pub const METADATA_DIR: &str = "__cluster_metadata";
 /// Most partitions a topic may have (CreateTopics, CreatePartitions).
 pub const MAX_PARTITIONS: i32 = 1_000_000;
 
+/// Why `meta.properties` in the data directory refuses this broker.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaPropertiesError {
+    /// The directory belongs to another node (Kafka refuses to start too).
+    #[error("{} has node.id={found} but the configuration says node.id={configured}; use the matching node.id or another log.dirs", path.display())]
+    NodeIdMismatch {
+        /// The `meta.properties` file.
+        path: PathBuf,
+        /// The id in the file, as written.
+        found: String,
+        /// `node.id` of the configuration.
+        configured: i32,
+    },
+    /// The directory belongs to another cluster: `cluster.id` is set in the
+    /// configuration and differs from the one the directory was formatted
+    /// with.
+    #[error("{} has cluster.id={found} but the configuration says cluster.id={configured}; this data directory belongs to another cluster: use another log.dirs", path.display())]
+    ClusterIdMismatch {
+        /// The `meta.properties` file.
+        path: PathBuf,
+        /// The cluster id in the file.
+        found: String,
+        /// `cluster.id` of the configuration.
+        configured: String,
+    },
+    /// The file could not be written.
+    #[error("cannot write {}: {source} (check log.dirs and its permissions)", path.display())]
+    Write {
+        /// The `meta.properties` file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
 /// Reads or creates `meta.properties` in `data_dir`; returns the cluster id.
-/// A `node.id` in the file that differs from the configured one is an error
-/// (Kafka refuses to start in that case too).
+/// A `node.id` in the file that differs from the configured one, or a
+/// configured `cluster.id` that differs from the file's, is an error (Kafka
+/// refuses to start in those cases too).
 pub fn load_or_create_meta(
     data_dir: &Path,
     node_id: i32,
     cluster_id: Option<&str>,
-) -> std::io::Result<String> {
+) -> Result<String, MetaPropertiesError> {
     let path = data_dir.join("meta.properties");
     if let Ok(text) = std::fs::read_to_string(&path) {
         let mut found_cluster = None;
@@ -43,17 +79,23 @@ pub fn load_or_create_meta(
             }
             if let Some(v) = line.strip_prefix("node.id=") {
                 if v.trim() != node_id.to_string() {
-                    return Err(std::io::Error::other(format!(
-                        "{} has node.id={} but the configuration says node.id={node_id}; \
-                         use the matching node.id or another log.dirs",
-                        path.display(),
-                        v.trim()
-                    )));
+                    return Err(MetaPropertiesError::NodeIdMismatch {
+                        path,
+                        found: v.trim().to_string(),
+                        configured: node_id,
+                    });
                 }
             }
         }
-        if let Some(c) = found_cluster {
-            return Ok(c);
+        if let Some(found) = found_cluster {
+            if let Some(configured) = cluster_id.filter(|c| *c != found) {
+                return Err(MetaPropertiesError::ClusterIdMismatch {
+                    path,
+                    found,
+                    configured: configured.to_string(),
+                });
+            }
+            return Ok(found);
         }
     }
     let cluster = cluster_id
@@ -63,7 +105,11 @@ pub fn load_or_create_meta(
         &path,
         format!("#Written by fjord\nversion=1\nnode.id={node_id}\ncluster.id={cluster}\n")
             .as_bytes(),
-    )?;
+    )
+    .map_err(|source| MetaPropertiesError::Write {
+        path: path.clone(),
+        source,
+    })?;
     Ok(cluster)
 }
 
@@ -423,6 +469,21 @@ mod tests {
         let a = load_or_create_meta(dir.path(), 1, None).unwrap();
         let b = load_or_create_meta(dir.path(), 1, None).unwrap();
         assert_eq!(a, b);
-        assert!(load_or_create_meta(dir.path(), 2, None).is_err());
+        assert!(matches!(
+            load_or_create_meta(dir.path(), 2, None),
+            Err(MetaPropertiesError::NodeIdMismatch { configured: 2, .. })
+        ));
+        assert_eq!(
+            load_or_create_meta(dir.path(), 1, Some(a.as_str())).ok(),
+            Some(a.clone()),
+            "the same cluster id is accepted"
+        );
+        let other = load_or_create_meta(dir.path(), 1, Some("another-cluster"));
+        match other {
+            Err(e @ MetaPropertiesError::ClusterIdMismatch { .. }) => {
+                assert!(e.to_string().contains("belongs to another cluster"), "{e}");
+            }
+            other => panic!("expected a cluster id mismatch, got {other:?}"),
+        }
     }
 }

@@ -228,8 +228,8 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "PLAINTEXT://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata (the first of a list); unset: the bound listener.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.advertised.as_ref().map(|(h, p)| format!("{h}:{p}")) },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
-    BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.node_id = to_i32(v) }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Hidden("an alias of node.id"), get: |c| some(c.node_id) },
-    BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.cluster_id.clone() },
+    BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Hidden("an alias of node.id"), get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.cluster_id.clone() },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
@@ -255,7 +255,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "log.segment.bytes", ty: T::Int, default: Some("1073741824"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.log_segment_bytes = to_u64(v) }, doc: "Roll a segment at this size (bytes).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_segment_bytes) },
     BrokerConfigDef { name: "message.max.bytes", ty: T::Int, default: Some("1048588"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.message_max_bytes = to_usize(v) }, doc: "The largest record batch accepted (bytes, after the producer's compression).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.message_max_bytes) },
     BrokerConfigDef { name: "metrics.listener", ty: T::String, default: None, field: Field::Text { allowed: "host:port (port 0 picks a free port), or empty", set: set_metrics_listener }, doc: "Fjord's own: host:port of the Prometheus-text metrics endpoint (GET /metrics); unset or empty: no endpoint.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| get_addr(c.metrics_listener) },
-    BrokerConfigDef { name: "node.id", ty: T::Int, default: Some("1"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.node_id = to_i32(v) }, doc: "This broker's id in Metadata; must match meta.properties in the data directory.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "node.id", ty: T::Int, default: Some("1"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.0 = Some(to_i32(v)) } }, doc: "This broker's id in Metadata; must match meta.properties in the data directory.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
     BrokerConfigDef { name: "num.partitions", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.num_partitions = to_i32(v) }, doc: "Partitions of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.num_partitions) },
     BrokerConfigDef { name: "offset.metadata.max.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.offset_metadata_max_bytes = to_usize(v) }, doc: "The longest metadata string of a committed offset (bytes); longer gets OFFSET_METADATA_TOO_LARGE.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offset_metadata_max_bytes) },
     BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_check_interval_ms) },
@@ -456,6 +456,11 @@ mod tests {
             err(&mut c, "log.roll.hours", "2000000").as_deref(),
             Some("invalid value \"2000000\" for log.roll.hours: an integer in [1, 1000000]")
         );
+        // A topic config's broker key: the reason once, not nested.
+        assert_eq!(
+            err(&mut c, "log.segment.bytes", "10").as_deref(),
+            Some("invalid value \"10\" for log.segment.bytes: an integer in [14, 2147483647]")
+        );
         assert!(c.set("log.dirs", " , ").is_err());
         assert!(c.set("default.replication.factor", "2").is_err());
         c.set("advertised.listeners", "PLAINTEXT://example:9093")
@@ -463,6 +468,15 @@ mod tests {
         assert_eq!(c.advertised, Some(("example".to_string(), 9093)));
         c.set("broker.id", "7").unwrap_or_default();
         assert_eq!(c.node_id, 7);
+        assert!(c.validate().is_ok(), "broker.id alone");
+        c.set("node.id", "7").unwrap_or_default();
+        assert!(c.validate().is_ok(), "the same id twice");
+        c.set("node.id", "5").unwrap_or_default();
+        assert_eq!(
+            c.validate().map_err(|e| e.to_string()).err().as_deref(),
+            Some("invalid value \"7\" for broker.id: the same id as node.id (5)")
+        );
+        c.set("broker.id", "5").unwrap_or_default();
         c.set("offsets.retention.minutes", "2").unwrap_or_default();
         assert_eq!(c.group.offsets_retention_ms, 120_000);
         c.set("log.roll.hours", "2").unwrap_or_default();
