@@ -38,7 +38,7 @@ use std::os::unix::fs::FileExt;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
-    Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
+    Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, RecordSet,
 };
 
 use super::batch::BatchHeader;
@@ -240,13 +240,7 @@ impl CompactionJob {
                     continue;
                 }
                 let mut b = seg.read_batch(pos, &h)?;
-                let set =
-                    RecordBatchDecoder::decode(&mut b).map_err(|e| StorageError::Inconsistent {
-                        path: Some(seg.path.clone()),
-                        what: Inconsistency::Decode {
-                            reason: e.to_string(),
-                        },
-                    })?;
+                let set = decode_records(seg, &mut b)?;
                 for r in set.records {
                     if let Some(k) = r.key {
                         // Copied: the decoded key is a slice of the whole
@@ -277,13 +271,7 @@ impl CompactionJob {
                     continue;
                 }
                 let mut b = raw.clone();
-                let set =
-                    RecordBatchDecoder::decode(&mut b).map_err(|e| StorageError::Inconsistent {
-                        path: Some(seg.path.clone()),
-                        what: Inconsistency::Decode {
-                            reason: e.to_string(),
-                        },
-                    })?;
+                let set = decode_records(seg, &mut b)?;
                 let n = set.records.len();
                 let tombstone_expired = h.max_timestamp < self.horizon;
                 let keep: Vec<_> = set
@@ -513,6 +501,17 @@ impl PartitionLog {
             .retain(|s| !done.removed.contains(&s.base_offset()));
         done.stats
     }
+}
+
+/// Decodes the records of one batch read from `seg`; a batch the records
+/// codec refuses is an inconsistency of that segment.
+fn decode_records(seg: &SegmentView, b: &mut Bytes) -> Result<RecordSet, StorageError> {
+    RecordBatchDecoder::decode(b).map_err(|e| StorageError::Inconsistent {
+        path: Some(seg.path.clone()),
+        what: Inconsistency::Decode {
+            reason: e.to_string(),
+        },
+    })
 }
 
 #[cfg(test)]
