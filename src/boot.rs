@@ -28,6 +28,9 @@ pub enum BootError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The settings contradict each other ([`Config::validate`]).
+    #[error("configuration error: {0}")]
+    Config(#[from] crate::config::ConfigError),
     /// `meta.properties` names another node or another cluster, or cannot
     /// be written.
     #[error(transparent)]
@@ -188,19 +191,42 @@ pub fn run(config: Config) -> Result<(), BootError> {
     // for the life of the process.
     let _lock = lock_data_dir(&data_dir)?;
     raise_fd_limit();
-    if config.listeners.len() > 1 {
+    // The client listener: the first not named in controller.listener.names
+    // (`Config::validate` makes sure there is one).
+    config.validate()?;
+    let client = config.client_listener().cloned().ok_or_else(|| {
+        crate::config::ConfigError::Invalid {
+            key: "listeners".to_string(),
+            value: String::new(),
+            allowed: "a listener not named in controller.listener.names".to_string(),
+        }
+    })?;
+    if let Some(c) = config.controller_listener() {
+        log::info!(
+            "controller listener {}://{} is recorded for the metadata quorum but not served yet",
+            c.name,
+            c.addr
+        );
+    }
+    let client_listeners = config
+        .listeners
+        .iter()
+        .filter(|l| !config.kraft.is_controller_listener(&l.name))
+        .count();
+    if client_listeners > 1 {
         log::warn!(
-            "only the first listener is used: {}",
-            config.listeners[0].addr
+            "only the first client listener is used: {}://{}",
+            client.name,
+            client.addr
         );
     }
     let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref())?;
 
     // Resolve the port once (port 0 in tests) and keep it reserved until every
     // shard listens on it with SO_REUSEPORT.
-    let listen = config.listeners[0].addr;
+    let listen = client.addr;
     let (reservation, bound) = reserve_port(listen)?;
-    let (adv_host, adv_port) = config.advertised.clone().unwrap_or_else(|| {
+    let (adv_host, adv_port) = config.client_advertised().unwrap_or_else(|| {
         let host = if bound.ip().is_unspecified() {
             "127.0.0.1".to_string()
         } else {

@@ -21,11 +21,13 @@ use crate::storage::TimestampType;
 
 pub mod broker_defs;
 mod coordinators;
+pub mod kraft;
 mod topic_config_defs;
 pub mod topic_defs;
 
 pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFIGS};
 pub use coordinators::{GroupConfig, TxnConfig};
+pub use kraft::{HostPort, KraftConfig, ProcessRoles, QuorumVoter, SecurityProtocol};
 pub use topic_defs::TOPIC_CONFIGS;
 
 /// A configuration error found at start. The message names the key, the value
@@ -67,13 +69,26 @@ pub enum ConfigError {
     Unknown(String),
 }
 
-/// One listener, `PLAINTEXT://host:port` in Kafka's `listeners` syntax.
+/// One listener, `NAME://host:port` in Kafka's `listeners` syntax.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
-    /// Listener name (`PLAINTEXT`); only PLAINTEXT is supported.
+    /// Listener name, upper-cased (`PLAINTEXT`, `CONTROLLER`, …); its
+    /// security protocol comes from `listener.security.protocol.map`, and
+    /// only PLAINTEXT is served.
     pub name: String,
     /// Address to bind; port 0 picks a free port.
     pub addr: SocketAddr,
+}
+
+/// One entry of `advertised.listeners`: `NAME://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdvertisedListener {
+    /// Listener name, upper-cased; `PLAINTEXT` when the entry has none.
+    pub name: String,
+    /// Host given to clients in Metadata (not resolved).
+    pub host: String,
+    /// Port given to clients in Metadata.
+    pub port: u16,
 }
 
 /// Typed broker configuration. Field docs name the Kafka property.
@@ -86,8 +101,15 @@ pub struct Config {
     pub ids_given: (Option<i32>, Option<i32>),
     /// `listeners`: where to accept Kafka clients. Default `PLAINTEXT://127.0.0.1:9092`.
     pub listeners: Vec<Listener>,
-    /// `advertised.listeners`: host:port given to clients in Metadata. Default: the bound listener.
+    /// `advertised.listeners`: the host:port of its first entry. Default:
+    /// the bound listener. The broker gives clients
+    /// [`Config::client_advertised`], the entry of the client listener.
     pub advertised: Option<(String, u16)>,
+    /// `advertised.listeners`: every entry, by listener name.
+    pub advertised_listeners: Vec<AdvertisedListener>,
+    /// The KRaft keys (`process.roles`, `controller.quorum.voters`, …):
+    /// checked and kept for the metadata quorum.
+    pub kraft: KraftConfig,
     /// `log.dirs` (or `log.dir`): data directory. Default `./data`. Only the first is used.
     pub log_dirs: Vec<PathBuf>,
     /// Number of shards (pinned executors). Default: every CPU the process may use.
@@ -183,6 +205,8 @@ impl Config {
             node_id: 0,
             listeners: Vec::new(),
             advertised: None,
+            advertised_listeners: Vec::new(),
+            kraft: KraftConfig::default(),
             log_dirs: Vec::new(),
             shards: None,
             num_partitions: 0,
@@ -249,24 +273,33 @@ pub(crate) fn invalid(key: &str, value: &str, allowed: &str) -> ConfigError {
     }
 }
 
-/// Parses `PLAINTEXT://host:port[,…]` (Kafka's `listeners` syntax).
+/// Parses `NAME://host:port[,…]` (Kafka's `listeners` syntax; an entry
+/// without `NAME://` is PLAINTEXT). Names are upper-cased and each given
+/// once. A listener named after a protocol other than PLAINTEXT (`SSL`,
+/// `SASL_PLAINTEXT`, `SASL_SSL`) is refused here; the protocol of any other
+/// name is checked by [`Config::validate`] against
+/// `listener.security.protocol.map`.
 pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigError> {
-    let allowed = "a comma-separated list of PLAINTEXT://host:port";
-    let mut out = Vec::new();
+    let allowed = "a comma-separated list of NAME://host:port (PLAINTEXT://host:port)";
+    let mut out: Vec<Listener> = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, hostport) = item.split_once("://").unwrap_or(("PLAINTEXT", item));
-        if !name.eq_ignore_ascii_case("PLAINTEXT") {
+        let name = name.to_ascii_uppercase();
+        if SecurityProtocol::from_name(&name).is_some_and(|p| p != SecurityProtocol::Plaintext) {
             return Err(invalid(
                 key,
                 value,
                 "PLAINTEXT listeners only (TLS/SASL are not supported yet)",
             ));
         }
+        if !kraft::valid_listener_name(&name) {
+            return Err(invalid(key, value, allowed));
+        }
+        if out.iter().any(|l| l.name == name) {
+            return Err(invalid(key, value, "each listener name once"));
+        }
         let addr = resolve(hostport).ok_or_else(|| invalid(key, value, allowed))?;
-        out.push(Listener {
-            name: name.to_ascii_uppercase(),
-            addr,
-        });
+        out.push(Listener { name, addr });
     }
     if out.is_empty() {
         return Err(invalid(key, value, allowed));
@@ -333,9 +366,13 @@ impl Config {
         }
     }
 
-    /// Checks the settings against each other once all are applied: as
-    /// Kafka's `KafkaConfig`, `broker.id` and `node.id` must name the same id
-    /// when both are given.
+    /// Checks the settings against each other once all are applied, as
+    /// Kafka's `KafkaConfig`: `broker.id` and `node.id` must name the same id
+    /// when both are given; `process.roles` must be `broker,controller`
+    /// (the only node this build runs) with this node among
+    /// `controller.quorum.voters`; the listeners need a PLAINTEXT protocol
+    /// and one of them must not be a controller listener (see
+    /// `config::kraft`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let (Some(node), Some(broker)) = self.ids_given {
             if node != broker {
@@ -346,7 +383,36 @@ impl Config {
                 });
             }
         }
-        Ok(())
+        kraft::validate(self)
+    }
+
+    /// The listener clients connect to: the first one not named in
+    /// `controller.listener.names` (Kafka's rule). None only before
+    /// [`Config::validate`] has passed.
+    pub fn client_listener(&self) -> Option<&Listener> {
+        self.listeners
+            .iter()
+            .find(|l| !self.kraft.is_controller_listener(&l.name))
+    }
+
+    /// The controller listener (the first listener named in
+    /// `controller.listener.names`), recorded for the metadata quorum; not
+    /// served yet.
+    pub fn controller_listener(&self) -> Option<&Listener> {
+        self.listeners
+            .iter()
+            .find(|l| self.kraft.is_controller_listener(&l.name))
+    }
+
+    /// The `(host, port)` given to clients in Metadata: the
+    /// `advertised.listeners` entry of the client listener's name; None:
+    /// advertise the bound client listener.
+    pub fn client_advertised(&self) -> Option<(String, u16)> {
+        let name = &self.client_listener()?.name;
+        self.advertised_listeners
+            .iter()
+            .find(|a| &a.name == name)
+            .map(|a| (a.host.clone(), a.port))
     }
 
     /// Applies pairs in order (later wins).

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::topic_defs::ConfigType as T;
-use super::{invalid, parse_listeners, resolve, Config, ConfigError};
+use super::{invalid, kraft, parse_listeners, resolve, AdvertisedListener, Config, ConfigError};
 use crate::storage::TimestampType;
 
 const I32MAX: i64 = i32::MAX as i64;
@@ -163,18 +163,107 @@ fn set_listeners(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigErr
 }
 
 fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
-    let l = value.split(',').next().unwrap_or("").trim();
-    let hp = l.split_once("://").map(|x| x.1).unwrap_or(l);
-    let (h, p) = hp
-        .rsplit_once(':')
-        .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
-    let allowed = format!("an integer in [1, {}]", u16::MAX);
-    let port: u16 = p.parse().map_err(|_| invalid(key, p, &allowed))?;
-    if port < 1 {
-        return Err(invalid(key, p, &allowed));
+    let mut out: Vec<AdvertisedListener> = Vec::new();
+    for l in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, hp) = l.split_once("://").unwrap_or(("PLAINTEXT", l));
+        let (h, p) = hp
+            .rsplit_once(':')
+            .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
+        let allowed = format!("an integer in [1, {}]", u16::MAX);
+        let port: u16 = p.parse().map_err(|_| invalid(key, p, &allowed))?;
+        if port < 1 {
+            return Err(invalid(key, p, &allowed));
+        }
+        let name = name.to_ascii_uppercase();
+        if out.iter().any(|a| a.name == name) {
+            return Err(invalid(key, value, "each listener name once"));
+        }
+        out.push(AdvertisedListener {
+            name,
+            host: h.to_string(),
+            port,
+        });
     }
-    c.advertised = Some((h.to_string(), port));
+    let first = out
+        .first()
+        .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
+    c.advertised = Some((first.host.clone(), first.port));
+    c.advertised_listeners = out;
     Ok(())
+}
+
+fn set_process_roles(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.kraft.process_roles = Some(kraft::parse_process_roles(key, value)?);
+    Ok(())
+}
+
+fn set_voters(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.kraft.voters = kraft::parse_voters(key, value)?;
+    Ok(())
+}
+
+fn set_bootstrap_servers(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.kraft.bootstrap_servers = kraft::parse_host_ports(key, value)?;
+    Ok(())
+}
+
+fn set_controller_listener_names(
+    c: &mut Config,
+    key: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    c.kraft.controller_listener_names = kraft::parse_listener_names(key, value)?;
+    Ok(())
+}
+
+fn set_protocol_map(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.kraft.protocol_map = Some(kraft::parse_protocol_map(key, value)?);
+    Ok(())
+}
+
+fn set_inter_broker_name(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
+    c.kraft.inter_broker_listener_name = kraft::parse_inter_broker_name(key, value)?;
+    Ok(())
+}
+
+fn get_process_roles(c: &Config) -> Option<String> {
+    c.kraft.process_roles.map(|r| {
+        match (r.broker, r.controller) {
+            (true, true) => "broker,controller",
+            (true, false) => "broker",
+            _ => "controller",
+        }
+        .to_string()
+    })
+}
+
+fn get_voters(c: &Config) -> Option<String> {
+    let v: Vec<String> = c
+        .kraft
+        .voters
+        .iter()
+        .map(|v| format!("{}@{}:{}", v.id, v.host, v.port))
+        .collect();
+    Some(v.join(","))
+}
+
+fn get_bootstrap_servers(c: &Config) -> Option<String> {
+    let v: Vec<String> = c
+        .kraft
+        .bootstrap_servers
+        .iter()
+        .map(|h| format!("{}:{}", h.host, h.port))
+        .collect();
+    Some(v.join(","))
+}
+
+fn get_protocol_map(c: &Config) -> Option<String> {
+    c.kraft.protocol_map.as_ref().map(|m| {
+        m.iter()
+            .map(|(n, p)| format!("{n}:{}", p.name()))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
 }
 
 fn set_dirs(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -226,10 +315,13 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 /// Every broker config Fjord accepts, sorted by name. Kafka's defaults,
 /// types and ranges; the descriptions are this project's own.
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
-    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "PLAINTEXT://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata (the first of a list); unset: the bound listener.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.advertised.as_ref().map(|(h, p)| format!("{h}:{p}")) },
+    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.advertised.as_ref().map(|(h, p)| format!("{h}:{p}")) },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
     BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Hidden("an alias of node.id"), get: |c| some(c.node_id) },
     BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.cluster_id.clone() },
+    BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| (!c.kraft.controller_listener_names.is_empty()).then(|| c.kraft.controller_listener_names.join(",")) },
+    BrokerConfigDef { name: "controller.quorum.bootstrap.servers", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of host:port", set: set_bootstrap_servers }, doc: "Controllers to contact to find the quorum (Kafka's KRaft key, the newer alternative to controller.quorum.voters). Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_bootstrap_servers },
+    BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_voters },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
@@ -239,7 +331,9 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // (unbounded) is kept, which no group can tell apart.
     BrokerConfigDef { name: "group.max.size", ty: T::Int, default: None, field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have; unset: unbounded.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.max_size) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
-    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of PLAINTEXT://host:port", set: set_listeners }, doc: "Where clients connect; port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_listeners },
+    BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.kraft.inter_broker_listener_name.clone() },
+    BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_protocol_map },
+    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_listeners },
     BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
     BrokerConfigDef { name: "log.dir", ty: T::String, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Hidden("an alias of log.dirs"), get: |c| some(c.data_dir().display()) },
     BrokerConfigDef { name: "log.dirs", ty: T::String, default: Some("./data"), field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The data directory; only the first of a list is used.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
@@ -262,6 +356,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
     BrokerConfigDef { name: "offsets.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.group.offsets_topic_partitions = to_i32(v) }, doc: "Partitions of __consumer_offsets (created on the first group lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_partitions) },
     BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_topic_segment_bytes) },
+    BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_process_roles },
     BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
     BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
     BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },

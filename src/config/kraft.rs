@@ -1,0 +1,397 @@
+//! The KRaft keys of a Kafka node's `server.properties`: `process.roles`,
+//! `controller.quorum.voters`, `controller.quorum.bootstrap.servers`,
+//! `controller.listener.names`, `listener.security.protocol.map` and
+//! `inter.broker.listener.name`, with Kafka's syntax and checks.
+//!
+//! Fjord runs one combined (broker and controller) node: a file written for
+//! a combined-mode Kafka node is accepted unchanged; the quorum settings are
+//! parsed into typed values and kept for the metadata quorum, which does not
+//! exist yet (see docs/decisions/kraft-properties-accepted.md).
+
+use std::collections::BTreeMap;
+
+use super::{invalid, Config, ConfigError, Listener};
+
+/// `process.roles`: the roles of this node (Kafka's `broker`, `controller`
+/// or both, comma-separated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessRoles {
+    /// The node serves clients (the `broker` role).
+    pub broker: bool,
+    /// The node is a metadata quorum voter (the `controller` role).
+    pub controller: bool,
+}
+
+/// One entry of `controller.quorum.voters`: `id@host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumVoter {
+    /// The voter's `node.id`.
+    pub id: i32,
+    /// Host of its controller listener, as written (not resolved).
+    pub host: String,
+    /// Port of its controller listener.
+    pub port: u16,
+}
+
+/// One `host:port` of `controller.quorum.bootstrap.servers`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    /// Host, as written (not resolved).
+    pub host: String,
+    /// Port.
+    pub port: u16,
+}
+
+/// A security protocol of `listener.security.protocol.map` (Kafka's
+/// `SecurityProtocol`). Only [`SecurityProtocol::Plaintext`] is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    /// `PLAINTEXT`.
+    Plaintext,
+    /// `SSL`.
+    Ssl,
+    /// `SASL_PLAINTEXT`.
+    SaslPlaintext,
+    /// `SASL_SSL`.
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    /// Kafka's name of the protocol.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// The protocol named `name` (any case), as Kafka's
+    /// `SecurityProtocol.forName`.
+    pub fn from_name(name: &str) -> Option<SecurityProtocol> {
+        [
+            SecurityProtocol::Plaintext,
+            SecurityProtocol::Ssl,
+            SecurityProtocol::SaslPlaintext,
+            SecurityProtocol::SaslSsl,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// The KRaft settings of a node as given; the defaults are Kafka's (empty,
+/// unset). Only [`Config::validate`] relates them to each other.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KraftConfig {
+    /// `process.roles`; None when not given (Fjord then runs its combined
+    /// node, as always).
+    pub process_roles: Option<ProcessRoles>,
+    /// `controller.quorum.voters`, in the order given.
+    pub voters: Vec<QuorumVoter>,
+    /// `controller.quorum.bootstrap.servers`, in the order given.
+    pub bootstrap_servers: Vec<HostPort>,
+    /// `controller.listener.names`, upper-cased, in the order given.
+    pub controller_listener_names: Vec<String>,
+    /// `listener.security.protocol.map`, listener name (upper-cased) →
+    /// protocol; None when not given (Kafka's default map applies).
+    pub protocol_map: Option<BTreeMap<String, SecurityProtocol>>,
+    /// `inter.broker.listener.name`, upper-cased; None when not given.
+    pub inter_broker_listener_name: Option<String>,
+}
+
+fn items(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// Whether `name` is a valid listener name (letters, digits, `_`, `-`).
+pub(crate) fn valid_listener_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn host_port(item: &str) -> Option<(String, u16)> {
+    let (h, p) = item.rsplit_once(':')?;
+    let h = h.trim_start_matches('[').trim_end_matches(']');
+    let port: u16 = p.parse().ok()?;
+    (!h.is_empty() && port > 0).then(|| (h.to_string(), port))
+}
+
+/// Parses `process.roles`: `broker`, `controller` or both, comma-separated
+/// (any order, each once), as Kafka.
+pub fn parse_process_roles(key: &str, value: &str) -> Result<ProcessRoles, ConfigError> {
+    let allowed = "broker, controller, or broker,controller";
+    let mut roles = ProcessRoles {
+        broker: false,
+        controller: false,
+    };
+    for r in items(value) {
+        let slot = match r {
+            "broker" => &mut roles.broker,
+            "controller" => &mut roles.controller,
+            _ => return Err(invalid(key, value, allowed)),
+        };
+        if *slot {
+            return Err(invalid(key, value, "each role once: broker, controller"));
+        }
+        *slot = true;
+    }
+    if !roles.broker && !roles.controller {
+        return Err(invalid(key, value, allowed));
+    }
+    Ok(roles)
+}
+
+/// Parses `controller.quorum.voters`: `id@host:port,…` (Kafka's syntax; an
+/// empty value is the empty list). Ids are non-negative and distinct.
+pub fn parse_voters(key: &str, value: &str) -> Result<Vec<QuorumVoter>, ConfigError> {
+    let allowed = "a comma-separated list of id@host:port (id >= 0, port in [1, 65535])";
+    let mut out: Vec<QuorumVoter> = Vec::new();
+    for item in items(value) {
+        let (id, hp) = item
+            .split_once('@')
+            .ok_or_else(|| invalid(key, value, allowed))?;
+        let id: i32 = id
+            .trim()
+            .parse()
+            .ok()
+            .filter(|i| *i >= 0)
+            .ok_or_else(|| invalid(key, value, allowed))?;
+        let (host, port) = host_port(hp.trim()).ok_or_else(|| invalid(key, value, allowed))?;
+        if out.iter().any(|v| v.id == id) {
+            return Err(invalid(key, value, "each voter id once"));
+        }
+        out.push(QuorumVoter { id, host, port });
+    }
+    Ok(out)
+}
+
+/// Parses `controller.quorum.bootstrap.servers`: `host:port,…` (an empty
+/// value is the empty list).
+pub fn parse_host_ports(key: &str, value: &str) -> Result<Vec<HostPort>, ConfigError> {
+    items(value)
+        .map(|item| {
+            host_port(item)
+                .map(|(host, port)| HostPort { host, port })
+                .ok_or_else(|| {
+                    invalid(
+                        key,
+                        value,
+                        "a comma-separated list of host:port (port in [1, 65535])",
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Parses a comma-separated list of listener names (upper-cased), each
+/// once.
+pub fn parse_listener_names(key: &str, value: &str) -> Result<Vec<String>, ConfigError> {
+    let mut out: Vec<String> = Vec::new();
+    for n in items(value) {
+        if !valid_listener_name(n) {
+            return Err(invalid(
+                key,
+                value,
+                "a comma-separated list of listener names (letters, digits, _ and -)",
+            ));
+        }
+        let n = n.to_ascii_uppercase();
+        if out.contains(&n) {
+            return Err(invalid(key, value, "each listener name once"));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// Parses `listener.security.protocol.map`: `NAME:PROTOCOL,…` with Kafka's
+/// protocols (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), each name once.
+/// Protocols other than PLAINTEXT are accepted here and refused by
+/// [`Config::validate`] only for a listener that uses them.
+pub fn parse_protocol_map(
+    key: &str,
+    value: &str,
+) -> Result<BTreeMap<String, SecurityProtocol>, ConfigError> {
+    let allowed = "a comma-separated list of NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)";
+    let mut out = BTreeMap::new();
+    for item in items(value) {
+        let (name, proto) = item
+            .split_once(':')
+            .ok_or_else(|| invalid(key, value, allowed))?;
+        let name = name.trim();
+        let proto =
+            SecurityProtocol::from_name(proto.trim()).ok_or_else(|| invalid(key, value, allowed))?;
+        if !valid_listener_name(name) {
+            return Err(invalid(key, value, allowed));
+        }
+        if out.insert(name.to_ascii_uppercase(), proto).is_some() {
+            return Err(invalid(key, value, "each listener name once"));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `inter.broker.listener.name`: one listener name (upper-cased);
+/// empty is unset.
+pub fn parse_inter_broker_name(key: &str, value: &str) -> Result<Option<String>, ConfigError> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    if !valid_listener_name(v) {
+        return Err(invalid(key, value, "a listener name (letters, digits, _ and -)"));
+    }
+    Ok(Some(v.to_ascii_uppercase()))
+}
+
+impl KraftConfig {
+    /// The security protocol of listener `name`: the map's entry when the
+    /// map is given; otherwise Kafka's default map (each protocol's own
+    /// name) with the controller listeners as PLAINTEXT. None: no protocol
+    /// for that name (Kafka refuses to start).
+    pub fn protocol_of(&self, name: &str) -> Option<SecurityProtocol> {
+        match &self.protocol_map {
+            Some(m) => m.get(name).copied(),
+            None if self.controller_listener_names.iter().any(|n| n == name) => {
+                SecurityProtocol::from_name(name).or(Some(SecurityProtocol::Plaintext))
+            }
+            None => SecurityProtocol::from_name(name),
+        }
+    }
+
+    /// Whether `name` is one of `controller.listener.names`.
+    pub fn is_controller_listener(&self, name: &str) -> bool {
+        self.controller_listener_names.iter().any(|n| n == name)
+    }
+}
+
+/// The checks of Kafka's `KafkaConfig` on the KRaft settings and
+/// listeners, once every key is applied; errors name the key, the value
+/// and the rule. Used by [`Config::validate`].
+pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
+    let k = &c.kraft;
+    if let Some(roles) = k.process_roles {
+        let given = match (roles.broker, roles.controller) {
+            (true, false) => Some("broker"),
+            (false, true) => Some("controller"),
+            _ => None,
+        };
+        if let Some(given) = given {
+            return Err(invalid(
+                "process.roles",
+                given,
+                "broker,controller: this build runs combined-mode nodes only (a broker-only or controller-only node needs the cluster, which is not there yet)",
+            ));
+        }
+        if k.voters.is_empty() && k.bootstrap_servers.is_empty() {
+            return Err(invalid(
+                "controller.quorum.voters",
+                "",
+                "the quorum's voters as id@host:port,… (or controller.quorum.bootstrap.servers) when process.roles is set",
+            ));
+        }
+        if !k.voters.is_empty() && !k.voters.iter().any(|v| v.id == c.node_id) {
+            return Err(invalid(
+                "controller.quorum.voters",
+                &voters_text(&k.voters),
+                &format!(
+                    "a list that includes this node (node.id={}) when process.roles contains controller",
+                    c.node_id
+                ),
+            ));
+        }
+        if !k
+            .controller_listener_names
+            .iter()
+            .any(|n| c.listeners.iter().any(|l| &l.name == n))
+        {
+            return Err(invalid(
+                "controller.listener.names",
+                &k.controller_listener_names.join(","),
+                "at least one name of a listener in listeners when process.roles contains controller",
+            ));
+        }
+    }
+    // Every listener needs a protocol; the ones served must be PLAINTEXT.
+    for l in &c.listeners {
+        match k.protocol_of(&l.name) {
+            None => {
+                return Err(invalid(
+                    "listener.security.protocol.map",
+                    &protocol_map_text(k),
+                    &format!("a security protocol for listener {}", l.name),
+                ))
+            }
+            Some(SecurityProtocol::Plaintext) => {}
+            Some(p) => {
+                return Err(invalid(
+                    "listeners",
+                    &format!("{}://{}", l.name, l.addr),
+                    &format!(
+                        "listener {} uses {}: PLAINTEXT listeners only (TLS/SASL are not supported yet)",
+                        l.name,
+                        p.name()
+                    ),
+                ))
+            }
+        }
+    }
+    let client: Vec<&Listener> = c
+        .listeners
+        .iter()
+        .filter(|l| !k.is_controller_listener(&l.name))
+        .collect();
+    if client.is_empty() {
+        return Err(invalid(
+            "listeners",
+            &listeners_text(&c.listeners),
+            "at least one listener not named in controller.listener.names (the one clients use)",
+        ));
+    }
+    if let Some(ib) = &k.inter_broker_listener_name {
+        if !client.iter().any(|l| &l.name == ib) {
+            return Err(invalid(
+                "inter.broker.listener.name",
+                ib,
+                "the name of a listener in listeners that is not a controller listener",
+            ));
+        }
+    }
+    for a in &c.advertised_listeners {
+        if !c.listeners.iter().any(|l| l.name == a.name) {
+            return Err(invalid(
+                "advertised.listeners",
+                &format!("{}://{}:{}", a.name, a.host, a.port),
+                "listener names that are in listeners",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn voters_text(v: &[QuorumVoter]) -> String {
+    v.iter()
+        .map(|v| format!("{}@{}:{}", v.id, v.host, v.port))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn protocol_map_text(k: &KraftConfig) -> String {
+    k.protocol_map
+        .iter()
+        .flatten()
+        .map(|(n, p)| format!("{n}:{}", p.name()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn listeners_text(l: &[Listener]) -> String {
+    l.iter()
+        .map(|l| format!("{}://{}", l.name, l.addr))
+        .collect::<Vec<_>>()
+        .join(",")
+}
