@@ -49,9 +49,63 @@ enum Command {
     /// directory from another broker (Apache Kafka, or a Fjord data
     /// directory that lost its topic registry). See docs/migrating-from-kafka.md.
     ImportLogs(ImportArgs),
+    /// Prepare the data directory (the first of log.dirs) of a node, as
+    /// kafka-storage.sh format: write meta.properties with the cluster id
+    /// and the node.id of the configuration.
+    Format(FormatArgs),
+    /// Print a new random cluster id (a Kafka UUID: 22 base64url
+    /// characters), as kafka-storage.sh random-uuid.
+    RandomUuid,
     /// Fetch and print a running broker's metrics (its `metrics.listener`
     /// endpoint, Prometheus text: reactor stalls per shard, sendfile bytes).
     Metrics(MetricsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct FormatArgs {
+    /// The node's server.properties (Kafka's key names).
+    #[arg(long, short = 'c')]
+    config: PathBuf,
+    /// The cluster id: a Kafka UUID (see `fjord random-uuid`).
+    #[arg(long = "cluster-id", short = 't')]
+    cluster_id: String,
+    /// Leave an already formatted directory as it is instead of failing.
+    #[arg(long = "ignore-formatted", short = 'g')]
+    ignore_formatted: bool,
+    /// Any Kafka config as key=value; repeatable; wins over the file.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn run_format(args: FormatArgs) -> Result<(), String> {
+    use fjord::cluster::format::{format_data_dir, Formatted};
+    let config = build_config(&ServeArgs {
+        config: Some(args.config.clone()),
+        overrides: args.overrides.clone(),
+        ..ServeArgs::default()
+    })?;
+    let dir = config.data_dir();
+    match format_data_dir(
+        &dir,
+        config.node_id,
+        &args.cluster_id,
+        config.cluster_id.as_deref(),
+        args.ignore_formatted,
+    )
+    .map_err(|e| e.to_string())?
+    {
+        Formatted::Written { directory_id } => println!(
+            "Formatted data directory {} for cluster {} (node.id={}, directory.id={directory_id})",
+            dir.display(),
+            args.cluster_id,
+            config.node_id
+        ),
+        Formatted::AlreadyFormatted => println!(
+            "All of the log directories are already formatted ({} left as it is).",
+            dir.display()
+        ),
+    }
+    Ok(())
 }
 
 #[derive(clap::Args, Debug)]
@@ -408,6 +462,19 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             };
+        }
+        Some(Command::Format(a)) => {
+            return match run_format(a) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("fjord format: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Some(Command::RandomUuid) => {
+            println!("{}", fjord::cluster::format::random_kafka_uuid());
+            return ExitCode::SUCCESS;
         }
         Some(Command::Metrics(a)) => {
             return match run_metrics(a) {

@@ -8,6 +8,7 @@
 
 pub mod controller;
 pub mod error;
+pub mod format;
 pub mod import;
 pub mod metadata;
 pub mod topic_config;
