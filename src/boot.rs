@@ -194,13 +194,15 @@ pub fn run(config: Config) -> Result<(), BootError> {
     // The client listener: the first not named in controller.listener.names
     // (`Config::validate` makes sure there is one).
     config.validate()?;
-    let client = config.client_listener().cloned().ok_or_else(|| {
-        crate::config::ConfigError::Invalid {
-            key: "listeners".to_string(),
-            value: String::new(),
-            allowed: "a listener not named in controller.listener.names".to_string(),
-        }
-    })?;
+    let client =
+        config
+            .client_listener()
+            .cloned()
+            .ok_or_else(|| crate::config::ConfigError::Invalid {
+                key: "listeners".to_string(),
+                value: String::new(),
+                allowed: "a listener not named in controller.listener.names".to_string(),
+            })?;
     if let Some(c) = config.controller_listener() {
         log::info!(
             "controller listener {}://{} is recorded for the metadata quorum but not served yet",

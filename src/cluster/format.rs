@@ -262,10 +262,7 @@ mod tests {
         ));
         // A second format is refused; --ignore-formatted leaves the file.
         let e = format_data_dir(&data, 3, &random_kafka_uuid(), None, false).unwrap_err();
-        assert!(
-            matches!(e, FormatError::AlreadyFormatted { .. }),
-            "{e:?}"
-        );
+        assert!(matches!(e, FormatError::AlreadyFormatted { .. }), "{e:?}");
         assert!(e.to_string().contains("is already formatted"), "{e}");
         assert_eq!(
             format_data_dir(&data, 3, &random_kafka_uuid(), None, true).unwrap(),

@@ -217,7 +217,9 @@ fn set_controller_listener_names(
 }
 
 fn set_protocol_map(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
-    c.kraft.protocol_map = Some(kraft::parse_protocol_map(key, value)?);
+    // An empty value is the unset key: Kafka's default map.
+    let map = kraft::parse_protocol_map(key, value)?;
+    c.kraft.protocol_map = (!map.is_empty()).then_some(map);
     Ok(())
 }
 

@@ -216,15 +216,16 @@ pub fn parse_protocol_map(
     key: &str,
     value: &str,
 ) -> Result<BTreeMap<String, SecurityProtocol>, ConfigError> {
-    let allowed = "a comma-separated list of NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)";
+    let allowed =
+        "a comma-separated list of NAME:PROTOCOL (PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)";
     let mut out = BTreeMap::new();
     for item in items(value) {
         let (name, proto) = item
             .split_once(':')
             .ok_or_else(|| invalid(key, value, allowed))?;
         let name = name.trim();
-        let proto =
-            SecurityProtocol::from_name(proto.trim()).ok_or_else(|| invalid(key, value, allowed))?;
+        let proto = SecurityProtocol::from_name(proto.trim())
+            .ok_or_else(|| invalid(key, value, allowed))?;
         if !valid_listener_name(name) {
             return Err(invalid(key, value, allowed));
         }
@@ -243,7 +244,11 @@ pub fn parse_inter_broker_name(key: &str, value: &str) -> Result<Option<String>,
         return Ok(None);
     }
     if !valid_listener_name(v) {
-        return Err(invalid(key, value, "a listener name (letters, digits, _ and -)"));
+        return Err(invalid(
+            key,
+            value,
+            "a listener name (letters, digits, _ and -)",
+        ));
     }
     Ok(Some(v.to_ascii_uppercase()))
 }
@@ -394,4 +399,279 @@ fn listeners_text(l: &[Listener]) -> String {
         .map(|l| format!("{}://{}", l.name, l.addr))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_listeners;
+    use super::*;
+
+    /// A combined-mode node's server.properties, as Kafka's quickstart
+    /// writes it.
+    const COMBINED: &[(&str, &str)] = &[
+        ("process.roles", "broker,controller"),
+        ("node.id", "1"),
+        ("controller.quorum.voters", "1@127.0.0.1:9093"),
+        (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        ),
+        ("advertised.listeners", "PLAINTEXT://127.0.0.1:9092"),
+        ("controller.listener.names", "CONTROLLER"),
+        ("inter.broker.listener.name", "PLAINTEXT"),
+        (
+            "listener.security.protocol.map",
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        ),
+        ("log.dirs", "/tmp/kraft-combined-logs"),
+        ("num.partitions", "1"),
+    ];
+
+    fn combined(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut c = Config::default();
+        c.apply(COMBINED.iter().chain(extra).copied())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn err(extra: &[(&str, &str)]) -> String {
+        combined(extra)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn combined_mode_file_is_accepted() {
+        let c = combined(&[]).unwrap();
+        assert!(c.unknown_keys.is_empty(), "{:?}", c.unknown_keys);
+        let k = &c.kraft;
+        assert_eq!(
+            k.process_roles,
+            Some(ProcessRoles {
+                broker: true,
+                controller: true
+            })
+        );
+        assert_eq!(
+            k.voters,
+            [QuorumVoter {
+                id: 1,
+                host: "127.0.0.1".into(),
+                port: 9093
+            }]
+        );
+        assert_eq!(k.controller_listener_names, ["CONTROLLER"]);
+        assert_eq!(k.inter_broker_listener_name.as_deref(), Some("PLAINTEXT"));
+        assert_eq!(k.protocol_of("SSL"), Some(SecurityProtocol::Ssl));
+        let client = c.client_listener().unwrap();
+        assert_eq!(
+            (client.name.as_str(), client.addr.port()),
+            ("PLAINTEXT", 9092)
+        );
+        let ctrl = c.controller_listener().unwrap();
+        assert_eq!((ctrl.name.as_str(), ctrl.addr.port()), ("CONTROLLER", 9093));
+        assert_eq!(c.client_advertised(), Some(("127.0.0.1".into(), 9092)));
+        // The controller listener may come first: the client one is the
+        // listener not named in controller.listener.names.
+        let c = combined(&[(
+            "listeners",
+            "CONTROLLER://127.0.0.1:9093,PLAINTEXT://127.0.0.1:0",
+        )])
+        .unwrap();
+        assert_eq!(c.client_listener().map(|l| l.addr.port()), Some(0));
+        // The newer controller.quorum.bootstrap.servers instead of voters.
+        let c = combined(&[
+            ("controller.quorum.voters", ""),
+            ("controller.quorum.bootstrap.servers", "127.0.0.1:9093"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.kraft.bootstrap_servers,
+            [HostPort {
+                host: "127.0.0.1".into(),
+                port: 9093
+            }]
+        );
+    }
+
+    #[test]
+    fn plain_files_keep_working() {
+        let mut c = Config::default();
+        c.set("listeners", "PLAINTEXT://127.0.0.1:0").unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.client_listener().map(|l| l.addr.port()), Some(0));
+        assert!(c.controller_listener().is_none());
+        assert_eq!(c.client_advertised(), None);
+        c.set("advertised.listeners", "example:9000").unwrap();
+        assert!(c.validate().is_ok());
+        assert_eq!(c.client_advertised(), Some(("example".into(), 9000)));
+        c.set("listeners", "127.0.0.1:0").unwrap();
+        assert_eq!(c.listeners[0].name, "PLAINTEXT");
+        assert!(Config::default().validate().is_ok());
+    }
+
+    #[test]
+    fn process_roles() {
+        let p = |v| parse_process_roles("process.roles", v);
+        assert_eq!(
+            p("controller, broker").ok(),
+            Some(ProcessRoles {
+                broker: true,
+                controller: true
+            })
+        );
+        assert!(p("broker,broker").is_err());
+        assert!(p("").is_err());
+        assert!(p("zookeeper").is_err());
+        assert!(p("Broker").is_err());
+        for role in ["broker", "controller"] {
+            assert_eq!(
+                err(&[("process.roles", role)]),
+                format!("invalid value \"{role}\" for process.roles: broker,controller: this build runs combined-mode nodes only (a broker-only or controller-only node needs the cluster, which is not there yet)")
+            );
+        }
+    }
+
+    #[test]
+    fn voters() {
+        let p = |v| parse_voters("controller.quorum.voters", v);
+        let v = p("1@a:9093, 2@[::1]:9094,3@c.example:1").unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!((v[1].id, v[1].host.as_str(), v[1].port), (2, "::1", 9094));
+        assert_eq!(p("").unwrap(), []);
+        for bad in [
+            "1@a",
+            "a:9093",
+            "x@a:9093",
+            "-1@a:9093",
+            "1@a:0",
+            "1@a:70000",
+            "1@:9093",
+            "1@a:1,1@b:2",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            err(&[("controller.quorum.voters", "2@127.0.0.1:9093")]),
+            "invalid value \"2@127.0.0.1:9093\" for controller.quorum.voters: a list that includes this node (node.id=1) when process.roles contains controller"
+        );
+        assert!(err(&[("controller.quorum.voters", "")]).contains("when process.roles is set"));
+        let c = combined(&[
+            ("node.id", "2"),
+            ("controller.quorum.voters", "1@h1:9093,2@h2:9093,3@h3:9093"),
+        ])
+        .unwrap();
+        assert_eq!(c.kraft.voters.len(), 3);
+    }
+
+    #[test]
+    fn bootstrap_servers_and_names() {
+        let p = |v| parse_host_ports("controller.quorum.bootstrap.servers", v);
+        assert_eq!(p("a:1,b:2").unwrap().len(), 2);
+        assert!(p("a").is_err());
+        assert!(p("a:0").is_err());
+        let n = |v| parse_listener_names("controller.listener.names", v);
+        assert_eq!(n("controller, Other").unwrap(), ["CONTROLLER", "OTHER"]);
+        assert!(n("A,a").is_err());
+        assert!(n("a b").is_err());
+        let ib = |v| parse_inter_broker_name("inter.broker.listener.name", v);
+        assert_eq!(ib(" plaintext ").unwrap().as_deref(), Some("PLAINTEXT"));
+        assert_eq!(ib("").unwrap(), None);
+        assert!(ib("a:b").is_err());
+    }
+
+    #[test]
+    fn protocol_map() {
+        let p = |v| parse_protocol_map("listener.security.protocol.map", v);
+        let m = p("internal:plaintext, EXTERNAL:SASL_SSL").unwrap();
+        assert_eq!(m["INTERNAL"], SecurityProtocol::Plaintext);
+        assert_eq!(m["EXTERNAL"], SecurityProtocol::SaslSsl);
+        assert!(p("A:TLS").is_err());
+        assert!(p("A").is_err());
+        assert!(p("A:SSL,a:SSL").is_err());
+        // Kafka's default map: a controller listener is PLAINTEXT.
+        let c = combined(&[("listener.security.protocol.map", "")]);
+        assert!(c.is_ok(), "{c:?}");
+        let mut k = KraftConfig::default();
+        assert_eq!(k.protocol_of("CONTROLLER"), None);
+        k.controller_listener_names = vec!["CONTROLLER".into()];
+        assert_eq!(
+            k.protocol_of("CONTROLLER"),
+            Some(SecurityProtocol::Plaintext)
+        );
+        assert_eq!(k.protocol_of("SSL"), Some(SecurityProtocol::Ssl));
+    }
+
+    #[test]
+    fn listener_rules() {
+        // A used listener mapped to another protocol than PLAINTEXT.
+        assert_eq!(
+            err(&[(
+                "listener.security.protocol.map",
+                "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"
+            )]),
+            "invalid value \"CONTROLLER://127.0.0.1:9093\" for listeners: listener CONTROLLER uses SSL: PLAINTEXT listeners only (TLS/SASL are not supported yet)"
+        );
+        // A listener name the map does not know.
+        assert!(
+            err(&[("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")])
+                .contains("a security protocol for listener CONTROLLER")
+        );
+        // A name that is not a protocol needs the map.
+        let mut c = Config::default();
+        c.set("listeners", "CLIENT://127.0.0.1:0").unwrap();
+        assert!(c.validate().is_err());
+        c.set("listener.security.protocol.map", "CLIENT:PLAINTEXT")
+            .unwrap();
+        assert!(c.validate().is_ok());
+        // Listener names: each once, valid characters; SSL/SASL refused.
+        assert!(parse_listeners("listeners", "A://127.0.0.1:1,a://127.0.0.1:2").is_err());
+        assert!(parse_listeners("listeners", "A B://127.0.0.1:1").is_err());
+        assert!(parse_listeners("listeners", "SASL_SSL://127.0.0.1:1").is_err());
+        // Only controller listeners: no listener for clients.
+        assert!(err(&[("listeners", "CONTROLLER://127.0.0.1:9093")])
+            .contains("at least one listener not named in controller.listener.names"));
+        // The controller listener must be among the listeners.
+        assert!(err(&[("listeners", "PLAINTEXT://127.0.0.1:9092")])
+            .contains("for controller.listener.names"));
+        // inter.broker.listener.name names a client listener.
+        assert!(err(&[("inter.broker.listener.name", "CONTROLLER")])
+            .contains("for inter.broker.listener.name"));
+        assert!(err(&[("inter.broker.listener.name", "OTHER")])
+            .contains("for inter.broker.listener.name"));
+        // advertised.listeners by name.
+        assert!(err(&[("advertised.listeners", "OTHER://h:1")])
+            .contains("listener names that are in listeners"));
+        let c = combined(&[(
+            "advertised.listeners",
+            "CONTROLLER://c:9093,PLAINTEXT://example:9000",
+        )])
+        .unwrap();
+        assert_eq!(c.client_advertised(), Some(("example".into(), 9000)));
+        assert!(combined(&[("advertised.listeners", "PLAINTEXT://a:1,PLAINTEXT://b:2")]).is_err());
+    }
+
+    #[test]
+    fn described_as_given() {
+        let c = combined(&[]).unwrap();
+        let get = |k: &str| super::super::broker_def(k).and_then(|d| (d.get)(&c));
+        assert_eq!(get("process.roles").as_deref(), Some("broker,controller"));
+        assert_eq!(
+            get("controller.quorum.voters").as_deref(),
+            Some("1@127.0.0.1:9093")
+        );
+        assert_eq!(
+            get("controller.listener.names").as_deref(),
+            Some("CONTROLLER")
+        );
+        assert_eq!(
+            get("listener.security.protocol.map").as_deref(),
+            Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL")
+        );
+        assert_eq!(
+            get("inter.broker.listener.name").as_deref(),
+            Some("PLAINTEXT")
+        );
+    }
 }
