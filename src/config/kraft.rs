@@ -292,6 +292,13 @@ pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
                 "broker,controller: this build runs combined-mode nodes only (a broker-only or controller-only node needs the cluster, which is not there yet)",
             ));
         }
+        if c.ids_given == (None, None) {
+            return Err(invalid(
+                "node.id",
+                "",
+                "an id (an integer in [0, 2147483647]): required when process.roles is set",
+            ));
+        }
         if k.voters.is_empty() && k.bootstrap_servers.is_empty() {
             return Err(invalid(
                 "controller.quorum.voters",
@@ -343,6 +350,17 @@ pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
                     ),
                 ))
             }
+        }
+    }
+    // Each listener its own port (port 0 picks a free one for each).
+    for (i, l) in c.listeners.iter().enumerate() {
+        let port = l.addr.port();
+        if port != 0 && c.listeners[..i].iter().any(|o| o.addr.port() == port) {
+            return Err(invalid(
+                "listeners",
+                &listeners_text(&c.listeners),
+                "each listener on a different port",
+            ));
         }
     }
     let client: Vec<&Listener> = c
@@ -640,6 +658,27 @@ mod tests {
             .contains("for inter.broker.listener.name"));
         assert!(err(&[("inter.broker.listener.name", "OTHER")])
             .contains("for inter.broker.listener.name"));
+        // Each listener its own port; port 0 may repeat.
+        assert!(err(&[(
+            "listeners",
+            "PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:9093"
+        )])
+        .contains("each listener on a different port"));
+        assert!(combined(&[(
+            "listeners",
+            "PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0"
+        )])
+        .is_ok());
+        // node.id is required with process.roles, as in Kafka.
+        let mut c = Config::default();
+        c.apply(COMBINED.iter().filter(|(k, _)| *k != "node.id").copied())
+            .unwrap();
+        assert!(c
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+            .contains("required when process.roles is set"));
         // advertised.listeners by name.
         assert!(err(&[("advertised.listeners", "OTHER://h:1")])
             .contains("listener names that are in listeners"));
