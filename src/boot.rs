@@ -173,8 +173,12 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
 }
 
 /// Starts the broker and blocks until it shuts down (SIGTERM/SIGINT).
-/// Prints `listening on <addr>` on stdout once every shard accepts.
+/// Prints `listening on <addr>` on stdout once every shard accepts. Settings
+/// that contradict each other ([`Config::validate`]) give
+/// [`BootError::Config`] before anything is touched on disk; clients are
+/// served on [`Config::client_listener`].
 pub fn run(config: Config) -> Result<(), BootError> {
+    config.validate()?;
     for k in &config.unknown_keys {
         log::warn!("ignoring unknown config key {k}");
     }
@@ -192,8 +196,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
     let _lock = lock_data_dir(&data_dir)?;
     raise_fd_limit();
     // The client listener: the first not named in controller.listener.names
-    // (`Config::validate` makes sure there is one).
-    config.validate()?;
+    // (`Config::validate`, above, makes sure there is one).
     let client =
         config
             .client_listener()

@@ -3,7 +3,9 @@
 //! done by `shard::Shard::publish_metadata`.
 //!
 //! On-disk state under the data directory:
-//! - `meta.properties` — Kafka's file: `version=1`, `node.id`, `cluster.id`.
+//! - `meta.properties` — Kafka's file: `version=1`, `node.id`, `cluster.id`
+//!   (and `directory.id` when written by `fjord format`, see
+//!   [`super::format`]).
 //! - `__cluster_metadata/<topic>.topic` — one file per topic: `topic.id=<uuid>`,
 //!   `partitions=<n>`, then `config.<kafka name>=<value>` lines. Written to a
 //!   temporary file, fsynced and renamed, so a crash leaves the old or the new
