@@ -513,6 +513,65 @@ mod tests {
         );
     }
 
+    /// The shape of the config/server.properties shipped with Kafka 4.x:
+    /// `controller.quorum.bootstrap.servers`, listeners without a host, the
+    /// controller listener advertised too.
+    #[test]
+    fn kafka_4_shipped_file_is_accepted() {
+        let text = "\
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.properties");
+        std::fs::write(&path, text).unwrap();
+        let pairs = super::super::read_properties(&path).unwrap();
+        let mut c = Config::default();
+        c.apply(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap();
+        c.validate().unwrap();
+        let client = c.client_listener().unwrap();
+        assert_eq!(
+            (client.name.as_str(), client.addr.to_string()),
+            ("PLAINTEXT", "0.0.0.0:9092".to_string())
+        );
+        assert_eq!(c.client_advertised(), Some(("localhost".into(), 9092)));
+        assert_eq!(c.kraft.bootstrap_servers.len(), 1);
+        assert!(c.kraft.voters.is_empty());
+        assert!(
+            c.unknown_keys
+                .iter()
+                .all(|k| k.contains("replication.factor")
+                    || k.contains("min.isr")
+                    || k.starts_with("num.")
+                    || k.starts_with("socket.")),
+            "{:?}",
+            c.unknown_keys
+        );
+    }
+
     #[test]
     fn plain_files_keep_working() {
         let mut c = Config::default();
