@@ -438,11 +438,12 @@ impl Config {
     /// DescribeConfigs on the broker resource: the entries of
     /// [`BROKER_CONFIGS`] marked [`Describe::Own`] (the broker keys of topic
     /// configs come from `cluster::topic_config::broker_key_entries`).
-    pub fn describe(&self) -> BTreeMap<&'static str, String> {
+    /// A key with no value (set or default) gives None: Kafka's null value.
+    pub fn describe(&self) -> BTreeMap<&'static str, Option<String>> {
         BROKER_CONFIGS
             .iter()
             .filter(|d| d.describe == Describe::Own)
-            .map(|d| (d.name, (d.get)(self).unwrap_or_default()))
+            .map(|d| (d.name, (d.get)(self)))
             .collect()
     }
 }

@@ -32,8 +32,8 @@ pub enum Describe {
     /// A broker key of a topic config: reported with that topic config's
     /// synonyms, by `cluster::topic_config::broker_key_entries`.
     TopicSynonym,
-    /// Not reported (why): an alias of another key, or a setting not
-    /// described yet.
+    /// Not reported (why): Fjord's own settings, and keys Kafka has no
+    /// broker config for.
     Hidden(&'static str),
 }
 
@@ -259,13 +259,21 @@ fn get_bootstrap_servers(c: &Config) -> Option<String> {
     Some(v.join(","))
 }
 
+/// Kafka's `listener.security.protocol.map` default, as Kafka writes it.
+const PROTOCOL_MAP_DEFAULT: &str =
+    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT";
+
+/// The map as given; unset: Kafka's default, which the broker runs with.
 fn get_protocol_map(c: &Config) -> Option<String> {
-    c.kraft.protocol_map.as_ref().map(|m| {
-        m.iter()
-            .map(|(n, p)| format!("{n}:{}", p.name()))
-            .collect::<Vec<_>>()
-            .join(",")
-    })
+    Some(c.kraft.protocol_map.as_ref().map_or_else(
+        || PROTOCOL_MAP_DEFAULT.to_string(),
+        |m| {
+            m.iter()
+                .map(|(n, p)| format!("{n}:{}", p.name()))
+                .collect::<Vec<_>>()
+                .join(",")
+        },
+    ))
 }
 
 fn set_dirs(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -310,6 +318,15 @@ fn get_listeners(c: &Config) -> Option<String> {
     Some(l.join(","))
 }
 
+fn get_advertised(c: &Config) -> Option<String> {
+    let l: Vec<String> = c
+        .advertised_listeners
+        .iter()
+        .map(|a| format!("{}://{}:{}", a.name, a.host, a.port))
+        .collect();
+    (!l.is_empty()).then(|| l.join(","))
+}
+
 fn get_addr(a: Option<SocketAddr>) -> Option<String> {
     a.map(|a| a.to_string())
 }
@@ -317,27 +334,27 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 /// Every broker config Fjord accepts, sorted by name. Kafka's defaults,
 /// types and ranges; the descriptions are this project's own.
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
-    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.advertised.as_ref().map(|(h, p)| format!("{h}:{p}")) },
+    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Own, get: get_advertised },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
-    BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Hidden("an alias of node.id"), get: |c| some(c.node_id) },
-    BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.cluster_id.clone() },
-    BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| (!c.kraft.controller_listener_names.is_empty()).then(|| c.kraft.controller_listener_names.join(",")) },
-    BrokerConfigDef { name: "controller.quorum.bootstrap.servers", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of host:port", set: set_bootstrap_servers }, doc: "Controllers to contact to find the quorum (Kafka's KRaft key, the newer alternative to controller.quorum.voters). Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_bootstrap_servers },
-    BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_voters },
-    BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.default_replication_factor) },
+    BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not a Kafka broker config: Kafka keeps the cluster id in meta.properties only"), get: |c| c.cluster_id.clone() },
+    BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Own, get: |c| (!c.kraft.controller_listener_names.is_empty()).then(|| c.kraft.controller_listener_names.join(",")) },
+    BrokerConfigDef { name: "controller.quorum.bootstrap.servers", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of host:port", set: set_bootstrap_servers }, doc: "Controllers to contact to find the quorum (Kafka's KRaft key, the newer alternative to controller.quorum.voters). Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_bootstrap_servers },
+    BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_voters },
+    BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
     BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
     BrokerConfigDef { name: "group.max.session.timeout.ms", ty: T::Int, default: Some("1800000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.max_session_timeout_ms = to_i32(v) }, doc: "The largest session timeout (ms) a member may ask for; larger gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_session_timeout_ms) },
     // Kafka's default is Integer.MAX_VALUE; the field's own default
     // (unbounded) is kept, which no group can tell apart.
-    BrokerConfigDef { name: "group.max.size", ty: T::Int, default: None, field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have; unset: unbounded.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.max_size) },
+    BrokerConfigDef { name: "group.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_size.min(I32MAX as usize)) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
-    BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| c.kraft.inter_broker_listener_name.clone() },
-    BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_protocol_map },
-    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_listeners },
+    BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.kraft.inter_broker_listener_name.clone() },
+    BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Own, get: get_protocol_map },
+    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Own, get: get_listeners },
     BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
-    BrokerConfigDef { name: "log.dir", ty: T::String, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Hidden("an alias of log.dirs"), get: |c| some(c.data_dir().display()) },
+    BrokerConfigDef { name: "log.dir", ty: T::String, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
     BrokerConfigDef { name: "log.dirs", ty: T::String, default: Some("./data"), field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The data directory; only the first of a list is used.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
     BrokerConfigDef { name: "log.flush.interval.messages", ty: T::Long, default: Some(I64MAX_STR), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_flush_interval_messages = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync after this many messages; the default leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_flush_interval_messages.map_or(I64MAX_STR.to_string(), |v| v.to_string())) },
     BrokerConfigDef { name: "log.flush.interval.ms", ty: T::Long, default: None, field: Field::Int { min: 0, max: I64MAX, set: |c, v| c.log_flush_interval_ms = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync at most this long (ms) after an append; unset leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| c.log_flush_interval_ms.map(|v| v.to_string()) },
@@ -353,12 +370,12 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "metrics.listener", ty: T::String, default: None, field: Field::Text { allowed: "host:port (port 0 picks a free port), or empty", set: set_metrics_listener }, doc: "Fjord's own: host:port of the Prometheus-text metrics endpoint (GET /metrics); unset or empty: no endpoint.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| get_addr(c.metrics_listener) },
     BrokerConfigDef { name: "node.id", ty: T::Int, default: Some("1"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.0 = Some(to_i32(v)) } }, doc: "This broker's id in Metadata; must match meta.properties in the data directory.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
     BrokerConfigDef { name: "num.partitions", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.num_partitions = to_i32(v) }, doc: "Partitions of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.num_partitions) },
-    BrokerConfigDef { name: "offset.metadata.max.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.offset_metadata_max_bytes = to_usize(v) }, doc: "The longest metadata string of a committed offset (bytes); longer gets OFFSET_METADATA_TOO_LARGE.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offset_metadata_max_bytes) },
-    BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_check_interval_ms) },
-    BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
+    BrokerConfigDef { name: "offset.metadata.max.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.offset_metadata_max_bytes = to_usize(v) }, doc: "The longest metadata string of a committed offset (bytes); longer gets OFFSET_METADATA_TOO_LARGE.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offset_metadata_max_bytes) },
+    BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_check_interval_ms) },
+    BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
     BrokerConfigDef { name: "offsets.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.group.offsets_topic_partitions = to_i32(v) }, doc: "Partitions of __consumer_offsets (created on the first group lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_partitions) },
-    BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Hidden("not described yet"), get: |c| some(c.group.offsets_topic_segment_bytes) },
-    BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Hidden("not described yet"), get: get_process_roles },
+    BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_segment_bytes) },
+    BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Own, get: get_process_roles },
     BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
     BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
     BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },
@@ -485,47 +502,139 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 21 own settings, read-only.
-        assert_eq!(own.len(), 21);
+        // Today's broker resource: 37 own settings, read-only.
+        assert_eq!(own.len(), 37);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
-    /// The broker resource's own settings with every default, as
-    /// DescribeConfigs reported them before the table.
+    /// The broker resource's own settings with every default: the 21 that
+    /// DescribeConfigs reported before the table, unchanged, and the keys
+    /// Kafka 4.4 describes too (a null value where Kafka's key has no value).
     #[test]
     fn described_defaults_are_unchanged() {
-        let got: Vec<(&str, String)> = Config::default().describe().into_iter().collect();
-        let want = [
-            ("auto.create.topics.enable", "true"),
-            ("delete.topic.enable", "true"),
-            ("group.initial.rebalance.delay.ms", "3000"),
-            ("group.max.session.timeout.ms", "1800000"),
-            ("group.min.session.timeout.ms", "6000"),
-            ("log.cleaner.backoff.ms", "15000"),
-            ("log.dirs", "./data"),
-            ("log.initial.task.delay.ms", "30000"),
-            ("log.retention.check.interval.ms", "300000"),
-            ("node.id", "1"),
-            ("num.partitions", "1"),
-            ("offsets.topic.num.partitions", "50"),
-            ("producer.id.expiration.check.interval.ms", "600000"),
-            ("producer.id.expiration.ms", "86400000"),
-            ("socket.request.max.bytes", "104857600"),
+        let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
+        let want: [(&str, Option<&str>); 37] = [
+            ("advertised.listeners", None),
+            ("auto.create.topics.enable", Some("true")),
+            ("broker.id", Some("1")),
+            ("controller.listener.names", None),
+            ("controller.quorum.bootstrap.servers", Some("")),
+            ("controller.quorum.voters", Some("")),
+            ("default.replication.factor", Some("1")),
+            ("delete.topic.enable", Some("true")),
+            ("group.initial.rebalance.delay.ms", Some("3000")),
+            ("group.max.session.timeout.ms", Some("1800000")),
+            ("group.max.size", Some("2147483647")),
+            ("group.min.session.timeout.ms", Some("6000")),
+            ("inter.broker.listener.name", None),
+            (
+                "listener.security.protocol.map",
+                Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),
+            ),
+            ("listeners", Some("PLAINTEXT://127.0.0.1:9092")),
+            ("log.cleaner.backoff.ms", Some("15000")),
+            ("log.dir", Some("./data")),
+            ("log.dirs", Some("./data")),
+            ("log.initial.task.delay.ms", Some("30000")),
+            ("log.retention.check.interval.ms", Some("300000")),
+            ("node.id", Some("1")),
+            ("num.partitions", Some("1")),
+            ("offset.metadata.max.bytes", Some("4096")),
+            ("offsets.retention.check.interval.ms", Some("600000")),
+            ("offsets.retention.minutes", Some("10080")),
+            ("offsets.topic.num.partitions", Some("50")),
+            ("offsets.topic.segment.bytes", Some("104857600")),
+            ("process.roles", None),
+            ("producer.id.expiration.check.interval.ms", Some("600000")),
+            ("producer.id.expiration.ms", Some("86400000")),
+            ("socket.request.max.bytes", Some("104857600")),
             (
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                "10000",
+                Some("10000"),
             ),
-            ("transaction.max.timeout.ms", "900000"),
+            ("transaction.max.timeout.ms", Some("900000")),
             (
                 "transaction.remove.expired.transaction.cleanup.interval.ms",
-                "3600000",
+                Some("3600000"),
             ),
-            ("transaction.state.log.num.partitions", "50"),
-            ("transaction.state.log.segment.bytes", "104857600"),
-            ("transactional.id.expiration.ms", "604800000"),
+            ("transaction.state.log.num.partitions", Some("50")),
+            ("transaction.state.log.segment.bytes", Some("104857600")),
+            ("transactional.id.expiration.ms", Some("604800000")),
         ];
-        let want: Vec<(&str, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let want: Vec<(&str, Option<String>)> = want
+            .iter()
+            .map(|(k, v)| (*k, v.map(str::to_string)))
+            .collect();
         assert_eq!(got, want);
+    }
+
+    /// A KRaft combined node's server.properties: the keys are described
+    /// with the values given, in Kafka's text form.
+    #[test]
+    fn kraft_keys_described_as_given() {
+        let mut c = Config::default();
+        for (k, v) in [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            ),
+            (
+                "advertised.listeners",
+                "PLAINTEXT://example:9092,CONTROLLER://example:9093",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            ("inter.broker.listener.name", "PLAINTEXT"),
+            (
+                "listener.security.protocol.map",
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            ),
+            ("group.max.size", "10"),
+            ("offsets.retention.minutes", "60"),
+        ] {
+            assert!(c.set(k, v).is_ok(), "{k}={v}");
+        }
+        assert!(c.validate().is_ok());
+        let d = c.describe();
+        let get = |k: &str| d.get(k).cloned().flatten();
+        assert_eq!(get("process.roles").as_deref(), Some("broker,controller"));
+        assert_eq!(
+            get("listeners").as_deref(),
+            Some("PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
+        );
+        assert_eq!(
+            get("advertised.listeners").as_deref(),
+            Some("PLAINTEXT://example:9092,CONTROLLER://example:9093")
+        );
+        assert_eq!(
+            get("controller.quorum.voters").as_deref(),
+            Some("1@127.0.0.1:9093")
+        );
+        assert_eq!(
+            get("controller.listener.names").as_deref(),
+            Some("CONTROLLER")
+        );
+        assert_eq!(
+            get("inter.broker.listener.name").as_deref(),
+            Some("PLAINTEXT")
+        );
+        assert_eq!(
+            get("listener.security.protocol.map").as_deref(),
+            Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT")
+        );
+        assert_eq!(get("group.max.size").as_deref(), Some("10"));
+        assert_eq!(get("offsets.retention.minutes").as_deref(), Some("60"));
+        assert_eq!(get("cluster.id"), None);
+        for hidden in [
+            "cluster.id",
+            "fjord.shards",
+            "metrics.listener",
+            "reactor.stall.threshold.us",
+        ] {
+            assert!(!d.contains_key(hidden), "{hidden}");
+        }
     }
 
     /// The same validation messages as before the table.

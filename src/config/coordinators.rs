@@ -12,7 +12,7 @@ pub struct GroupConfig {
     pub max_session_timeout_ms: i32,
     /// `group.initial.rebalance.delay.ms` (default 3000).
     pub initial_rebalance_delay_ms: i32,
-    /// `group.max.size` (default unbounded).
+    /// `group.max.size` (default 2147483647, Kafka's `Integer.MAX_VALUE`).
     pub max_size: usize,
     /// `offsets.topic.num.partitions` (default 50).
     pub offsets_topic_partitions: i32,
@@ -32,7 +32,7 @@ impl Default for GroupConfig {
             min_session_timeout_ms: 6_000,
             max_session_timeout_ms: 1_800_000,
             initial_rebalance_delay_ms: 3_000,
-            max_size: usize::MAX,
+            max_size: i32::MAX as usize,
             offsets_topic_partitions: 50,
             offsets_topic_segment_bytes: 100 * 1024 * 1024,
             offsets_retention_ms: 7 * 24 * 3_600_000,

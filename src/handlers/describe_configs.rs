@@ -93,7 +93,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         }
                         let mut e = DescribeConfigsResourceResult::default();
                         e.name = s(k);
-                        e.value = Some(s(v));
+                        e.value = v.map(s);
                         // BROKER_CONFIGS says which keys may change at run
                         // time; none may today.
                         e.read_only = broker_def(k).is_none_or(|d| !d.dynamic);
