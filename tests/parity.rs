@@ -859,6 +859,59 @@ fn broker_keys_are_described_as_kafka_reports_them() {
     );
 }
 
+/// The broker resource describes the listener and group keys Kafka 4.4
+/// describes, read-only, STATIC_BROKER_CONFIG as Fjord's other own keys:
+/// `listeners` as given (port 0, as Kafka reports its configured value, not
+/// the port bound), `offsets.retention.minutes` as set, and `controller.listener.names`, unset and without a default, with a
+/// null value.
+#[test]
+fn listener_and_offsets_keys_are_described() {
+    let broker = Broker::start_with(&["offsets.retention.minutes=60"]);
+    let keys = [
+        "controller.listener.names",
+        "listeners",
+        "offsets.retention.minutes",
+    ];
+    let req = kp::DescribeConfigsRequest::default().with_resources(vec![
+        kp::describe_configs_request::DescribeConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(s("1"))
+            .with_configuration_keys(Some(keys.iter().map(|k| s(k)).collect())),
+    ]);
+    let mut c = connect(&broker.bootstrap());
+    let r = kp_call(&mut c, 4, 1, &req);
+    let got: Vec<(String, Option<String>, bool, i8)> = r.results[0]
+        .configs
+        .iter()
+        .map(|e| {
+            (
+                e.name.to_string(),
+                e.value.as_ref().map(|v| v.to_string()),
+                e.read_only,
+                e.config_source,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("controller.listener.names".into(), None, true, 4),
+            (
+                "listeners".into(),
+                Some("PLAINTEXT://127.0.0.1:0".into()),
+                true,
+                4
+            ),
+            (
+                "offsets.retention.minutes".into(),
+                Some("60".into()),
+                true,
+                4
+            ),
+        ]
+    );
+}
+
 /// ListOffsets by timestamp gives the first record at or after the log start
 /// offset, as Kafka does: after DeleteRecords moved the log start into the
 /// middle of a batch, a timestamp older than every record answers the log
