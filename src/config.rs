@@ -80,6 +80,20 @@ pub struct Listener {
     pub addr: SocketAddr,
 }
 
+/// The values of STRING-typed broker keys as given, for DescribeConfigs
+/// (Kafka reports a STRING config's text, not the parsed value: host names
+/// stay unresolved, entries keep their order). Empty or None until set.
+#[derive(Debug, Clone, Default)]
+pub struct GivenText {
+    /// `listeners` as given.
+    pub listeners: String,
+    /// `advertised.listeners` as given; None when not set.
+    pub advertised_listeners: Option<String>,
+    /// `listener.security.protocol.map` as given; None when not set or
+    /// empty (Kafka's default map applies).
+    pub protocol_map: Option<String>,
+}
+
 /// One entry of `advertised.listeners`: `NAME://host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdvertisedListener {
@@ -107,6 +121,10 @@ pub struct Config {
     pub advertised: Option<(String, u16)>,
     /// `advertised.listeners`: every entry, by listener name.
     pub advertised_listeners: Vec<AdvertisedListener>,
+    /// The text of the STRING-typed keys Kafka describes as given (trimmed,
+    /// as Kafka trims a STRING value): `listeners`, `advertised.listeners`,
+    /// `listener.security.protocol.map`.
+    pub given_text: GivenText,
     /// The KRaft keys (`process.roles`, `controller.quorum.voters`, …):
     /// checked and kept for the metadata quorum.
     pub kraft: KraftConfig,
@@ -206,6 +224,7 @@ impl Config {
             listeners: Vec::new(),
             advertised: None,
             advertised_listeners: Vec::new(),
+            given_text: GivenText::default(),
             kraft: KraftConfig::default(),
             log_dirs: Vec::new(),
             shards: None,

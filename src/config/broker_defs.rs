@@ -159,6 +159,7 @@ fn some(v: impl ToString) -> Option<String> {
 
 fn set_listeners(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     c.listeners = parse_listeners(key, value)?;
+    c.given_text.listeners = value.trim().to_string();
     Ok(())
 }
 
@@ -189,6 +190,7 @@ fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigEr
         .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
     c.advertised = Some((first.host.clone(), first.port));
     c.advertised_listeners = out;
+    c.given_text.advertised_listeners = Some(value.trim().to_string());
     Ok(())
 }
 
@@ -219,6 +221,7 @@ fn set_controller_listener_names(
 fn set_protocol_map(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     // An empty value is the unset key: Kafka's default map.
     let map = kraft::parse_protocol_map(key, value)?;
+    c.given_text.protocol_map = (!map.is_empty()).then(|| value.trim().to_string());
     c.kraft.protocol_map = (!map.is_empty()).then_some(map);
     Ok(())
 }
@@ -265,15 +268,12 @@ const PROTOCOL_MAP_DEFAULT: &str =
 
 /// The map as given; unset: Kafka's default, which the broker runs with.
 fn get_protocol_map(c: &Config) -> Option<String> {
-    Some(c.kraft.protocol_map.as_ref().map_or_else(
-        || PROTOCOL_MAP_DEFAULT.to_string(),
-        |m| {
-            m.iter()
-                .map(|(n, p)| format!("{n}:{}", p.name()))
-                .collect::<Vec<_>>()
-                .join(",")
-        },
-    ))
+    Some(
+        c.given_text
+            .protocol_map
+            .clone()
+            .unwrap_or_else(|| PROTOCOL_MAP_DEFAULT.to_string()),
+    )
 }
 
 fn set_dirs(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
@@ -310,21 +310,11 @@ fn set_metrics_listener(c: &mut Config, key: &str, value: &str) -> Result<(), Co
 }
 
 fn get_listeners(c: &Config) -> Option<String> {
-    let l: Vec<String> = c
-        .listeners
-        .iter()
-        .map(|l| format!("{}://{}", l.name, l.addr))
-        .collect();
-    Some(l.join(","))
+    Some(c.given_text.listeners.clone())
 }
 
 fn get_advertised(c: &Config) -> Option<String> {
-    let l: Vec<String> = c
-        .advertised_listeners
-        .iter()
-        .map(|a| format!("{}://{}:{}", a.name, a.host, a.port))
-        .collect();
-    (!l.is_empty()).then(|| l.join(","))
+    c.given_text.advertised_listeners.clone()
 }
 
 fn get_addr(a: Option<SocketAddr>) -> Option<String> {
@@ -569,7 +559,8 @@ mod tests {
     }
 
     /// A KRaft combined node's server.properties: the keys are described
-    /// with the values given, in Kafka's text form.
+    /// with the values given, in Kafka's text form (STRING keys as given,
+    /// trimmed: host names unresolved, the map in the order given).
     #[test]
     fn kraft_keys_described_as_given() {
         let mut c = Config::default();
@@ -579,7 +570,7 @@ mod tests {
             ("controller.quorum.voters", "1@127.0.0.1:9093"),
             (
                 "listeners",
-                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                " PLAINTEXT://localhost:9092,CONTROLLER://127.0.0.1:9093 ",
             ),
             (
                 "advertised.listeners",
@@ -589,7 +580,7 @@ mod tests {
             ("inter.broker.listener.name", "PLAINTEXT"),
             (
                 "listener.security.protocol.map",
-                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             ),
             ("group.max.size", "10"),
             ("offsets.retention.minutes", "60"),
@@ -602,7 +593,7 @@ mod tests {
         assert_eq!(get("process.roles").as_deref(), Some("broker,controller"));
         assert_eq!(
             get("listeners").as_deref(),
-            Some("PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093")
+            Some("PLAINTEXT://localhost:9092,CONTROLLER://127.0.0.1:9093")
         );
         assert_eq!(
             get("advertised.listeners").as_deref(),
@@ -622,7 +613,7 @@ mod tests {
         );
         assert_eq!(
             get("listener.security.protocol.map").as_deref(),
-            Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT")
+            Some("PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
         );
         assert_eq!(get("group.max.size").as_deref(), Some("10"));
         assert_eq!(get("offsets.retention.minutes").as_deref(), Some("60"));

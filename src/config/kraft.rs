@@ -765,7 +765,7 @@ log.retention.check.interval.ms=300000
         );
         assert_eq!(
             get("listener.security.protocol.map").as_deref(),
-            Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL")
+            Some("CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL")
         );
         assert_eq!(
             get("inter.broker.listener.name").as_deref(),
