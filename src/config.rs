@@ -92,6 +92,13 @@ pub struct GivenText {
     /// `listener.security.protocol.map` as given; None when not set or
     /// empty (Kafka's default map applies).
     pub protocol_map: Option<String>,
+    /// `process.roles` (a LIST): its items trimmed, joined by commas, in
+    /// the order given; None when not set.
+    pub process_roles: Option<String>,
+    /// `controller.listener.names` as given; None when not set or empty.
+    pub controller_listener_names: Option<String>,
+    /// `inter.broker.listener.name` as given; None when not set or empty.
+    pub inter_broker_listener_name: Option<String>,
 }
 
 /// One entry of `advertised.listeners`: `NAME://host:port`.
@@ -121,9 +128,8 @@ pub struct Config {
     pub advertised: Option<(String, u16)>,
     /// `advertised.listeners`: every entry, by listener name.
     pub advertised_listeners: Vec<AdvertisedListener>,
-    /// The text of the STRING-typed keys Kafka describes as given (trimmed,
-    /// as Kafka trims a STRING value): `listeners`, `advertised.listeners`,
-    /// `listener.security.protocol.map`.
+    /// The text of the listener and KRaft keys as Kafka describes them: a
+    /// STRING as given (trimmed), a LIST as its items.
     pub given_text: GivenText,
     /// The KRaft keys (`process.roles`, `controller.quorum.voters`, …):
     /// checked and kept for the metadata quorum.

@@ -196,6 +196,9 @@ fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigEr
 
 fn set_process_roles(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     c.kraft.process_roles = Some(kraft::parse_process_roles(key, value)?);
+    // A LIST: Kafka reports its items, trimmed, joined by commas.
+    let items: Vec<&str> = value.split(',').map(str::trim).collect();
+    c.given_text.process_roles = Some(items.join(","));
     Ok(())
 }
 
@@ -215,6 +218,8 @@ fn set_controller_listener_names(
     value: &str,
 ) -> Result<(), ConfigError> {
     c.kraft.controller_listener_names = kraft::parse_listener_names(key, value)?;
+    c.given_text.controller_listener_names =
+        (!c.kraft.controller_listener_names.is_empty()).then(|| value.trim().to_string());
     Ok(())
 }
 
@@ -228,18 +233,16 @@ fn set_protocol_map(c: &mut Config, key: &str, value: &str) -> Result<(), Config
 
 fn set_inter_broker_name(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     c.kraft.inter_broker_listener_name = kraft::parse_inter_broker_name(key, value)?;
+    c.given_text.inter_broker_listener_name = c
+        .kraft
+        .inter_broker_listener_name
+        .as_ref()
+        .map(|_| value.trim().to_string());
     Ok(())
 }
 
 fn get_process_roles(c: &Config) -> Option<String> {
-    c.kraft.process_roles.map(|r| {
-        match (r.broker, r.controller) {
-            (true, true) => "broker,controller",
-            (true, false) => "broker",
-            _ => "controller",
-        }
-        .to_string()
-    })
+    c.given_text.process_roles.clone()
 }
 
 fn get_voters(c: &Config) -> Option<String> {
@@ -328,7 +331,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
     BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
     BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not a Kafka broker config: Kafka keeps the cluster id in meta.properties only"), get: |c| c.cluster_id.clone() },
-    BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Own, get: |c| (!c.kraft.controller_listener_names.is_empty()).then(|| c.kraft.controller_listener_names.join(",")) },
+    BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.controller_listener_names.clone() },
     BrokerConfigDef { name: "controller.quorum.bootstrap.servers", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of host:port", set: set_bootstrap_servers }, doc: "Controllers to contact to find the quorum (Kafka's KRaft key, the newer alternative to controller.quorum.voters). Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_bootstrap_servers },
     BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_voters },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
@@ -340,7 +343,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // (unbounded) is kept, which no group can tell apart.
     BrokerConfigDef { name: "group.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_size.min(I32MAX as usize)) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
-    BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.kraft.inter_broker_listener_name.clone() },
+    BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.inter_broker_listener_name.clone() },
     BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Own, get: get_protocol_map },
     BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Own, get: get_listeners },
     BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
@@ -565,7 +568,7 @@ mod tests {
     fn kraft_keys_described_as_given() {
         let mut c = Config::default();
         for (k, v) in [
-            ("process.roles", "broker,controller"),
+            ("process.roles", "controller, broker"),
             ("node.id", "1"),
             ("controller.quorum.voters", "1@127.0.0.1:9093"),
             (
@@ -577,7 +580,7 @@ mod tests {
                 "PLAINTEXT://example:9092,CONTROLLER://example:9093",
             ),
             ("controller.listener.names", "CONTROLLER"),
-            ("inter.broker.listener.name", "PLAINTEXT"),
+            ("inter.broker.listener.name", "plaintext"),
             (
                 "listener.security.protocol.map",
                 "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -590,7 +593,7 @@ mod tests {
         assert!(c.validate().is_ok());
         let d = c.describe();
         let get = |k: &str| d.get(k).cloned().flatten();
-        assert_eq!(get("process.roles").as_deref(), Some("broker,controller"));
+        assert_eq!(get("process.roles").as_deref(), Some("controller,broker"));
         assert_eq!(
             get("listeners").as_deref(),
             Some("PLAINTEXT://localhost:9092,CONTROLLER://127.0.0.1:9093")
@@ -609,7 +612,7 @@ mod tests {
         );
         assert_eq!(
             get("inter.broker.listener.name").as_deref(),
-            Some("PLAINTEXT")
+            Some("plaintext")
         );
         assert_eq!(
             get("listener.security.protocol.map").as_deref(),
