@@ -80,9 +80,10 @@ pub struct Listener {
     pub addr: SocketAddr,
 }
 
-/// The values of STRING-typed broker keys as given, for DescribeConfigs
-/// (Kafka reports a STRING config's text, not the parsed value: host names
-/// stay unresolved, entries keep their order). Empty or None until set.
+/// The listener and KRaft keys as given, for DescribeConfigs: Kafka
+/// reports a STRING config's text and a LIST config's items, not a parsed
+/// form (host names stay unresolved, case and order are kept). Empty or
+/// None until set.
 #[derive(Debug, Clone, Default)]
 pub struct GivenText {
     /// `listeners` as given.

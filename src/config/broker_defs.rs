@@ -26,8 +26,9 @@ const MS_PER_MINUTE: i64 = 60_000;
 /// How DescribeConfigs on the broker resource reports a broker config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Describe {
-    /// Reported by itself: its current value, STATIC_BROKER_CONFIG (4),
-    /// read-only unless [`BrokerConfigDef::dynamic`].
+    /// Reported by itself: its current value (a null value when it has
+    /// none, as Kafka), STATIC_BROKER_CONFIG (4), read-only unless
+    /// [`BrokerConfigDef::dynamic`].
     Own,
     /// A broker key of a topic config: reported with that topic config's
     /// synonyms, by `cluster::topic_config::broker_key_entries`.
