@@ -86,9 +86,9 @@ pub struct Listener {
 /// None until set.
 #[derive(Debug, Clone, Default)]
 pub struct GivenText {
-    /// `listeners` as given.
+    /// `listeners` (a LIST): its items trimmed, joined by commas.
     pub listeners: String,
-    /// `advertised.listeners` as given; None when not set.
+    /// `advertised.listeners` (a LIST), as `listeners`; None when not set.
     pub advertised_listeners: Option<String>,
     /// `listener.security.protocol.map` as given; None when not set or
     /// empty (Kafka's default map applies).
@@ -96,7 +96,8 @@ pub struct GivenText {
     /// `process.roles` (a LIST): its items trimmed, joined by commas, in
     /// the order given; None when not set.
     pub process_roles: Option<String>,
-    /// `controller.listener.names` as given; None when not set or empty.
+    /// `controller.listener.names` (a LIST), as `listeners`; None when not
+    /// set or empty.
     pub controller_listener_names: Option<String>,
     /// `inter.broker.listener.name` as given; None when not set or empty.
     pub inter_broker_listener_name: Option<String>,

@@ -158,9 +158,20 @@ fn some(v: impl ToString) -> Option<String> {
     Some(v.to_string())
 }
 
+/// A LIST config's value as Kafka reports it: the items, trimmed, joined
+/// by commas, in the order given.
+fn list_text(value: &str) -> String {
+    value
+        .trim()
+        .split(',')
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn set_listeners(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     c.listeners = parse_listeners(key, value)?;
-    c.given_text.listeners = value.trim().to_string();
+    c.given_text.listeners = list_text(value);
     Ok(())
 }
 
@@ -191,15 +202,13 @@ fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigEr
         .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
     c.advertised = Some((first.host.clone(), first.port));
     c.advertised_listeners = out;
-    c.given_text.advertised_listeners = Some(value.trim().to_string());
+    c.given_text.advertised_listeners = Some(list_text(value));
     Ok(())
 }
 
 fn set_process_roles(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigError> {
     c.kraft.process_roles = Some(kraft::parse_process_roles(key, value)?);
-    // A LIST: Kafka reports its items, trimmed, joined by commas.
-    let items: Vec<&str> = value.split(',').map(str::trim).collect();
-    c.given_text.process_roles = Some(items.join(","));
+    c.given_text.process_roles = Some(list_text(value));
     Ok(())
 }
 
@@ -220,7 +229,7 @@ fn set_controller_listener_names(
 ) -> Result<(), ConfigError> {
     c.kraft.controller_listener_names = kraft::parse_listener_names(key, value)?;
     c.given_text.controller_listener_names =
-        (!c.kraft.controller_listener_names.is_empty()).then(|| value.trim().to_string());
+        (!c.kraft.controller_listener_names.is_empty()).then(|| list_text(value));
     Ok(())
 }
 
@@ -328,7 +337,7 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 /// Every broker config Fjord accepts, sorted by name. Kafka's defaults,
 /// types and ranges; the descriptions are this project's own.
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
-    BrokerConfigDef { name: "advertised.listeners", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Own, get: get_advertised },
+    BrokerConfigDef { name: "advertised.listeners", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Own, get: get_advertised },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
     BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
     BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not a Kafka broker config: Kafka keeps the cluster id in meta.properties only"), get: |c| c.cluster_id.clone() },
@@ -346,10 +355,10 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
     BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.inter_broker_listener_name.clone() },
     BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Own, get: get_protocol_map },
-    BrokerConfigDef { name: "listeners", ty: T::String, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Own, get: get_listeners },
+    BrokerConfigDef { name: "listeners", ty: T::List, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Own, get: get_listeners },
     BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
-    BrokerConfigDef { name: "log.dir", ty: T::String, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
-    BrokerConfigDef { name: "log.dirs", ty: T::String, default: Some("./data"), field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The data directory; only the first of a list is used.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
+    BrokerConfigDef { name: "log.dir", ty: T::List, default: None, field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The older name of log.dirs.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
+    BrokerConfigDef { name: "log.dirs", ty: T::List, default: Some("./data"), field: Field::Text { allowed: "one or more directories", set: set_dirs }, doc: "The data directory; only the first of a list is used.", dynamic: false, describe: Describe::Own, get: |c| some(c.data_dir().display()) },
     BrokerConfigDef { name: "log.flush.interval.messages", ty: T::Long, default: Some(I64MAX_STR), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_flush_interval_messages = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync after this many messages; the default leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_flush_interval_messages.map_or(I64MAX_STR.to_string(), |v| v.to_string())) },
     BrokerConfigDef { name: "log.flush.interval.ms", ty: T::Long, default: None, field: Field::Int { min: 0, max: I64MAX, set: |c, v| c.log_flush_interval_ms = (v != I64MAX).then_some(to_u64(v)) }, doc: "fdatasync at most this long (ms) after an append; unset leaves flushing to the operating system.", dynamic: false, describe: Describe::TopicSynonym, get: |c| c.log_flush_interval_ms.map(|v| v.to_string()) },
     BrokerConfigDef { name: "log.index.interval.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.log_index_interval_bytes = to_u32(v) }, doc: "Bytes appended between two entries of the sparse offset index.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_index_interval_bytes) },
@@ -574,7 +583,7 @@ mod tests {
             ("controller.quorum.voters", "1@127.0.0.1:9093"),
             (
                 "listeners",
-                " PLAINTEXT://localhost:9092,CONTROLLER://127.0.0.1:9093 ",
+                " PLAINTEXT://localhost:9092 , CONTROLLER://127.0.0.1:9093 ",
             ),
             (
                 "advertised.listeners",
