@@ -124,11 +124,9 @@ pub struct Config {
     pub ids_given: (Option<i32>, Option<i32>),
     /// `listeners`: where to accept Kafka clients. Default `PLAINTEXT://127.0.0.1:9092`.
     pub listeners: Vec<Listener>,
-    /// `advertised.listeners`: the host:port of its first entry. Default:
-    /// the bound listener. The broker gives clients
-    /// [`Config::client_advertised`], the entry of the client listener.
-    pub advertised: Option<(String, u16)>,
-    /// `advertised.listeners`: every entry, by listener name.
+    /// `advertised.listeners`: every entry, by listener name. The broker
+    /// gives clients [`Config::client_advertised`], the entry of the client
+    /// listener; with none, the bound listener.
     pub advertised_listeners: Vec<AdvertisedListener>,
     /// The text of the listener and KRaft keys as Kafka describes them: a
     /// STRING as given (trimmed), a LIST as its items.
@@ -230,7 +228,6 @@ impl Config {
         Config {
             node_id: 0,
             listeners: Vec::new(),
-            advertised: None,
             advertised_listeners: Vec::new(),
             given_text: GivenText::default(),
             kraft: KraftConfig::default(),

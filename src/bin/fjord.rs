@@ -84,6 +84,7 @@ fn run_format(args: FormatArgs) -> Result<(), String> {
         overrides: args.overrides.clone(),
         ..ServeArgs::default()
     })?;
+    config.validate().map_err(|e| e.to_string())?;
     let dir = config.data_dir();
     match format_data_dir(
         &dir,
@@ -436,7 +437,6 @@ fn build_config(args: &ServeArgs) -> Result<Config, String> {
             .ok_or_else(|| format!("--override expects key=value, got {o:?}"))?;
         config.set(k.trim(), v.trim()).map_err(|e| e.to_string())?;
     }
-    config.validate().map_err(|e| e.to_string())?;
     Ok(config)
 }
 
@@ -446,44 +446,20 @@ fn main() -> ExitCode {
     let args = match cli.command {
         Some(Command::Serve(a)) => a,
         Some(Command::Groups(g)) => {
-            return match run_groups(g) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("fjord groups: {e}");
-                    ExitCode::from(1)
-                }
-            };
+            return command_exit("groups", run_groups(g));
         }
         Some(Command::ImportLogs(a)) => {
-            return match run_import(a) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("fjord import-logs: {e}");
-                    ExitCode::from(1)
-                }
-            };
+            return command_exit("import-logs", run_import(a));
         }
         Some(Command::Format(a)) => {
-            return match run_format(a) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("fjord format: {e}");
-                    ExitCode::from(1)
-                }
-            };
+            return command_exit("format", run_format(a));
         }
         Some(Command::RandomUuid) => {
             println!("{}", fjord::cluster::format::random_kafka_uuid());
             return ExitCode::SUCCESS;
         }
         Some(Command::Metrics(a)) => {
-            return match run_metrics(a) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("fjord metrics: {e}");
-                    ExitCode::from(1)
-                }
-            };
+            return command_exit("metrics", run_metrics(a));
         }
         None => ServeArgs::default(),
     };
@@ -496,8 +472,25 @@ fn main() -> ExitCode {
     };
     match fjord::boot::run(config) {
         Ok(()) => ExitCode::SUCCESS,
+        // Settings that contradict each other: the same exit code as a bad
+        // value (Config::validate runs in boot, before anything on disk).
+        Err(e @ fjord::boot::BootError::Config(_)) => {
+            eprintln!("fjord: {e}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             eprintln!("fjord: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The exit of a tool subcommand: 0, or 1 with `fjord CMD: error` on stderr.
+fn command_exit(cmd: &str, result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fjord {cmd}: {e}");
             ExitCode::from(1)
         }
     }

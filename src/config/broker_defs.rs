@@ -197,10 +197,9 @@ fn set_advertised(c: &mut Config, key: &str, value: &str) -> Result<(), ConfigEr
             port,
         });
     }
-    let first = out
-        .first()
-        .ok_or_else(|| invalid(key, value, "PLAINTEXT://host:port"))?;
-    c.advertised = Some((first.host.clone(), first.port));
+    if out.is_empty() {
+        return Err(invalid(key, value, "PLAINTEXT://host:port"));
+    }
     c.advertised_listeners = out;
     c.given_text.advertised_listeners = Some(list_text(value));
     Ok(())
@@ -675,7 +674,7 @@ mod tests {
         assert!(c.set("default.replication.factor", "2").is_err());
         c.set("advertised.listeners", "PLAINTEXT://example:9093")
             .unwrap_or_default();
-        assert_eq!(c.advertised, Some(("example".to_string(), 9093)));
+        assert_eq!(c.client_advertised(), Some(("example".to_string(), 9093)));
         c.set("broker.id", "7").unwrap_or_default();
         assert_eq!(c.node_id, 7);
         assert!(c.validate().is_ok(), "broker.id alone");
