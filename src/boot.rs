@@ -11,8 +11,9 @@ use glommio::channels::channel_mesh::MeshBuilder;
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
 
-use crate::cluster::controller::{load_or_create_meta, load_topics, MetaPropertiesError};
-use crate::cluster::metadata::{BrokerMeta, MetadataImage};
+use crate::cluster::controller::{load_or_create_meta, MetaPropertiesError};
+use crate::cluster::metadata::{Endpoint, MetadataImage};
+use crate::cluster::quorum::{Quorum, QuorumSettings};
 use crate::config::Config;
 use crate::shard::stall::{self, ShardStallStats};
 use crate::shard::{Shard, Task};
@@ -206,13 +207,6 @@ pub fn run(config: Config) -> Result<(), BootError> {
                 value: String::new(),
                 allowed: "a listener not named in controller.listener.names".to_string(),
             })?;
-    if let Some(c) = config.controller_listener() {
-        log::info!(
-            "controller listener {}://{} is recorded for the metadata quorum but not served yet",
-            c.name,
-            c.addr
-        );
-    }
     let client_listeners = config
         .listeners
         .iter()
@@ -239,18 +233,46 @@ pub fn run(config: Config) -> Result<(), BootError> {
         };
         (host, bound.port())
     });
-    let broker = BrokerMeta {
-        node_id: config.node_id,
-        host: adv_host,
-        port: adv_port as i32,
-        rack: None,
+    let voters: Vec<(i32, String)> = if config.kraft.voters.is_empty() {
+        // No voters configured: this node is the quorum's only voter (the
+        // single-node broker, or a Kafka 4 file with one bootstrap server).
+        vec![(config.node_id, String::new())]
+    } else {
+        config
+            .kraft
+            .voters
+            .iter()
+            .map(|v| (v.id, format!("{}:{}", v.host, v.port)))
+            .collect()
     };
-    let image = load_topics(
-        &data_dir,
-        MetadataImage::empty(cluster_id, config.node_id, broker),
-    )
-    .map_err(dd)?;
-    let image = Arc::new(image);
+    let quorum = QuorumSettings {
+        node_id: config.node_id,
+        cluster_id: cluster_id.clone(),
+        data_dir: data_dir.clone(),
+        voters,
+        election_timeout: Duration::from_millis(config.cluster.election_timeout_ms),
+        session_timeout: Duration::from_millis(config.cluster.broker_session_timeout_ms),
+        heartbeat_interval: Duration::from_millis(config.cluster.broker_heartbeat_interval_ms),
+        request_timeout: Duration::from_millis(config.cluster.request_timeout_ms),
+        endpoints: vec![Endpoint {
+            listener: client.name.clone(),
+            host: adv_host,
+            port: adv_port,
+        }],
+        rack: config.cluster.rack.clone(),
+    };
+    // The controller listener (other voters' Raft RPCs and forwarded
+    // requests) is served by shard 0, where the quorum member lives.
+    let controller_addr = if quorum.voters.len() > 1 {
+        config.controller_listener().map(|l| l.addr)
+    } else {
+        None
+    };
+    let image = Arc::new(MetadataImage::empty(cluster_id));
+    let boot = Arc::new(QuorumBoot {
+        settings: quorum,
+        controller_addr,
+    });
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
     let shards = config.shards.unwrap_or(cores.len().max(1)).max(1);
@@ -286,6 +308,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
             Some(c) if shards <= cores.len() => Placement::Fixed(c.id),
             _ => Placement::Unbound,
         };
+        let boot = boot.clone();
         let (config, image, mesh, ready, stalls) = (
             config.clone(),
             image.clone(),
@@ -300,7 +323,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
             .spawn(move || async move {
                 stall::watch(
                     "shard main",
-                    shard_main(config, image, mesh, bound, ready, stalls),
+                    shard_main(config, image, mesh, bound, ready, stalls, boot),
                 )
                 .await
             })
@@ -397,6 +420,86 @@ static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 /// How often a shard checks the shutdown flag (only at shutdown matters).
 const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 
+/// What shard 0 needs to start this node's quorum member.
+struct QuorumBoot {
+    settings: QuorumSettings,
+    /// Where to serve the controller listener (several voters only).
+    controller_addr: Option<SocketAddr>,
+}
+
+/// Set once shard 0 has the metadata image it serves with; the other shards
+/// accept clients only then.
+static METADATA_READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How long a single-node broker waits at start for its own registration
+/// (and the adoption of an earlier version's topics) before it serves.
+const SINGLE_NODE_READY: Duration = Duration::from_secs(30);
+
+/// Starts the quorum member on shard 0: the Raft node, the controller
+/// listener, the broker's registration and heartbeats. A single-voter node
+/// waits until its broker is alive and earlier topics are adopted, so it
+/// serves the same topics as before from its first request.
+async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(), String> {
+    let weak = std::rc::Rc::downgrade(shard);
+    let publish: crate::cluster::quorum::state_machine::Publish = std::rc::Rc::new(move |img| {
+        let weak = weak.clone();
+        Box::pin(async move {
+            if let Some(s) = weak.upgrade() {
+                if let Err(e) = s.publish_metadata(img).await {
+                    log::warn!("publishing metadata: {e}");
+                }
+            }
+        })
+    });
+    let q = Quorum::start(boot.settings.clone(), publish)
+        .await
+        .map_err(|e| e.to_string())?;
+    shard.set_quorum(q.clone());
+    if let Some(addr) = boot.controller_addr {
+        let listener =
+            bind_listener(addr).map_err(|e| format!("bind the controller listener {addr}: {e}"))?;
+        log::info!("controller listener on {addr}");
+        let weak = std::rc::Rc::downgrade(&q);
+        stall::spawn_local(
+            "controller listener",
+            crate::cluster::quorum::serve(listener, weak),
+        )
+        .detach();
+    }
+    crate::cluster::quorum::lifecycle::start(&q);
+    let node = boot.settings.node_id;
+    let data_dir = boot.settings.data_dir.clone();
+    let adopt = {
+        let q = q.clone();
+        async move {
+            // Adopt once this broker is registered and alive.
+            while !q.image().is_alive(node) {
+                glommio::timer::sleep(Duration::from_millis(20)).await;
+            }
+            crate::cluster::quorum::lifecycle::adopt_inbox(&q, &data_dir).await;
+        }
+    };
+    if boot.settings.voters.len() == 1 {
+        let waited = futures_lite::future::or(
+            async {
+                adopt.await;
+                true
+            },
+            async {
+                glommio::timer::sleep(SINGLE_NODE_READY).await;
+                false
+            },
+        )
+        .await;
+        if !waited {
+            log::warn!("broker {node} did not register with its own controller within {SINGLE_NODE_READY:?}; serving anyway");
+        }
+    } else {
+        stall::spawn_local("adopt topics", adopt).detach();
+    }
+    Ok(())
+}
+
 async fn shard_main(
     config: Arc<Config>,
     image: Arc<MetadataImage>,
@@ -404,6 +507,7 @@ async fn shard_main(
     addr: SocketAddr,
     ready: mpsc::Sender<Result<usize, String>>,
     stalls: Arc<[ShardStallStats]>,
+    boot: Arc<QuorumBoot>,
 ) {
     let (senders, receivers) = match mesh.join().await {
         Ok(x) => x,
@@ -434,6 +538,20 @@ async fn shard_main(
     }
     if let Err(e) = shard.apply_metadata(image) {
         log::error!("shard {}: recovery failed: {e}", shard.id);
+    }
+    if shard.id == 0 {
+        if let Err(e) = start_quorum(&shard, &boot).await {
+            let _ = ready.send(Err(format!("metadata quorum: {e}")));
+            return;
+        }
+        METADATA_READY.store(true, std::sync::atomic::Ordering::SeqCst);
+    } else {
+        while !METADATA_READY.load(std::sync::atomic::Ordering::SeqCst) {
+            if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+        }
     }
     crate::group::GroupCoordinator::start(&shard);
     crate::txn::TransactionCoordinator::start(&shard);
@@ -483,6 +601,11 @@ async fn shard_main(
         glommio::timer::sleep(SHUTDOWN_TICK).await;
     }
     drop(accept);
+    if let Some(q) = shard.quorum() {
+        // Move leadership away first (controlled shutdown), then stop Raft.
+        crate::cluster::quorum::lifecycle::controlled_shutdown(&q, Duration::from_secs(5)).await;
+        q.stop().await;
+    }
     // Let in-flight appends finish (their futures run on this executor).
     glommio::timer::sleep(SHUTDOWN_TICK).await;
     shard.close_all();

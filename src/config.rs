@@ -114,6 +114,32 @@ pub struct AdvertisedListener {
     pub port: u16,
 }
 
+/// The settings of a broker in a cluster (Kafka's names; defaults are
+/// Kafka's and are set from the config table).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterConfig {
+    /// `broker.session.timeout.ms`: a broker whose heartbeats stop for this
+    /// long is fenced (ms). Default 9000.
+    pub broker_session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats the
+    /// active controller (ms). Default 2000.
+    pub broker_heartbeat_interval_ms: u64,
+    /// `controller.quorum.election.timeout.ms`: how long a voter waits for
+    /// the leader before it starts an election (ms). Default 1000.
+    pub election_timeout_ms: u64,
+    /// `controller.quorum.request.timeout.ms`: how long a request for the
+    /// active controller is retried (ms). Default 2000.
+    pub request_timeout_ms: u64,
+    /// `broker.rack`: this broker's rack, for rack-aware replica placement.
+    pub rack: Option<String>,
+    /// `offsets.topic.replication.factor`. Default 3.
+    pub offsets_topic_replication_factor: i16,
+    /// `transaction.state.log.replication.factor`. Default 3.
+    pub transaction_state_replication_factor: i16,
+    /// `transaction.state.log.min.isr`. Default 2.
+    pub transaction_state_min_isr: i32,
+}
+
 /// Typed broker configuration. Field docs name the Kafka property.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -196,6 +222,9 @@ pub struct Config {
     /// metrics endpoint (`GET /metrics`); port 0 picks a free port. Default
     /// unset (no endpoint).
     pub metrics_listener: Option<SocketAddr>,
+    /// The cluster settings: broker sessions, the metadata quorum's
+    /// timeouts, `broker.rack`, the internal topics' replication.
+    pub cluster: ClusterConfig,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -258,6 +287,7 @@ impl Config {
             txn: TxnConfig::default(),
             reactor_stall_threshold_us: 0,
             metrics_listener: None,
+            cluster: ClusterConfig::default(),
             unknown_keys: Vec::new(),
             ids_given: (None, None),
         }

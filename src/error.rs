@@ -7,10 +7,12 @@
 
 use kafka_protocol::ResponseError as E;
 
+use crate::cluster::control::LifecycleError;
 pub use crate::cluster::error::{
     CopiedDirectory, InvalidAssignment, InvalidConfig, InvalidPartitions, InvalidRequest,
     InvalidTopic, StorageFailure,
 };
+use crate::cluster::quorum::rpc::ControllerUnavailable;
 use crate::storage::{BatchError, StorageError};
 
 /// Errors of the wire layer: framing and header/body decoding. Most of these
@@ -48,7 +50,7 @@ pub enum ProtocolError {
 }
 
 /// Errors about topics and partitions (the cluster metadata layer).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum MetadataError {
     /// UNKNOWN_TOPIC_OR_PARTITION (3).
     #[error("unknown topic or partition")]
@@ -76,12 +78,12 @@ pub enum MetadataError {
     InvalidPartitions(#[from] InvalidPartitions),
     /// INVALID_REPLICATION_FACTOR (38): more replicas than brokers.
     #[error(
-        "invalid replication factor: replication factor {requested} is larger than the {brokers} available broker"
+        "invalid replication factor: replication factor {requested} is larger than the {brokers} available broker(s)"
     )]
     InvalidReplicationFactor {
         /// The replication factor asked for.
         requested: i16,
-        /// Brokers in the cluster (1).
+        /// Alive brokers in the cluster.
         brokers: i32,
     },
     /// INVALID_REPLICA_ASSIGNMENT (39).
@@ -99,10 +101,75 @@ pub enum MetadataError {
     /// KAFKA_STORAGE_ERROR (56): the metadata could not be read or persisted.
     #[error("storage error: {0}")]
     Storage(#[from] StorageFailure),
+    /// The active controller could not be reached: its call's code
+    /// (REQUEST_TIMED_OUT, 7, mostly).
+    #[error("{0}")]
+    Controller(#[from] ControllerCallError),
+}
+
+/// Why a request for the active controller got no reply (see
+/// `shard::controller_call`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum ControllerCallError {
+    /// Shard 0, where the quorum member lives, did not answer
+    /// (REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    /// The metadata quorum is not started yet (REQUEST_TIMED_OUT, 7).
+    #[error("the metadata quorum is starting")]
+    NotStarted,
+    /// No active controller answered in time (its code: REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    Unavailable(#[from] ControllerUnavailable),
+    /// This broker has not registered with the controller yet
+    /// (REQUEST_TIMED_OUT, 7; clients retry).
+    #[error("this broker is not registered with the controller yet")]
+    NotRegistered,
+    /// The controller refused a broker-lifecycle request (its code).
+    #[error(transparent)]
+    Lifecycle(#[from] LifecycleError),
+    /// The controller answered with a reply of another request
+    /// (UNKNOWN_SERVER_ERROR, -1: a bug).
+    #[error("the controller answered another kind of request")]
+    UnexpectedReply,
+}
+
+impl KafkaCode for ControllerCallError {
+    fn code(&self) -> i16 {
+        match self {
+            ControllerCallError::Shard(e) => e.code(),
+            ControllerCallError::NotStarted => E::RequestTimedOut.code(),
+            ControllerCallError::Unavailable(e) => e.code(),
+            ControllerCallError::NotRegistered => E::RequestTimedOut.code(),
+            ControllerCallError::Lifecycle(e) => e.code(),
+            ControllerCallError::UnexpectedReply => E::UnknownServerError.code(),
+        }
+    }
+}
+
+impl KafkaCode for ControllerUnavailable {
+    fn code(&self) -> i16 {
+        match self {
+            ControllerUnavailable::NotController { .. } => E::NotController.code(),
+            ControllerUnavailable::Timeout { .. } => E::RequestTimedOut.code(),
+            ControllerUnavailable::Stopped { .. } => E::RequestTimedOut.code(),
+        }
+    }
+}
+
+impl KafkaCode for LifecycleError {
+    fn code(&self) -> i16 {
+        match self {
+            LifecycleError::StaleBrokerEpoch { .. } => E::StaleBrokerEpoch.code(),
+            LifecycleError::NotRegistered { .. } => E::BrokerIdNotRegistered.code(),
+            LifecycleError::DuplicateRegistration { .. } => E::DuplicateBrokerRegistration.code(),
+            LifecycleError::InconsistentClusterId { .. } => E::InconsistentClusterId.code(),
+        }
+    }
 }
 
 /// Errors of cross-shard work.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ShardError {
     /// The target shard is gone (shutdown); the outcome of the work is unknown,
     /// so clients must retry: REQUEST_TIMED_OUT (7), as Redpanda does.
@@ -159,6 +226,7 @@ impl KafkaCode for MetadataError {
             MetadataError::TopicDeletionDisabled => E::TopicDeletionDisabled.code(),
             MetadataError::InvalidRequest(_) => E::InvalidRequest.code(),
             MetadataError::Storage(_) => E::KafkaStorageError.code(),
+            MetadataError::Controller(e) => e.code(),
         }
     }
 }
@@ -190,6 +258,8 @@ pub mod codes {
     pub const INVALID_TOPIC_EXCEPTION: i16 = E::InvalidTopicException.code();
     /// UNKNOWN_TOPIC_ID (100).
     pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
+    /// LEADER_NOT_AVAILABLE (5): a partition without a leader (Metadata).
+    pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
 }
 
 // ---- partition owner ----
@@ -290,7 +360,8 @@ impl KafkaCode for MarkerError {
 // named (`handlers::group_owner`/`txn_owner`, `ensure_*_topic`).
 
 /// Why no coordinator can be named for a group or a transactional id. All
-/// map to COORDINATOR_NOT_AVAILABLE (15): the client looks up again.
+/// but an unsupported key type map to COORDINATOR_NOT_AVAILABLE (15): the
+/// client looks up again.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoordinatorLookupError {
     /// The internal topic (`__consumer_offsets` or `__transaction_state`)
@@ -308,13 +379,29 @@ pub enum CoordinatorLookupError {
         /// Why the controller refused.
         source: MetadataError,
     },
-    /// The controller's shard did not answer (shutdown).
+    /// The active controller did not answer.
     #[error("cannot create {topic}: {source}")]
     ControllerUnavailable {
         /// The internal topic.
         topic: &'static str,
-        /// The cross-shard failure.
-        source: ShardError,
+        /// Why.
+        source: ControllerCallError,
+    },
+    /// The coordinator's partition has no leader now (its brokers are
+    /// fenced or an election is under way).
+    #[error("{topic} partition {partition} has no leader")]
+    NoLeader {
+        /// The internal topic.
+        topic: &'static str,
+        /// Its partition for the key.
+        partition: i32,
+    },
+    /// A key type other than 0 (group) and 1 (transaction); share groups
+    /// (2) are not served, as on Kafka 4.4 without them: INVALID_REQUEST (42).
+    #[error("unsupported coordinator key type {key_type}")]
+    UnsupportedKeyType {
+        /// The key type asked for.
+        key_type: i8,
     },
 }
 
@@ -326,6 +413,8 @@ impl KafkaCode for CoordinatorLookupError {
             CoordinatorLookupError::ControllerUnavailable { .. } => {
                 E::CoordinatorNotAvailable.code()
             }
+            CoordinatorLookupError::NoLeader { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::UnsupportedKeyType { .. } => E::InvalidRequest.code(),
         }
     }
 }
@@ -349,9 +438,20 @@ mod coordinator_lookup_tests {
             (
                 CoordinatorLookupError::ControllerUnavailable {
                     topic,
-                    source: ShardError::Unavailable(0),
+                    source: ControllerCallError::Shard(ShardError::Unavailable(0)),
                 },
                 15,
+            ),
+            (
+                CoordinatorLookupError::NoLeader {
+                    topic,
+                    partition: 3,
+                },
+                15,
+            ),
+            (
+                CoordinatorLookupError::UnsupportedKeyType { key_type: 2 },
+                42,
             ),
         ];
         crate::error::code_tables::table(&table);
@@ -632,12 +732,12 @@ mod metadata_error_tests {
                     brokers: 1,
                 },
                 38,
-                "invalid replication factor: replication factor 3 is larger than the 1 available broker",
+                "invalid replication factor: replication factor 3 is larger than the 1 available broker(s)",
             ),
             (
-                InvalidAssignment::CreatePartitions.into(),
+                InvalidAssignment::UnknownBroker { broker: 4 }.into(),
                 39,
-                "invalid replica assignment: assignments may only name this broker",
+                "invalid replica assignment: broker 4 is not registered",
             ),
             (
                 InvalidConfig::BadValue {
@@ -682,6 +782,16 @@ mod metadata_error_tests {
                 MetadataError::from(ShardError::Unavailable(0)),
                 56,
                 "storage error: shard 0 is not available",
+            ),
+            (
+                MetadataError::from(ControllerCallError::Unavailable(
+                    ControllerUnavailable::Timeout {
+                        timeout_ms: 2000,
+                        last: "no active controller".into(),
+                    },
+                )),
+                7,
+                "no active controller answered within 2000 ms: no active controller",
             ),
         ];
         code_tables::check(table.iter().map(|(e, c, _)| (e, *c)));
@@ -908,8 +1018,8 @@ mod txn_error_tests {
             ),
             (
                 TxnError::ProducerIdAllocation {
-                    cause: crate::txn::error::ProducerIdAllocationCause::Io(
-                        std::io::ErrorKind::StorageFull,
+                    cause: crate::txn::error::ProducerIdAllocationCause::Controller(
+                        ControllerCallError::NotRegistered,
                     ),
                 },
                 15,

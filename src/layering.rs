@@ -42,6 +42,14 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("shard", &["handlers", "net", "admin", "boot"]),
     ("cluster", &["handlers", "net", "shard", "admin", "boot"]),
     ("handlers", &["net", "admin", "boot"]),
+    // The task timer every layer spawns through uses nothing of Fjord's.
+    (
+        "stall",
+        &[
+            "shard", "handlers", "net", "group", "txn", "cluster", "config", "admin", "boot",
+            "storage", "protocol", "error",
+        ],
+    ),
 ];
 
 /// Inside `storage`, from the bottom up: a module must not use one of a

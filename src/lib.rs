@@ -12,11 +12,15 @@
 //! - [`storage`] — the partition log in Kafka's segment format.
 //! - [`group`] — the consumer-group coordinator and committed offsets.
 //! - [`txn`] — producer ids and per-partition producer state (idempotence).
-//! - [`cluster`] — metadata images, topic registry, the controller role.
+//! - [`cluster`] — metadata images and records, the metadata quorum (Raft on
+//!   openraft), the active controller's decisions.
 //! - [`config`] — Kafka-named configuration.
 //! - [`metrics`] — the Prometheus-text endpoint (reactor stalls per shard).
 //! - [`error`] — errors per layer and their Kafka error codes.
 
+// The request futures nest deeply (connection → dispatch → handler → the
+// controller call); the default limit is too low to lay them out.
+#![recursion_limit = "256"]
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
@@ -34,6 +38,7 @@ pub mod metrics;
 pub mod net;
 pub mod protocol;
 pub mod shard;
+pub mod stall;
 pub mod storage;
 pub mod txn;
 

@@ -1,15 +1,14 @@
-//! The controller role (shard 0): validates topic changes, persists them and
-//! produces the next [`MetadataImage`]. Publishing the image to the shards is
-//! done by `shard::Shard::publish_metadata`.
+//! The node's own files in the data directory, outside the metadata log:
 //!
-//! On-disk state under the data directory:
 //! - `meta.properties` — Kafka's file: `version=1`, `node.id`, `cluster.id`
 //!   (and `directory.id` when written by `fjord format`, see
 //!   [`super::format`]).
-//! - `__cluster_metadata/<topic>.topic` — one file per topic: `topic.id=<uuid>`,
+//! - `__cluster_metadata/<topic>.topic` — the registry of earlier versions
+//!   and the inbox of `fjord import-logs`: one file per topic, `topic.id=<uuid>`,
 //!   `partitions=<n>`, then `config.<kafka name>=<value>` lines. Written to a
-//!   temporary file, fsynced and renamed, so a crash leaves the old or the new
-//!   file.
+//!   temporary file, fsynced and renamed. At start the active controller
+//!   adopts every such topic into the metadata log (keeping its id), then
+//!   removes the file (see [`super::quorum`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -18,15 +17,10 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::error::{InvalidPartitions, InvalidTopic};
 use super::metadata::{MetadataImage, TopicMeta};
-use crate::error::MetadataError;
 
 /// Directory holding the topic registry, beside the partition directories.
 pub const METADATA_DIR: &str = "__cluster_metadata";
-
-/// Most partitions a topic may have (CreateTopics, CreatePartitions).
-pub const MAX_PARTITIONS: i32 = 1_000_000;
 
 /// Why `meta.properties` in the data directory refuses this broker.
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +168,7 @@ fn decode_topic(name: &str, text: &str) -> Option<TopicMeta> {
         id: id?,
         partitions: partitions?,
         configs,
+        assignments: Vec::new(),
     })
 }
 
@@ -203,266 +198,43 @@ pub fn load_topics(data_dir: &Path, mut image: MetadataImage) -> std::io::Result
     Ok(image)
 }
 
-/// The controller's state: the latest image and where to persist changes.
-#[derive(Debug)]
-pub struct Controller {
-    data_dir: PathBuf,
-    image: Arc<MetadataImage>,
-    producer_ids: Option<crate::txn::producer_ids::ProducerIdManager>,
-}
-
-impl Controller {
-    /// A controller over `image`, persisting under `data_dir`.
-    pub fn new(data_dir: PathBuf, image: Arc<MetadataImage>) -> Controller {
-        Controller {
-            data_dir,
-            image,
-            producer_ids: None,
-        }
-    }
-
-    /// A producer id never handed out before (InitProducerId), from blocks
-    /// persisted under `__cluster_metadata/producer-ids`.
-    pub fn allocate_producer_id(&mut self) -> std::io::Result<i64> {
-        if self.producer_ids.is_none() {
-            let dir = self.data_dir.join(METADATA_DIR);
-            std::fs::create_dir_all(&dir)?;
-            self.producer_ids = Some(crate::txn::producer_ids::ProducerIdManager::open(&dir)?);
-        }
-        match self.producer_ids.as_mut() {
-            Some(m) => m.allocate(),
-            None => Err(std::io::Error::other("producer id manager unavailable")),
-        }
-    }
-
-    /// The latest image.
-    pub fn image(&self) -> Arc<MetadataImage> {
-        self.image.clone()
-    }
-
-    /// Validates and persists a new topic; returns the next image.
-    /// Errors: INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS,
-    /// INVALID_PARTITIONS (count < 1 or > 1,000,000), KAFKA_STORAGE_ERROR.
-    /// With `validate_only` nothing is persisted and the image is unchanged.
-    pub fn create_topic(
-        &mut self,
-        name: &str,
-        partitions: i32,
-        configs: BTreeMap<String, String>,
-        validate_only: bool,
-    ) -> Result<Arc<TopicMeta>, MetadataError> {
-        super::topic_name::validate(name)?;
-        if self.image.topic(name).is_some() {
-            return Err(MetadataError::TopicAlreadyExists {
-                topic: name.to_string(),
-                copy: None,
-            });
-        }
-        if !(1..=1_000_000).contains(&partitions) {
-            return Err(InvalidPartitions::OutOfRange {
-                requested: partitions,
-                min: 1,
-                max: MAX_PARTITIONS,
-            }
-            .into());
-        }
-        // Kafka: '.' and '_' collide in metric names, so such topics cannot coexist.
-        let canonical = name.replace('.', "_");
-        if let Some(other) = self
-            .image
-            .topics
-            .keys()
-            .find(|t| t.replace('.', "_") == canonical)
-        {
-            return Err(InvalidTopic::Collides {
-                name: name.to_string(),
-                existing: other.to_string(),
-            }
-            .into());
-        }
-        self.check_open_files(partitions as i64)?;
-        let topic = TopicMeta {
-            name: Arc::from(name),
-            id: Uuid::new_v4(),
-            partitions,
-            configs,
-        };
-        if validate_only {
-            return Ok(Arc::new(topic));
-        }
-        self.commit_topic(topic)
-    }
-
-    /// Refuses `extra` more partitions when every partition's three open
-    /// files (`.log`, `.index`, `.timeindex`) would not fit in the process's
-    /// open-files limit (`ulimit -n`), keeping room for connections.
-    fn check_open_files(&self, extra: i64) -> Result<(), MetadataError> {
-        // SAFETY: getrlimit on a local struct.
-        let limit = unsafe {
-            let mut l: libc::rlimit = std::mem::zeroed();
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) != 0 {
-                return Ok(());
-            }
-            l.rlim_cur as i64
-        };
-        let existing: i64 = self
-            .image
-            .topics
-            .values()
-            .map(|t| t.partitions as i64)
-            .sum();
-        let needed = (existing + extra) * 3 + 1024;
-        if needed > limit {
-            return Err(InvalidPartitions::OpenFiles {
-                partitions: existing + extra,
-                needed,
-                limit,
-            }
-            .into());
-        }
-        Ok(())
-    }
-
-    /// Persists a new or changed topic, then moves the image to a version
-    /// that has it; gives the topic as published.
-    fn commit_topic(&mut self, topic: TopicMeta) -> Result<Arc<TopicMeta>, MetadataError> {
-        write_topic(&self.data_dir, &topic)?;
-        let name = topic.name.clone();
-        self.image = Arc::new(self.image.with_topic(topic));
-        self.image
-            .topic(&name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)
-    }
-
-    /// Removes a topic from the registry; returns it. The shards delete its
-    /// partition directories when they apply the next image.
-    pub fn delete_topic(&mut self, name: &str) -> Result<Arc<TopicMeta>, MetadataError> {
-        let topic = self
-            .image
-            .topic(name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        std::fs::remove_file(topic_file(&self.data_dir, name))?;
-        self.image = Arc::new(self.image.without_topic(name));
-        Ok(topic)
-    }
-
-    /// Replaces a topic's config overrides (AlterConfigs semantics; the
-    /// caller computes the new set for IncrementalAlterConfigs). Every value
-    /// is validated (INVALID_CONFIG naming the key); UNKNOWN_TOPIC_OR_PARTITION
-    /// for unknown topics. Persisted, then published as a new image.
-    pub fn alter_topic_configs(
-        &mut self,
-        name: &str,
-        configs: BTreeMap<String, String>,
-        validate_only: bool,
-    ) -> Result<Arc<TopicMeta>, MetadataError> {
-        let current = self
-            .image
-            .topic(name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        for (k, v) in &configs {
-            super::topic_config::validate(k, v)?;
-        }
-        let mut next = (*current).clone();
-        next.configs = configs;
-        if validate_only || next == *current {
-            return Ok(Arc::new(next));
-        }
-        self.commit_topic(next)
-    }
-
-    /// Raises a topic's partition count to `count` (CreatePartitions).
-    /// Errors: UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS when `count` is
-    /// not larger than the current count.
-    pub fn create_partitions(
-        &mut self,
-        name: &str,
-        count: i32,
-        validate_only: bool,
-    ) -> Result<Arc<TopicMeta>, MetadataError> {
-        let current = self
-            .image
-            .topic(name)
-            .cloned()
-            .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        if count <= current.partitions {
-            return Err(InvalidPartitions::NotAnIncrease {
-                current: current.partitions,
-                requested: count,
-            }
-            .into());
-        }
-        if count > MAX_PARTITIONS {
-            return Err(InvalidPartitions::TooMany {
-                requested: count,
-                max: MAX_PARTITIONS,
-            }
-            .into());
-        }
-        let mut next = (*current).clone();
-        next.partitions = count;
-        if validate_only {
-            return Ok(Arc::new(next));
-        }
-        self.commit_topic(next)
+/// Removes the legacy registry entry of `name` (adopted into the metadata
+/// log).
+pub fn remove_topic_file(data_dir: &Path, name: &str) -> std::io::Result<()> {
+    match std::fs::remove_file(topic_file(data_dir, name)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::metadata::BrokerMeta;
-
-    fn image() -> MetadataImage {
-        MetadataImage::empty(
-            "c".into(),
-            1,
-            BrokerMeta {
-                node_id: 1,
-                host: "h".into(),
-                port: 1,
-                rack: None,
-            },
-        )
-    }
 
     #[test]
-    fn create_persist_reload_delete() {
+    fn legacy_registry_round_trips_and_entries_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(METADATA_DIR)).unwrap();
-        let mut c = Controller::new(dir.path().to_path_buf(), Arc::new(image()));
-        let mut cfg = BTreeMap::new();
-        cfg.insert("cleanup.policy".to_string(), "compact".to_string());
-        let t = c.create_topic("orders", 3, cfg, false).unwrap();
-        assert!(matches!(
-            c.create_topic("orders", 3, BTreeMap::new(), false),
-            Err(MetadataError::TopicAlreadyExists { .. })
-        ));
-        assert!(matches!(
-            c.create_topic("bad name", 3, BTreeMap::new(), false),
-            Err(MetadataError::InvalidTopic(_))
-        ));
-        assert!(matches!(
-            c.create_topic("x", 0, BTreeMap::new(), false),
-            Err(MetadataError::InvalidPartitions(_))
-        ));
-        c.create_partitions("orders", 5, false).unwrap();
-        assert!(c.create_partitions("orders", 5, false).is_err());
-        let reloaded = load_topics(dir.path(), image()).unwrap();
-        let r = reloaded.topic("orders").unwrap();
+        let mut configs = BTreeMap::new();
+        configs.insert("cleanup.policy".to_string(), "compact".to_string());
+        let t = TopicMeta {
+            name: Arc::from("orders"),
+            id: Uuid::new_v4(),
+            partitions: 5,
+            configs,
+            assignments: Vec::new(),
+        };
+        write_topic(dir.path(), &t).unwrap();
+        let img = load_topics(dir.path(), MetadataImage::empty("c".into())).unwrap();
+        let r = img.topic("orders").unwrap();
         assert_eq!((r.id, r.partitions), (t.id, 5));
         assert_eq!(
             r.configs.get("cleanup.policy").map(String::as_str),
             Some("compact")
         );
-        c.delete_topic("orders").unwrap();
-        assert!(load_topics(dir.path(), image())
-            .unwrap()
-            .topic("orders")
-            .is_none());
+        remove_topic_file(dir.path(), "orders").unwrap();
+        remove_topic_file(dir.path(), "orders").unwrap();
+        let img = load_topics(dir.path(), MetadataImage::empty("c".into())).unwrap();
+        assert!(img.topic("orders").is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::import::topic_id_to_kafka;
@@ -12,7 +13,7 @@ use crate::error::{MetadataError, ShardError};
 
 /// Why a topic name is refused (Kafka `Topic.validate`, and the registry's
 /// own rules). Carried by `MetadataError::InvalidTopic` (INVALID_TOPIC_EXCEPTION, 17).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum InvalidTopic {
     /// The name is empty.
     #[error("topic name is empty")]
@@ -64,7 +65,7 @@ pub enum InvalidTopic {
 
 /// A partition directory import found for a topic the registry already has
 /// (`MetadataError::TopicAlreadyExists`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CopiedDirectory {
     /// The registered topic's partition count.
     pub partitions: i32,
@@ -96,7 +97,7 @@ pub(crate) fn already_exists_text(topic: &str, copy: &Option<CopiedDirectory>) -
 
 /// Why a partition count is refused. Carried by
 /// `MetadataError::InvalidPartitions` (INVALID_PARTITIONS, 37).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum InvalidPartitions {
     /// A new topic's count outside `[min, max]`.
     #[error("number of partitions must be in [{min}, {max}], got {requested}")]
@@ -149,22 +150,43 @@ pub enum InvalidPartitions {
     },
 }
 
-/// Why replica assignments are refused (one broker). Carried by
+/// Why replica assignments are refused. Carried by
 /// `MetadataError::InvalidReplicaAssignment` (INVALID_REPLICA_ASSIGNMENT, 39).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
 pub enum InvalidAssignment {
-    /// CreateTopics: an assignment names another broker, or comes with a
-    /// partition count.
-    #[error("assignments must name only this broker, with num_partitions = -1")]
-    CreateTopics,
-    /// CreatePartitions: an assignment names another broker.
-    #[error("assignments may only name this broker")]
-    CreatePartitions,
+    /// The partitions' replica lists differ in length, or one is empty.
+    #[error("every partition's replica list must have the same, non-zero length")]
+    UnevenReplicas,
+    /// A replica list names a broker twice.
+    #[error("a replica list names a broker twice")]
+    DuplicateBroker,
+    /// A replica list names a broker that is not registered.
+    #[error("broker {broker} is not registered")]
+    UnknownBroker {
+        /// The broker id.
+        broker: i32,
+    },
+    /// CreatePartitions: not one replica list per new partition.
+    #[error("{given} replica lists for {added} new partitions")]
+    CountMismatch {
+        /// Lists given.
+        given: i32,
+        /// Partitions added.
+        added: i32,
+    },
+    /// CreateTopics: assignments together with a partition count or a
+    /// replication factor (Kafka: "both numPartitions or replicationFactor
+    /// and replicasAssignments were set").
+    #[error("replica assignments come with num_partitions = -1 and replication_factor = -1")]
+    WithCounts,
+    /// Some alive brokers have a rack and some do not.
+    #[error("not all brokers have rack information (broker.rack) for replica placement")]
+    MixedRacks,
 }
 
 /// Why a topic config is refused. Carried by `MetadataError::InvalidConfig`
 /// (INVALID_CONFIG, 40).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum InvalidConfig {
     /// A value outside what the key allows.
     #[error("invalid value {value:?} for {key}: {allowed}")]
@@ -182,7 +204,7 @@ pub enum InvalidConfig {
         /// The config key.
         key: String,
         /// Why it cannot be enabled.
-        reason: &'static str,
+        reason: std::borrow::Cow<'static, str>,
     },
     /// A key that is not a topic config; with `list_supported` the text
     /// lists the supported keys.
@@ -226,7 +248,7 @@ fn supported_keys() -> String {
 
 /// Why a request is refused as malformed or unsupported. Carried by
 /// `MetadataError::InvalidRequest` (INVALID_REQUEST, 42).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum InvalidRequest {
     /// CreateTopics names a topic twice.
     #[error("topic {topic} appears more than once")]
@@ -286,12 +308,13 @@ pub enum InvalidRequest {
 
 /// Why metadata could not be read or persisted. Carried by
 /// `MetadataError::Storage` (KAFKA_STORAGE_ERROR, 56).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 pub enum StorageFailure {
     /// A file operation failed, or a file does not parse.
     #[error("{}", io_text(*kind, *os_error, detail.as_deref()))]
     Io {
         /// The I/O error's kind.
+        #[serde(with = "io_kind")]
         kind: std::io::ErrorKind,
         /// The OS error number (errno), when the OS gave one.
         os_error: Option<i32>,
@@ -335,5 +358,42 @@ fn io_text(kind: std::io::ErrorKind, os_error: Option<i32>, detail: Option<&str>
         (Some(d), _) => d.to_string(),
         (None, Some(code)) => std::io::Error::from_raw_os_error(code).to_string(),
         (None, None) => std::io::Error::from(kind).to_string(),
+    }
+}
+
+/// `std::io::ErrorKind` as its name (serde), for errors sent between brokers.
+mod io_kind {
+    use std::io::ErrorKind;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const KINDS: &[ErrorKind] = &[
+        ErrorKind::NotFound,
+        ErrorKind::PermissionDenied,
+        ErrorKind::AlreadyExists,
+        ErrorKind::InvalidInput,
+        ErrorKind::InvalidData,
+        ErrorKind::TimedOut,
+        ErrorKind::WriteZero,
+        ErrorKind::Interrupted,
+        ErrorKind::Unsupported,
+        ErrorKind::UnexpectedEof,
+        ErrorKind::OutOfMemory,
+        ErrorKind::StorageFull,
+        ErrorKind::ReadOnlyFilesystem,
+        ErrorKind::Other,
+    ];
+
+    pub fn serialize<S: Serializer>(kind: &ErrorKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{kind:?}"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ErrorKind, D::Error> {
+        let name = String::deserialize(d)?;
+        Ok(KINDS
+            .iter()
+            .copied()
+            .find(|k| format!("{k:?}") == name)
+            .unwrap_or(ErrorKind::Other))
     }
 }

@@ -337,17 +337,10 @@ pub fn import(
     dry_run: bool,
 ) -> Result<Vec<FoundTopic>, MetadataError> {
     let io = MetadataError::from;
-    let empty = MetadataImage::empty(
-        String::new(),
-        0,
-        super::metadata::BrokerMeta {
-            node_id: 0,
-            host: String::new(),
-            port: 0,
-            rack: None,
-        },
-    );
-    let image = load_topics(data_dir, empty).map_err(io)?;
+    // The topics the metadata log has, and those already waiting in the
+    // inbox of an earlier import.
+    let logged = super::quorum::state_machine::read_offline(data_dir).map_err(io)?;
+    let image = load_topics(data_dir, logged).map_err(io)?;
     let found = scan(data_dir, &image)?;
     for topic in configs.keys() {
         if !found.iter().any(|f| &f.name == topic) {
@@ -387,6 +380,7 @@ pub fn import(
             id: f.id,
             partitions: f.partitions,
             configs: configs.get(&f.name).cloned().unwrap_or_default(),
+            assignments: Vec::new(),
         };
         for p in 0..f.partitions {
             let dir = data_dir.join(format!("{}-{p}", f.name));

@@ -1,11 +1,50 @@
 //! Immutable snapshots of the cluster metadata, shared by every shard.
+//!
+//! A [`MetadataImage`] is what applying the metadata log up to one offset
+//! gives (see [`super::records`] and [`super::image_apply`]): the registered
+//! brokers, the topics with every partition's replicas, ISR, leader and
+//! epochs (Kafka's `PartitionRegistration`), the next producer id block.
+//! Shard 0 of every node applies the committed log and publishes each new
+//! image to the node's shards; nothing in an image is ever mutated.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// One topic: its id (KIP-516 topic ids), partition count and topic-level
+/// "No broker": the leader of a partition without one, as Kafka's `-1`.
+pub const NO_LEADER: i32 = -1;
+
+/// One partition as the controller registered it (Kafka's
+/// `PartitionRegistration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionRegistration {
+    /// Every replica's broker id, the preferred leader first.
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas.
+    pub isr: Vec<i32>,
+    /// Eligible leader replicas (KIP-966): replicas that left the ISR while
+    /// it was below `min.insync.replicas`, still safe to lead.
+    #[serde(default)]
+    pub elr: Vec<i32>,
+    /// The leader's broker id, or [`NO_LEADER`].
+    pub leader: i32,
+    /// Bumped on every leader change (stamped in the batches it appends).
+    pub leader_epoch: i32,
+    /// Bumped on every change of this registration (the compare-and-set
+    /// token of AlterPartition).
+    pub partition_epoch: i32,
+}
+
+impl PartitionRegistration {
+    /// Whether `broker` leads this partition.
+    pub fn is_leader(&self, broker: i32) -> bool {
+        self.leader == broker && broker != NO_LEADER
+    }
+}
+
+/// One topic: its id (KIP-516 topic ids), its partitions and topic-level
 /// configs (Kafka names, e.g. `cleanup.policy`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicMeta {
@@ -13,10 +52,67 @@ pub struct TopicMeta {
     pub name: Arc<str>,
     /// Topic id, stable for the topic's life.
     pub id: Uuid,
-    /// Number of partitions.
+    /// Number of partitions (the length of [`TopicMeta::assignments`]).
     pub partitions: i32,
     /// Topic-level config overrides (Kafka property names).
     pub configs: BTreeMap<String, String>,
+    /// Each partition's registration, by partition index.
+    pub assignments: Vec<PartitionRegistration>,
+}
+
+impl TopicMeta {
+    /// The registration of partition `index`.
+    pub fn partition(&self, index: i32) -> Option<&PartitionRegistration> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.assignments.get(i))
+    }
+}
+
+/// One endpoint a broker registered: a listener and where clients reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// Listener name (`PLAINTEXT`, …).
+    pub listener: String,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+}
+
+/// A registered broker (Kafka's `BrokerRegistration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    /// `node.id`.
+    pub node_id: i32,
+    /// A random id per process start: a second process with the same id is
+    /// told apart from a restart (DUPLICATE_BROKER_REGISTRATION).
+    pub incarnation_id: Uuid,
+    /// The broker epoch: the metadata offset of this registration.
+    pub epoch: i64,
+    /// The client endpoints, the inter-broker listener first.
+    pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// Fenced brokers lead no partition and are not listed to clients: a
+    /// new registration starts fenced, heartbeats unfence it, missed
+    /// heartbeats (`broker.session.timeout.ms`) fence it again.
+    pub fenced: bool,
+    /// The broker asked to shut down (controlled shutdown): it leads no
+    /// partition and gets no new replicas.
+    pub in_controlled_shutdown: bool,
+}
+
+impl BrokerRegistration {
+    /// The endpoint clients use (the first registered).
+    pub fn client_endpoint(&self) -> Option<&Endpoint> {
+        self.endpoints.first()
+    }
+
+    /// Whether the broker may lead partitions and is shown to clients.
+    pub fn is_alive(&self) -> bool {
+        !self.fenced && !self.in_controlled_shutdown
+    }
 }
 
 /// A broker as Metadata and DescribeCluster show it.
@@ -28,39 +124,51 @@ pub struct BrokerMeta {
     pub host: String,
     /// Advertised port.
     pub port: i32,
-    /// Rack (`broker.rack`), none yet.
+    /// Rack (`broker.rack`).
     pub rack: Option<String>,
 }
 
-/// A consistent view of the cluster at one metadata version. Shards hold an
-/// `Arc<MetadataImage>` and swap it when the controller publishes a new one;
-/// nothing in an image is ever mutated.
+/// A consistent view of the cluster at one metadata offset. Shards hold an
+/// `Arc<MetadataImage>` and swap it when shard 0 publishes a new one.
 #[derive(Debug, Clone)]
 pub struct MetadataImage {
-    /// Monotonic version of this image.
+    /// Monotonic version of this image on this node (every publication
+    /// bumps it, also when only [`MetadataImage::controller_id`] changed).
     pub version: u64,
+    /// The metadata log offset (Raft log index) applied into this image;
+    /// 0 before any.
+    pub offset: u64,
     /// `cluster.id` from `meta.properties`.
     pub cluster_id: String,
-    /// The controller's node id (this node).
+    /// The active controller's node id as this node last learned it, -1
+    /// when none is known (an election is under way).
     pub controller_id: i32,
-    /// Live brokers.
-    pub brokers: Vec<BrokerMeta>,
+    /// Every registered broker by id, fenced ones included.
+    pub registrations: BTreeMap<i32, BrokerRegistration>,
     /// Topics by name.
     pub topics: BTreeMap<Arc<str>, Arc<TopicMeta>>,
     /// Topic names by id.
     pub topic_ids: HashMap<Uuid, Arc<str>>,
+    /// The first producer id not yet handed out in a block (AllocateProducerIds).
+    pub next_producer_id: i64,
+    /// Broker-level dynamic configs set through the metadata log, by broker
+    /// id (`None`: cluster-wide default), Kafka key → value.
+    pub broker_configs: BTreeMap<Option<i32>, BTreeMap<String, String>>,
 }
 
 impl MetadataImage {
-    /// An image with no topics.
-    pub fn empty(cluster_id: String, node_id: i32, broker: BrokerMeta) -> MetadataImage {
+    /// An image with no brokers and no topics.
+    pub fn empty(cluster_id: String) -> MetadataImage {
         MetadataImage {
             version: 0,
+            offset: 0,
             cluster_id,
-            controller_id: node_id,
-            brokers: vec![broker],
+            controller_id: -1,
+            registrations: BTreeMap::new(),
             topics: BTreeMap::new(),
             topic_ids: HashMap::new(),
+            next_producer_id: 0,
+            broker_configs: BTreeMap::new(),
         }
     }
 
@@ -74,14 +182,67 @@ impl MetadataImage {
         self.topic_ids.get(id).and_then(|n| self.topics.get(n))
     }
 
-    /// The leader of every partition: this node, until replication exists.
-    pub fn leader(&self) -> i32 {
-        self.controller_id
+    /// The registration of partition `index` of `topic`.
+    pub fn partition(&self, topic: &str, index: i32) -> Option<&PartitionRegistration> {
+        self.topic(topic).and_then(|t| t.partition(index))
     }
 
-    /// Leader epoch of a partition: 0 until leadership can change.
-    pub fn leader_epoch(&self, _topic: &str, _partition: i32) -> i32 {
-        0
+    /// The alive (unfenced, not shutting down) brokers as clients see them,
+    /// by id.
+    pub fn brokers(&self) -> Vec<BrokerMeta> {
+        self.registrations
+            .values()
+            .filter(|b| b.is_alive())
+            .filter_map(|b| self.broker_meta(b.node_id))
+            .collect()
+    }
+
+    /// Broker `id` as clients see it (its client endpoint), alive or not;
+    /// None when it never registered.
+    pub fn broker_meta(&self, id: i32) -> Option<BrokerMeta> {
+        let b = self.registrations.get(&id)?;
+        let e = b.client_endpoint()?;
+        Some(BrokerMeta {
+            node_id: b.node_id,
+            host: e.host.clone(),
+            port: i32::from(e.port),
+            rack: b.rack.clone(),
+        })
+    }
+
+    /// Whether broker `id` is registered and alive.
+    pub fn is_alive(&self, id: i32) -> bool {
+        self.registrations.get(&id).is_some_and(|b| b.is_alive())
+    }
+
+    /// The controller id given to clients (Metadata, DescribeCluster): the
+    /// active controller when it is an alive broker (combined mode), else the
+    /// lowest alive broker, which forwards admin requests; -1 with none.
+    pub fn client_controller_id(&self) -> i32 {
+        if self.is_alive(self.controller_id) {
+            return self.controller_id;
+        }
+        self.registrations
+            .values()
+            .find(|b| b.is_alive())
+            .map_or(-1, |b| b.node_id)
+    }
+
+    /// The leader of partition `index` of `topic` and its leader epoch;
+    /// None when the partition does not exist.
+    pub fn leader(&self, topic: &str, index: i32) -> Option<(i32, i32)> {
+        self.partition(topic, index)
+            .map(|p| (p.leader, p.leader_epoch))
+    }
+
+    /// Replicas of partition `p` whose broker is not alive (Metadata's
+    /// `offline_replicas`).
+    pub fn offline_replicas(&self, p: &PartitionRegistration) -> Vec<i32> {
+        p.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.is_alive(*r))
+            .collect()
     }
 
     /// A copy with `topic` added or replaced, and the version bumped.
@@ -127,26 +288,79 @@ mod tests {
         assert_eq!(owner_shard("t", 3, 2), owner_shard("t", 3, 2));
     }
 
+    fn single(p: i32) -> Vec<PartitionRegistration> {
+        (0..p)
+            .map(|_| PartitionRegistration {
+                replicas: vec![1],
+                isr: vec![1],
+                elr: vec![],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            })
+            .collect()
+    }
+
     #[test]
     fn with_and_without_topic() {
-        let b = BrokerMeta {
-            node_id: 1,
-            host: "h".into(),
-            port: 1,
-            rack: None,
-        };
-        let img = MetadataImage::empty("c".into(), 1, b);
+        let img = MetadataImage::empty("c".into());
         let t = TopicMeta {
             name: "a".into(),
             id: Uuid::new_v4(),
             partitions: 2,
             configs: BTreeMap::new(),
+            assignments: single(2),
         };
         let id = t.id;
         let img2 = img.with_topic(t);
         assert_eq!(img2.topic_by_id(&id).map(|t| t.partitions), Some(2));
+        assert_eq!(img2.leader("a", 1), Some((1, 0)));
+        assert_eq!(img2.leader("a", 2), None);
         let img3 = img2.without_topic("a");
         assert!(img3.topic("a").is_none() && img3.topic_by_id(&id).is_none());
         assert!(img3.version > img2.version && img2.version > img.version);
+    }
+
+    #[test]
+    fn clients_see_alive_brokers_and_a_controller_among_them() {
+        let mut img = MetadataImage::empty("c".into());
+        for (id, fenced) in [(1, false), (2, true), (3, false)] {
+            img.registrations.insert(
+                id,
+                BrokerRegistration {
+                    node_id: id,
+                    incarnation_id: Uuid::new_v4(),
+                    epoch: 10 + i64::from(id),
+                    endpoints: vec![Endpoint {
+                        listener: "PLAINTEXT".into(),
+                        host: "h".into(),
+                        port: 9000 + id as u16,
+                    }],
+                    rack: None,
+                    fenced,
+                    in_controlled_shutdown: false,
+                },
+            );
+        }
+        let ids: Vec<i32> = img.brokers().iter().map(|b| b.node_id).collect();
+        assert_eq!(ids, [1, 3]);
+        img.controller_id = 2;
+        assert_eq!(
+            img.client_controller_id(),
+            1,
+            "a fenced controller is not shown"
+        );
+        img.controller_id = 3;
+        assert_eq!(img.client_controller_id(), 3);
+        let p = PartitionRegistration {
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 3],
+            elr: vec![],
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 7,
+        };
+        assert_eq!(img.offline_replicas(&p), [2]);
+        assert!(p.is_leader(1) && !p.is_leader(3));
     }
 }

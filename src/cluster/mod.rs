@@ -1,15 +1,23 @@
-//! Cluster metadata: topics, partitions, node ids and leader epochs.
+//! Cluster metadata: brokers, topics, partitions with their replicas, ISR,
+//! leaders and epochs, and the metadata quorum that replicates them.
 //!
-//! One node exists today. The seams for replication are kept honest: every
-//! partition has a leader (this node's `node.id`), a leader epoch (0 until
-//! leadership can change) and a replica set; shard 0 plays the controller role
-//! and publishes immutable [`metadata::MetadataImage`] snapshots to every shard,
-//! the way a KRaft controller publishes metadata records to brokers.
+//! Kafka's split is the model: the metadata lives in a Raft log
+//! ([`quorum`], on openraft) of KRaft-shaped [`records`]; applying it
+//! ([`image_apply`]) gives immutable [`metadata::MetadataImage`]s that shard 0
+//! publishes to every shard. The active controller ([`control`]) validates
+//! admin requests and broker heartbeats and decides the records (replica
+//! [`placement`], leader [`election`]s).
 
+pub mod control;
 pub mod controller;
+pub mod election;
 pub mod error;
 pub mod format;
+pub mod image_apply;
 pub mod import;
 pub mod metadata;
+pub mod placement;
+pub mod quorum;
+pub mod records;
 pub mod topic_config;
 pub mod topic_name;

@@ -144,6 +144,10 @@ pub fn broker_def(name: &str) -> Option<&'static BrokerConfigDef> {
 fn to_i32(v: i64) -> i32 {
     i32::try_from(v).unwrap_or(i32::MAX)
 }
+fn to_i16(v: i64) -> i16 {
+    i16::try_from(v).unwrap_or(i16::MAX)
+}
+
 fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
@@ -152,6 +156,12 @@ fn to_u32(v: i64) -> u32 {
 }
 fn to_usize(v: i64) -> usize {
     usize::try_from(v).unwrap_or(0)
+}
+
+fn set_rack(c: &mut Config, _key: &str, value: &str) -> Result<(), ConfigError> {
+    let v = value.trim();
+    c.cluster.rack = (!v.is_empty()).then(|| v.to_string());
+    Ok(())
 }
 
 fn some(v: impl ToString) -> Option<String> {
@@ -338,12 +348,17 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "advertised.listeners", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Own, get: get_advertised },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
+    BrokerConfigDef { name: "broker.heartbeat.interval.ms", ty: T::Int, default: Some("2000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.broker_heartbeat_interval_ms = to_u64(v) }, doc: "How often (ms) the broker heartbeats the active controller.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.broker_heartbeat_interval_ms) },
     BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
+    BrokerConfigDef { name: "broker.rack", ty: T::String, default: None, field: Field::Text { allowed: "a rack name", set: set_rack }, doc: "This broker's rack: replicas of a partition go to different racks first.", dynamic: false, describe: Describe::Own, get: |c| c.cluster.rack.clone() },
+    BrokerConfigDef { name: "broker.session.timeout.ms", ty: T::Int, default: Some("9000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.broker_session_timeout_ms = to_u64(v) }, doc: "A broker whose heartbeats stop for this long (ms) is fenced: it leads no partition until it heartbeats again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.broker_session_timeout_ms) },
     BrokerConfigDef { name: "cluster.id", ty: T::String, default: None, field: Field::Text { allowed: "any text", set: set_cluster_id }, doc: "Cluster id for a new data directory; unset: read from or generated into meta.properties. A data directory formatted for another cluster id is refused.", dynamic: false, describe: Describe::Hidden("not a Kafka broker config: Kafka keeps the cluster id in meta.properties only"), get: |c| c.cluster_id.clone() },
     BrokerConfigDef { name: "controller.listener.names", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of listener names", set: set_controller_listener_names }, doc: "Names of the controller listeners in listeners (Kafka's KRaft key); the other listener is the client one. Recorded for the metadata quorum, not served yet.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.controller_listener_names.clone() },
     BrokerConfigDef { name: "controller.quorum.bootstrap.servers", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of host:port", set: set_bootstrap_servers }, doc: "Controllers to contact to find the quorum (Kafka's KRaft key, the newer alternative to controller.quorum.voters). Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_bootstrap_servers },
+    BrokerConfigDef { name: "controller.quorum.election.timeout.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 10, max: I32MAX, set: |c, v| c.cluster.election_timeout_ms = to_u64(v) }, doc: "How long (ms) a voter waits for the active controller before it starts an election.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.election_timeout_ms) },
+    BrokerConfigDef { name: "controller.quorum.request.timeout.ms", ty: T::Int, default: Some("2000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.request_timeout_ms = to_u64(v) }, doc: "How long (ms) a request for the active controller (forwarded admin requests, registration, heartbeats) is retried.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.request_timeout_ms) },
     BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_voters },
-    BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1, set: |c, v| c.default_replication_factor = i16::try_from(v).unwrap_or(1) }, doc: "Replication factor of auto-created topics; only 1 is possible on one node.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
+    BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.default_replication_factor = to_i16(v) }, doc: "Replication factor of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
     BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
@@ -376,6 +391,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_check_interval_ms) },
     BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
     BrokerConfigDef { name: "offsets.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.group.offsets_topic_partitions = to_i32(v) }, doc: "Partitions of __consumer_offsets (created on the first group lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_partitions) },
+    BrokerConfigDef { name: "offsets.topic.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.cluster.offsets_topic_replication_factor = to_i16(v) }, doc: "Replication factor of __consumer_offsets; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.offsets_topic_replication_factor) },
     BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_segment_bytes) },
     BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Own, get: get_process_roles },
     BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
@@ -385,7 +401,9 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
     BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
     BrokerConfigDef { name: "transaction.remove.expired.transaction.cleanup.interval.ms", ty: T::Int, default: Some("3600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.remove_expired_interval_ms = to_u64(v) }, doc: "How often (ms) expired transactional ids are removed.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.remove_expired_interval_ms) },
+    BrokerConfigDef { name: "transaction.state.log.min.isr", ty: T::Int, default: Some("2"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.transaction_state_min_isr = to_i32(v) }, doc: "min.insync.replicas of __transaction_state.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.transaction_state_min_isr) },
     BrokerConfigDef { name: "transaction.state.log.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.txn.state_log_partitions = to_i32(v) }, doc: "Partitions of __transaction_state (created on the first transactional lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_partitions) },
+    BrokerConfigDef { name: "transaction.state.log.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.cluster.transaction_state_replication_factor = to_i16(v) }, doc: "Replication factor of __transaction_state; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.transaction_state_replication_factor) },
     BrokerConfigDef { name: "transaction.state.log.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I64MAX, set: |c, v| c.txn.state_log_segment_bytes = to_u64(v) }, doc: "Segment size of __transaction_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_segment_bytes) },
     BrokerConfigDef { name: "transactional.id.expiration.ms", ty: T::Int, default: Some("604800000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.id_expiration_ms = v }, doc: "A transactional id with no transaction for this long (ms) is forgotten.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.id_expiration_ms) },
 ];
@@ -504,8 +522,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 37 own settings, read-only.
-        assert_eq!(own.len(), 37);
+        // Today's broker resource: 45 own settings, read-only.
+        assert_eq!(own.len(), 45);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -515,12 +533,17 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 37] = [
+        let want: [(&str, Option<&str>); 45] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
+            ("broker.heartbeat.interval.ms", Some("2000")),
             ("broker.id", Some("1")),
+            ("broker.rack", None),
+            ("broker.session.timeout.ms", Some("9000")),
             ("controller.listener.names", None),
             ("controller.quorum.bootstrap.servers", Some("")),
+            ("controller.quorum.election.timeout.ms", Some("1000")),
+            ("controller.quorum.request.timeout.ms", Some("2000")),
             ("controller.quorum.voters", Some("")),
             ("default.replication.factor", Some("1")),
             ("delete.topic.enable", Some("true")),
@@ -545,6 +568,7 @@ mod tests {
             ("offsets.retention.check.interval.ms", Some("600000")),
             ("offsets.retention.minutes", Some("10080")),
             ("offsets.topic.num.partitions", Some("50")),
+            ("offsets.topic.replication.factor", Some("3")),
             ("offsets.topic.segment.bytes", Some("104857600")),
             ("process.roles", None),
             ("producer.id.expiration.check.interval.ms", Some("600000")),
@@ -559,7 +583,9 @@ mod tests {
                 "transaction.remove.expired.transaction.cleanup.interval.ms",
                 Some("3600000"),
             ),
+            ("transaction.state.log.min.isr", Some("2")),
             ("transaction.state.log.num.partitions", Some("50")),
+            ("transaction.state.log.replication.factor", Some("3")),
             ("transaction.state.log.segment.bytes", Some("104857600")),
             ("transactional.id.expiration.ms", Some("604800000")),
         ];
@@ -671,7 +697,7 @@ mod tests {
             Some("invalid value \"10\" for log.segment.bytes: an integer in [14, 2147483647]")
         );
         assert!(c.set("log.dirs", " , ").is_err());
-        assert!(c.set("default.replication.factor", "2").is_err());
+        assert!(c.set("default.replication.factor", "0").is_err());
         c.set("advertised.listeners", "PLAINTEXT://example:9093")
             .unwrap_or_default();
         assert_eq!(c.client_advertised(), Some(("example".to_string(), 9093)));

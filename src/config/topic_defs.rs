@@ -17,6 +17,8 @@ pub enum ConfigType {
     String = 2,
     /// 32-bit integer.
     Int = 3,
+    /// 16-bit integer.
+    Short = 4,
     /// 64-bit integer.
     Long = 5,
     /// Floating point.
@@ -221,7 +223,7 @@ pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError>
             if let (true, Support::RefuseEnabling(why)) = (on, d.support) {
                 return Err(InvalidConfig::Unsupported {
                     key: key.to_string(),
-                    reason: why,
+                    reason: why.into(),
                 }
                 .into());
             }

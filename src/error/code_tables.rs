@@ -177,18 +177,20 @@ impl Variants for MarkerFailure {
 }
 
 impl Variants for CoordinatorLookupError {
-    const COUNT: usize = 3;
+    const COUNT: usize = 5;
     fn index(&self) -> usize {
         match self {
             CoordinatorLookupError::TopicMissing { .. } => 0,
             CoordinatorLookupError::CreateFailed { .. } => 1,
             CoordinatorLookupError::ControllerUnavailable { .. } => 2,
+            CoordinatorLookupError::NoLeader { .. } => 3,
+            CoordinatorLookupError::UnsupportedKeyType { .. } => 4,
         }
     }
 }
 
 impl Variants for MetadataError {
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
     fn index(&self) -> usize {
         match self {
             MetadataError::UnknownTopicOrPartition => 0,
@@ -202,6 +204,7 @@ impl Variants for MetadataError {
             MetadataError::TopicDeletionDisabled => 8,
             MetadataError::InvalidRequest(_) => 9,
             MetadataError::Storage(_) => 10,
+            MetadataError::Controller(_) => 11,
         }
     }
 }
@@ -241,6 +244,94 @@ impl Variants for ShardError {
             ShardError::Unavailable(_) => 0,
         }
     }
+}
+
+impl Variants for ControllerCallError {
+    const COUNT: usize = 6;
+    fn index(&self) -> usize {
+        match self {
+            ControllerCallError::Shard(_) => 0,
+            ControllerCallError::NotStarted => 1,
+            ControllerCallError::Unavailable(_) => 2,
+            ControllerCallError::NotRegistered => 3,
+            ControllerCallError::Lifecycle(_) => 4,
+            ControllerCallError::UnexpectedReply => 5,
+        }
+    }
+}
+
+impl Variants for ControllerUnavailable {
+    const COUNT: usize = 3;
+    fn index(&self) -> usize {
+        match self {
+            ControllerUnavailable::NotController { .. } => 0,
+            ControllerUnavailable::Timeout { .. } => 1,
+            ControllerUnavailable::Stopped { .. } => 2,
+        }
+    }
+}
+
+impl Variants for LifecycleError {
+    const COUNT: usize = 4;
+    fn index(&self) -> usize {
+        match self {
+            LifecycleError::StaleBrokerEpoch { .. } => 0,
+            LifecycleError::NotRegistered { .. } => 1,
+            LifecycleError::DuplicateRegistration { .. } => 2,
+            LifecycleError::InconsistentClusterId { .. } => 3,
+        }
+    }
+}
+
+#[test]
+fn controller_error_codes() {
+    let not_controller = ControllerUnavailable::NotController { leader: Some(2) };
+    let timeout = ControllerUnavailable::Timeout {
+        timeout_ms: 30000,
+        last: "no active controller".into(),
+    };
+    table(&[
+        (not_controller.clone(), 41),
+        (timeout.clone(), 7),
+        (
+            ControllerUnavailable::Stopped {
+                reason: "shutdown".into(),
+            },
+            7,
+        ),
+    ]);
+    let stale = LifecycleError::StaleBrokerEpoch {
+        broker: 2,
+        epoch: 3,
+        current: 9,
+    };
+    table(&[
+        (stale.clone(), 77),
+        (LifecycleError::NotRegistered { broker: 2 }, 102),
+        (
+            LifecycleError::DuplicateRegistration {
+                broker: 2,
+                other: uuid::Uuid::nil(),
+            },
+            101,
+        ),
+        (
+            LifecycleError::InconsistentClusterId {
+                given: "a".into(),
+                ours: "b".into(),
+            },
+            104,
+        ),
+    ]);
+    table(&[
+        (ControllerCallError::Shard(ShardError::Unavailable(0)), 7),
+        (ControllerCallError::NotStarted, 7),
+        (ControllerCallError::Unavailable(not_controller), 41),
+        (ControllerCallError::Unavailable(timeout), 7),
+        (ControllerCallError::NotRegistered, 7),
+        (ControllerCallError::Lifecycle(stale), 77),
+        (ControllerCallError::UnexpectedReply, -1),
+    ]);
 }
 
 #[test]

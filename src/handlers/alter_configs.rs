@@ -17,7 +17,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use super::{respond, with_controller, HandlerResult};
+use super::{ask_controller, respond, HandlerResult};
+use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::{InvalidConfig, InvalidRequest};
 use crate::cluster::topic_config::{self, ConfigType};
 use crate::error::{codes, KafkaCode, MetadataError};
@@ -106,17 +107,27 @@ async fn alter_topic(
         + 'static,
     validate_only: bool,
 ) -> Result<(), MetadataError> {
-    with_controller(shard, move |c| {
-        let current = c
-            .image()
-            .topic(&topic)
-            .map(|t| t.configs.clone())
-            .ok_or(MetadataError::UnknownTopicOrPartition)?;
-        let next = change(&current)?;
-        c.alter_topic_configs(&topic, next, validate_only).map(drop)
-    })
-    .await
-    .map_err(MetadataError::from)?
+    // The change is computed against this broker's image: the controller
+    // replaces the whole set (AlterConfigs semantics).
+    let current = shard
+        .metadata()
+        .topic(&topic)
+        .map(|t| t.configs.clone())
+        .ok_or(MetadataError::UnknownTopicOrPartition)?;
+    let configs = change(&current)?;
+    match ask_controller(
+        shard,
+        ControllerRequest::AlterTopicConfigs {
+            topic,
+            configs,
+            validate_only,
+        },
+    )
+    .await?
+    {
+        ControllerReply::AlterTopicConfigs(r) => r,
+        _ => Err(crate::error::ControllerCallError::UnexpectedReply.into()),
+    }
 }
 
 fn outcome(resource_type: i8, r: Result<(), MetadataError>) -> (i16, Option<StrBytes>) {

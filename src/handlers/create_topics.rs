@@ -1,7 +1,10 @@
 //! CreateTopics (key 19), v2–v7. `num_partitions = -1` and
-//! `replication_factor = -1` take the broker defaults (KIP-464). Replication
-//! factor must be 1 on a single node (INVALID_REPLICATION_FACTOR otherwise);
-//! topic configs are validated (INVALID_CONFIG naming the key).
+//! `replication_factor = -1` take the broker defaults (KIP-464). Topic
+//! configs are validated here (INVALID_CONFIG naming the key); the active
+//! controller places the replicas over the alive brokers
+//! (INVALID_REPLICATION_FACTOR when there are fewer), checks explicit
+//! assignments and answers once the topic is in the metadata log and applied
+//! on this broker.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -12,18 +15,17 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{respond, with_controller, HandlerResult};
-use crate::cluster::error::{InvalidAssignment, InvalidRequest};
+use super::{respond, HandlerResult};
+use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::error::{InvalidAssignment, InvalidPartitions, InvalidRequest};
 use crate::cluster::topic_config;
 use crate::error::{KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
-use crate::shard::Shard;
+use crate::shard::{submit, Shard};
 
 struct Plan {
     name: String,
-    partitions: i32,
-    replication_factor: i16,
-    configs: BTreeMap<String, String>,
+    topic: NewTopic,
     early_error: Option<MetadataError>,
 }
 
@@ -54,22 +56,35 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     topic: name.clone(),
                 }));
             }
-            if rf != 1 {
-                early_error.get_or_insert(MetadataError::InvalidReplicationFactor {
-                    requested: rf,
-                    brokers: 1,
-                });
-            }
+            let mut assignments = None;
             if !t.assignments.is_empty() {
-                let ok = t
-                    .assignments
-                    .iter()
-                    .all(|a| a.broker_ids.len() == 1 && a.broker_ids[0].0 == cfg.node_id);
-                if !ok || t.num_partitions != -1 {
+                if t.num_partitions != -1 || t.replication_factor != -1 {
                     early_error.get_or_insert(MetadataError::InvalidReplicaAssignment(
-                        InvalidAssignment::CreateTopics,
+                        InvalidAssignment::WithCounts,
                     ));
                 }
+                let mut lists: Vec<(i32, Vec<i32>)> = t
+                    .assignments
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.partition_index,
+                            a.broker_ids.iter().map(|b| b.0).collect(),
+                        )
+                    })
+                    .collect();
+                lists.sort_by_key(|(p, _)| *p);
+                if lists.iter().enumerate().any(|(i, (p, _))| *p != i as i32) {
+                    early_error.get_or_insert(
+                        InvalidPartitions::OutOfRange {
+                            requested: lists.len() as i32,
+                            min: 1,
+                            max: crate::cluster::control::MAX_PARTITIONS,
+                        }
+                        .into(),
+                    );
+                }
+                assignments = Some(lists.into_iter().map(|(_, l)| l).collect());
             }
             for c in &t.configs {
                 let k = c.name.to_string();
@@ -84,64 +99,68 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     }
                 }
             }
-            let partitions = if t.assignments.is_empty() {
-                partitions
-            } else {
-                t.assignments.len() as i32
-            };
             Plan {
+                topic: NewTopic {
+                    name: name.clone(),
+                    partitions,
+                    replication_factor: rf,
+                    assignments,
+                    configs,
+                    topic_id: None,
+                },
                 name,
-                partitions,
-                replication_factor: rf,
-                configs,
                 early_error,
             }
         })
         .collect();
 
-    let validate_only = req.validate_only;
-    type Input = (String, i32, BTreeMap<String, String>, Option<MetadataError>);
-    let inputs: Vec<Input> = plans
+    let asked: Vec<NewTopic> = plans
         .iter()
-        .map(|p| {
-            (
-                p.name.clone(),
-                p.partitions,
-                p.configs.clone(),
-                p.early_error.clone(),
-            )
-        })
+        .filter(|p| p.early_error.is_none())
+        .map(|p| p.topic.clone())
         .collect();
-    let results = with_controller(shard, move |c| {
-        inputs
-            .into_iter()
-            .map(|(name, partitions, configs, early)| match early {
-                Some(e) => Err(e),
-                None => c.create_topic(&name, partitions, configs, validate_only),
-            })
-            .collect::<Vec<_>>()
-    })
-    .await;
+    let results = if asked.is_empty() {
+        Ok(Vec::new())
+    } else {
+        match submit(
+            shard,
+            ControllerRequest::CreateTopics {
+                topics: asked,
+                validate_only: req.validate_only,
+            },
+        )
+        .await
+        {
+            Ok(ControllerReply::CreateTopics(r)) => Ok(r),
+            Ok(_) => Err(MetadataError::from(
+                crate::error::ControllerCallError::UnexpectedReply,
+            )),
+            Err(e) => Err(MetadataError::from(e)),
+        }
+    };
+    let mut decided = match &results {
+        Ok(v) => v.clone().into_iter(),
+        Err(_) => Vec::new().into_iter(),
+    };
 
     let mut resp = CreateTopicsResponse::default();
     resp.topics = plans
         .iter()
-        .enumerate()
-        .map(|(i, p)| {
+        .map(|p| {
             let mut r = CreatableTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(p.name.clone()));
-            let outcome = match &results {
-                Ok(v) => v
-                    .get(i)
-                    .cloned()
+            let outcome = match (&p.early_error, &results) {
+                (Some(e), _) => Err(e.clone()),
+                (None, Ok(_)) => decided
+                    .next()
                     .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
-                Err(e) => Err(MetadataError::from(e.clone())),
+                (None, Err(e)) => Err(e.clone()),
             };
             match outcome {
                 Ok(t) => {
                     r.topic_id = t.id;
                     r.num_partitions = t.partitions;
-                    r.replication_factor = p.replication_factor;
+                    r.replication_factor = t.replication_factor;
                     r.configs = Some(
                         t.configs
                             .iter()

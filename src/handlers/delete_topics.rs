@@ -9,7 +9,8 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use super::{respond, with_controller, HandlerResult};
+use super::{ask_controller, respond, HandlerResult};
+use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::InvalidRequest;
 use crate::error::{KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
@@ -43,20 +44,34 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         })
         .collect();
     let enabled = shard.config.delete_topic_enable;
-    let to_delete = resolved.clone();
-    let results = with_controller(shard, move |c| {
-        to_delete
-            .into_iter()
-            .map(|r| {
-                let name = r?;
-                if !enabled {
-                    return Err(MetadataError::TopicDeletionDisabled);
-                }
-                c.delete_topic(&name).map(|t| t.id)
-            })
-            .collect::<Vec<_>>()
-    })
-    .await;
+    let names: Vec<String> = resolved
+        .iter()
+        .filter_map(|r| r.as_ref().ok().cloned())
+        .collect();
+    let decided: Result<Vec<Result<Uuid, MetadataError>>, MetadataError> =
+        if !enabled || names.is_empty() {
+            Ok(Vec::new())
+        } else {
+            match ask_controller(shard, ControllerRequest::DeleteTopics { names }).await {
+                Ok(ControllerReply::DeleteTopics(r)) => Ok(r),
+                Ok(_) => Err(crate::error::ControllerCallError::UnexpectedReply.into()),
+                Err(e) => Err(e),
+            }
+        };
+    let mut decided_iter = decided.clone().unwrap_or_default().into_iter();
+    let results: Vec<Result<Uuid, MetadataError>> = resolved
+        .iter()
+        .map(|r| match r {
+            Err(e) => Err(e.clone()),
+            Ok(_) if !enabled => Err(MetadataError::TopicDeletionDisabled),
+            Ok(_) => match &decided {
+                Err(e) => Err(e.clone()),
+                Ok(_) => decided_iter
+                    .next()
+                    .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
+            },
+        })
+        .collect();
     let mut resp = DeleteTopicsResponse::default();
     resp.responses = wanted
         .iter()
@@ -69,13 +84,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .or(name.as_ref())
                 .map(|n| TopicName(StrBytes::from_string(n.clone())));
             r.topic_id = *id;
-            let outcome = match &results {
-                Ok(v) => v
-                    .get(i)
-                    .cloned()
-                    .unwrap_or(Err(InvalidRequest::AnswerLost.into())),
-                Err(e) => Err(MetadataError::from(e.clone())),
-            };
+            let outcome = results
+                .get(i)
+                .cloned()
+                .unwrap_or(Err(InvalidRequest::AnswerLost.into()));
             match outcome {
                 Ok(tid) => r.topic_id = tid,
                 Err(e) => {

@@ -1,4 +1,7 @@
-//! DescribeCluster (key 60), v0–v1 (KIP-700): brokers, cluster id, controller.
+//! DescribeCluster (key 60), v0–v1 (KIP-700): the alive brokers, cluster id,
+//! and as controller the active controller when it is an alive broker (the
+//! lowest alive broker otherwise: clients send admin requests there, which
+//! forwards them).
 
 use std::rc::Rc;
 
@@ -16,11 +19,11 @@ pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let image = shard.metadata();
     let mut resp = DescribeClusterResponse::default();
     resp.cluster_id = StrBytes::from_string(image.cluster_id.clone());
-    resp.controller_id = BrokerId(image.controller_id);
+    resp.controller_id = BrokerId(image.client_controller_id());
     resp.endpoint_type = 1;
     resp.cluster_authorized_operations = i32::MIN;
     resp.brokers = image
-        .brokers
+        .brokers()
         .iter()
         .map(|b| {
             let mut rb = DescribeClusterBroker::default();

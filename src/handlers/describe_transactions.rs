@@ -54,7 +54,9 @@ fn lookup_failed(e: &CoordinatorLookupError) -> TxnError {
     match e {
         CoordinatorLookupError::TopicMissing { .. }
         | CoordinatorLookupError::CreateFailed { .. }
-        | CoordinatorLookupError::ControllerUnavailable { .. } => TxnError::TransactionalIdNotFound,
+        | CoordinatorLookupError::ControllerUnavailable { .. }
+        | CoordinatorLookupError::NoLeader { .. }
+        | CoordinatorLookupError::UnsupportedKeyType { .. } => TxnError::TransactionalIdNotFound,
     }
 }
 

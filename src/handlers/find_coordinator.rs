@@ -1,11 +1,13 @@
 //! FindCoordinator (key 10), v0–v6 (v4+: batched `coordinator_keys`, KIP-699; v5 only allows
 //! TRANSACTION_ABORTABLE; v6 share-group keys, type 2, get INVALID_REQUEST as on Kafka 4.4
 //! without share groups).
-//! Every group's coordinator is this broker; the connection's shard forwards
-//! group requests to the owning shard itself. The first group lookup creates
-//! `__consumer_offsets` (`offsets.topic.num.partitions`, compacted), as Kafka
-//! does; the first transaction coordinator lookup (key type 1) creates
-//! `__transaction_state` the same way.
+//! A key's coordinator is the broker leading the key's partition of the
+//! internal topic (`abs(hashCode(key)) % partitions`, as Kafka); within it,
+//! the connection's shard forwards group requests to the owning shard. The
+//! first group lookup creates `__consumer_offsets`
+//! (`offsets.topic.num.partitions`, `offsets.topic.replication.factor`,
+//! compacted), as Kafka does; the first transaction coordinator lookup (key
+//! type 1) creates `__transaction_state` the same way.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -13,13 +15,15 @@ use std::rc::Rc;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError as E;
 
-use super::{respond, with_controller, HandlerResult};
-use crate::error::{CoordinatorLookupError, KafkaCode, MetadataError};
+use super::{respond, HandlerResult};
+use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::metadata::BrokerMeta;
+use crate::error::{ControllerCallError, CoordinatorLookupError, KafkaCode, MetadataError};
+use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
-use crate::shard::Shard;
+use crate::shard::{submit, Shard};
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
 /// Creates `__consumer_offsets` when missing. Errors with the
@@ -42,6 +46,21 @@ pub async fn ensure_transaction_state_topic(
     ensure_internal_topic(shard, TRANSACTION_STATE_TOPIC, n, seg).await
 }
 
+/// The replication factor of a new internal topic: `configured`; in a
+/// single-voter cluster (the single-node broker) at most the alive brokers,
+/// so a lone broker serves groups and transactions with Kafka's defaults
+/// (Kafka itself refuses until enough brokers are alive, and a multi-node
+/// cluster here does too).
+fn internal_rf(shard: &Shard, configured: i16) -> i16 {
+    let single = shard.config.kraft.voters.len() <= 1;
+    if single {
+        let alive = shard.metadata().brokers().len().max(1);
+        configured.min(i16::try_from(alive).unwrap_or(i16::MAX))
+    } else {
+        configured
+    }
+}
+
 /// Creates a compacted internal topic when missing, as Kafka does on the
 /// first coordinator lookup. Errors with `CreateFailed` or
 /// `ControllerUnavailable` (COORDINATOR_NOT_AVAILABLE).
@@ -57,87 +76,137 @@ async fn ensure_internal_topic(
     let mut configs = BTreeMap::new();
     configs.insert("cleanup.policy".to_string(), "compact".to_string());
     configs.insert("segment.bytes".to_string(), segment_bytes.to_string());
-    let r = with_controller(shard, move |c| {
-        match c.create_topic(name, partitions, configs, false) {
-            Ok(_) => Ok(true),
-            Err(MetadataError::TopicAlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(e),
+    let c = &shard.config.cluster;
+    let rf = if name == TRANSACTION_STATE_TOPIC {
+        let rf = internal_rf(shard, c.transaction_state_replication_factor);
+        let min_isr = c.transaction_state_min_isr.min(i32::from(rf)).max(1);
+        configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
+        rf
+    } else {
+        internal_rf(shard, c.offsets_topic_replication_factor)
+    };
+    let req = ControllerRequest::CreateTopics {
+        topics: vec![NewTopic {
+            name: name.to_string(),
+            partitions,
+            replication_factor: rf,
+            assignments: None,
+            configs,
+            topic_id: None,
+        }],
+        validate_only: false,
+    };
+    let outcome = match submit(shard, req).await {
+        Ok(ControllerReply::CreateTopics(mut r)) => r
+            .pop()
+            .unwrap_or(Err(crate::cluster::error::InvalidRequest::AnswerLost.into())),
+        Ok(_) => Err(MetadataError::from(ControllerCallError::UnexpectedReply)),
+        Err(source) => {
+            return Err(CoordinatorLookupError::ControllerUnavailable {
+                topic: name,
+                source,
+            })
         }
-    })
-    .await;
-    match r {
-        Ok(Ok(true)) => {
-            log::info!("created {name} with {partitions} partitions");
+    };
+    match outcome {
+        Ok(_) => {
+            log::info!("created {name} with {partitions} partitions, replication factor {rf}");
             Ok(())
         }
-        Ok(Ok(false)) => Ok(()),
-        Ok(Err(source)) => {
+        Err(MetadataError::TopicAlreadyExists { .. }) => Ok(()),
+        Err(source) => {
             log::error!("cannot create {name}: {source}");
             Err(CoordinatorLookupError::CreateFailed {
                 topic: name,
                 source,
             })
         }
-        Err(source) => Err(CoordinatorLookupError::ControllerUnavailable {
-            topic: name,
-            source,
-        }),
     }
+}
+
+/// The broker coordinating `key` (a group id for key type 0, a
+/// transactional id for 1): the leader of the key's partition of the
+/// internal topic, created first when missing.
+async fn coordinator(
+    shard: &Rc<Shard>,
+    key_type: i8,
+    key: &str,
+) -> Result<BrokerMeta, CoordinatorLookupError> {
+    let (topic, partitions) = match key_type {
+        0 => {
+            ensure_offsets_topic(shard).await?;
+            (OFFSETS_TOPIC, shard.config.group.offsets_topic_partitions)
+        }
+        1 => {
+            ensure_transaction_state_topic(shard).await?;
+            (
+                TRANSACTION_STATE_TOPIC,
+                shard.config.txn.state_log_partitions,
+            )
+        }
+        other => return Err(CoordinatorLookupError::UnsupportedKeyType { key_type: other }),
+    };
+    let image = shard.metadata();
+    let meta = image
+        .topic(topic)
+        .ok_or(CoordinatorLookupError::TopicMissing { topic })?;
+    // The partition count of the topic as it exists (it may predate a
+    // change of the setting).
+    let n = if meta.partitions > 0 {
+        meta.partitions
+    } else {
+        partitions
+    };
+    let partition = partition_for_group(key, n);
+    let leader = meta
+        .partition(partition)
+        .map(|p| p.leader)
+        .filter(|l| image.is_alive(*l))
+        .ok_or(CoordinatorLookupError::NoLeader { topic, partition })?;
+    image
+        .broker_meta(leader)
+        .ok_or(CoordinatorLookupError::NoLeader { topic, partition })
 }
 
 /// Answers FindCoordinator.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: FindCoordinatorRequest = frame.decode()?;
     let version = frame.prefix.api_version;
-    let image = shard.metadata();
-    let (host, port) = image
-        .brokers
-        .first()
-        .map(|b| (b.host.clone(), b.port))
-        .unwrap_or_default();
-    let node = image.controller_id;
-    let code = match req.key_type {
-        0 => ensure_offsets_topic(shard)
-            .await
-            .map_or_else(|e| e.code(), |()| 0),
-        1 => ensure_transaction_state_topic(shard)
-            .await
-            .map_or_else(|e| e.code(), |()| 0),
-        _ => E::InvalidRequest.code(),
-    };
     let mut resp = FindCoordinatorResponse::default();
     if version >= 4 {
-        resp.coordinators = req
-            .coordinator_keys
-            .iter()
-            .map(|k| {
-                let mut c = Coordinator::default();
-                c.key = k.clone();
-                c.error_code = code;
-                if code == 0 {
-                    c.node_id = BrokerId(node);
-                    c.host = StrBytes::from_string(host.clone());
-                    c.port = port;
-                } else {
+        for k in &req.coordinator_keys {
+            let mut c = Coordinator::default();
+            c.key = k.clone();
+            match coordinator(shard, req.key_type, k).await {
+                Ok(b) => {
+                    c.node_id = BrokerId(b.node_id);
+                    c.host = StrBytes::from_string(b.host);
+                    c.port = b.port;
+                }
+                Err(e) => {
+                    c.error_code = e.code();
                     c.node_id = BrokerId(-1);
                     c.port = -1;
                 }
-                c
-            })
-            .collect();
+            }
+            resp.coordinators.push(c);
+        }
     } else {
-        resp.error_code = code;
-        if code == 0 {
-            resp.node_id = BrokerId(node);
-            resp.host = StrBytes::from_string(host);
-            resp.port = port;
-        } else {
-            resp.node_id = BrokerId(-1);
-            resp.port = -1;
-            if version >= 1 {
-                resp.error_message = Some(StrBytes::from_static_str(
-                    "The coordinator is not available.",
-                ));
+        match coordinator(shard, req.key_type, &req.key).await {
+            Ok(b) => {
+                resp.node_id = BrokerId(b.node_id);
+                resp.host = StrBytes::from_string(b.host);
+                resp.port = b.port;
+            }
+            Err(e) => {
+                resp.error_code = e.code();
+                resp.node_id = BrokerId(-1);
+                resp.port = -1;
+                if version >= 1 {
+                    resp.error_message = Some(StrBytes::from_static_str(
+                        "The coordinator is not available.",
+                    ));
+                }
             }
         }
     }

@@ -22,8 +22,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
-use super::{respond, with_controller, HandlerResult};
-use crate::cluster::metadata::{MetadataImage, TopicMeta};
+use super::{ask_controller, respond, HandlerResult};
+use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::metadata::{MetadataImage, TopicMeta, NO_LEADER};
 use crate::cluster::topic_name;
 use crate::error::{codes, KafkaCode, MetadataError};
 use crate::protocol::RequestFrame;
@@ -36,15 +37,25 @@ fn topic_entry(image: &MetadataImage, t: &TopicMeta) -> MetadataResponseTopic {
     rt.topic_id = t.id;
     rt.is_internal = topic_name::is_internal(&t.name);
     rt.topic_authorized_operations = i32::MIN;
-    rt.partitions = (0..t.partitions)
-        .map(|p| {
-            let leader = image.leader();
+    rt.partitions = t
+        .assignments
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
             let mut rp = MetadataResponsePartition::default();
-            rp.partition_index = p;
-            rp.leader_id = BrokerId(leader);
-            rp.leader_epoch = image.leader_epoch(&t.name, p);
-            rp.replica_nodes = vec![BrokerId(leader)];
-            rp.isr_nodes = vec![BrokerId(leader)];
+            rp.partition_index = i as i32;
+            rp.leader_id = BrokerId(p.leader);
+            rp.leader_epoch = p.leader_epoch;
+            rp.replica_nodes = p.replicas.iter().map(|r| BrokerId(*r)).collect();
+            rp.isr_nodes = p.isr.iter().map(|r| BrokerId(*r)).collect();
+            rp.offline_replicas = image
+                .offline_replicas(p)
+                .into_iter()
+                .map(BrokerId)
+                .collect();
+            if p.leader == NO_LEADER {
+                rp.error_code = codes::LEADER_NOT_AVAILABLE;
+            }
             rp
         })
         .collect();
@@ -133,20 +144,36 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .collect();
             if allow_create && !to_create.is_empty() {
                 let partitions = shard.config.num_partitions;
-                let created = with_controller(shard, move |c| {
-                    for name in to_create {
-                        match c.create_topic(&name, partitions, BTreeMap::new(), false) {
-                            Ok(_) => {
-                                log::info!("auto-created topic {name} with {partitions} partitions")
+                let rf = shard.config.default_replication_factor;
+                let topics: Vec<NewTopic> = to_create
+                    .iter()
+                    .map(|name| NewTopic {
+                        name: name.clone(),
+                        partitions,
+                        replication_factor: rf,
+                        assignments: None,
+                        configs: BTreeMap::new(),
+                        topic_id: None,
+                    })
+                    .collect();
+                let asked = ControllerRequest::CreateTopics {
+                    topics,
+                    validate_only: false,
+                };
+                match ask_controller(shard, asked).await {
+                    Ok(ControllerReply::CreateTopics(results)) => {
+                        for (name, r) in to_create.iter().zip(results) {
+                            match r {
+                                Ok(_) => log::info!(
+                                    "auto-created topic {name} with {partitions} partitions"
+                                ),
+                                Err(MetadataError::TopicAlreadyExists { .. }) => {}
+                                Err(e) => log::warn!("auto-creating {name} failed: {e}"),
                             }
-                            Err(MetadataError::TopicAlreadyExists { .. }) => {}
-                            Err(e) => log::warn!("auto-creating {name} failed: {e}"),
                         }
                     }
-                })
-                .await;
-                if let Err(e) = created {
-                    log::warn!("auto-creation failed: {e}");
+                    Ok(other) => log::warn!("auto-creation: unexpected answer {other:?}"),
+                    Err(e) => log::warn!("auto-creation failed: {e}"),
                 }
                 image = shard.metadata();
             }
@@ -154,8 +181,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
 
     let mut resp = MetadataResponse::default();
-    let broker = &image.brokers;
-    resp.brokers = broker
+    resp.brokers = image
+        .brokers()
         .iter()
         .map(|b| {
             let mut rb = MetadataResponseBroker::default();
@@ -167,7 +194,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         })
         .collect();
     resp.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
-    resp.controller_id = BrokerId(image.controller_id);
+    resp.controller_id = BrokerId(image.client_controller_id());
     resp.cluster_authorized_operations = i32::MIN;
     if let Some(ids) = ids {
         resp.topics = ids

@@ -189,7 +189,16 @@ dispatch_table! { shard, frame, produce_dispatched;
 
 // The controller call lives with the shards (the controller is shard 0's);
 // handlers keep calling it by this path.
-pub use crate::shard::with_controller;
+/// Sends `req` to the active controller (through shard 0); a failure to get
+/// an answer is a [`MetadataError::Controller`] (REQUEST_TIMED_OUT, 7).
+pub async fn ask_controller(
+    shard: &Rc<Shard>,
+    req: crate::cluster::control::ControllerRequest,
+) -> Result<crate::cluster::control::ControllerReply, crate::error::MetadataError> {
+    crate::shard::submit(shard, req)
+        .await
+        .map_err(crate::error::MetadataError::from)
+}
 
 /// Decode errors close the connection; this alias keeps handler signatures short.
 pub type HandlerResult = Result<Outcome, ProtocolError>;
@@ -263,9 +272,11 @@ pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16
     use crate::error::CoordinatorLookupError as L;
     use kafka_protocol::ResponseError as E;
     match e {
-        L::TopicMissing { .. } | L::CreateFailed { .. } | L::ControllerUnavailable { .. } => {
-            E::InvalidTxnState.code()
-        }
+        L::TopicMissing { .. }
+        | L::CreateFailed { .. }
+        | L::ControllerUnavailable { .. }
+        | L::NoLeader { .. }
+        | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
     }
 }
 

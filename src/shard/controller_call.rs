@@ -1,41 +1,68 @@
-//! Running a change on the controller: the cluster controller lives on
-//! shard 0; [`with_controller`] runs a closure there and publishes the
-//! resulting metadata image to every shard before it returns.
+//! Reaching the active controller from any shard: the metadata quorum's
+//! member lives on shard 0 ([`crate::cluster::quorum::Quorum`]);
+//! [`submit`] runs a [`ControllerRequest`] there, which decides it if this
+//! node is the active controller and forwards it otherwise, and answers once
+//! the records are applied on this node and published to every shard, so a
+//! client that gets a successful CreateTopics can produce at once on any
+//! connection of this broker.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
-use crate::cluster::controller::Controller;
-use crate::cluster::metadata::MetadataImage;
-use crate::error::ShardError;
+use crate::cluster::control::{ControllerReply, ControllerRequest, PRODUCER_ID_BLOCK};
+use crate::error::ControllerCallError;
 
 use super::Shard;
 
-/// Runs `f` on the controller (shard 0), then publishes the resulting image
-/// to every shard before returning, so a client that gets a successful
-/// CreateTopics response can produce at once on any connection.
-pub async fn with_controller<R, F>(shard: &Rc<Shard>, f: F) -> Result<R, ShardError>
-where
-    R: Send + 'static,
-    F: FnOnce(&mut Controller) -> R + Send + 'static,
-{
+/// Runs `req` through the metadata quorum and gives the controller's reply.
+/// Errors: the quorum is not running on shard 0 or no active controller
+/// answered within `controller.quorum.request.timeout.ms`.
+pub async fn submit(
+    shard: &Rc<Shard>,
+    req: ControllerRequest,
+) -> Result<ControllerReply, ControllerCallError> {
     shard
         .invoke_on(0, move |s| async move {
-            let (r, image, changed): (R, Arc<MetadataImage>, bool) = {
-                let Some(c) = s.controller.as_ref() else {
-                    return Err(ShardError::Unavailable(0));
-                };
-                let mut c = c.borrow_mut();
-                let before = c.image().version;
-                let r = f(&mut c);
-                let image = c.image();
-                let changed = image.version != before;
-                (r, image, changed)
-            };
-            if changed {
-                s.publish_metadata(image).await?;
-            }
-            Ok(r)
+            let q = s.quorum().ok_or(ControllerCallError::NotStarted)?;
+            q.submit(req)
+                .await
+                .map(|a| a.reply)
+                .map_err(ControllerCallError::Unavailable)
         })
         .await?
 }
+
+/// A producer id never handed out before (InitProducerId): from this
+/// broker's current block, refilled with AllocateProducerIds from the
+/// active controller (blocks of [`PRODUCER_ID_BLOCK`]).
+pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, ControllerCallError> {
+    shard
+        .invoke_on(0, move |s| async move {
+            if let Some(id) = s.take_producer_id() {
+                return Ok(id);
+            }
+            let q = s.quorum().ok_or(ControllerCallError::NotStarted)?;
+            let epoch = q.broker_epoch().ok_or(ControllerCallError::NotRegistered)?;
+            let req = ControllerRequest::AllocateProducerIds {
+                broker_id: s.config.node_id,
+                broker_epoch: epoch,
+            };
+            match q
+                .submit(req)
+                .await
+                .map_err(ControllerCallError::Unavailable)?
+                .reply
+            {
+                ControllerReply::ProducerIds(Ok(block)) => {
+                    s.set_producer_ids(block.first, block.first + block.size.max(1));
+                    s.take_producer_id()
+                        .ok_or(ControllerCallError::NotRegistered)
+                }
+                ControllerReply::ProducerIds(Err(e)) => Err(ControllerCallError::Lifecycle(e)),
+                _ => Err(ControllerCallError::UnexpectedReply),
+            }
+        })
+        .await?
+}
+
+/// The size of a producer id block (for docs and tests).
+pub const BLOCK: i64 = PRODUCER_ID_BLOCK;

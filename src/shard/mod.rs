@@ -10,10 +10,10 @@ pub mod internal;
 pub mod io;
 pub mod notify;
 pub mod partition;
-pub mod stall;
+pub use crate::stall;
 pub mod write_stats;
 
-pub use controller_call::with_controller;
+pub use controller_call::submit;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,8 +27,8 @@ use std::time::Duration;
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::{Receivers, Senders};
 
-use crate::cluster::controller::Controller;
 use crate::cluster::metadata::{owner_shard, MetadataImage};
+use crate::cluster::quorum::Quorum;
 use crate::cluster::topic_config;
 use crate::config::Config;
 use crate::error::ShardError;
@@ -76,8 +76,10 @@ pub struct Shard {
     /// Transaction coordinators of the transactional ids whose
     /// `__transaction_state` partition this shard owns.
     pub txns: TransactionCoordinator,
-    /// The controller role (shard 0 only).
-    pub controller: Option<RefCell<Controller>>,
+    /// The metadata quorum's member of this node (shard 0 only, once started).
+    quorum: RefCell<Option<Rc<Quorum>>>,
+    /// This broker's block of producer ids (shard 0): next, end (exclusive).
+    producer_ids: std::cell::Cell<(i64, i64)>,
     senders: Senders<Task>,
 }
 
@@ -103,8 +105,6 @@ impl Shard {
     ) -> Rc<Shard> {
         let id = senders.peer_id();
         let shards = senders.nr_consumers();
-        let controller =
-            (id == 0).then(|| RefCell::new(Controller::new(config.data_dir(), image.clone())));
         let shard = Rc::new(Shard {
             id,
             shards,
@@ -120,7 +120,8 @@ impl Shard {
             partitions: RefCell::new(HashMap::new()),
             groups: GroupCoordinator::default(),
             txns: TransactionCoordinator::default(),
-            controller,
+            quorum: RefCell::new(None),
+            producer_ids: std::cell::Cell::new((0, 0)),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
@@ -177,6 +178,30 @@ impl Shard {
         rx.await.map_err(|_| ShardError::Unavailable(target))
     }
 
+    /// The metadata quorum's member (shard 0, once started).
+    pub fn quorum(&self) -> Option<Rc<Quorum>> {
+        self.quorum.borrow().clone()
+    }
+
+    /// Installs the quorum member (shard 0, at start-up).
+    pub fn set_quorum(&self, q: Rc<Quorum>) {
+        self.quorum.replace(Some(q));
+    }
+
+    /// The next id of this broker's producer id block, if any is left.
+    pub fn take_producer_id(&self) -> Option<i64> {
+        let (next, end) = self.producer_ids.get();
+        (next < end).then(|| {
+            self.producer_ids.set((next + 1, end));
+            next
+        })
+    }
+
+    /// A new producer id block `[first, end)`.
+    pub fn set_producer_ids(&self, first: i64, end: i64) {
+        self.producer_ids.set((first, end));
+    }
+
     /// The owner shard of a partition.
     pub fn owner(&self, topic: &str, partition: i32) -> usize {
         owner_shard(topic, partition, self.shards)
@@ -231,15 +256,26 @@ impl Shard {
             }
         }
         let mut first_error = None;
+        let node = self.config.node_id;
         for topic in image.topics.values() {
             let settings = topic_config::settings(&self.config, &topic.configs);
-            for p in 0..topic.partitions {
-                if self.owner(&topic.name, p) != self.id {
+            for (p, reg) in topic.assignments.iter().enumerate() {
+                let p = p as i32;
+                // A broker keeps the partitions it is a replica of, on the
+                // shard that owns them.
+                if self.owner(&topic.name, p) != self.id || !reg.replicas.contains(&node) {
                     continue;
                 }
+                let leads = reg.is_leader(node);
                 if let Some(existing) = self.partition(&topic.name, p) {
                     if existing.settings() != settings {
                         existing.set_settings(settings.clone());
+                    }
+                    let became_leader = leads && !existing.is_leader();
+                    existing.set_leadership(leads, reg.leader_epoch);
+                    if became_leader {
+                        // The coordinators follow their partition's leadership.
+                        self.load_coordinator(&existing);
                     }
                     continue;
                 }
@@ -252,12 +288,9 @@ impl Shard {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
-                        if &*topic.name == OFFSETS_TOPIC {
-                            self.groups
-                                .load(&part, self.config.group.offsets_topic_partitions);
-                        }
-                        if &*topic.name == TRANSACTION_STATE_TOPIC {
-                            self.txns.load(&part);
+                        part.set_leadership(leads, reg.leader_epoch);
+                        if leads {
+                            self.load_coordinator(&part);
                         }
                         self.partitions
                             .borrow_mut()
@@ -275,6 +308,18 @@ impl Shard {
         match first_error {
             Some(e) => Err(e),
             None => Ok(()),
+        }
+    }
+
+    /// Loads the group or transaction coordinator state of an internal
+    /// topic's partition this broker now leads.
+    fn load_coordinator(&self, part: &Partition) {
+        if &**part.topic() == OFFSETS_TOPIC {
+            self.groups
+                .load(part, self.config.group.offsets_topic_partitions);
+        }
+        if &**part.topic() == TRANSACTION_STATE_TOPIC {
+            self.txns.load(part);
         }
     }
 

@@ -243,8 +243,11 @@ pub struct Partition {
     index: i32,
     /// Topic id (KIP-516).
     topic_id: Uuid,
-    /// Leader epoch written into appended batches (0 on a single node).
-    leader_epoch: i32,
+    /// The partition's leader epoch (from the metadata image), written into
+    /// the batches this replica appends as leader.
+    leader_epoch: Cell<i32>,
+    /// Whether this broker leads the partition (from the metadata image).
+    is_leader: Cell<bool>,
     /// The log.
     log: RefCell<PartitionLog>,
     /// Bumped after every append (wakes fetches waiting for data).
@@ -286,7 +289,8 @@ impl Partition {
             topic,
             index,
             topic_id,
-            leader_epoch: 0,
+            leader_epoch: Cell::new(0),
+            is_leader: Cell::new(true),
             log: RefCell::new(log),
             appended: Rc::new(Notify::default()),
             settings: RefCell::new(settings),
@@ -370,7 +374,7 @@ impl Partition {
     ) -> Result<Appending, StorageError> {
         let mut log = self.log.borrow_mut();
         let before = log.active_base_offset();
-        let (write, ticket) = log.reserve(records, batches, self.leader_epoch, now_ms)?;
+        let (write, ticket) = log.reserve(records, batches, self.leader_epoch.get(), now_ms)?;
         let rolled = before != log.active_base_offset();
         let mut producers = self.producers.borrow_mut();
         let mut txns = self.txns.borrow_mut();

@@ -207,23 +207,19 @@ async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(
     Ok(())
 }
 
-/// A fresh producer id from the controller (InitProducerId, with or without
-/// a transactional id). Errors: [`TxnError::ProducerIdAllocation`]
-/// (COORDINATOR_NOT_AVAILABLE, 15) when the controller's producer id block
-/// cannot be persisted or its shard cannot be reached.
+/// A fresh producer id from this broker's block, refilled by the active
+/// controller (InitProducerId, with or without a transactional id). Errors:
+/// [`TxnError::ProducerIdAllocation`] (COORDINATOR_NOT_AVAILABLE, 15) when
+/// no block can be had.
 pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, TxnError> {
-    match crate::shard::with_controller(shard, |c| c.allocate_producer_id()).await {
-        Ok(Ok(id)) => Ok(id),
-        Ok(Err(e)) => {
-            log::error!("cannot allocate a producer id: {e}");
-            Err(TxnError::ProducerIdAllocation {
-                cause: ProducerIdAllocationCause::Io(e.kind()),
-            })
-        }
-        Err(e) => Err(TxnError::ProducerIdAllocation {
-            cause: ProducerIdAllocationCause::Controller(e),
-        }),
-    }
+    crate::shard::controller_call::new_producer_id(shard)
+        .await
+        .map_err(|e| {
+            log::warn!("cannot allocate a producer id: {e}");
+            TxnError::ProducerIdAllocation {
+                cause: ProducerIdAllocationCause::Controller(e),
+            }
+        })
 }
 
 /// InitProducerId with a transactional id. `timeout_ms` is the producer's

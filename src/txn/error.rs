@@ -37,18 +37,15 @@ pub enum MarkerCause {
     Shard(ShardError),
 }
 
-/// Why the controller could not hand out a producer id (both map to
-/// COORDINATOR_NOT_AVAILABLE (15) through [`TxnError::ProducerIdAllocation`]).
+/// Why no producer id could be handed out (maps to
+/// COORDINATOR_NOT_AVAILABLE (15) through [`TxnError::ProducerIdAllocation`]):
+/// the active controller did not give this broker a block
+/// (AllocateProducerIds).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ProducerIdAllocationCause {
-    /// The producer id block under `__cluster_metadata/producer-ids` could
-    /// not be read or persisted; the kind of the I/O error (the full error is
-    /// logged where it happens).
-    #[error("producer id block I/O failed: {0}")]
-    Io(std::io::ErrorKind),
-    /// The controller's shard could not be reached.
+    /// The controller could not be reached or refused.
     #[error("{0}")]
-    Controller(ShardError),
+    Controller(crate::error::ControllerCallError),
 }
 
 /// An error of the transaction coordinator (KIP-98). Each variant names the

@@ -82,7 +82,19 @@ impl Partition {
     /// Gives the leader epoch written into appended batches (0 on a single
     /// node).
     pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+        self.leader_epoch.get()
+    }
+
+    /// Whether this broker leads the partition (as of the last image).
+    pub fn is_leader(&self) -> bool {
+        self.is_leader.get()
+    }
+
+    /// Takes the partition's leadership from the metadata image: whether
+    /// this broker leads it and the leader epoch.
+    pub fn set_leadership(&self, is_leader: bool, leader_epoch: i32) {
+        self.is_leader.set(is_leader);
+        self.leader_epoch.set(leader_epoch);
     }
 
     /// Gives the signal bumped after every commit (long-poll fetches wait

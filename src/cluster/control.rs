@@ -1,0 +1,885 @@
+//! What the active controller is asked and what it decides. A
+//! [`ControllerRequest`] comes from this node's shards or, forwarded, from
+//! another broker (admin requests: CreateTopics, DeleteTopics,
+//! CreatePartitions, configs; broker lifecycle: registration, heartbeats;
+//! producer id blocks). [`decide`] checks it against the current image and
+//! gives the records to commit and the reply; it does no I/O, so every rule
+//! is unit-tested here. `quorum` commits the records and answers once they
+//! are applied.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::election;
+use super::error::{InvalidAssignment, InvalidPartitions, InvalidTopic};
+use super::metadata::{Endpoint, MetadataImage, PartitionRegistration, TopicMeta};
+use super::placement::{self, Candidate, PlacementError};
+use super::records::{ConfigResource, MetadataRecord};
+use crate::error::MetadataError;
+
+/// Most partitions a topic may have (CreateTopics, CreatePartitions).
+pub const MAX_PARTITIONS: i32 = 1_000_000;
+
+/// Producer ids handed out per AllocateProducerIds (Kafka's block size).
+pub const PRODUCER_ID_BLOCK: i64 = 1000;
+
+/// One topic of a CreateTopics request, with the broker defaults applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewTopic {
+    /// Topic name.
+    pub name: String,
+    /// Partition count (ignored with `assignments`).
+    pub partitions: i32,
+    /// Replication factor (ignored with `assignments`).
+    pub replication_factor: i16,
+    /// Explicit replica lists, one per partition.
+    pub assignments: Option<Vec<Vec<i32>>>,
+    /// Topic configs (already validated).
+    pub configs: BTreeMap<String, String>,
+    /// Keep the topic id (import of existing partition directories).
+    pub topic_id: Option<Uuid>,
+}
+
+/// A created (or, validate-only, creatable) topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CreatedTopic {
+    /// Topic id.
+    pub id: Uuid,
+    /// Partitions.
+    pub partitions: i32,
+    /// Replication factor.
+    pub replication_factor: i16,
+    /// Its configs.
+    pub configs: BTreeMap<String, String>,
+}
+
+/// A CreatePartitions entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionIncrease {
+    /// Topic name.
+    pub topic: String,
+    /// The new partition count.
+    pub count: i32,
+    /// Replica lists of the new partitions, when given.
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+/// A block of producer ids (AllocateProducerIds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProducerIdBlock {
+    /// The first id.
+    pub first: i64,
+    /// How many ids.
+    pub size: i64,
+}
+
+/// A heartbeat's answer (Kafka's BrokerHeartbeatResponse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    /// The broker has applied the log up to its registration.
+    pub is_caught_up: bool,
+    /// The broker is fenced.
+    pub is_fenced: bool,
+    /// Controlled shutdown: every partition moved away, the broker may stop.
+    pub should_shutdown: bool,
+}
+
+/// Why the controller refuses a broker-lifecycle request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum LifecycleError {
+    /// STALE_BROKER_EPOCH (77): the broker's epoch is not its registration's.
+    #[error("broker {broker} epoch {epoch} is stale (registered epoch {current})")]
+    StaleBrokerEpoch {
+        /// Broker id.
+        broker: i32,
+        /// The epoch sent.
+        epoch: i64,
+        /// The registered epoch.
+        current: i64,
+    },
+    /// BROKER_ID_NOT_REGISTERED (102).
+    #[error("broker {broker} is not registered")]
+    NotRegistered {
+        /// Broker id.
+        broker: i32,
+    },
+    /// DUPLICATE_BROKER_REGISTRATION (101): another live process has the id.
+    #[error("broker id {broker} is in use by another live process (incarnation {other})")]
+    DuplicateRegistration {
+        /// Broker id.
+        broker: i32,
+        /// The live incarnation.
+        other: Uuid,
+    },
+    /// INCONSISTENT_CLUSTER_ID (104).
+    #[error("cluster id {given} is not this cluster's ({ours})")]
+    InconsistentClusterId {
+        /// The broker's cluster id.
+        given: String,
+        /// The controller's.
+        ours: String,
+    },
+}
+
+/// A request to the active controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ControllerRequest {
+    /// CreateTopics (and auto-creation, and internal topics).
+    CreateTopics {
+        /// The topics.
+        topics: Vec<NewTopic>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// DeleteTopics, by name.
+    DeleteTopics {
+        /// Topic names.
+        names: Vec<String>,
+    },
+    /// CreatePartitions.
+    CreatePartitions {
+        /// The increases.
+        topics: Vec<PartitionIncrease>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// AlterConfigs / IncrementalAlterConfigs on a topic: the full new set.
+    AlterTopicConfigs {
+        /// Topic name.
+        topic: String,
+        /// Every override after the change.
+        configs: BTreeMap<String, String>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// AllocateProducerIds.
+    AllocateProducerIds {
+        /// The asking broker.
+        broker_id: i32,
+        /// Its epoch.
+        broker_epoch: i64,
+    },
+    /// Never hand out producer ids below `next_producer_id` (ids found in
+    /// imported partitions, or the block file of an earlier version).
+    ReserveProducerIds {
+        /// The first id that may be handed out.
+        next_producer_id: i64,
+    },
+    /// BrokerRegistration.
+    RegisterBroker {
+        /// `node.id`.
+        broker_id: i32,
+        /// The process's incarnation id.
+        incarnation_id: Uuid,
+        /// Its `cluster.id`.
+        cluster_id: String,
+        /// Client endpoints.
+        endpoints: Vec<Endpoint>,
+        /// `broker.rack`.
+        rack: Option<String>,
+    },
+    /// BrokerHeartbeat.
+    BrokerHeartbeat {
+        /// Broker id.
+        broker_id: i32,
+        /// Its epoch.
+        broker_epoch: i64,
+        /// The metadata offset it has applied.
+        metadata_offset: u64,
+        /// It asks to be fenced.
+        want_fence: bool,
+        /// It asks for controlled shutdown.
+        want_shutdown: bool,
+    },
+}
+
+/// The controller's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ControllerReply {
+    /// Per topic, in request order.
+    CreateTopics(Vec<Result<CreatedTopic, MetadataError>>),
+    /// Per topic, in request order: the deleted topic's id.
+    DeleteTopics(Vec<Result<Uuid, MetadataError>>),
+    /// Per topic, in request order.
+    CreatePartitions(Vec<Result<(), MetadataError>>),
+    /// The change's outcome.
+    AlterTopicConfigs(Result<(), MetadataError>),
+    /// The block.
+    ProducerIds(Result<ProducerIdBlock, LifecycleError>),
+    /// The reservation is in place.
+    Reserved,
+    /// The broker epoch.
+    RegisterBroker(Result<i64, LifecycleError>),
+    /// The heartbeat's state.
+    BrokerHeartbeat(Result<HeartbeatReply, LifecycleError>),
+}
+
+/// What [`decide`] gives: records to commit (maybe none) and the reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Records to commit, in one log entry.
+    pub records: Vec<MetadataRecord>,
+    /// The reply, sent once the records are applied. A `RegisterBroker`
+    /// reply's epoch is filled in with the entry's offset then.
+    pub reply: ControllerReply,
+}
+
+/// The controller's in-memory view of broker liveness (not replicated: a
+/// new active controller starts every broker's clock afresh).
+#[derive(Debug, Default)]
+pub struct Liveness {
+    last_heartbeat: BTreeMap<i32, Instant>,
+    /// Brokers that heartbeated this controller since it became active (a
+    /// fresh session given by [`Liveness::reset`] is not proof of life).
+    heard: std::collections::BTreeSet<i32>,
+}
+
+impl Liveness {
+    /// Gives every registered broker a fresh session (a controller that just
+    /// became active).
+    pub fn reset(&mut self, image: &MetadataImage, now: Instant) {
+        self.last_heartbeat = image.registrations.keys().map(|id| (*id, now)).collect();
+        self.heard.clear();
+    }
+
+    /// Records a heartbeat of `broker`.
+    pub fn beat(&mut self, broker: i32, now: Instant) {
+        self.last_heartbeat.insert(broker, now);
+        self.heard.insert(broker);
+    }
+
+    /// Whether `broker` heartbeated this controller within `session`.
+    pub fn heard_within(&self, broker: i32, now: Instant, session: Duration) -> bool {
+        self.heard.contains(&broker) && self.is_live(broker, now, session)
+    }
+
+    /// Whether `broker` heartbeated within `session`.
+    pub fn is_live(&self, broker: i32, now: Instant, session: Duration) -> bool {
+        self.last_heartbeat
+            .get(&broker)
+            .is_some_and(|t| now.saturating_duration_since(*t) <= session)
+    }
+}
+
+/// Random choices of the controller (stripes' start), injectable for tests.
+pub trait Dice {
+    /// A number in `0..n` (`n` > 0).
+    fn below(&mut self, n: usize) -> usize;
+    /// A new topic id.
+    fn topic_id(&mut self) -> Uuid;
+}
+
+/// The controller's dice: random.
+#[derive(Debug, Default)]
+pub struct RandomDice;
+
+impl Dice for RandomDice {
+    fn below(&mut self, n: usize) -> usize {
+        use rand::RngExt;
+        rand::rng().random_range(0..n.max(1))
+    }
+    fn topic_id(&mut self) -> Uuid {
+        Uuid::new_v4()
+    }
+}
+
+/// The settings the decisions depend on.
+#[derive(Debug, Clone, Copy)]
+pub struct Rules {
+    /// `broker.session.timeout.ms`.
+    pub session_timeout: Duration,
+    /// Open-files limit (`ulimit -n`) partitions are checked against; None:
+    /// not checked.
+    pub open_files_limit: Option<i64>,
+}
+
+fn candidates(image: &MetadataImage) -> Vec<Candidate> {
+    image
+        .registrations
+        .values()
+        .filter(|b| b.is_alive())
+        .map(|b| Candidate {
+            id: b.node_id,
+            rack: b.rack.clone(),
+        })
+        .collect()
+}
+
+fn placement_error(e: PlacementError, rf: i16) -> MetadataError {
+    match e {
+        PlacementError::TooFewBrokers { brokers, .. } => MetadataError::InvalidReplicationFactor {
+            requested: rf,
+            brokers: brokers as i32,
+        },
+        PlacementError::MixedRacks => {
+            MetadataError::InvalidReplicaAssignment(InvalidAssignment::MixedRacks)
+        }
+    }
+}
+
+/// Checks explicit replica lists: each names distinct, registered brokers,
+/// and all have one length.
+fn check_assignments(image: &MetadataImage, lists: &[Vec<i32>]) -> Result<i16, MetadataError> {
+    let rf = lists.first().map_or(0, Vec::len);
+    for l in lists {
+        if l.is_empty() || l.len() != rf {
+            return Err(InvalidAssignment::UnevenReplicas.into());
+        }
+        let mut seen = l.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        if seen.len() != l.len() {
+            return Err(InvalidAssignment::DuplicateBroker.into());
+        }
+        if let Some(b) = l.iter().find(|b| !image.registrations.contains_key(b)) {
+            return Err(InvalidAssignment::UnknownBroker { broker: *b }.into());
+        }
+    }
+    Ok(rf as i16)
+}
+
+fn registration(replicas: Vec<i32>, image: &MetadataImage) -> PartitionRegistration {
+    let leader = replicas
+        .iter()
+        .copied()
+        .find(|r| image.is_alive(*r))
+        .unwrap_or(super::metadata::NO_LEADER);
+    PartitionRegistration {
+        isr: replicas.clone(),
+        replicas,
+        elr: Vec::new(),
+        leader,
+        leader_epoch: 0,
+        partition_epoch: 0,
+    }
+}
+
+fn check_open_files(image: &MetadataImage, extra: i64, rules: &Rules) -> Result<(), MetadataError> {
+    let Some(limit) = rules.open_files_limit else {
+        return Ok(());
+    };
+    let existing: i64 = image.topics.values().map(|t| i64::from(t.partitions)).sum();
+    let needed = (existing + extra) * 3 + 1024;
+    if needed > limit {
+        return Err(InvalidPartitions::OpenFiles {
+            partitions: existing + extra,
+            needed,
+            limit,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Decides one CreateTopics topic against `image` (which already holds the
+/// topics decided before it in the same request).
+fn create_topic(
+    image: &MetadataImage,
+    t: &NewTopic,
+    rules: &Rules,
+    dice: &mut dyn Dice,
+) -> Result<(CreatedTopic, Vec<MetadataRecord>), MetadataError> {
+    super::topic_name::validate(&t.name)?;
+    if image.topic(&t.name).is_some() {
+        return Err(MetadataError::TopicAlreadyExists {
+            topic: t.name.clone(),
+            copy: None,
+        });
+    }
+    // Kafka: '.' and '_' collide in metric names, so such topics cannot coexist.
+    let canonical = t.name.replace('.', "_");
+    if let Some(other) = image
+        .topics
+        .keys()
+        .find(|n| n.replace('.', "_") == canonical)
+    {
+        return Err(InvalidTopic::Collides {
+            name: t.name.clone(),
+            existing: other.to_string(),
+        }
+        .into());
+    }
+    let (lists, rf) = match &t.assignments {
+        Some(lists) => {
+            let rf = check_assignments(image, lists)?;
+            (lists.clone(), rf)
+        }
+        None => {
+            if !(1..=MAX_PARTITIONS).contains(&t.partitions) {
+                return Err(InvalidPartitions::OutOfRange {
+                    requested: t.partitions,
+                    min: 1,
+                    max: MAX_PARTITIONS,
+                }
+                .into());
+            }
+            let brokers = candidates(image);
+            let n = brokers.len().max(1);
+            let lists = placement::place(
+                &brokers,
+                0,
+                t.partitions,
+                t.replication_factor,
+                dice.below(n),
+                dice.below(n),
+            )
+            .map_err(|e| placement_error(e, t.replication_factor))?;
+            (lists, t.replication_factor)
+        }
+    };
+    if lists.is_empty() || lists.len() > MAX_PARTITIONS as usize {
+        return Err(InvalidPartitions::OutOfRange {
+            requested: lists.len() as i32,
+            min: 1,
+            max: MAX_PARTITIONS,
+        }
+        .into());
+    }
+    check_open_files(image, lists.len() as i64, rules)?;
+    let id = match t.topic_id {
+        Some(id) if image.topic_by_id(&id).is_some() => {
+            return Err(super::error::InvalidRequest::TopicIdTaken {
+                topic: t.name.clone(),
+                topic_id: id,
+                other: image
+                    .topic_by_id(&id)
+                    .map(|o| o.name.to_string())
+                    .unwrap_or_default(),
+            }
+            .into())
+        }
+        Some(id) => id,
+        None => dice.topic_id(),
+    };
+    let mut records = vec![MetadataRecord::Topic {
+        name: t.name.clone(),
+        topic_id: id,
+    }];
+    for (k, v) in &t.configs {
+        records.push(MetadataRecord::Config {
+            resource: ConfigResource::Topic(t.name.clone()),
+            name: k.clone(),
+            value: Some(v.clone()),
+        });
+    }
+    let partitions = lists.len() as i32;
+    for (i, replicas) in lists.into_iter().enumerate() {
+        records.push(MetadataRecord::Partition {
+            topic_id: id,
+            partition_id: i as i32,
+            registration: registration(replicas, image),
+        });
+    }
+    Ok((
+        CreatedTopic {
+            id,
+            partitions,
+            replication_factor: rf,
+            configs: t.configs.clone(),
+        },
+        records,
+    ))
+}
+
+fn create_partitions(
+    image: &MetadataImage,
+    inc: &PartitionIncrease,
+    rules: &Rules,
+    dice: &mut dyn Dice,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current: &Arc<TopicMeta> = image
+        .topic(&inc.topic)
+        .ok_or(MetadataError::UnknownTopicOrPartition)?;
+    if inc.count <= current.partitions {
+        return Err(InvalidPartitions::NotAnIncrease {
+            current: current.partitions,
+            requested: inc.count,
+        }
+        .into());
+    }
+    if inc.count > MAX_PARTITIONS {
+        return Err(InvalidPartitions::TooMany {
+            requested: inc.count,
+            max: MAX_PARTITIONS,
+        }
+        .into());
+    }
+    let added = inc.count - current.partitions;
+    let rf = current
+        .assignments
+        .first()
+        .map_or(1, |p| p.replicas.len() as i16);
+    let lists = match &inc.assignments {
+        Some(lists) => {
+            if lists.len() != added as usize {
+                return Err(InvalidAssignment::CountMismatch {
+                    given: lists.len() as i32,
+                    added,
+                }
+                .into());
+            }
+            check_assignments(image, lists)?;
+            lists.clone()
+        }
+        None => {
+            let brokers = candidates(image);
+            let n = brokers.len().max(1);
+            placement::place(
+                &brokers,
+                current.partitions,
+                added,
+                rf,
+                dice.below(n),
+                dice.below(n),
+            )
+            .map_err(|e| placement_error(e, rf))?
+        }
+    };
+    check_open_files(image, i64::from(added), rules)?;
+    Ok(lists
+        .into_iter()
+        .enumerate()
+        .map(|(i, replicas)| MetadataRecord::Partition {
+            topic_id: current.id,
+            partition_id: current.partitions + i as i32,
+            registration: registration(replicas, image),
+        })
+        .collect())
+}
+
+fn alter_configs(
+    image: &MetadataImage,
+    topic: &str,
+    configs: &BTreeMap<String, String>,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current = image
+        .topic(topic)
+        .ok_or(MetadataError::UnknownTopicOrPartition)?;
+    for (k, v) in configs {
+        super::topic_config::validate(k, v)?;
+    }
+    let res = || ConfigResource::Topic(topic.to_string());
+    let mut records = Vec::new();
+    for (k, v) in configs {
+        if current.configs.get(k) != Some(v) {
+            records.push(MetadataRecord::Config {
+                resource: res(),
+                name: k.clone(),
+                value: Some(v.clone()),
+            });
+        }
+    }
+    for k in current.configs.keys() {
+        if !configs.contains_key(k) {
+            records.push(MetadataRecord::Config {
+                resource: res(),
+                name: k.clone(),
+                value: None,
+            });
+        }
+    }
+    Ok(records)
+}
+
+fn check_epoch(image: &MetadataImage, broker: i32, epoch: i64) -> Result<(), LifecycleError> {
+    match image.registrations.get(&broker) {
+        None => Err(LifecycleError::NotRegistered { broker }),
+        Some(b) if b.epoch != epoch => Err(LifecycleError::StaleBrokerEpoch {
+            broker,
+            epoch,
+            current: b.epoch,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Decides `req` against `image` at `now`.
+pub fn decide(
+    image: &MetadataImage,
+    req: &ControllerRequest,
+    liveness: &mut Liveness,
+    now: Instant,
+    rules: &Rules,
+    dice: &mut dyn Dice,
+) -> Decision {
+    match req {
+        ControllerRequest::CreateTopics {
+            topics,
+            validate_only,
+        } => {
+            let mut scratch = image.clone();
+            let mut records = Vec::new();
+            let mut results = Vec::new();
+            for t in topics {
+                match create_topic(&scratch, t, rules, dice) {
+                    Ok((created, recs)) => {
+                        scratch = scratch.apply(scratch.offset, &recs);
+                        records.extend(recs);
+                        results.push(Ok(created));
+                    }
+                    Err(e) => results.push(Err(e)),
+                }
+            }
+            Decision {
+                records: if *validate_only { Vec::new() } else { records },
+                reply: ControllerReply::CreateTopics(results),
+            }
+        }
+        ControllerRequest::DeleteTopics { names } => {
+            let mut records = Vec::new();
+            let results = names
+                .iter()
+                .map(|n| match image.topic(n) {
+                    Some(t)
+                        if !records.contains(&MetadataRecord::RemoveTopic { topic_id: t.id }) =>
+                    {
+                        records.push(MetadataRecord::RemoveTopic { topic_id: t.id });
+                        Ok(t.id)
+                    }
+                    Some(t) => Ok(t.id),
+                    None => Err(MetadataError::UnknownTopicOrPartition),
+                })
+                .collect();
+            Decision {
+                records,
+                reply: ControllerReply::DeleteTopics(results),
+            }
+        }
+        ControllerRequest::CreatePartitions {
+            topics,
+            validate_only,
+        } => {
+            let mut scratch = image.clone();
+            let mut records = Vec::new();
+            let mut results = Vec::new();
+            for inc in topics {
+                match create_partitions(&scratch, inc, rules, dice) {
+                    Ok(recs) => {
+                        scratch = scratch.apply(scratch.offset, &recs);
+                        records.extend(recs);
+                        results.push(Ok(()));
+                    }
+                    Err(e) => results.push(Err(e)),
+                }
+            }
+            Decision {
+                records: if *validate_only { Vec::new() } else { records },
+                reply: ControllerReply::CreatePartitions(results),
+            }
+        }
+        ControllerRequest::AlterTopicConfigs {
+            topic,
+            configs,
+            validate_only,
+        } => match alter_configs(image, topic, configs) {
+            Ok(records) => Decision {
+                records: if *validate_only { Vec::new() } else { records },
+                reply: ControllerReply::AlterTopicConfigs(Ok(())),
+            },
+            Err(e) => Decision {
+                records: Vec::new(),
+                reply: ControllerReply::AlterTopicConfigs(Err(e)),
+            },
+        },
+        ControllerRequest::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        } => match check_epoch(image, *broker_id, *broker_epoch) {
+            Err(e) => Decision {
+                records: Vec::new(),
+                reply: ControllerReply::ProducerIds(Err(e)),
+            },
+            Ok(()) => {
+                let first = image.next_producer_id;
+                Decision {
+                    records: vec![MetadataRecord::ProducerIds {
+                        broker_id: *broker_id,
+                        broker_epoch: *broker_epoch,
+                        next_producer_id: first + PRODUCER_ID_BLOCK,
+                    }],
+                    reply: ControllerReply::ProducerIds(Ok(ProducerIdBlock {
+                        first,
+                        size: PRODUCER_ID_BLOCK,
+                    })),
+                }
+            }
+        },
+        ControllerRequest::ReserveProducerIds { next_producer_id } => Decision {
+            records: if *next_producer_id > image.next_producer_id {
+                vec![MetadataRecord::ProducerIds {
+                    broker_id: -1,
+                    broker_epoch: -1,
+                    next_producer_id: *next_producer_id,
+                }]
+            } else {
+                Vec::new()
+            },
+            reply: ControllerReply::Reserved,
+        },
+        ControllerRequest::RegisterBroker {
+            broker_id,
+            incarnation_id,
+            cluster_id,
+            endpoints,
+            rack,
+        } => {
+            if *cluster_id != image.cluster_id {
+                return Decision {
+                    records: Vec::new(),
+                    reply: ControllerReply::RegisterBroker(Err(
+                        LifecycleError::InconsistentClusterId {
+                            given: cluster_id.clone(),
+                            ours: image.cluster_id.clone(),
+                        },
+                    )),
+                };
+            }
+            if let Some(b) = image.registrations.get(broker_id) {
+                // The same process again (a retried registration) keeps its
+                // epoch; another process with a live session is refused.
+                if b.incarnation_id == *incarnation_id {
+                    liveness.beat(*broker_id, now);
+                    return Decision {
+                        records: Vec::new(),
+                        reply: ControllerReply::RegisterBroker(Ok(b.epoch)),
+                    };
+                }
+                if !b.fenced && liveness.heard_within(*broker_id, now, rules.session_timeout) {
+                    return Decision {
+                        records: Vec::new(),
+                        reply: ControllerReply::RegisterBroker(Err(
+                            LifecycleError::DuplicateRegistration {
+                                broker: *broker_id,
+                                other: b.incarnation_id,
+                            },
+                        )),
+                    };
+                }
+            }
+            liveness.beat(*broker_id, now);
+            // A re-registration replaces a live-looking old one: it leaves
+            // the partitions it led first.
+            let mut records = match image.registrations.get(broker_id) {
+                Some(b) if b.is_alive() => election::on_broker_gone(image, *broker_id),
+                _ => Vec::new(),
+            };
+            records.insert(
+                0,
+                MetadataRecord::RegisterBroker {
+                    broker_id: *broker_id,
+                    incarnation_id: *incarnation_id,
+                    endpoints: endpoints.clone(),
+                    rack: rack.clone(),
+                    fenced: true,
+                },
+            );
+            Decision {
+                records,
+                reply: ControllerReply::RegisterBroker(Ok(0)),
+            }
+        }
+        ControllerRequest::BrokerHeartbeat {
+            broker_id,
+            broker_epoch,
+            metadata_offset,
+            want_fence,
+            want_shutdown,
+        } => {
+            if let Err(e) = check_epoch(image, *broker_id, *broker_epoch) {
+                return Decision {
+                    records: Vec::new(),
+                    reply: ControllerReply::BrokerHeartbeat(Err(e)),
+                };
+            }
+            liveness.beat(*broker_id, now);
+            let Some(b) = image.registrations.get(broker_id) else {
+                return Decision {
+                    records: Vec::new(),
+                    reply: ControllerReply::BrokerHeartbeat(Err(LifecycleError::NotRegistered {
+                        broker: *broker_id,
+                    })),
+                };
+            };
+            let caught_up = *metadata_offset >= b.epoch as u64;
+            let epoch = b.epoch;
+            let mut records = Vec::new();
+            let mut fenced = b.fenced;
+            if *want_shutdown {
+                if !b.in_controlled_shutdown {
+                    records.push(MetadataRecord::BrokerShutdown {
+                        broker_id: *broker_id,
+                        epoch,
+                    });
+                    records.extend(election::on_broker_gone(image, *broker_id));
+                }
+            } else if *want_fence {
+                if !b.fenced {
+                    records.push(MetadataRecord::FenceBroker {
+                        broker_id: *broker_id,
+                        epoch,
+                    });
+                    records.extend(election::on_broker_gone(image, *broker_id));
+                    fenced = true;
+                }
+            } else if b.fenced && caught_up {
+                records.push(MetadataRecord::UnfenceBroker {
+                    broker_id: *broker_id,
+                    epoch,
+                });
+                let mut after = image.clone();
+                if let Some(r) = after.registrations.get_mut(broker_id) {
+                    r.fenced = false;
+                }
+                records.extend(election::on_broker_back(&after, *broker_id));
+                fenced = false;
+            }
+            Decision {
+                records,
+                reply: ControllerReply::BrokerHeartbeat(Ok(HeartbeatReply {
+                    is_caught_up: caught_up,
+                    is_fenced: fenced,
+                    should_shutdown: *want_shutdown,
+                })),
+            }
+        }
+    }
+}
+
+/// The records fencing every unfenced broker whose session expired at
+/// `now`, with the leader elections that follow.
+pub fn expire_sessions(
+    image: &MetadataImage,
+    liveness: &Liveness,
+    now: Instant,
+    rules: &Rules,
+) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
+    let mut after = image.clone();
+    for b in image.registrations.values() {
+        if b.fenced || liveness.is_live(b.node_id, now, rules.session_timeout) {
+            continue;
+        }
+        log::info!(
+            "broker {} missed its heartbeats for {} ms (broker.session.timeout.ms): fencing it",
+            b.node_id,
+            rules.session_timeout.as_millis()
+        );
+        let fence = MetadataRecord::FenceBroker {
+            broker_id: b.node_id,
+            epoch: b.epoch,
+        };
+        after = after.apply(after.offset, std::slice::from_ref(&fence));
+        let moves = election::on_broker_gone(&after, b.node_id);
+        after = after.apply(after.offset, &moves);
+        records.push(fence);
+        records.extend(moves);
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,408 @@
+//! The metadata quorum's Raft log on disk, under
+//! `<log.dirs>/__cluster_metadata-0/` (the directory Kafka keeps its
+//! metadata log in; Fjord's files in it have their own names):
+//!
+//! - `quorum.log`: the entries, each framed as `u32 length`, `u32 CRC32C`
+//!   of the payload, payload (the entry as JSON). A torn frame at the end
+//!   (a crash mid-append) is cut off at open.
+//! - `quorum-vote.json`, `quorum-committed.json`, `quorum-purged.json`: the
+//!   vote, the last committed and the last purged log id, each replaced
+//!   atomically (temporary file, fsync, rename).
+//!
+//! Entries are also kept in memory (the metadata log is small and snapshots
+//! purge it). Every write runs on glommio's blocking pool and is fsynced
+//! before openraft is told it is durable; the shard never waits on the file.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::fs::File;
+use std::io::{self, Read};
+use std::ops::{Bound, RangeBounds};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use openraft::entry::RaftEntry;
+use openraft::storage::{IOFlushed, LogState, RaftLogReader, RaftLogStorage};
+
+use super::types::{Entry, LogId, TypeConfig, Vote};
+use crate::cluster::controller::write_atomic;
+
+/// Directory of the metadata log under the data directory.
+pub const QUORUM_DIR: &str = "__cluster_metadata-0";
+const LOG_FILE: &str = "quorum.log";
+const VOTE_FILE: &str = "quorum-vote.json";
+const COMMITTED_FILE: &str = "quorum-committed.json";
+const PURGED_FILE: &str = "quorum-purged.json";
+const FRAME_HEADER: usize = 8;
+
+#[derive(Debug)]
+struct Inner {
+    dir: PathBuf,
+    file: Arc<File>,
+    /// Entries by index, with the file position of their frame.
+    entries: BTreeMap<u64, (Entry, u64)>,
+    /// End of the last frame.
+    end: u64,
+    vote: Option<Vote>,
+    committed: Option<LogId>,
+    purged: Option<LogId>,
+}
+
+/// The log store (and, cloned, its reader): shared state on one shard.
+#[derive(Debug, Clone)]
+pub struct LogStore {
+    inner: Rc<RefCell<Inner>>,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> io::Result<Vec<u8>> {
+    serde_json::to_vec(v).map_err(io::Error::other)
+}
+
+/// `entry` framed for `quorum.log`.
+fn frame(entry: &Entry) -> io::Result<Vec<u8>> {
+    let payload = to_json(entry)?;
+    let len = u32::try_from(payload.len()).map_err(io::Error::other)?;
+    let mut out = Vec::with_capacity(FRAME_HEADER + payload.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&payload).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Reads every whole, checked frame of `bytes`; gives the entries with their
+/// positions and the end of the last good frame.
+fn parse_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64) {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while bytes.len() - pos >= FRAME_HEADER {
+        let len = u32::from_be_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]])
+            as usize;
+        let crc = u32::from_be_bytes([
+            bytes[pos + 4],
+            bytes[pos + 5],
+            bytes[pos + 6],
+            bytes[pos + 7],
+        ]);
+        let start = pos + FRAME_HEADER;
+        let Some(payload) = bytes.get(start..start + len) else {
+            break;
+        };
+        if crc32c::crc32c(payload) != crc {
+            break;
+        }
+        let Ok(entry) = serde_json::from_slice::<Entry>(payload) else {
+            break;
+        };
+        out.push((entry, pos as u64));
+        pos = start + len;
+    }
+    (out, pos as u64)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    glommio::executor().spawn_blocking(f).await
+}
+
+async fn replace_json<T: serde::Serialize>(path: PathBuf, v: &T) -> io::Result<()> {
+    let bytes = to_json(v)?;
+    blocking(move || write_atomic(&path, &bytes)).await
+}
+
+/// Every whole entry of the log under `data_dir`, in order (no file is
+/// created or changed). Blocking.
+pub fn read_entries(data_dir: &Path) -> io::Result<Vec<Entry>> {
+    match std::fs::read(data_dir.join(QUORUM_DIR).join(LOG_FILE)) {
+        Ok(bytes) => Ok(parse_frames(&bytes).0.into_iter().map(|(e, _)| e).collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+impl LogStore {
+    /// Opens (creating) the log under `data_dir`: reads every entry, cuts a
+    /// torn tail. Blocking: called once at start-up, before serving.
+    pub fn open(data_dir: &Path) -> io::Result<LogStore> {
+        let dir = data_dir.join(QUORUM_DIR);
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(LOG_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        let (frames, end) = parse_frames(&bytes);
+        if end < bytes.len() as u64 {
+            log::warn!(
+                "{}: cutting {} bytes after the last whole entry (a write cut short by a crash)",
+                path.display(),
+                bytes.len() as u64 - end
+            );
+            file.set_len(end)?;
+            file.sync_all()?;
+        }
+        let purged: Option<LogId> = read_json(&dir.join(PURGED_FILE))?;
+        let floor = purged.as_ref().map_or(0, |p| p.index + 1);
+        let entries = frames
+            .into_iter()
+            .filter(|(e, _)| e.index() >= floor)
+            .map(|(e, pos)| (e.index(), (e, pos)))
+            .collect();
+        Ok(LogStore {
+            inner: Rc::new(RefCell::new(Inner {
+                vote: read_json(&dir.join(VOTE_FILE))?,
+                committed: read_json(&dir.join(COMMITTED_FILE))?,
+                purged,
+                dir,
+                file: Arc::new(file),
+                entries,
+                end,
+            })),
+        })
+    }
+
+    /// Whether the log was never written (no vote, no entry, nothing purged).
+    pub fn is_empty(&self) -> bool {
+        let i = self.inner.borrow();
+        i.vote.is_none() && i.entries.is_empty() && i.purged.is_none()
+    }
+
+    /// Rewrites `quorum.log` with only the entries kept in memory.
+    async fn rewrite(&self) -> io::Result<()> {
+        let (dir, frames) = {
+            let i = self.inner.borrow();
+            let mut frames = Vec::new();
+            for (e, _) in i.entries.values() {
+                frames.push((e.index(), frame(e)?));
+            }
+            (i.dir.clone(), frames)
+        };
+        let path = dir.join(LOG_FILE);
+        let (file, positions, end) = blocking(move || {
+            let mut bytes = Vec::new();
+            let mut positions = Vec::new();
+            for (index, f) in &frames {
+                positions.push((*index, bytes.len() as u64));
+                bytes.extend_from_slice(f);
+            }
+            write_atomic(&path, &bytes)?;
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)?;
+            Ok((file, positions, bytes.len() as u64))
+        })
+        .await?;
+        let mut i = self.inner.borrow_mut();
+        i.file = Arc::new(file);
+        i.end = end;
+        for (index, pos) in positions {
+            if let Some(slot) = i.entries.get_mut(&index) {
+                slot.1 = pos;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RaftLogReader<TypeConfig> for LogStore {
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<Entry>, io::Error> {
+        let i = self.inner.borrow();
+        let start = match range.start_bound() {
+            Bound::Included(s) => Bound::Included(*s),
+            Bound::Excluded(s) => Bound::Excluded(*s),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(s) => Bound::Included(*s),
+            Bound::Excluded(s) => Bound::Excluded(*s),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Ok(i.entries
+            .range((start, end))
+            .map(|(_, (e, _))| e.clone())
+            .collect())
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote>, io::Error> {
+        Ok(self.inner.borrow().vote)
+    }
+}
+
+impl RaftLogStorage<TypeConfig> for LogStore {
+    type LogReader = LogStore;
+
+    async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, io::Error> {
+        let i = self.inner.borrow();
+        let last = i
+            .entries
+            .values()
+            .next_back()
+            .map(|(e, _)| e.log_id())
+            .or_else(|| i.purged);
+        Ok(LogState {
+            last_purged_log_id: i.purged,
+            last_log_id: last,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote) -> Result<(), io::Error> {
+        let path = self.inner.borrow().dir.join(VOTE_FILE);
+        replace_json(path, vote).await?;
+        self.inner.borrow_mut().vote = Some(*vote);
+        Ok(())
+    }
+
+    async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), io::Error> {
+        let path = self.inner.borrow().dir.join(COMMITTED_FILE);
+        replace_json(path, &committed).await?;
+        self.inner.borrow_mut().committed = committed;
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId>, io::Error> {
+        Ok(self.inner.borrow().committed)
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: IOFlushed<TypeConfig>,
+    ) -> Result<(), io::Error>
+    where
+        I: IntoIterator<Item = Entry>,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        let (file, start) = {
+            let i = self.inner.borrow();
+            (i.file.clone(), i.end)
+        };
+        let mut bytes = Vec::new();
+        let mut placed = Vec::with_capacity(entries.len());
+        for e in entries {
+            let pos = start + bytes.len() as u64;
+            bytes.extend_from_slice(&frame(&e)?);
+            placed.push((e, pos));
+        }
+        let len = bytes.len() as u64;
+        let result = blocking(move || {
+            file.write_all_at(&bytes, start)?;
+            file.sync_data()
+        })
+        .await;
+        if result.is_ok() {
+            let mut i = self.inner.borrow_mut();
+            i.end = start + len;
+            for (e, pos) in placed {
+                i.entries.insert(e.index(), (e, pos));
+            }
+        }
+        let outcome = match &result {
+            Ok(()) => Ok(()),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        };
+        callback.io_completed(outcome);
+        result
+    }
+
+    async fn truncate_after(&mut self, last_log_id: Option<LogId>) -> Result<(), io::Error> {
+        let keep_to = last_log_id.as_ref().map(|l| l.index);
+        let (file, cut) = {
+            let i = self.inner.borrow();
+            let first_dropped = match keep_to {
+                Some(k) => i.entries.range(k + 1..).next(),
+                None => i.entries.iter().next(),
+            };
+            match first_dropped {
+                Some((_, (_, pos))) => (i.file.clone(), *pos),
+                None => return Ok(()),
+            }
+        };
+        blocking(move || {
+            file.set_len(cut)?;
+            file.sync_data()
+        })
+        .await?;
+        let mut i = self.inner.borrow_mut();
+        match keep_to {
+            Some(k) => {
+                i.entries.split_off(&(k + 1));
+            }
+            None => i.entries.clear(),
+        }
+        i.end = cut;
+        Ok(())
+    }
+
+    async fn purge(&mut self, log_id: LogId) -> Result<(), io::Error> {
+        let path = self.inner.borrow().dir.join(PURGED_FILE);
+        replace_json(path, &Some(log_id)).await?;
+        {
+            let mut i = self.inner.borrow_mut();
+            let rest = i.entries.split_off(&(log_id.index + 1));
+            i.entries = rest;
+            i.purged = Some(log_id);
+        }
+        self.rewrite().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::quorum::types::MetadataEntry;
+    use openraft::vote::RaftLeaderIdExt;
+
+    fn entry(term: u64, index: u64) -> Entry {
+        let leader =
+            openraft::type_config::alias::CommittedLeaderIdOf::<TypeConfig>::new_committed(term, 1);
+        Entry::new_normal(LogId::new(leader, index), MetadataEntry::default())
+    }
+
+    #[test]
+    fn frames_round_trip_and_a_torn_tail_is_cut() {
+        let mut bytes = Vec::new();
+        for i in 1..=3 {
+            bytes.extend_from_slice(&frame(&entry(1, i)).unwrap());
+        }
+        let whole = bytes.len() as u64;
+        bytes.extend_from_slice(&frame(&entry(1, 4)).unwrap()[..10]);
+        let (frames, end) = parse_frames(&bytes);
+        assert_eq!(
+            frames.iter().map(|(e, _)| e.index()).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        assert_eq!(end, whole);
+        // A flipped payload byte stops the scan there.
+        let mut bad = bytes.clone();
+        bad[FRAME_HEADER + 2] ^= 0xff;
+        assert!(parse_frames(&bad).0.is_empty());
+    }
+}

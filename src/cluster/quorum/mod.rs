@@ -1,0 +1,510 @@
+//! The metadata quorum: an openraft group with one voter per controller
+//! node, hosted on shard 0 of each node (KRaft's `__cluster_metadata`).
+//!
+//! - [`Quorum::start`] opens the log and state machine under
+//!   `__cluster_metadata-0/`, starts the Raft node on this shard's executor
+//!   ([`runtime`]), and on an empty log initializes the group with the
+//!   configured voters (every voter does, with the same membership, which
+//!   openraft allows).
+//! - [`Quorum::submit`] takes a [`ControllerRequest`] from this node: decided
+//!   here when this node is the active controller, otherwise forwarded to it
+//!   over the controller listener; answered once the records are committed
+//!   and applied on this node.
+//! - [`serve`] answers the other nodes on the controller listener.
+//! - Timers: the active controller fences brokers whose heartbeats stopped
+//!   (`broker.session.timeout.ms`); every node registers its broker and
+//!   heartbeats ([`lifecycle`]).
+
+pub mod lifecycle;
+pub mod log_store;
+pub mod network;
+pub mod rpc;
+pub mod runtime;
+pub mod server;
+pub mod state_machine;
+pub mod types;
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::rt::WatchReceiver;
+use openraft::{BasicNode, ReadPolicy, ServerState};
+
+use self::log_store::LogStore;
+use self::network::NetworkFactory;
+use self::rpc::{Answer, ControllerUnavailable, Peers, QuorumRequest, QuorumResponse};
+use self::state_machine::{Publish, StateMachine};
+use self::types::{kafka_id, raft_id, MetadataEntry, MetadataRaft};
+use super::control::{
+    decide, expire_sessions, ControllerReply, ControllerRequest, Liveness, RandomDice, Rules,
+};
+use super::metadata::{Endpoint, MetadataImage};
+
+pub use self::server::serve;
+
+/// The settings of this node's quorum member.
+#[derive(Debug, Clone)]
+pub struct QuorumSettings {
+    /// `node.id`.
+    pub node_id: i32,
+    /// `cluster.id`.
+    pub cluster_id: String,
+    /// The data directory (`log.dirs`).
+    pub data_dir: PathBuf,
+    /// The voters (`controller.quorum.voters`): node id and `host:port` of
+    /// its controller listener. One voter with no address: a single-node
+    /// cluster that needs no network.
+    pub voters: Vec<(i32, String)>,
+    /// `controller.quorum.election.timeout.ms`.
+    pub election_timeout: Duration,
+    /// `broker.session.timeout.ms`.
+    pub session_timeout: Duration,
+    /// `broker.heartbeat.interval.ms`.
+    pub heartbeat_interval: Duration,
+    /// `controller.quorum.request.timeout.ms`: how long a request for the
+    /// active controller is retried.
+    pub request_timeout: Duration,
+    /// This broker's client endpoints (registered).
+    pub endpoints: Vec<Endpoint>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+}
+
+/// Publishes images in order: each one a version above the last, with the
+/// active controller this node knows of.
+struct Publisher {
+    latest: RefCell<Arc<MetadataImage>>,
+    sink: Publish,
+}
+
+impl Publisher {
+    async fn applied(&self, image: Arc<MetadataImage>) {
+        let next = {
+            let latest = self.latest.borrow();
+            let mut img = (*image).clone();
+            img.version = latest.version.max(image.version) + 1;
+            img.controller_id = latest.controller_id;
+            Arc::new(img)
+        };
+        self.latest.replace(next.clone());
+        (self.sink)(next).await;
+    }
+
+    async fn controller(&self, id: i32) {
+        let next = {
+            let latest = self.latest.borrow();
+            if latest.controller_id == id {
+                return;
+            }
+            let mut img = (**latest).clone();
+            img.version += 1;
+            img.controller_id = id;
+            Arc::new(img)
+        };
+        self.latest.replace(next.clone());
+        (self.sink)(next).await;
+    }
+}
+
+/// The quorum member of this node (on shard 0).
+pub struct Quorum {
+    settings: QuorumSettings,
+    raft: MetadataRaft,
+    state: StateMachine,
+    publisher: Rc<Publisher>,
+    peers: Peers,
+    /// The active controller decides one request at a time (on this shard).
+    deciding: Cell<bool>,
+    waiters: RefCell<Vec<futures_channel::oneshot::Sender<()>>>,
+    liveness: RefCell<Liveness>,
+    rules: Rules,
+    /// This broker's registration epoch, once registered.
+    broker_epoch: Cell<Option<i64>>,
+    /// Set when the broker shuts down: heartbeats ask for controlled shutdown.
+    pub(crate) shutting_down: Cell<bool>,
+}
+
+impl std::fmt::Debug for Quorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Quorum")
+            .field("node_id", &self.settings.node_id)
+            .finish()
+    }
+}
+
+fn open_files_limit() -> Option<i64> {
+    // SAFETY: getrlimit on a local struct.
+    unsafe {
+        let mut l: libc::rlimit = std::mem::zeroed();
+        (libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0).then_some(l.rlim_cur as i64)
+    }
+}
+
+/// Why the quorum could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum QuorumStartError {
+    /// The log or snapshot could not be read.
+    #[error("cannot open the metadata log: {0}")]
+    Storage(#[from] io::Error),
+    /// openraft refused to start.
+    #[error("cannot start the metadata quorum: {0}")]
+    Raft(String),
+}
+
+impl Quorum {
+    /// Starts this node's quorum member; `publish` hands each applied image
+    /// to the node's shards. Gives once the state machine has applied what
+    /// was committed before (the image the node had).
+    pub async fn start(
+        settings: QuorumSettings,
+        publish: Publish,
+    ) -> Result<Rc<Quorum>, QuorumStartError> {
+        let log = LogStore::open(&settings.data_dir)?;
+        let fresh = log.is_empty();
+        let empty = MetadataImage::empty(settings.cluster_id.clone());
+        let publisher = Rc::new(Publisher {
+            latest: RefCell::new(Arc::new(empty.clone())),
+            sink: publish,
+        });
+        let p = publisher.clone();
+        let sm_publish: Publish = Rc::new(move |img| {
+            let p = p.clone();
+            Box::pin(async move { p.applied(img).await })
+        });
+        let state = StateMachine::open(&settings.data_dir, empty, sm_publish)?;
+        let single = settings.voters.len() == 1;
+        let election_ms = settings.election_timeout.as_millis().max(100) as u64;
+        let config = openraft::Config {
+            cluster_name: settings.cluster_id.clone(),
+            heartbeat_interval: (election_ms / 5).max(20),
+            election_timeout_min: election_ms,
+            election_timeout_max: election_ms * 2,
+            snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1000),
+            max_in_snapshot_log_to_keep: 100,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| QuorumStartError::Raft(e.to_string()))?;
+        let raft = MetadataRaft::new(
+            raft_id(settings.node_id),
+            Arc::new(config),
+            NetworkFactory,
+            log,
+            state.clone(),
+        )
+        .await
+        .map_err(|e| QuorumStartError::Raft(e.to_string()))?;
+        if fresh {
+            let members: BTreeMap<u64, BasicNode> = settings
+                .voters
+                .iter()
+                .map(|(id, addr)| (raft_id(*id), BasicNode { addr: addr.clone() }))
+                .collect();
+            if let Err(e) = raft.initialize(members).await {
+                log::info!("metadata quorum: not initialized here ({e})");
+            }
+        }
+        // The image of the snapshot (if any) is the node's until entries apply.
+        publisher.applied(state.image()).await;
+        if single {
+            // One voter: no need to wait an election timeout.
+            let _ = raft.trigger().elect(false).await;
+        }
+        let q = Rc::new(Quorum {
+            rules: Rules {
+                session_timeout: settings.session_timeout,
+                open_files_limit: open_files_limit(),
+            },
+            settings,
+            raft,
+            state,
+            publisher,
+            peers: Peers::default(),
+            deciding: Cell::new(false),
+            waiters: RefCell::new(Vec::new()),
+            liveness: RefCell::new(Liveness::default()),
+            broker_epoch: Cell::new(None),
+            shutting_down: Cell::new(false),
+        });
+        if let Err(e) = q
+            .raft
+            .wait_for_recovery(Some(Duration::from_secs(30)))
+            .await
+        {
+            log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
+        }
+        q.clone().watch_leader();
+        q.clone().expire_sessions_periodically();
+        Ok(q)
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> i32 {
+        self.settings.node_id
+    }
+
+    /// This broker's epoch, once it registered.
+    pub fn broker_epoch(&self) -> Option<i64> {
+        self.broker_epoch.get()
+    }
+
+    /// The settings it runs with.
+    pub fn settings(&self) -> &QuorumSettings {
+        &self.settings
+    }
+
+    /// The active controller as this node knows it.
+    pub fn leader(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .current_leader
+            .map(kafka_id)
+    }
+
+    /// Whether this node is the active controller.
+    pub fn is_leader(&self) -> bool {
+        let m = self.raft.metrics();
+        let m = m.borrow_watched();
+        m.state == ServerState::Leader
+    }
+
+    /// The metadata offset applied on this node.
+    pub fn applied_offset(&self) -> u64 {
+        self.state.image().offset
+    }
+
+    /// The image applied on this node.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.state.image()
+    }
+
+    /// The openraft handle (DescribeQuorum reads its metrics).
+    pub fn raft(&self) -> &MetadataRaft {
+        &self.raft
+    }
+
+    /// Waits (up to `timeout`) until this node applied `offset`.
+    pub async fn wait_applied(&self, offset: u64, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut m = self.raft.metrics();
+        loop {
+            if self.applied_offset() >= offset {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let changed = futures_lite::future::or(async { m.changed().await.is_ok() }, async {
+                glommio::timer::sleep(left).await;
+                false
+            })
+            .await;
+            if !changed && self.applied_offset() < offset {
+                return false;
+            }
+        }
+    }
+
+    fn voter_addr(&self, id: i32) -> Option<&str> {
+        self.settings
+            .voters
+            .iter()
+            .find(|(v, _)| *v == id)
+            .map(|(_, a)| a.as_str())
+    }
+
+    async fn lock_deciding(&self) -> DecidingGuard<'_> {
+        while self.deciding.get() {
+            let (tx, rx) = futures_channel::oneshot::channel();
+            self.waiters.borrow_mut().push(tx);
+            let _ = rx.await;
+        }
+        self.deciding.set(true);
+        DecidingGuard(self)
+    }
+
+    /// Decides `req` as the active controller, commits its records and
+    /// answers once they are applied here. NotController when this node is
+    /// not the active controller.
+    pub async fn handle(&self, req: ControllerRequest) -> Result<Answer, ControllerUnavailable> {
+        let _g = self.lock_deciding().await;
+        let not_controller =
+            |q: &Quorum| ControllerUnavailable::NotController { leader: q.leader() };
+        if !self.is_leader() {
+            return Err(not_controller(self));
+        }
+        // Every committed entry applied first: decisions see the latest image.
+        if self
+            .raft
+            .ensure_linearizable(ReadPolicy::ReadIndex)
+            .await
+            .is_err()
+        {
+            return Err(not_controller(self));
+        }
+        let image = self.state.image();
+        let decision = decide(
+            &image,
+            &req,
+            &mut self.liveness.borrow_mut(),
+            Instant::now(),
+            &self.rules,
+            &mut RandomDice,
+        );
+        if decision.records.is_empty() {
+            return Ok(Answer {
+                reply: decision.reply,
+                offset: image.offset,
+            });
+        }
+        let written = self
+            .raft
+            .client_write(MetadataEntry {
+                records: decision.records,
+            })
+            .await;
+        match written {
+            Ok(w) => {
+                let offset = w.log_id.index;
+                let reply = match decision.reply {
+                    ControllerReply::RegisterBroker(Ok(_)) => {
+                        ControllerReply::RegisterBroker(Ok(offset as i64))
+                    }
+                    other => other,
+                };
+                Ok(Answer { reply, offset })
+            }
+            Err(e) => {
+                log::info!("metadata quorum: write not committed here: {e}");
+                Err(not_controller(self))
+            }
+        }
+    }
+
+    /// Sends `req` to the active controller (this node or another) and
+    /// gives its answer once this node applied it; retried through
+    /// elections and unreachable controllers for
+    /// `controller.quorum.request.timeout.ms`.
+    pub async fn submit(&self, req: ControllerRequest) -> Result<Answer, ControllerUnavailable> {
+        let timeout = self.settings.request_timeout;
+        let deadline = Instant::now() + timeout;
+        let mut last = String::from("no active controller");
+        let wire = QuorumRequest::Controller(req.clone());
+        while Instant::now() < deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.leader() {
+                Some(l) if l == self.settings.node_id => match self.handle(req.clone()).await {
+                    Ok(a) => return Ok(a),
+                    Err(e) => last = e.to_string(),
+                },
+                Some(l) => match self.voter_addr(l).map(str::to_string) {
+                    Some(addr) => match self.peers.call(&addr, &wire, left).await {
+                        Ok(QuorumResponse::Controller(Ok(a))) => {
+                            let left = deadline.saturating_duration_since(Instant::now());
+                            self.wait_applied(a.offset, left.max(Duration::from_millis(500)))
+                                .await;
+                            return Ok(a);
+                        }
+                        Ok(QuorumResponse::Controller(Err(e))) => last = e.to_string(),
+                        Ok(other) => last = format!("unexpected answer {other:?}"),
+                        Err(e) => last = format!("controller {l} at {addr}: {e}"),
+                    },
+                    None => last = format!("controller {l} is not a known voter"),
+                },
+                None => {}
+            }
+            glommio::timer::sleep(Duration::from_millis(100).min(left)).await;
+        }
+        Err(ControllerUnavailable::Timeout {
+            timeout_ms: timeout.as_millis() as u64,
+            last,
+        })
+    }
+
+    /// Publishes a new image whenever the active controller changes, and
+    /// gives brokers fresh sessions when this node becomes it.
+    fn watch_leader(self: Rc<Self>) {
+        let me = Rc::downgrade(&self);
+        let mut metrics = self.raft.metrics();
+        drop(self);
+        crate::stall::spawn_local("metadata quorum leader", async move {
+            let mut was_leader = false;
+            loop {
+                let Some(q) = me.upgrade() else { break };
+                let (leader, is_leader) = {
+                    let m = metrics.borrow_watched();
+                    (
+                        m.current_leader.map(kafka_id),
+                        m.state == ServerState::Leader,
+                    )
+                };
+                if is_leader && !was_leader {
+                    log::info!("node {} is now the active controller", q.settings.node_id);
+                    q.liveness
+                        .borrow_mut()
+                        .reset(&q.state.image(), Instant::now());
+                }
+                was_leader = is_leader;
+                q.publisher.controller(leader.unwrap_or(-1)).await;
+                drop(q);
+                if metrics.changed().await.is_err() {
+                    break;
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// On the active controller: fences brokers whose session expired.
+    fn expire_sessions_periodically(self: Rc<Self>) {
+        let me = Rc::downgrade(&self);
+        let every = (self.settings.session_timeout / 8).max(Duration::from_millis(50));
+        drop(self);
+        crate::stall::spawn_local("broker sessions", async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                let Some(q) = me.upgrade() else { break };
+                if !q.is_leader() {
+                    continue;
+                }
+                let _g = q.lock_deciding().await;
+                let image = q.state.image();
+                let records =
+                    expire_sessions(&image, &q.liveness.borrow(), Instant::now(), &q.rules);
+                if records.is_empty() {
+                    continue;
+                }
+                if let Err(e) = q.raft.client_write(MetadataEntry { records }).await {
+                    log::warn!("fencing brokers failed: {e}");
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// Stops the Raft node (shutdown).
+    pub async fn stop(&self) {
+        if let Err(e) = self.raft.shutdown().await {
+            log::warn!("metadata quorum shutdown: {e}");
+        }
+    }
+}
+
+struct DecidingGuard<'a>(&'a Quorum);
+
+impl Drop for DecidingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.deciding.set(false);
+        let waiters = std::mem::take(&mut *self.0.waiters.borrow_mut());
+        for w in waiters {
+            let _ = w.send(());
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! openraft's network: one client per target node, over the target's
+//! controller listener ([`super::rpc`]). A client connects on first use
+//! and again after any failure; openraft backs off on `Unreachable`.
+
+use std::future::Future;
+use std::io;
+
+use glommio::net::TcpStream;
+use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
+use openraft::network::RPCOption;
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, RaftNetworkFactory, RaftNetworkV2};
+
+use super::rpc::{exchange, QuorumRequest, QuorumResponse};
+use super::types::{MetadataSnapshot, TypeConfig, Vote};
+
+/// Makes a [`Network`] per target.
+#[derive(Debug, Default)]
+pub struct NetworkFactory;
+
+impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
+    type Network = Network;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> Network {
+        Network {
+            target,
+            addr: node.addr.clone(),
+            conn: None,
+        }
+    }
+}
+
+/// The client of one target node.
+#[derive(Debug)]
+pub struct Network {
+    target: u64,
+    addr: String,
+    conn: Option<TcpStream>,
+}
+
+fn unreachable(e: &io::Error) -> RPCError<TypeConfig> {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::NotConnected
+        | io::ErrorKind::TimedOut
+        | io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::BrokenPipe => RPCError::Unreachable(Unreachable::new(e)),
+        _ => RPCError::Network(NetworkError::new(e)),
+    }
+}
+
+fn unexpected(r: &QuorumResponse) -> RPCError<TypeConfig> {
+    RPCError::Network(NetworkError::from_string(format!(
+        "unexpected response {r:?}"
+    )))
+}
+
+impl Network {
+    async fn call(
+        &mut self,
+        req: &QuorumRequest,
+        option: &RPCOption,
+    ) -> Result<QuorumResponse, RPCError<TypeConfig>> {
+        exchange(&mut self.conn, &self.addr, req, option.hard_ttl())
+            .await
+            .map_err(|e| {
+                log::debug!(
+                    "metadata quorum: node {} at {}: {e}",
+                    self.target,
+                    self.addr
+                );
+                unreachable(&e)
+            })
+    }
+}
+
+impl RaftNetworkV2<TypeConfig> for Network {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(&QuorumRequest::Append(rpc), &option).await? {
+            QuorumResponse::Append(Ok(r)) => Ok(r),
+            QuorumResponse::Append(Err(e)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(&QuorumRequest::Vote(rpc), &option).await? {
+            QuorumResponse::Vote(Ok(r)) => Ok(r),
+            QuorumResponse::Vote(Err(e)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<TypeConfig>, RPCError<TypeConfig>> {
+        match self.call(&QuorumRequest::PreVote(rpc), &option).await? {
+            QuorumResponse::Vote(Ok(r)) => Ok(r),
+            QuorumResponse::Vote(Err(e)) => Err(RPCError::Unreachable(Unreachable::new(&e))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: MetadataSnapshot,
+        cancel: impl Future<Output = ReplicationClosed> + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<TypeConfig>, StreamingError<TypeConfig>> {
+        let req = QuorumRequest::Snapshot {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let send = self.call(&req, &option);
+        let r =
+            match futures_lite::future::or(async { Ok(send.await) }, async { Err(cancel.await) })
+                .await
+            {
+                Ok(r) => r,
+                Err(closed) => return Err(StreamingError::Closed(closed)),
+            };
+        match r {
+            Ok(QuorumResponse::Snapshot(Ok(r))) => Ok(r),
+            Ok(QuorumResponse::Snapshot(Err(e))) => {
+                Err(StreamingError::Unreachable(Unreachable::from_string(e)))
+            }
+            Ok(other) => Err(StreamingError::Network(NetworkError::from_string(format!(
+                "unexpected response {other:?}"
+            )))),
+            Err(RPCError::Unreachable(u)) => Err(StreamingError::Unreachable(u)),
+            Err(e) => Err(StreamingError::Network(NetworkError::from_string(
+                e.to_string(),
+            ))),
+        }
+    }
+}

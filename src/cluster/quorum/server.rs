@@ -1,0 +1,75 @@
+//! The controller listener: other nodes' Raft RPCs and their requests for
+//! the active controller, answered on shard 0. A malformed frame closes
+//! that connection only (with a log line).
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use glommio::net::{TcpListener, TcpStream};
+use openraft::storage::Snapshot;
+
+use super::rpc::{read_frame, write_frame, QuorumRequest, QuorumResponse};
+use super::Quorum;
+
+/// Accepts on `listener` until the quorum is dropped.
+pub async fn serve(listener: TcpListener, quorum: std::rc::Weak<Quorum>) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                let Some(q) = quorum.upgrade() else { break };
+                let peer = stream
+                    .peer_addr()
+                    .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                let _ = stream.set_nodelay(true);
+                crate::stall::spawn_local("controller connection", async move {
+                    connection(q, stream, peer).await;
+                })
+                .detach();
+            }
+            Err(e) => {
+                log::warn!("controller listener: accept failed: {e}");
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+async fn connection(q: Rc<Quorum>, mut s: TcpStream, peer: SocketAddr) {
+    loop {
+        let req = match read_frame::<QuorumRequest>(&mut s).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                log::warn!("controller listener: closing the connection from {peer}: {e}");
+                let _ = write_frame(&mut s, &QuorumResponse::Malformed(e.to_string())).await;
+                return;
+            }
+        };
+        let resp = answer(&q, req).await;
+        if let Err(e) = write_frame(&mut s, &resp).await {
+            log::debug!("controller listener: {peer}: {e}");
+            return;
+        }
+    }
+}
+
+async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
+    match req {
+        QuorumRequest::Append(r) => QuorumResponse::Append(q.raft.append_entries(r).await),
+        QuorumRequest::Vote(r) => QuorumResponse::Vote(q.raft.vote(r).await),
+        QuorumRequest::PreVote(r) => QuorumResponse::Vote(q.raft.pre_vote(r).await),
+        QuorumRequest::Snapshot { vote, meta, data } => QuorumResponse::Snapshot(
+            q.raft
+                .install_full_snapshot(
+                    vote,
+                    Snapshot {
+                        meta,
+                        snapshot: data,
+                    },
+                )
+                .await
+                .map_err(|e| e.to_string()),
+        ),
+        QuorumRequest::Controller(r) => QuorumResponse::Controller(q.handle(r).await),
+    }
+}
