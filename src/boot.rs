@@ -263,11 +263,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.
-    let controller_addr = if quorum.voters.len() > 1 {
-        config.controller_listener().map(|l| l.addr)
-    } else {
-        None
-    };
+    let controller_addr = config.controller_listener().map(|l| l.addr);
     let image = Arc::new(MetadataImage::empty(cluster_id));
     let boot = Arc::new(QuorumBoot {
         settings: quorum,
@@ -423,7 +419,7 @@ const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 /// What shard 0 needs to start this node's quorum member.
 struct QuorumBoot {
     settings: QuorumSettings,
-    /// Where to serve the controller listener (several voters only).
+    /// Where to serve the controller listener, when one is configured.
     controller_addr: Option<SocketAddr>,
 }
 
@@ -472,8 +468,8 @@ async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(
     let adopt = {
         let q = q.clone();
         async move {
-            // Adopt once this broker is registered and alive.
-            while !q.image().is_alive(node) {
+            // Adopt once this process's broker is registered and alive.
+            while !q.broker_is_alive() {
                 glommio::timer::sleep(Duration::from_millis(20)).await;
             }
             crate::cluster::quorum::lifecycle::adopt_inbox(&q, &data_dir).await;

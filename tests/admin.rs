@@ -87,14 +87,16 @@ async fn create_grow_and_delete_topic() {
         partition_dirs(&broker, topic),
         vec!["managed-0", "managed-1"]
     );
-    let topic_file = broker
+    // The topic is a record of the metadata log.
+    let log = broker
         .data_dir()
-        .join("__cluster_metadata")
-        .join(format!("{topic}.topic"));
+        .join("__cluster_metadata-0")
+        .join("quorum.log");
+    let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).to_string();
     assert!(
-        topic_file.exists(),
-        "topic registry file {}",
-        topic_file.display()
+        text.contains(&format!("\"name\":\"{topic}\"")),
+        "no Topic record for {topic} in {}",
+        log.display()
     );
 
     // Creating it again fails.
@@ -184,9 +186,11 @@ async fn create_grow_and_delete_topic() {
     wait_for(CLIENT_TIMEOUT, "partition directories removed", || {
         any_dir_mentions(&broker, topic).is_empty()
     });
+    let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).to_string();
     assert!(
-        !topic_file.exists(),
-        "topic registry file still present after delete"
+        text.contains("RemoveTopic"),
+        "no RemoveTopic record in {}",
+        log.display()
     );
 
     // Deleting again: unknown topic.

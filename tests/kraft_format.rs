@@ -189,7 +189,7 @@ async fn kafka_server_properties_format_and_serve() {
     let log = std::fs::read_to_string(&stderr).unwrap_or_default();
     assert!(
         log.contains(&format!(
-            "controller listener CONTROLLER://127.0.0.1:{controller_port} is recorded for the metadata quorum but not served yet"
+            "controller listener on 127.0.0.1:{controller_port}"
         )),
         "{log}"
     );

@@ -114,7 +114,7 @@ async fn topics_survive_restart() {
     broker.stop();
     assert!(broker
         .data_dir()
-        .join("__cluster_metadata/kept.topic")
+        .join("__cluster_metadata-0/quorum.log")
         .exists());
     assert!(broker.data_dir().join("kept-2").is_dir());
 

@@ -18,7 +18,7 @@ use crate::cluster::control::{ControllerReply, ControllerRequest, HeartbeatReply
 /// Starts the registration and heartbeat loop of this node's broker.
 pub fn start(q: &Rc<Quorum>) {
     let me = Rc::downgrade(q);
-    let incarnation = Uuid::new_v4();
+    let incarnation = q.incarnation();
     crate::stall::spawn_local("broker heartbeat", async move {
         loop {
             let Some(q) = me.upgrade() else { break };

@@ -125,6 +125,8 @@ pub struct Quorum {
     rules: Rules,
     /// This broker's registration epoch, once registered.
     broker_epoch: Cell<Option<i64>>,
+    /// This process's incarnation id (its broker registration's).
+    incarnation: uuid::Uuid,
     /// Set when the broker shuts down: heartbeats ask for controlled shutdown.
     pub(crate) shutting_down: Cell<bool>,
 }
@@ -211,8 +213,9 @@ impl Quorum {
         }
         // The image of the snapshot (if any) is the node's until entries apply.
         publisher.applied(state.image()).await;
-        if single {
-            // One voter: no need to wait an election timeout.
+        if single && !fresh {
+            // One voter restarting: no need to wait an election timeout
+            // (a fresh one was elected by `initialize`).
             let _ = raft.trigger().elect(false).await;
         }
         let q = Rc::new(Quorum {
@@ -229,6 +232,7 @@ impl Quorum {
             waiters: RefCell::new(Vec::new()),
             liveness: RefCell::new(Liveness::default()),
             broker_epoch: Cell::new(None),
+            incarnation: uuid::Uuid::new_v4(),
             shutting_down: Cell::new(false),
         });
         if let Err(e) = q
@@ -246,6 +250,21 @@ impl Quorum {
     /// This node's id.
     pub fn node_id(&self) -> i32 {
         self.settings.node_id
+    }
+
+    /// Whether this process's broker registration is in the applied image
+    /// and alive (registered, unfenced).
+    pub fn broker_is_alive(&self) -> bool {
+        let image = self.state.image();
+        image
+            .registrations
+            .get(&self.settings.node_id)
+            .is_some_and(|b| b.incarnation_id == self.incarnation && b.is_alive())
+    }
+
+    /// This process's incarnation id.
+    pub fn incarnation(&self) -> uuid::Uuid {
+        self.incarnation
     }
 
     /// This broker's epoch, once it registered.
