@@ -462,6 +462,7 @@ async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(
         )
         .detach();
     }
+    q.wait_recovered(Duration::from_secs(30)).await;
     crate::cluster::quorum::lifecycle::start(&q);
     let node = boot.settings.node_id;
     let data_dir = boot.settings.data_dir.clone();

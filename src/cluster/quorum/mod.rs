@@ -160,8 +160,9 @@ pub enum QuorumStartError {
 
 impl Quorum {
     /// Starts this node's quorum member; `publish` hands each applied image
-    /// to the node's shards. Gives once the state machine has applied what
-    /// was committed before (the image the node had).
+    /// to the node's shards. The controller listener must be served next
+    /// (the other voters elect through it); [`Quorum::wait_recovered`] then
+    /// waits for the image the node had.
     pub async fn start(
         settings: QuorumSettings,
         publish: Publish,
@@ -207,9 +208,15 @@ impl Quorum {
                 .iter()
                 .map(|(id, addr)| (raft_id(*id), BasicNode { addr: addr.clone() }))
                 .collect();
-            if let Err(e) = raft.initialize(members).await {
-                log::info!("metadata quorum: not initialized here ({e})");
-            }
+            // Not awaited here: with several voters it completes only once
+            // they answer, through the controller listener served next.
+            let r = raft.clone();
+            crate::stall::spawn_local("metadata quorum initialize", async move {
+                if let Err(e) = r.initialize(members).await {
+                    log::info!("metadata quorum: not initialized here ({e})");
+                }
+            })
+            .detach();
         }
         // The image of the snapshot (if any) is the node's until entries apply.
         publisher.applied(state.image()).await;
@@ -235,16 +242,17 @@ impl Quorum {
             incarnation: uuid::Uuid::new_v4(),
             shutting_down: Cell::new(false),
         });
-        if let Err(e) = q
-            .raft
-            .wait_for_recovery(Some(Duration::from_secs(30)))
-            .await
-        {
-            log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
-        }
         q.clone().watch_leader();
         q.clone().expire_sessions_periodically();
         Ok(q)
+    }
+
+    /// Waits until the state machine has applied what was committed before
+    /// this start (up to `timeout`), so the node serves the image it had.
+    pub async fn wait_recovered(&self, timeout: Duration) {
+        if let Err(e) = self.raft.wait_for_recovery(Some(timeout)).await {
+            log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
+        }
     }
 
     /// This node's id.
