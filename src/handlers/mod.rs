@@ -16,6 +16,7 @@ mod describe_configs;
 mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
+mod describe_quorum;
 mod describe_transactions;
 mod end_txn;
 pub mod fetch;
@@ -154,6 +155,7 @@ dispatch_table! { shard, frame, produce_dispatched;
     ApiVersions => api_versions::handle(frame),
     Metadata => metadata::handle(shard, frame).await,
     DescribeCluster => describe_cluster::handle(shard, frame),
+    DescribeQuorum => describe_quorum::handle(shard, frame).await,
     CreateTopics => create_topics::handle(shard, frame).await,
     DeleteTopics => delete_topics::handle(shard, frame).await,
     CreatePartitions => create_partitions::handle(shard, frame).await,

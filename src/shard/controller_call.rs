@@ -64,5 +64,17 @@ pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, ControllerCallErr
         .await?
 }
 
+/// The metadata quorum's state from the active controller (DescribeQuorum).
+pub async fn describe_quorum(
+    shard: &Rc<Shard>,
+) -> Result<crate::cluster::quorum::rpc::QuorumStatus, ControllerCallError> {
+    shard
+        .invoke_on(0, move |s| async move {
+            let q = s.quorum().ok_or(ControllerCallError::NotStarted)?;
+            q.describe().await.map_err(ControllerCallError::Unavailable)
+        })
+        .await?
+}
+
 /// The size of a producer id block (for docs and tests).
 pub const BLOCK: i64 = PRODUCER_ID_BLOCK;

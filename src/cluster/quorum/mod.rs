@@ -37,7 +37,10 @@ use openraft::{BasicNode, ReadPolicy, ServerState};
 
 use self::log_store::LogStore;
 use self::network::NetworkFactory;
-use self::rpc::{Answer, ControllerUnavailable, Peers, QuorumRequest, QuorumResponse};
+use self::rpc::{
+    Answer, ControllerUnavailable, Peers, QuorumRequest, QuorumResponse, QuorumStatus,
+    ReplicaStatus,
+};
 use self::state_machine::{Publish, StateMachine};
 use self::types::{kafka_id, raft_id, MetadataEntry, MetadataRaft};
 use super::control::{
@@ -453,6 +456,90 @@ impl Quorum {
             timeout_ms: timeout.as_millis() as u64,
             last,
         })
+    }
+
+    /// The quorum's state when this node is the active controller
+    /// (NotController otherwise): voters and learners with how far their
+    /// logs match the leader's and when they last answered.
+    pub fn status(&self) -> Result<QuorumStatus, ControllerUnavailable> {
+        let m = self.raft.metrics().borrow_watched().clone();
+        if m.state != ServerState::Leader {
+            return Err(ControllerUnavailable::NotController {
+                leader: m.current_leader.map(kafka_id),
+            });
+        }
+        let (now, wall) = (Instant::now(), crate::shard::now_ms());
+        let wall_of = |t: Instant| wall - now.saturating_duration_since(t).as_millis() as i64;
+        let replication = m.replication.clone().unwrap_or_default();
+        let heartbeat = m.heartbeat.clone().unwrap_or_default();
+        let committed = m.cluster_committed.map_or(0, |c| c.index as i64 + 1);
+        let replica = |id: u64| {
+            let matched = if id == m.id {
+                m.last_log_index.map(|i| i as i64 + 1)
+            } else {
+                replication
+                    .get(&id)
+                    .cloned()
+                    .flatten()
+                    .map(|l| l.index as i64 + 1)
+            };
+            let last = if id == m.id {
+                Some(wall)
+            } else {
+                heartbeat.get(&id).cloned().flatten().map(|t| wall_of(*t))
+            };
+            ReplicaStatus {
+                node_id: kafka_id(id),
+                log_end_offset: matched.unwrap_or(-1),
+                last_fetch_ms: last.unwrap_or(-1),
+                last_caught_up_ms: match matched {
+                    Some(leo) if leo >= committed => last.unwrap_or(-1),
+                    _ => -1,
+                },
+            }
+        };
+        let membership = m.membership_config.membership();
+        Ok(QuorumStatus {
+            leader_id: kafka_id(m.id),
+            leader_epoch: m.current_term as i64,
+            high_watermark: committed,
+            voters: membership.voter_ids().map(replica).collect(),
+            observers: membership.learner_ids().map(replica).collect(),
+            endpoints: membership
+                .nodes()
+                .map(|(id, n)| (kafka_id(*id), n.addr.clone()))
+                .collect(),
+        })
+    }
+
+    /// The quorum's state from the active controller (this node or the one
+    /// it knows of), for DescribeQuorum.
+    pub async fn describe(&self) -> Result<QuorumStatus, ControllerUnavailable> {
+        let timeout = self.settings.request_timeout;
+        match self.leader() {
+            Some(l) if l == self.settings.node_id => self.status(),
+            Some(l) => {
+                let addr = self
+                    .voter_addr(l)
+                    .map(str::to_string)
+                    .ok_or(ControllerUnavailable::NotController { leader: Some(l) })?;
+                match self
+                    .peers
+                    .call(&addr, &QuorumRequest::Describe, timeout)
+                    .await
+                {
+                    Ok(QuorumResponse::Describe(r)) => r,
+                    Ok(other) => Err(ControllerUnavailable::Stopped {
+                        reason: format!("unexpected answer {other:?}"),
+                    }),
+                    Err(e) => Err(ControllerUnavailable::Timeout {
+                        timeout_ms: timeout.as_millis() as u64,
+                        last: e.to_string(),
+                    }),
+                }
+            }
+            None => Err(ControllerUnavailable::NotController { leader: None }),
+        }
     }
 
     /// Publishes a new image whenever the active controller changes, and

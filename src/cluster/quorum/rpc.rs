@@ -44,6 +44,40 @@ pub enum QuorumRequest {
     },
     /// A request for the active controller.
     Controller(ControllerRequest),
+    /// The quorum's state, as the active controller sees it (DescribeQuorum).
+    Describe,
+}
+
+/// One replica of the metadata log, as DescribeQuorum shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaStatus {
+    /// Node id.
+    pub node_id: i32,
+    /// The offset after its last entry known to match the leader's; -1
+    /// when unknown.
+    pub log_end_offset: i64,
+    /// Wall-clock time (ms) of its last answer to the leader; -1 when none.
+    pub last_fetch_ms: i64,
+    /// Wall-clock time (ms) it was last known caught up; -1 when never.
+    pub last_caught_up_ms: i64,
+}
+
+/// The metadata quorum as the active controller reports it (Kafka's
+/// DescribeQuorum of `__cluster_metadata-0`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumStatus {
+    /// The active controller.
+    pub leader_id: i32,
+    /// Its term (KRaft's leader epoch).
+    pub leader_epoch: i64,
+    /// The offset after the last committed entry.
+    pub high_watermark: i64,
+    /// The voters.
+    pub voters: Vec<ReplicaStatus>,
+    /// Non-voting members (learners).
+    pub observers: Vec<ReplicaStatus>,
+    /// Each voter's controller listener, `host:port`.
+    pub endpoints: Vec<(i32, String)>,
 }
 
 /// A committed answer of the active controller.
@@ -93,6 +127,8 @@ pub enum QuorumResponse {
     Snapshot(Result<SnapshotResponse<TypeConfig>, String>),
     /// The active controller's answer.
     Controller(Result<Answer, ControllerUnavailable>),
+    /// The quorum's state.
+    Describe(Result<QuorumStatus, ControllerUnavailable>),
     /// The request could not be read.
     Malformed(String),
 }

@@ -71,5 +71,6 @@ async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
                 .map_err(|e| e.to_string()),
         ),
         QuorumRequest::Controller(r) => QuorumResponse::Controller(q.handle(r).await),
+        QuorumRequest::Describe => QuorumResponse::Describe(q.status()),
     }
 }
