@@ -192,6 +192,37 @@ pub mod codes {
     pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
 }
 
+// ---- answers ----
+
+/// An item of a request that the work below its handler left without an
+/// answer: the work answered fewer items than the request has (a bug below
+/// the handler). Answered UNKNOWN_SERVER_ERROR (-1), never NONE: whether
+/// the item's work was done is not known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// No answer came back for the item.
+    #[error("no answer came back for this item of the request")]
+    Lost,
+}
+
+impl KafkaCode for AnswerError {
+    fn code(&self) -> i16 {
+        match self {
+            AnswerError::Lost => E::UnknownServerError.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod answer_error_tests {
+    use super::*;
+
+    #[test]
+    fn answer_error_codes() {
+        crate::error::code_tables::table(&[(AnswerError::Lost, -1)]);
+    }
+}
+
 // ---- partition owner ----
 //
 // The errors of `shard::error` and `txn::producer_state` (the partition

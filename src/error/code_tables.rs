@@ -234,6 +234,15 @@ impl Variants for BatchError {
     }
 }
 
+impl Variants for AnswerError {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        match self {
+            AnswerError::Lost => 0,
+        }
+    }
+}
+
 impl Variants for ShardError {
     const COUNT: usize = 1;
     fn index(&self) -> usize {

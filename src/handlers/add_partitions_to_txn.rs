@@ -21,7 +21,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 use kafka_protocol::ResponseError as E;
 
-use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use super::{fenced_for_version, respond, txn_owner, Answers, HandlerResult};
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -93,7 +93,7 @@ async fn run(
             }
         }
     };
-    let mut next = codes.into_iter();
+    let mut answers = Answers::new(codes);
     t.topics
         .iter()
         .map(|topic| {
@@ -109,8 +109,7 @@ async fn run(
                     rp.partition_error_code = if is_unknown {
                         E::UnknownTopicOrPartition.code()
                     } else {
-                        let c = next.next().unwrap_or(E::OperationNotAttempted.code());
-                        fenced_for_version(c, version, 2)
+                        fenced_for_version(answers.next_code(), version, 2)
                     };
                     rp
                 })

@@ -15,7 +15,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{fenced_for_version, group_owner, respond, txn_owner, HandlerResult};
+use super::{fenced_for_version, group_owner, respond, txn_owner, Answers, HandlerResult};
 use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
@@ -105,7 +105,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .unwrap_or_else(|e| vec![e.code(); n])
         }
     };
-    let mut it = out.into_iter();
+    let mut answers = Answers::new(out);
     let mut resp = TxnOffsetCommitResponse::default();
     resp.topics = req
         .topics
@@ -119,7 +119,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .map(|p| {
                     let mut rp = TxnOffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = fenced_for_version(it.next().unwrap_or(0), version, 2);
+                    rp.error_code = fenced_for_version(answers.next_code(), version, 2);
                     rp
                 })
                 .collect();

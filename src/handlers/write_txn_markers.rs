@@ -19,14 +19,15 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use kafka_protocol::ResponseError as E;
 
-use super::{respond, HandlerResult};
-use crate::error::KafkaCode;
+use super::{respond, Answers, HandlerResult};
+use crate::error::{AnswerError, KafkaCode};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
 /// Writes one marker to each of `partitions` on their owner shards; gives
-/// the error code of each, in order.
+/// the error code of each, in order (a partition its owner left without an
+/// answer gets [`AnswerError::Lost`]'s).
 async fn write_all(
     shard: &Rc<Shard>,
     partitions: Vec<(String, i32)>,
@@ -41,7 +42,7 @@ async fn write_all(
             .or_default()
             .push((i, t.clone(), *p));
     }
-    let mut out = vec![0i16; partitions.len()];
+    let mut out: Vec<Option<i16>> = vec![None; partitions.len()];
     for (owner, work) in by_owner {
         let slots: Vec<usize> = work.iter().map(|(i, _, _)| *i).collect();
         let res = shard
@@ -74,17 +75,19 @@ async fn write_all(
         match res {
             Ok(codes) => {
                 for (slot, c) in slots.into_iter().zip(codes) {
-                    out[slot] = c;
+                    out[slot] = Some(c);
                 }
             }
             Err(e) => {
                 for slot in slots {
-                    out[slot] = e.code();
+                    out[slot] = Some(e.code());
                 }
             }
         }
     }
-    out
+    out.into_iter()
+        .map(|c| c.unwrap_or_else(|| AnswerError::Lost.code()))
+        .collect()
 }
 
 /// Answers WriteTxnMarkers.
@@ -102,15 +105,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect();
         let producer = (m.producer_id.0, m.producer_epoch);
-        let mut codes = write_all(
-            shard,
-            partitions,
-            producer,
-            m.transaction_result,
-            m.coordinator_epoch,
-        )
-        .await
-        .into_iter();
+        let mut answers = Answers::new(
+            write_all(
+                shard,
+                partitions,
+                producer,
+                m.transaction_result,
+                m.coordinator_epoch,
+            )
+            .await,
+        );
         let mut r = WritableTxnMarkerResult::default();
         r.producer_id = m.producer_id;
         r.topics = m
@@ -125,7 +129,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .map(|p| {
                         let mut rp = WritableTxnMarkerPartitionResult::default();
                         rp.partition_index = *p;
-                        rp.error_code = codes.next().unwrap_or(0);
+                        rp.error_code = answers.next_code();
                         rp
                     })
                     .collect();
