@@ -361,6 +361,32 @@ impl KafkaCode for CoordinatorLookupError {
     }
 }
 
+/// Why a partition verification (KIP-890: Produce with a transactional
+/// batch, TxnOffsetCommit) could not be asked of the transaction
+/// coordinator.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VerificationError {
+    /// The transactional id's coordinator cannot be named: INVALID_TXN_STATE
+    /// (48), as Kafka's brokers answer a verification that cannot reach the
+    /// coordinator (the partition cannot be shown to be in the open
+    /// transaction), not the lookup's own COORDINATOR_NOT_AVAILABLE.
+    #[error("cannot verify the partition: {0}")]
+    CoordinatorLookup(#[from] CoordinatorLookupError),
+}
+
+impl KafkaCode for VerificationError {
+    fn code(&self) -> i16 {
+        use CoordinatorLookupError as L;
+        match self {
+            VerificationError::CoordinatorLookup(lookup) => match lookup {
+                L::TopicMissing { .. }
+                | L::CreateFailed { .. }
+                | L::ControllerUnavailable { .. } => E::InvalidTxnState.code(),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod coordinator_lookup_tests {
     use super::*;
@@ -383,6 +409,33 @@ mod coordinator_lookup_tests {
                     source: ShardError::Unavailable(0),
                 },
                 15,
+            ),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    /// A verification whose coordinator cannot be named answers
+    /// INVALID_TXN_STATE, whatever the lookup's failure.
+    #[test]
+    fn verification_error_codes() {
+        let topic = "__transaction_state";
+        let table: Vec<(VerificationError, i16)> = vec![
+            (CoordinatorLookupError::TopicMissing { topic }.into(), 48),
+            (
+                CoordinatorLookupError::CreateFailed {
+                    topic,
+                    source: MetadataError::UnknownTopicOrPartition,
+                }
+                .into(),
+                48,
+            ),
+            (
+                CoordinatorLookupError::ControllerUnavailable {
+                    topic,
+                    source: ShardError::Unavailable(0),
+                }
+                .into(),
+                48,
             ),
         ];
         crate::error::code_tables::table(&table);
@@ -793,6 +846,8 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::InvalidTxnState { .. } => E::InvalidTxnState.code(),
             TxnError::InvalidTransactionTimeout { .. } => E::InvalidTransactionTimeout.code(),
             TxnError::TransactionalIdNotFound => E::TransactionalIdNotFound.code(),
+            TxnError::UnknownTopicOrPartition { .. } => E::UnknownTopicOrPartition.code(),
+            TxnError::OperationNotAttempted => E::OperationNotAttempted.code(),
             TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
@@ -932,6 +987,14 @@ mod txn_error_tests {
                 50,
             ),
             (TxnError::TransactionalIdNotFound, 105),
+            (
+                TxnError::UnknownTopicOrPartition {
+                    topic: "t".into(),
+                    partition: 3,
+                },
+                3,
+            ),
+            (TxnError::OperationNotAttempted, 55),
             (TxnError::StatePartitionNotHere { partition: 3 }, 15),
             (
                 TxnError::CoordinatorUnavailable(ShardError::Unavailable(1)),

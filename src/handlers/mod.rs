@@ -275,18 +275,11 @@ impl Answers {
 
 /// The code of a partition verification (KIP-890: Produce with a
 /// transactional batch, TxnOffsetCommit) whose transaction coordinator
-/// cannot be named: INVALID_TXN_STATE (48), as Kafka's brokers answer a
-/// verification that cannot reach the coordinator (the partition cannot be
-/// shown to be in the open transaction), not the lookup's own
-/// COORDINATOR_NOT_AVAILABLE.
+/// cannot be named: see
+/// [`VerificationError::CoordinatorLookup`](crate::error::VerificationError::CoordinatorLookup).
 pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16 {
-    use crate::error::CoordinatorLookupError as L;
-    use kafka_protocol::ResponseError as E;
-    match e {
-        L::TopicMissing { .. } | L::CreateFailed { .. } | L::ControllerUnavailable { .. } => {
-            E::InvalidTxnState.code()
-        }
-    }
+    use crate::error::{KafkaCode, VerificationError};
+    VerificationError::from(e.clone()).code()
 }
 
 /// PRODUCER_FENCED (90) is newer than some request versions (KIP-588):

@@ -17,13 +17,13 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
-use kafka_protocol::ResponseError as E;
 
 use super::{respond, Answers, HandlerResult};
-use crate::error::{AnswerError, KafkaCode};
+use crate::error::{codes, AnswerError, KafkaCode};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
+use crate::txn::error::TxnError;
 
 /// Writes one marker to each of `partitions` on their owner shards; gives
 /// the error code of each, in order (a partition its owner left without an
@@ -47,10 +47,14 @@ async fn write_all(
         let slots: Vec<usize> = work.iter().map(|(i, _, _)| *i).collect();
         let res = shard
             .invoke_on(owner, move |s| async move {
-                let mut codes = Vec::with_capacity(work.len());
+                let mut written = Vec::with_capacity(work.len());
                 for (_, t, p) in work {
                     let Some(part) = s.partition(&t, p) else {
-                        codes.push(E::UnknownTopicOrPartition.code());
+                        let unknown = TxnError::UnknownTopicOrPartition {
+                            topic: t,
+                            partition: p,
+                        };
+                        written.push(unknown.code());
                         continue;
                     };
                     let (pid, epoch) = producer;
@@ -64,17 +68,17 @@ async fn write_all(
                                 let n = s.config.group.offsets_topic_partitions;
                                 s.groups.complete_txn(pid, p, n, commit);
                             }
-                            codes.push(0);
+                            written.push(codes::NONE);
                         }
-                        Err(e) => codes.push(e.code()),
+                        Err(e) => written.push(e.code()),
                     }
                 }
-                codes
+                written
             })
             .await;
         match res {
-            Ok(codes) => {
-                for (slot, c) in slots.into_iter().zip(codes) {
+            Ok(written) => {
+                for (slot, c) in slots.into_iter().zip(written) {
                     out[slot] = Some(c);
                 }
             }
