@@ -65,7 +65,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect();
     } else {
-        // One member: the request's.
+        // v0–v2 name one member, whose outcome is the answer.
         resp.error_code = if top != 0 {
             top
         } else {
