@@ -262,6 +262,37 @@ pub mod codes {
     pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
 }
 
+// ---- answers ----
+
+/// An item of a request that the work below its handler left without an
+/// answer: the work answered fewer items than the request has (a bug below
+/// the handler). Answered UNKNOWN_SERVER_ERROR (-1), never NONE: whether
+/// the item's work was done is not known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// No answer came back for the item.
+    #[error("no answer came back for this item of the request")]
+    Lost,
+}
+
+impl KafkaCode for AnswerError {
+    fn code(&self) -> i16 {
+        match self {
+            AnswerError::Lost => E::UnknownServerError.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod answer_error_tests {
+    use super::*;
+
+    #[test]
+    fn answer_error_codes() {
+        crate::error::code_tables::table(&[(AnswerError::Lost, -1)]);
+    }
+}
+
 // ---- partition owner ----
 //
 // The errors of `shard::error` and `txn::producer_state` (the partition
@@ -419,6 +450,34 @@ impl KafkaCode for CoordinatorLookupError {
     }
 }
 
+/// Why a partition verification (KIP-890: Produce with a transactional
+/// batch, TxnOffsetCommit) could not be asked of the transaction
+/// coordinator.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VerificationError {
+    /// The transactional id's coordinator cannot be named: INVALID_TXN_STATE
+    /// (48), as Kafka's brokers answer a verification that cannot reach the
+    /// coordinator (the partition cannot be shown to be in the open
+    /// transaction), not the lookup's own COORDINATOR_NOT_AVAILABLE.
+    #[error("cannot verify the partition: {0}")]
+    CoordinatorLookup(#[from] CoordinatorLookupError),
+}
+
+impl KafkaCode for VerificationError {
+    fn code(&self) -> i16 {
+        use CoordinatorLookupError as L;
+        match self {
+            VerificationError::CoordinatorLookup(lookup) => match lookup {
+                L::TopicMissing { .. }
+                | L::CreateFailed { .. }
+                | L::ControllerUnavailable { .. }
+                | L::NoLeader { .. }
+                | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod coordinator_lookup_tests {
     use super::*;
@@ -452,6 +511,33 @@ mod coordinator_lookup_tests {
             (
                 CoordinatorLookupError::UnsupportedKeyType { key_type: 2 },
                 42,
+            ),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    /// A verification whose coordinator cannot be named answers
+    /// INVALID_TXN_STATE, whatever the lookup's failure.
+    #[test]
+    fn verification_error_codes() {
+        let topic = "__transaction_state";
+        let table: Vec<(VerificationError, i16)> = vec![
+            (CoordinatorLookupError::TopicMissing { topic }.into(), 48),
+            (
+                CoordinatorLookupError::CreateFailed {
+                    topic,
+                    source: MetadataError::UnknownTopicOrPartition,
+                }
+                .into(),
+                48,
+            ),
+            (
+                CoordinatorLookupError::ControllerUnavailable {
+                    topic,
+                    source: ControllerCallError::Shard(ShardError::Unavailable(0)),
+                }
+                .into(),
+                48,
             ),
         ];
         crate::error::code_tables::table(&table);
@@ -872,6 +958,8 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::InvalidTxnState { .. } => E::InvalidTxnState.code(),
             TxnError::InvalidTransactionTimeout { .. } => E::InvalidTransactionTimeout.code(),
             TxnError::TransactionalIdNotFound => E::TransactionalIdNotFound.code(),
+            TxnError::UnknownTopicOrPartition { .. } => E::UnknownTopicOrPartition.code(),
+            TxnError::OperationNotAttempted => E::OperationNotAttempted.code(),
             TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
@@ -1011,6 +1099,14 @@ mod txn_error_tests {
                 50,
             ),
             (TxnError::TransactionalIdNotFound, 105),
+            (
+                TxnError::UnknownTopicOrPartition {
+                    topic: "t".into(),
+                    partition: 3,
+                },
+                3,
+            ),
+            (TxnError::OperationNotAttempted, 55),
             (TxnError::StatePartitionNotHere { partition: 3 }, 15),
             (
                 TxnError::CoordinatorUnavailable(ShardError::Unavailable(1)),

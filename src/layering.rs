@@ -2,7 +2,10 @@
 //! source: every path that starts at `crate::`, `super::` or `self::`
 //! (grouped imports `use crate::{a, b::{c}}` expanded, `super::` chains
 //! resolved against the file's module path and its inline `mod` blocks) in
-//! non-test code is held against the directions the layers forbid.
+//! non-test code is held against the directions the layers forbid. The
+//! layers below the handlers (`group`, `txn`, `shard`, `storage`) are also
+//! held to the protocol crate's records codec: any other path from
+//! `kafka_protocol::`, and any `ResponseError`, fails.
 //!
 //! A small lexer blanks comments, string, raw-string and char literals
 //! first, so braces and paths inside them are not seen. Test code is not
@@ -67,6 +70,15 @@ const STORAGE_STAGES: &[&[&str]] = &[
 /// Uses that break the rule today, each with why and who removes it
 /// (file relative to src/, target module).
 const KNOWN: &[(&str, &str)] = &[];
+
+/// The layers below the handlers speak no Kafka protocol: of the protocol
+/// crate their non-test code uses only the record batch codec
+/// ([`PROTOCOL_ALLOWED`]), and it never names `ResponseError`: Kafka error
+/// codes are decided in `src/error.rs` from their typed errors.
+const NO_PROTOCOL: &[&str] = &["group", "txn", "shard", "storage"];
+
+/// The modules of `kafka_protocol` that [`NO_PROTOCOL`] layers may use.
+const PROTOCOL_ALLOWED: &[&str] = &["records"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -521,6 +533,70 @@ fn stage_violations(sources: &[Source]) -> Vec<String> {
     broken
 }
 
+/// Every path of `src` that starts at the protocol crate
+/// (`kafka_protocol::…`, `::kafka_protocol::…`), grouped imports expanded.
+fn protocol_paths(src: &Source) -> Vec<Vec<String>> {
+    const CRATE: &str = "kafka_protocol";
+    let b = src.code.as_bytes();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < b.len() {
+        let (id, end) = ident_at(b, k);
+        if id.is_empty() {
+            k += 1;
+            continue;
+        }
+        let after_ident = k > 0 && is_ident(b[k - 1] as char);
+        // `x::kafka_protocol` is some other path; `::kafka_protocol` is the
+        // crate's.
+        let after_path = k > 2 && &b[k - 2..k] == b"::" && is_ident(b[k - 3] as char);
+        if id == CRATE && !after_ident && !after_path {
+            use_tree(b, k, Vec::new(), &mut out);
+        }
+        k = end;
+    }
+    out
+}
+
+/// Uses of the protocol crate beyond [`PROTOCOL_ALLOWED`], and any
+/// `ResponseError`, in the non-test code of the [`NO_PROTOCOL`] layers of
+/// `sources`.
+fn protocol_violations(sources: &[Source]) -> Vec<String> {
+    let mut broken = Vec::new();
+    for src in sources {
+        if !src
+            .module
+            .first()
+            .is_some_and(|m| NO_PROTOCOL.contains(&m.as_str()))
+        {
+            continue;
+        }
+        for path in protocol_paths(src) {
+            let module = path.get(1).map_or("", String::as_str);
+            if !PROTOCOL_ALLOWED.contains(&module) {
+                let shown = path[..path.len().min(2)].join("::");
+                broken.push(format!("{} uses {shown}", src.rel));
+            }
+        }
+        let b = src.code.as_bytes();
+        let mut k = 0;
+        while k < b.len() {
+            let (id, end) = ident_at(b, k);
+            if id.is_empty() {
+                k += 1;
+                continue;
+            }
+            if id == "ResponseError" && !(k > 0 && is_ident(b[k - 1] as char)) {
+                broken.push(format!("{} names ResponseError", src.rel));
+            }
+            k = end;
+        }
+    }
+    broken.sort();
+    broken.dedup();
+    broken
+}
+
 #[test]
 fn no_use_against_the_layers() {
     let sources = scan(&read_src());
@@ -549,6 +625,23 @@ fn known_exceptions_still_exist() {
             "{file} no longer uses crate::{to}: remove it from KNOWN"
         );
     }
+}
+
+#[test]
+fn lower_layers_use_only_the_records_codec_of_the_protocol() {
+    let sources = scan(&read_src());
+    assert!(
+        sources
+            .iter()
+            .any(|s| s.rel.starts_with("storage/") && !protocol_paths(s).is_empty()),
+        "the scanner sees no use of kafka_protocol::records in storage"
+    );
+    let broken = protocol_violations(&sources);
+    assert!(
+        broken.is_empty(),
+        "uses of the protocol beyond its records codec below the handlers:\n{}",
+        broken.join("\n")
+    );
 }
 
 #[test]
@@ -674,5 +767,52 @@ fn storage_stages_see_grouped_and_crate_paths() {
             ),
         ]),
         ["storage/batch uses recovery", "storage/segment uses log"]
+    );
+}
+
+/// `files` ((path relative to src/, text)) scanned for the protocol rule.
+fn protocol_uses(files: &[(&str, &str)]) -> Vec<String> {
+    let files: Vec<(String, String)> = files
+        .iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect();
+    protocol_violations(&scan(&files))
+}
+
+#[test]
+fn the_protocol_scanner_sees_uses_beyond_records() {
+    let group = "use kafka_protocol::records::Record;\n\
+                 use kafka_protocol::{records::Compression, messages::ApiKey};\n\
+                 fn f() -> i16 { kafka_protocol::ResponseError::InvalidRequest.code() }\n\
+                 fn g() { let _ = ::kafka_protocol::protocol::StrBytes::new(); }\n";
+    assert_eq!(
+        protocol_uses(&[
+            ("group/a.rs", group),
+            ("handlers/a.rs", group),
+            (
+                "storage/b.rs",
+                "use kafka_protocol::records::{self, RecordBatchDecoder};\n\
+                 const S: &str = \"kafka_protocol::messages\"; // ResponseError\n\
+                 #[cfg(test)]\nmod tests { use kafka_protocol::ResponseError; }\n"
+            ),
+            ("shard/c.rs", "use kafka_protocol as kp;"),
+            (
+                "txn/d.rs",
+                "use crate::error::codes; type E = ResponseError;"
+            ),
+            (
+                "txn/e.rs",
+                "fn h() { my_kafka_protocol::messages::x(); other::kafka_protocol::messages::y(); \
+                 let _ = MyResponseError; }"
+            ),
+        ]),
+        [
+            "group/a.rs names ResponseError",
+            "group/a.rs uses kafka_protocol::ResponseError",
+            "group/a.rs uses kafka_protocol::messages",
+            "group/a.rs uses kafka_protocol::protocol",
+            "shard/c.rs uses kafka_protocol",
+            "txn/d.rs names ResponseError",
+        ]
     );
 }

@@ -363,8 +363,9 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
     BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
     BrokerConfigDef { name: "group.max.session.timeout.ms", ty: T::Int, default: Some("1800000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.max_session_timeout_ms = to_i32(v) }, doc: "The largest session timeout (ms) a member may ask for; larger gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_session_timeout_ms) },
-    // Kafka's default is Integer.MAX_VALUE; the field's own default
-    // (unbounded) is kept, which no group can tell apart.
+    // Kafka's default is Integer.MAX_VALUE, applied from this table like
+    // every default (GroupConfig's own default is the same); reading back
+    // caps a larger size set in a GroupConfig by hand.
     BrokerConfigDef { name: "group.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_size.min(I32MAX as usize)) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
     BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.inter_broker_listener_name.clone() },
@@ -389,23 +390,23 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "num.partitions", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.num_partitions = to_i32(v) }, doc: "Partitions of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.num_partitions) },
     BrokerConfigDef { name: "offset.metadata.max.bytes", ty: T::Int, default: Some("4096"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.offset_metadata_max_bytes = to_usize(v) }, doc: "The longest metadata string of a committed offset (bytes); longer gets OFFSET_METADATA_TOO_LARGE.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offset_metadata_max_bytes) },
     BrokerConfigDef { name: "offsets.retention.check.interval.ms", ty: T::Long, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.group.offsets_retention_check_interval_ms = to_u64(v) }, doc: "How often (ms) expired committed offsets are looked for.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_check_interval_ms) },
-    BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I64MAX / MS_PER_MINUTE, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
+    BrokerConfigDef { name: "offsets.retention.minutes", ty: T::Int, default: Some("10080"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.offsets_retention_ms = v * MS_PER_MINUTE }, doc: "How long (minutes) the committed offsets of an empty group are kept.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_retention_ms / MS_PER_MINUTE) },
     BrokerConfigDef { name: "offsets.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.group.offsets_topic_partitions = to_i32(v) }, doc: "Partitions of __consumer_offsets (created on the first group lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_partitions) },
     BrokerConfigDef { name: "offsets.topic.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.cluster.offsets_topic_replication_factor = to_i16(v) }, doc: "Replication factor of __consumer_offsets; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.offsets_topic_replication_factor) },
     BrokerConfigDef { name: "offsets.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.group.offsets_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __consumer_offsets (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.offsets_topic_segment_bytes) },
     BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Own, get: get_process_roles },
-    BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
-    BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
+    BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
+    BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
     BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
-    BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
+    BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
     BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
-    BrokerConfigDef { name: "transaction.remove.expired.transaction.cleanup.interval.ms", ty: T::Int, default: Some("3600000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.remove_expired_interval_ms = to_u64(v) }, doc: "How often (ms) expired transactional ids are removed.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.remove_expired_interval_ms) },
+    BrokerConfigDef { name: "transaction.remove.expired.transaction.cleanup.interval.ms", ty: T::Int, default: Some("3600000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.remove_expired_interval_ms = to_u64(v) }, doc: "How often (ms) expired transactional ids are removed.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.remove_expired_interval_ms) },
     BrokerConfigDef { name: "transaction.state.log.min.isr", ty: T::Int, default: Some("2"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.transaction_state_min_isr = to_i32(v) }, doc: "min.insync.replicas of __transaction_state.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.transaction_state_min_isr) },
     BrokerConfigDef { name: "transaction.state.log.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: 100_000, set: |c, v| c.txn.state_log_partitions = to_i32(v) }, doc: "Partitions of __transaction_state (created on the first transactional lookup).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_partitions) },
     BrokerConfigDef { name: "transaction.state.log.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.cluster.transaction_state_replication_factor = to_i16(v) }, doc: "Replication factor of __transaction_state; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.transaction_state_replication_factor) },
-    BrokerConfigDef { name: "transaction.state.log.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I64MAX, set: |c, v| c.txn.state_log_segment_bytes = to_u64(v) }, doc: "Segment size of __transaction_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_segment_bytes) },
-    BrokerConfigDef { name: "transactional.id.expiration.ms", ty: T::Int, default: Some("604800000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.txn.id_expiration_ms = v }, doc: "A transactional id with no transaction for this long (ms) is forgotten.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.id_expiration_ms) },
+    BrokerConfigDef { name: "transaction.state.log.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.txn.state_log_segment_bytes = to_u64(v) }, doc: "Segment size of __transaction_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.state_log_segment_bytes) },
+    BrokerConfigDef { name: "transactional.id.expiration.ms", ty: T::Int, default: Some("604800000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.id_expiration_ms = v }, doc: "A transactional id with no transaction for this long (ms) is forgotten.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.id_expiration_ms) },
 ];
 
 #[cfg(test)]
@@ -426,6 +427,45 @@ mod tests {
             names, sorted,
             "BROKER_CONFIGS must be sorted, without duplicates"
         );
+    }
+
+    /// Kafka's INT keys are 32-bit (its ConfigDef parses them as an
+    /// Integer): their range here is within i32, and a value past
+    /// i32::MAX is refused. Every INT and LONG key is an integer field.
+    #[test]
+    fn int_keys_are_32_bit() {
+        let mut ints = 0;
+        for d in BROKER_CONFIGS {
+            match (d.ty, d.field) {
+                (T::Int, Field::Int { min, max, .. }) => {
+                    assert!(
+                        i32::try_from(min).is_ok() && i32::try_from(max).is_ok() && min <= max,
+                        "{}: INT range [{min}, {max}] is not within i32",
+                        d.name
+                    );
+                    let mut c = Config::blank();
+                    let past = (i64::from(i32::MAX) + 1).to_string();
+                    assert!(d.apply(&mut c, &past).is_err(), "{}={past}", d.name);
+                    ints += 1;
+                }
+                (T::Long, Field::Int { .. }) => {}
+                (T::Short, Field::Int { min, max, .. }) => {
+                    assert!(
+                        i16::try_from(min).is_ok() && i16::try_from(max).is_ok(),
+                        "{}: SHORT range [{min}, {max}] is not within i16",
+                        d.name
+                    );
+                }
+                (T::Int | T::Long | T::Short, _) => {
+                    panic!(
+                        "{}: an INT, LONG or SHORT key that is not Field::Int",
+                        d.name
+                    )
+                }
+                (T::Boolean | T::String | T::Double | T::List, _) => {}
+            }
+        }
+        assert!(ints > 20, "{ints} INT keys");
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl Variants for GroupError {
 }
 
 impl Variants for TxnError {
-    const COUNT: usize = 12;
+    const COUNT: usize = 14;
     fn index(&self) -> usize {
         match self {
             TxnError::ConcurrentTransactions { .. } => 0,
@@ -87,6 +87,8 @@ impl Variants for TxnError {
             TxnError::ProducerIdAllocation { .. } => 9,
             TxnError::StateAppend { .. } => 10,
             TxnError::MarkerWrite { .. } => 11,
+            TxnError::UnknownTopicOrPartition { .. } => 12,
+            TxnError::OperationNotAttempted => 13,
         }
     }
 }
@@ -233,6 +235,24 @@ impl Variants for BatchError {
             BatchError::LegacyMagic(_) => 3,
             BatchError::UnknownMagic(_) => 4,
             BatchError::InvalidTimestamp(_) => 5,
+        }
+    }
+}
+
+impl Variants for AnswerError {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        match self {
+            AnswerError::Lost => 0,
+        }
+    }
+}
+
+impl Variants for VerificationError {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        match self {
+            VerificationError::CoordinatorLookup(_) => 0,
         }
     }
 }

@@ -15,6 +15,7 @@ use futures_channel::oneshot;
 use super::error::GroupError;
 use super::load;
 use super::membership::{Effect, GroupCore, LeaveOutcome, OffsetsTopicRecord};
+use super::offsets;
 use super::records;
 use super::state::{MemberIdSource, RequestHandle};
 use super::*;
@@ -211,9 +212,8 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
         core.take_effects()
     };
     apply(&shard, effects);
-    rx.await.unwrap_or_else(|_| {
-        JoinResult::error(GroupError::unknown_member(&args.member_id), &args.member_id)
-    })
+    rx.await
+        .unwrap_or_else(|_| GroupCore::unanswered_join(&args))
 }
 
 /// Handles a SyncGroup; the leader's call distributes the assignment once
@@ -229,8 +229,7 @@ pub async fn sync(shard: Rc<Shard>, args: SyncArgs) -> SyncResult {
         core.take_effects()
     };
     apply(&shard, effects);
-    rx.await
-        .unwrap_or_else(|_| SyncResult::error(GroupError::RebalanceInProgress))
+    rx.await.unwrap_or_else(|_| GroupCore::unanswered_sync())
 }
 
 /// Handles a Heartbeat (see [`GroupCore::heartbeat`]).
@@ -298,19 +297,8 @@ pub async fn txn_commit(
     let p = records::partition_for_group(&group_id, shard.config.group.offsets_topic_partitions);
     if let Some(part) = shard.partition(OFFSETS_TOPIC, p) {
         let known = part.producer_epoch(producer.0);
-        if known.is_some_and(|e| e > producer.1) {
-            let e = GroupError::ProducerFenced {
-                producer_id: producer.0,
-                producer_epoch: producer.1,
-            };
-            return vec![Err(e); partitions.len()];
-        }
-        // The coordinator confirmed the transaction after
-        // `begin_txn_commit`; a marker written here since then ended it.
-        if !part.take_txn_verification(producer.0, producer.1) {
-            let e = GroupError::InvalidTxnState {
-                producer_id: producer.0,
-            };
+        let take = || part.take_txn_verification(producer.0, producer.1);
+        if let Err(e) = offsets::check_txn_producer(producer, known, take) {
             return vec![Err(e); partitions.len()];
         }
     }

@@ -129,7 +129,6 @@ pub enum GroupError {
         /// Producer id.
         producer_id: i64,
     },
-    /// The append to `__consumer_offsets` failed; carries the partition's
     /// The append to `__consumer_offsets` failed; answered with the
     /// failure's code (KAFKA_STORAGE_ERROR (56) on I/O).
     #[error("append to __consumer_offsets failed: {0}")]

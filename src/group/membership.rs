@@ -118,6 +118,19 @@ impl GroupCore {
         }
     }
 
+    /// The answer to a parked JoinGroup whose answer can no longer come
+    /// (its response channel went away unanswered, as at shutdown):
+    /// UNKNOWN_MEMBER_ID, so the member joins again from scratch.
+    pub fn unanswered_join(args: &JoinArgs) -> JoinResult {
+        JoinResult::error(GroupError::unknown_member(&args.member_id), &args.member_id)
+    }
+
+    /// The answer to a parked SyncGroup whose answer can no longer come:
+    /// REBALANCE_IN_PROGRESS, so the member rejoins.
+    pub fn unanswered_sync() -> SyncResult {
+        SyncResult::error(GroupError::RebalanceInProgress)
+    }
+
     /// The group `id`, created Empty at `now` when absent.
     pub(crate) fn get_or_create(&mut self, id: &str, now: i64) -> &mut Group {
         self.groups

@@ -149,6 +149,32 @@ fn check_commit(
     }
 }
 
+/// TxnOffsetCommit's producer checks (KIP-98, KIP-890), made before the
+/// group's: a producer epoch older than the one the group's
+/// `__consumer_offsets` partition knows (`known_epoch`) is PRODUCER_FENCED;
+/// then the verification `begin_txn_commit` noted there must still be
+/// there (`take_verification` takes it): a marker written since the
+/// transaction coordinator confirmed the transaction ended it, and the
+/// commit is INVALID_TXN_STATE. `take_verification` is not called for a
+/// fenced producer.
+pub fn check_txn_producer(
+    producer: (i64, i16),
+    known_epoch: Option<i16>,
+    take_verification: impl FnOnce() -> bool,
+) -> Result<(), GroupError> {
+    let (producer_id, producer_epoch) = producer;
+    if known_epoch.is_some_and(|e| e > producer_epoch) {
+        return Err(GroupError::ProducerFenced {
+            producer_id,
+            producer_epoch,
+        });
+    }
+    if !take_verification() {
+        return Err(GroupError::InvalidTxnState { producer_id });
+    }
+    Ok(())
+}
+
 /// The TxnOffsetCommit check: no member id and generation -1 are accepted
 /// whatever the group's state (pre-KIP-447 producers); a member id must be a
 /// member, and a generation ≥ 0 must be the current one. Every state but

@@ -8,13 +8,12 @@
 use std::rc::Rc;
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
-use kafka_protocol::ResponseError as E;
 
 use super::find_coordinator::ensure_offsets_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
 use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
-use crate::group::OFFSETS_TOPIC;
+use crate::group::{GroupError, OFFSETS_TOPIC};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -27,7 +26,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let group = req.group_id.0.to_string();
     let id = req.transactional_id.0.to_string();
     let code = if group.is_empty() {
-        E::InvalidGroupId.code()
+        GroupError::InvalidGroupId.code()
     } else if let Err(c) = ensure_offsets_topic(shard).await.map_err(|e| e.code()) {
         c
     } else {

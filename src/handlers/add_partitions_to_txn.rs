@@ -19,13 +19,13 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
-use kafka_protocol::ResponseError as E;
 
-use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use super::{fenced_for_version, respond, txn_owner, Answers, HandlerResult};
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
+use crate::txn::error::TxnError;
 
 /// One transactional id's share of the request.
 struct TxnPart<'a> {
@@ -58,7 +58,7 @@ async fn run(
     }
     // One code per partition, in `wanted` order; unknown ones answered below.
     let codes: Vec<i16> = if !unknown.is_empty() {
-        vec![E::OperationNotAttempted.code(); wanted.len()]
+        vec![TxnError::OperationNotAttempted.code(); wanted.len()]
     } else {
         match txn_owner(shard, &t.id).map_err(|e| e.code()) {
             Err(c) => vec![c; wanted.len()],
@@ -88,12 +88,12 @@ async fn run(
                 };
                 answer.unwrap_or_else(|e| {
                     log::warn!("AddPartitionsToTxn: {e}");
-                    vec![E::CoordinatorNotAvailable.code(); n]
+                    vec![TxnError::CoordinatorUnavailable(e).code(); n]
                 })
             }
         }
     };
-    let mut next = codes.into_iter();
+    let mut answers = Answers::new(codes);
     t.topics
         .iter()
         .map(|topic| {
@@ -107,10 +107,13 @@ async fn run(
                     rp.partition_index = *p;
                     let is_unknown = unknown.iter().any(|(n, q)| *n == *topic.name.0 && q == p);
                     rp.partition_error_code = if is_unknown {
-                        E::UnknownTopicOrPartition.code()
+                        TxnError::UnknownTopicOrPartition {
+                            topic: topic.name.0.to_string(),
+                            partition: *p,
+                        }
+                        .code()
                     } else {
-                        let c = next.next().unwrap_or(E::OperationNotAttempted.code());
-                        fenced_for_version(c, version, 2)
+                        fenced_for_version(answers.next_code(), version, 2)
                     };
                     rp
                 })

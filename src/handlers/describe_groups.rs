@@ -11,7 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{group_owner, respond, HandlerResult};
 use crate::error::KafkaCode;
-use crate::group::{coordinator, GroupDescription};
+use crate::group::{coordinator, GroupDescription, GroupError};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -42,7 +42,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         let mut w = DescribedGroup::default();
         w.error_code = code;
         if version >= 6 && code == 0 && d.state == "Dead" {
-            w.error_code = kafka_protocol::ResponseError::GroupIdNotFound.code();
+            w.error_code = GroupError::GroupIdNotFound.code();
             w.error_message = Some(StrBytes::from_string(format!("Group {group} not found.")));
         }
         w.group_id = gid.clone();

@@ -8,7 +8,7 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::{group_code, KafkaCode};
+use crate::error::{group_code, AnswerError, KafkaCode};
 use crate::group::{coordinator, LeavingMember};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -65,10 +65,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect();
     } else {
+        // v0–v2 name one member, whose outcome is the answer.
         resp.error_code = if top != 0 {
             top
         } else {
-            per_member.first().map(|(_, c)| *c).unwrap_or(0)
+            per_member
+                .first()
+                .map_or_else(|| AnswerError::Lost.code(), |(_, c)| *c)
         };
     }
     Ok(respond(frame, &resp))

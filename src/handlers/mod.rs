@@ -264,22 +264,33 @@ pub fn txn_owner(
     Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
 }
 
+/// The codes the work below a handler gave for the items of its request
+/// (one per item, in request order), taken one by one while the response is
+/// built in the request's shape: an item left without a code is answered
+/// [`AnswerError::Lost`](crate::error::AnswerError::Lost)'s code, never
+/// NONE.
+pub struct Answers(std::vec::IntoIter<i16>);
+
+impl Answers {
+    /// The codes, in request order.
+    pub fn new(codes: Vec<i16>) -> Answers {
+        Answers(codes.into_iter())
+    }
+
+    /// The code of the next item.
+    pub fn next_code(&mut self) -> i16 {
+        use crate::error::{AnswerError, KafkaCode};
+        self.0.next().unwrap_or_else(|| AnswerError::Lost.code())
+    }
+}
+
 /// The code of a partition verification (KIP-890: Produce with a
 /// transactional batch, TxnOffsetCommit) whose transaction coordinator
-/// cannot be named: INVALID_TXN_STATE (48), as Kafka's brokers answer a
-/// verification that cannot reach the coordinator (the partition cannot be
-/// shown to be in the open transaction), not the lookup's own
-/// COORDINATOR_NOT_AVAILABLE.
+/// cannot be named: see
+/// [`VerificationError::CoordinatorLookup`](crate::error::VerificationError::CoordinatorLookup).
 pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16 {
-    use crate::error::CoordinatorLookupError as L;
-    use kafka_protocol::ResponseError as E;
-    match e {
-        L::TopicMissing { .. }
-        | L::CreateFailed { .. }
-        | L::ControllerUnavailable { .. }
-        | L::NoLeader { .. }
-        | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
-    }
+    use crate::error::{KafkaCode, VerificationError};
+    VerificationError::from(e.clone()).code()
 }
 
 /// PRODUCER_FENCED (90) is newer than some request versions (KIP-588):
@@ -291,6 +302,19 @@ pub fn fenced_for_version(code: i16, version: i16, first_version: i16) -> i16 {
         E::InvalidProducerEpoch.code()
     } else {
         code
+    }
+}
+
+#[cfg(test)]
+mod answers_tests {
+    use super::Answers;
+
+    /// Items past the last code are answered UNKNOWN_SERVER_ERROR, not NONE.
+    #[test]
+    fn a_missing_answer_is_an_error() {
+        let mut a = Answers::new(vec![0, 3]);
+        assert_eq!([a.next_code(), a.next_code(), a.next_code()], [0, 3, -1]);
+        assert_eq!(Answers::new(Vec::new()).next_code(), -1);
     }
 }
 

@@ -10,7 +10,7 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
-use super::{group_owner, respond, HandlerResult};
+use super::{group_owner, respond, Answers, HandlerResult};
 use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
@@ -55,7 +55,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .unwrap_or_else(|e| vec![e.code(); n])
         }
     };
-    let mut it = codes_out.into_iter();
+    let mut answers = Answers::new(codes_out);
     let mut resp = OffsetCommitResponse::default();
     resp.topics = req
         .topics
@@ -69,7 +69,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .map(|p| {
                     let mut rp = OffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = it.next().unwrap_or(0);
+                    rp.error_code = answers.next_code();
                     rp
                 })
                 .collect();

@@ -9,7 +9,7 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
-use super::{group_owner, respond, HandlerResult};
+use super::{group_owner, respond, Answers, HandlerResult};
 use crate::error::{group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
@@ -43,7 +43,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = OffsetDeleteResponse::default();
     resp.error_code = top;
     if top == 0 {
-        let mut it = codes.into_iter();
+        let mut answers = Answers::new(codes);
         resp.topics = req
             .topics
             .iter()
@@ -56,7 +56,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .map(|p| {
                         let mut rp = OffsetDeleteResponsePartition::default();
                         rp.partition_index = p.partition_index;
-                        rp.error_code = it.next().unwrap_or(0);
+                        rp.error_code = answers.next_code();
                         rp
                     })
                     .collect();

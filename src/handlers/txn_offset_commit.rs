@@ -15,8 +15,8 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{fenced_for_version, group_owner, respond, txn_owner, HandlerResult};
-use crate::error::{group_code, KafkaCode};
+use super::{fenced_for_version, group_owner, respond, txn_owner, Answers, HandlerResult};
+use crate::error::{group_code, KafkaCode, VerificationError};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
@@ -49,7 +49,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     let id = req.transactional_id.0.to_string();
     let owner = match txn_owner(shard, &id) {
         Ok(o) => o,
-        Err(e) => return super::verification_lookup_code(&e),
+        Err(e) => return VerificationError::from(e).code(),
     };
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let tp = (OFFSETS_TOPIC.to_string(), p);
@@ -105,7 +105,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .unwrap_or_else(|e| vec![e.code(); n])
         }
     };
-    let mut it = out.into_iter();
+    let mut answers = Answers::new(out);
     let mut resp = TxnOffsetCommitResponse::default();
     resp.topics = req
         .topics
@@ -119,7 +119,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .map(|p| {
                     let mut rp = TxnOffsetCommitResponsePartition::default();
                     rp.partition_index = p.partition_index;
-                    rp.error_code = fenced_for_version(it.next().unwrap_or(0), version, 2);
+                    rp.error_code = fenced_for_version(answers.next_code(), version, 2);
                     rp
                 })
                 .collect();

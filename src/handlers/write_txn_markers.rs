@@ -17,16 +17,17 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
-use kafka_protocol::ResponseError as E;
 
-use super::{respond, HandlerResult};
-use crate::error::KafkaCode;
+use super::{respond, Answers, HandlerResult};
+use crate::error::{codes, AnswerError, KafkaCode};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
+use crate::txn::error::TxnError;
 
 /// Writes one marker to each of `partitions` on their owner shards; gives
-/// the error code of each, in order.
+/// the error code of each, in order (a partition its owner left without an
+/// answer gets [`AnswerError::Lost`]'s).
 async fn write_all(
     shard: &Rc<Shard>,
     partitions: Vec<(String, i32)>,
@@ -41,15 +42,19 @@ async fn write_all(
             .or_default()
             .push((i, t.clone(), *p));
     }
-    let mut out = vec![0i16; partitions.len()];
+    let mut out: Vec<Option<i16>> = vec![None; partitions.len()];
     for (owner, work) in by_owner {
         let slots: Vec<usize> = work.iter().map(|(i, _, _)| *i).collect();
         let res = shard
             .invoke_on(owner, move |s| async move {
-                let mut codes = Vec::with_capacity(work.len());
+                let mut written = Vec::with_capacity(work.len());
                 for (_, t, p) in work {
                     let Some(part) = s.partition(&t, p) else {
-                        codes.push(E::UnknownTopicOrPartition.code());
+                        let unknown = TxnError::UnknownTopicOrPartition {
+                            topic: t,
+                            partition: p,
+                        };
+                        written.push(unknown.code());
                         continue;
                     };
                     let (pid, epoch) = producer;
@@ -63,28 +68,30 @@ async fn write_all(
                                 let n = s.config.group.offsets_topic_partitions;
                                 s.groups.complete_txn(pid, p, n, commit);
                             }
-                            codes.push(0);
+                            written.push(codes::NONE);
                         }
-                        Err(e) => codes.push(e.code()),
+                        Err(e) => written.push(e.code()),
                     }
                 }
-                codes
+                written
             })
             .await;
         match res {
-            Ok(codes) => {
-                for (slot, c) in slots.into_iter().zip(codes) {
-                    out[slot] = c;
+            Ok(written) => {
+                for (slot, c) in slots.into_iter().zip(written) {
+                    out[slot] = Some(c);
                 }
             }
             Err(e) => {
                 for slot in slots {
-                    out[slot] = e.code();
+                    out[slot] = Some(e.code());
                 }
             }
         }
     }
-    out
+    out.into_iter()
+        .map(|c| c.unwrap_or_else(|| AnswerError::Lost.code()))
+        .collect()
 }
 
 /// Answers WriteTxnMarkers.
@@ -102,15 +109,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect();
         let producer = (m.producer_id.0, m.producer_epoch);
-        let mut codes = write_all(
-            shard,
-            partitions,
-            producer,
-            m.transaction_result,
-            m.coordinator_epoch,
-        )
-        .await
-        .into_iter();
+        let mut answers = Answers::new(
+            write_all(
+                shard,
+                partitions,
+                producer,
+                m.transaction_result,
+                m.coordinator_epoch,
+            )
+            .await,
+        );
         let mut r = WritableTxnMarkerResult::default();
         r.producer_id = m.producer_id;
         r.topics = m
@@ -125,7 +133,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .map(|p| {
                         let mut rp = WritableTxnMarkerPartitionResult::default();
                         rp.partition_index = *p;
-                        rp.error_code = codes.next().unwrap_or(0);
+                        rp.error_code = answers.next_code();
                         rp
                     })
                     .collect();

@@ -116,6 +116,20 @@ pub enum TxnError {
     /// coordinator knows (or one being expired, state Dead).
     #[error("transactional id not found")]
     TransactionalIdNotFound,
+    /// UNKNOWN_TOPIC_OR_PARTITION (3): AddPartitionsToTxn or WriteTxnMarkers
+    /// names a partition this broker does not have.
+    #[error("unknown topic or partition {topic}-{partition}")]
+    UnknownTopicOrPartition {
+        /// Topic.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+    },
+    /// OPERATION_NOT_ATTEMPTED (55): another partition of the same
+    /// transactional id in AddPartitionsToTxn was refused (an unknown one),
+    /// so nothing of it was added.
+    #[error("not attempted: another partition of the request was refused")]
+    OperationNotAttempted,
     /// COORDINATOR_NOT_AVAILABLE (15): the id's `__transaction_state`
     /// partition is not open on this shard.
     #[error("__transaction_state partition {partition} is not on this shard")]

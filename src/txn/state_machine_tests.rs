@@ -103,222 +103,247 @@ fn add_outcome(r: Result<Option<Transition>, TxnError>) -> String {
     }
 }
 
-const REQUESTS: [&str; 10] = [
-    "InitProducerId",
-    "InitProducerId(pid, epoch)",
-    "AddPartitionsToTxn",
-    "AddOffsetsToTxn",
-    "EndTxn(commit)",
-    "EndTxn(abort)",
-    "DescribeTransactions",
-    "transaction timeout",
-    "id expiration",
-    "verify partition",
+/// Number of columns of the table: every [`TxnStatus`] and no metadata.
+const N: usize = 9;
+
+/// The columns of the table, in the order of [`column`].
+const STATES: [Option<TxnStatus>; N] = [
+    None,
+    Some(TxnStatus::Empty),
+    Some(TxnStatus::Ongoing),
+    Some(TxnStatus::PrepareCommit),
+    Some(TxnStatus::PrepareAbort),
+    Some(TxnStatus::CompleteCommit),
+    Some(TxnStatus::CompleteAbort),
+    Some(TxnStatus::PrepareEpochFence),
+    Some(TxnStatus::Dead),
 ];
 
-/// The answer of an id in state `m` to request number `req` of [`REQUESTS`].
-fn answer(m: Option<&TxnMetadata>, req: usize) -> String {
-    let c = cfg();
-    let now = START + 1_000;
-    match req {
-        0 => init_outcome(init_producer_id(
-            m,
-            &InitRequest::new(30_000, -1, -1),
-            now,
-            &c,
-        )),
-        1 => init_outcome(init_producer_id(
-            m,
-            &InitRequest::new(30_000, PID, EPOCH),
-            now,
-            &c,
-        )),
-        2 => add_outcome(add_partitions(
-            m,
-            PID,
-            EPOCH,
-            &[tp("t", 0), tp("t", 1)],
-            now,
-        )),
-        3 => add_outcome(add_partitions(
-            m,
-            PID,
-            EPOCH,
-            &[tp("__consumer_offsets", 7)],
-            now,
-        )),
-        4 => end_outcome(end_txn(m, PID, EPOCH, true, now)),
-        5 => end_outcome(end_txn(m, PID, EPOCH, false, now)),
-        6 => {
-            let d = describe("tx", m);
-            match d.error {
-                Some(e) => err(&e),
-                None => d.state.to_string(),
-            }
-        }
-        7 => match m.and_then(|m| timeout_abort(m, START + TIMEOUT as i64 + 1)) {
-            Some(plan) => format!(
-                "{} e{}",
-                plan.prepare.value.status.name(),
-                plan.prepare.value.producer_epoch
-            ),
-            None => "keep".into(),
-        },
-        8 => match m.map(|m| expired(m, START + c.id_expiration_ms + 1, &c)) {
-            Some(true) => "expire".into(),
-            Some(false) | None => "keep".into(),
-        },
-        9 => match verify_partition(m, PID, EPOCH, &tp("t", 0)) {
-            Ok(()) => "ok".into(),
-            Err(e) => err(&e),
-        },
-        _ => unreachable!(),
+/// The column of `state` (`None`: no metadata). An exhaustive match: a new
+/// `TxnStatus` does not compile until it is given a column, and a column
+/// past `N` does not compile until every row of the table has an answer
+/// for it ([`column_answer`] indexes the rows by a constant).
+fn column(state: Option<TxnStatus>) -> usize {
+    match state {
+        None => 0,
+        Some(TxnStatus::Empty) => 1,
+        Some(TxnStatus::Ongoing) => 2,
+        Some(TxnStatus::PrepareCommit) => 3,
+        Some(TxnStatus::PrepareAbort) => 4,
+        Some(TxnStatus::CompleteCommit) => 5,
+        Some(TxnStatus::CompleteAbort) => 6,
+        Some(TxnStatus::PrepareEpochFence) => 7,
+        Some(TxnStatus::Dead) => 8,
     }
 }
 
-/// Every state (and no metadata) × every request, with Kafka's answers:
-/// 49 INVALID_PRODUCER_ID_MAPPING, 48 INVALID_TXN_STATE, 51
-/// CONCURRENT_TRANSACTIONS, 105 TRANSACTIONAL_ID_NOT_FOUND.
+/// The answer of `row` for `state`.
+fn column_answer(row: &[&'static str; N], state: Option<TxnStatus>) -> &'static str {
+    match state {
+        None => row[0],
+        Some(TxnStatus::Empty) => row[1],
+        Some(TxnStatus::Ongoing) => row[2],
+        Some(TxnStatus::PrepareCommit) => row[3],
+        Some(TxnStatus::PrepareAbort) => row[4],
+        Some(TxnStatus::CompleteCommit) => row[5],
+        Some(TxnStatus::CompleteAbort) => row[6],
+        Some(TxnStatus::PrepareEpochFence) => row[7],
+        Some(TxnStatus::Dead) => row[8],
+    }
+}
+
+#[test]
+fn every_txn_state_is_a_column() {
+    const NAMES: [&str; N] = ["0", "1", "2", "3", "4", "5", "6", "7", "8"];
+    for (i, state) in STATES.iter().enumerate() {
+        assert_eq!(column(*state), i, "{state:?}");
+        assert_eq!(column_answer(&NAMES, *state), NAMES[i], "{state:?}");
+    }
+    // Every status byte the log may hold has its column.
+    for b in i8::MIN..=i8::MAX {
+        if let Some(s) = TxnStatus::from_i8(b) {
+            assert_eq!(STATES[column(Some(s))], Some(s), "status byte {b}");
+        }
+    }
+}
+
+/// An id's answer to one request of the table.
+type Request = fn(Option<&TxnMetadata>) -> String;
+
+/// Declares the rows of the table: each request as an enum variant with
+/// its name, how to send it and the answer per column. The enum, its list
+/// and the exhaustive matches are written once here.
+macro_rules! requests {
+    ($($req:ident: $name:literal, $run:expr, $want:expr;)*) => {
+        /// A request of the table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        enum Req {
+            $($req,)*
+        }
+
+        impl Req {
+            const ALL: &'static [Req] = &[$(Req::$req,)*];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Req::$req => $name,)*
+                }
+            }
+
+            fn send(self, m: Option<&TxnMetadata>) -> String {
+                match self {
+                    $(Req::$req => {
+                        let run: Request = $run;
+                        run(m)
+                    })*
+                }
+            }
+
+            /// The answer in each column.
+            fn expected(self) -> [&'static str; N] {
+                match self {
+                    $(Req::$req => $want,)*
+                }
+            }
+        }
+    };
+}
+
+/// When the table's requests arrive: after the fixtures' last update.
+const NOW: i64 = START + 1_000;
+
+/// ListTransactions' answer: whether the id is listed ("absent" when there
+/// is no metadata, which no listing can show).
+fn listed(m: Option<&TxnMetadata>, states: &[String], min_duration_ms: i64) -> String {
+    match m {
+        None => "absent".into(),
+        Some(m) if list_matches(m, states, &[], min_duration_ms, NOW) => "listed".into(),
+        Some(_) => "not listed".into(),
+    }
+}
+
+/// The table's answer to the transaction timeout.
+fn timeout_outcome(m: Option<&TxnMetadata>) -> String {
+    match m.and_then(|m| timeout_abort(m, START + TIMEOUT as i64 + 1)) {
+        Some(plan) => format!(
+            "{} e{}",
+            plan.prepare.value.status.name(),
+            plan.prepare.value.producer_epoch
+        ),
+        None => "keep".into(),
+    }
+}
+
+/// The coordinator's completion of a transaction found in a Prepare state
+/// (`resume`, or a marker retry): the markers still owed, then the
+/// Complete state once they are written ("none" when nothing is owed).
+fn markers_written(m: Option<&TxnMetadata>) -> String {
+    let Some((m, markers)) = m.and_then(|m| pending_markers(&m.value).map(|mk| (m, mk))) else {
+        return "none".into();
+    };
+    let prepare = Transition {
+        value: m.value.clone(),
+        last_epoch: m.last_epoch,
+    };
+    assert!(still_prepared(Some(m), &prepare.value));
+    assert_eq!(markers.partitions, m.value.partitions);
+    let done = complete(&prepare, markers.commit, NOW);
+    assert!(done.value.partitions.is_empty());
+    format!(
+        "{} {} e{}",
+        if markers.commit { "COMMIT" } else { "ABORT" },
+        done.value.status.name(),
+        markers.producer_epoch
+    )
+}
+
+// Kafka's answers: 49 INVALID_PRODUCER_ID_MAPPING, 48 INVALID_TXN_STATE, 51
+// CONCURRENT_TRANSACTIONS, 105 TRANSACTIONAL_ID_NOT_FOUND. Columns: no
+// metadata, Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
+// CompleteAbort, PrepareEpochFence, Dead.
+requests! {
+    InitProducerId: "InitProducerId",
+        |m| init_outcome(init_producer_id(m, &InitRequest::new(30_000, -1, -1), NOW, &cfg())),
+        ["new pid", BUMP, "fence PrepareAbort e6", "err 51", "err 51", BUMP, BUMP, "err 51", BUMP];
+    InitProducerIdWithPair: "InitProducerId(pid, epoch)",
+        |m| init_outcome(init_producer_id(m, &InitRequest::new(30_000, PID, EPOCH), NOW, &cfg())),
+        ["new pid", BUMP, "fence PrepareAbort e6", "err 51", "err 51", BUMP, BUMP, "err 51", BUMP];
+    AddPartitionsToTxn: "AddPartitionsToTxn",
+        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("t", 0), tp("t", 1)], NOW)),
+        ["err 49", "persist Ongoing", "persist Ongoing", "err 51", "err 51", "persist Ongoing",
+         "persist Ongoing", "err 51", "err 48"];
+    AddOffsetsToTxn: "AddOffsetsToTxn",
+        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("__consumer_offsets", 7)], NOW)),
+        ["err 49", "persist Ongoing", "persist Ongoing", "err 51", "err 51", "persist Ongoing",
+         "persist Ongoing", "err 51", "err 48"];
+    EndTxnCommit: "EndTxn(commit)",
+        |m| end_outcome(end_txn(m, PID, EPOCH, true, NOW)),
+        ["err 49", "err 48", "PrepareCommit e5", "err 51", "err 48", "done", "err 48", "err 48",
+         "err 48"];
+    EndTxnAbort: "EndTxn(abort)",
+        |m| end_outcome(end_txn(m, PID, EPOCH, false, NOW)),
+        ["err 49", "err 48", "PrepareAbort e5", "err 48", "err 51", "err 48", "done", "err 48",
+         "err 48"];
+    DescribeTransactions: "DescribeTransactions",
+        |m| {
+            let d = describe("tx", m);
+            d.error.map_or_else(|| d.state.to_string(), |e| err(&e))
+        },
+        ["err 105", "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+         "CompleteAbort", "PrepareEpochFence", "err 105"];
+    ListTransactions: "ListTransactions",
+        |m| listed(m, &[], -1),
+        ["absent", "listed", "listed", "listed", "listed", "listed", "listed", "listed", "listed"];
+    ListTransactionsOwnState: "ListTransactions(the id's state)",
+        |m| listed(m, &[m.map_or("", |m| m.value.status.name()).to_string()], -1),
+        ["absent", "listed", "listed", "listed", "listed", "listed", "listed", "listed", "listed"];
+    ListTransactionsOngoing: "ListTransactions(Ongoing, PrepareCommit)",
+        |m| listed(m, &["Ongoing".into(), "PrepareCommit".into()], -1),
+        ["absent", "not listed", "listed", "listed", "not listed", "not listed", "not listed",
+         "not listed", "not listed"];
+    ListTransactionsMinDuration: "ListTransactions(open 1000 ms)",
+        |m| listed(m, &[], NOW - START),
+        ["absent", "not listed", "listed", "listed", "listed", "listed", "listed", "listed",
+         "listed"];
+    TransactionTimeout: "transaction timeout",
+        timeout_outcome,
+        ["keep", "keep", "PrepareAbort e6", "keep", "keep", "keep", "keep", "keep", "keep"];
+    IdExpiration: "id expiration",
+        |m| match m.map(|m| expired(m, START + cfg().id_expiration_ms + 1, &cfg())) {
+            Some(true) => "expire".into(),
+            Some(false) | None => "keep".into(),
+        },
+        ["keep", "expire", "keep", "keep", "keep", "expire", "expire", "keep", "keep"];
+    VerifyPartition: "verify partition",
+        |m| verify_partition(m, PID, EPOCH, &tp("t", 0)).map_or_else(|e| err(&e), |()| "ok".into()),
+        ["err 49", "err 48", "ok", "err 48", "err 48", "err 48", "err 48", "err 48", "err 48"];
+    MarkersWritten: "markers owed, then written",
+        markers_written,
+        ["none", "none", "none", "COMMIT CompleteCommit e5", "ABORT CompleteAbort e5", "none",
+         "none", "ABORT CompleteAbort e5", "none"];
+}
+
+/// An epoch bump of a completed (or Empty, or Dead) id.
+const BUMP: &str = "persist Empty e6 p1000";
+
+/// Every state (and no metadata) × every request, with Kafka's answers.
 #[test]
 fn every_state_answers_every_request() {
-    use TxnStatus::*;
-    let bump = "persist Empty e6 p1000";
-    let table: [(Option<TxnStatus>, [&str; 10]); 9] = [
-        (
-            None,
-            [
-                "new pid", "new pid", "err 49", "err 49", "err 49", "err 49", "err 105", "keep",
-                "keep", "err 49",
-            ],
-        ),
-        (
-            Some(Empty),
-            [
-                bump,
-                bump,
-                "persist Ongoing",
-                "persist Ongoing",
-                "err 48",
-                "err 48",
-                "Empty",
-                "keep",
-                "expire",
-                "err 48",
-            ],
-        ),
-        (
-            Some(Ongoing),
-            [
-                "fence PrepareAbort e6",
-                "fence PrepareAbort e6",
-                "persist Ongoing",
-                "persist Ongoing",
-                "PrepareCommit e5",
-                "PrepareAbort e5",
-                "Ongoing",
-                "PrepareAbort e6",
-                "keep",
-                "ok",
-            ],
-        ),
-        (
-            Some(PrepareCommit),
-            [
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 48",
-                "PrepareCommit",
-                "keep",
-                "keep",
-                "err 48",
-            ],
-        ),
-        (
-            Some(PrepareAbort),
-            [
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 48",
-                "err 51",
-                "PrepareAbort",
-                "keep",
-                "keep",
-                "err 48",
-            ],
-        ),
-        (
-            Some(CompleteCommit),
-            [
-                bump,
-                bump,
-                "persist Ongoing",
-                "persist Ongoing",
-                "done",
-                "err 48",
-                "CompleteCommit",
-                "keep",
-                "expire",
-                "err 48",
-            ],
-        ),
-        (
-            Some(CompleteAbort),
-            [
-                bump,
-                bump,
-                "persist Ongoing",
-                "persist Ongoing",
-                "err 48",
-                "done",
-                "CompleteAbort",
-                "keep",
-                "expire",
-                "err 48",
-            ],
-        ),
-        (
-            Some(PrepareEpochFence),
-            [
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 51",
-                "err 48",
-                "err 48",
-                "PrepareEpochFence",
-                "keep",
-                "keep",
-                "err 48",
-            ],
-        ),
-        (
-            Some(Dead),
-            [
-                bump, bump, "err 48", "err 48", "err 48", "err 48", "err 105", "keep", "keep",
-                "err 48",
-            ],
-        ),
-    ];
     let mut pairs = 0;
-    for (status, want) in table {
-        let m = status.map(meta);
-        for (req, want) in want.iter().enumerate() {
+    for req in Req::ALL {
+        let want = req.expected();
+        for state in STATES {
+            let m = state.map(meta);
             assert_eq!(
-                answer(m.as_ref(), req),
-                *want,
-                "state {:?}, request {}",
-                status,
-                REQUESTS[req]
+                req.send(m.as_ref()),
+                column_answer(&want, state),
+                "state {state:?}, request {}",
+                req.name()
             );
             pairs += 1;
         }
     }
-    assert_eq!(pairs, 90);
+    assert_eq!(pairs, Req::ALL.len() * N);
 }
 
 #[test]

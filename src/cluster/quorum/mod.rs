@@ -468,7 +468,10 @@ impl Quorum {
                 leader: m.current_leader.map(kafka_id),
             });
         }
-        let (now, wall) = (Instant::now(), crate::shard::now_ms());
+        let now = Instant::now();
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
         let wall_of = |t: Instant| wall - now.saturating_duration_since(t).as_millis() as i64;
         let replication = m.replication.clone().unwrap_or_default();
         let heartbeat = m.heartbeat.clone().unwrap_or_default();

@@ -387,6 +387,80 @@ fn transactional_offsets_wait_for_the_marker() {
     assert_eq!(h.core.fetch_offsets(G, None, false)[0].offset, 30);
 }
 
+/// TxnOffsetCommit's producer checks against the group's
+/// `__consumer_offsets` partition: an older epoch than the partition's is
+/// fenced (and leaves the verification in place), then the verification
+/// must still be there.
+#[test]
+fn txn_commit_checks_the_producer_epoch_then_the_verification() {
+    use crate::group::offsets::check_txn_producer;
+    let producer = (9, 3);
+    let taken = std::cell::Cell::new(0);
+    let rows = [
+        (None, true, Ok(()), 1),
+        (Some(3), true, Ok(()), 1),
+        (Some(2), true, Ok(()), 1),
+        (
+            Some(4),
+            true,
+            Err(GroupError::ProducerFenced {
+                producer_id: 9,
+                producer_epoch: 3,
+            }),
+            0,
+        ),
+        (
+            None,
+            false,
+            Err(GroupError::InvalidTxnState { producer_id: 9 }),
+            1,
+        ),
+        (
+            Some(3),
+            false,
+            Err(GroupError::InvalidTxnState { producer_id: 9 }),
+            1,
+        ),
+    ];
+    for (known, verified, want, takes) in rows {
+        taken.set(0);
+        let got = check_txn_producer(producer, known, || {
+            taken.set(taken.get() + 1);
+            verified
+        });
+        assert_eq!(got, want, "known epoch {known:?}, verified {verified}");
+        assert_eq!(
+            taken.get(),
+            takes,
+            "known epoch {known:?}, verified {verified}"
+        );
+    }
+    let codes: Vec<i16> = [
+        check_txn_producer(producer, Some(4), || true),
+        check_txn_producer(producer, None, || false),
+    ]
+    .iter()
+    .map(group_code)
+    .collect();
+    assert_eq!(codes, [90, 48]);
+}
+
+/// A parked JoinGroup or SyncGroup whose answer can no longer come is
+/// answered UNKNOWN_MEMBER_ID or REBALANCE_IN_PROGRESS: the member joins
+/// again.
+#[test]
+fn unanswered_parked_requests_make_the_member_rejoin() {
+    let join = GroupCore::unanswered_join(&join_args("m-1", "a", None));
+    assert_eq!(
+        (join.error.map(|e| e.code()), join.member_id.as_str()),
+        (Some(25), "m-1")
+    );
+    assert_eq!(join.generation_id, -1);
+    let sync = GroupCore::unanswered_sync();
+    assert_eq!(sync.error.map(|e| e.code()), Some(27));
+    assert!(sync.assignment.is_empty());
+}
+
 #[test]
 fn offsets_expire_after_retention_for_empty_groups() {
     let mut f = fixture(GroupState::Empty);
