@@ -427,6 +427,17 @@ pub enum CoordinatorLookupError {
         /// Its partition for the key.
         partition: i32,
     },
+    /// Another broker leads the key's partition: NOT_COORDINATOR (16), the
+    /// client looks the coordinator up again.
+    #[error("{topic} partition {partition} is led by broker {leader}, not this one")]
+    NotCoordinator {
+        /// The internal topic.
+        topic: &'static str,
+        /// Its partition for the key.
+        partition: i32,
+        /// The partition's leader (-1: none).
+        leader: i32,
+    },
     /// A key type other than 0 (group) and 1 (transaction); share groups
     /// (2) are not served, as on Kafka 4.4 without them: INVALID_REQUEST (42).
     #[error("unsupported coordinator key type {key_type}")]
@@ -445,6 +456,7 @@ impl KafkaCode for CoordinatorLookupError {
                 E::CoordinatorNotAvailable.code()
             }
             CoordinatorLookupError::NoLeader { .. } => E::CoordinatorNotAvailable.code(),
+            CoordinatorLookupError::NotCoordinator { .. } => E::NotCoordinator.code(),
             CoordinatorLookupError::UnsupportedKeyType { .. } => E::InvalidRequest.code(),
         }
     }
@@ -472,6 +484,7 @@ impl KafkaCode for VerificationError {
                 | L::CreateFailed { .. }
                 | L::ControllerUnavailable { .. }
                 | L::NoLeader { .. }
+                | L::NotCoordinator { .. }
                 | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
             },
         }
@@ -511,6 +524,14 @@ mod coordinator_lookup_tests {
             (
                 CoordinatorLookupError::UnsupportedKeyType { key_type: 2 },
                 42,
+            ),
+            (
+                CoordinatorLookupError::NotCoordinator {
+                    topic,
+                    partition: 3,
+                    leader: 2,
+                },
+                16,
             ),
         ];
         crate::error::code_tables::table(&table);
@@ -961,6 +982,7 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::UnknownTopicOrPartition { .. } => E::UnknownTopicOrPartition.code(),
             TxnError::OperationNotAttempted => E::OperationNotAttempted.code(),
             TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
+            TxnError::NotCoordinator => E::NotCoordinator.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::StateAppend { cause, .. } => cause.code(),
@@ -1108,6 +1130,7 @@ mod txn_error_tests {
             ),
             (TxnError::OperationNotAttempted, 55),
             (TxnError::StatePartitionNotHere { partition: 3 }, 15),
+            (TxnError::NotCoordinator, 16),
             (
                 TxnError::CoordinatorUnavailable(ShardError::Unavailable(1)),
                 15,

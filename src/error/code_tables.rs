@@ -72,7 +72,7 @@ impl Variants for GroupError {
 }
 
 impl Variants for TxnError {
-    const COUNT: usize = 14;
+    const COUNT: usize = 15;
     fn index(&self) -> usize {
         match self {
             TxnError::ConcurrentTransactions { .. } => 0,
@@ -83,6 +83,7 @@ impl Variants for TxnError {
             TxnError::InvalidTransactionTimeout { .. } => 5,
             TxnError::TransactionalIdNotFound => 6,
             TxnError::StatePartitionNotHere { .. } => 7,
+            TxnError::NotCoordinator => 14,
             TxnError::CoordinatorUnavailable(_) => 8,
             TxnError::ProducerIdAllocation { .. } => 9,
             TxnError::StateAppend { .. } => 10,
@@ -179,7 +180,7 @@ impl Variants for MarkerFailure {
 }
 
 impl Variants for CoordinatorLookupError {
-    const COUNT: usize = 5;
+    const COUNT: usize = 6;
     fn index(&self) -> usize {
         match self {
             CoordinatorLookupError::TopicMissing { .. } => 0,
@@ -187,6 +188,7 @@ impl Variants for CoordinatorLookupError {
             CoordinatorLookupError::ControllerUnavailable { .. } => 2,
             CoordinatorLookupError::NoLeader { .. } => 3,
             CoordinatorLookupError::UnsupportedKeyType { .. } => 4,
+            CoordinatorLookupError::NotCoordinator { .. } => 5,
         }
     }
 }

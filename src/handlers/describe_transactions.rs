@@ -57,6 +57,7 @@ fn lookup_failed(e: &CoordinatorLookupError) -> TxnError {
         | CoordinatorLookupError::ControllerUnavailable { .. }
         | CoordinatorLookupError::NoLeader { .. }
         | CoordinatorLookupError::UnsupportedKeyType { .. } => TxnError::TransactionalIdNotFound,
+        CoordinatorLookupError::NotCoordinator { .. } => TxnError::NotCoordinator,
     }
 }
 

@@ -224,6 +224,7 @@ pub fn group_owner(
         });
     }
     let p = crate::group::records::partition_for_group(group_id, n);
+    coordinator_here(shard, crate::group::OFFSETS_TOPIC, p)?;
     Ok(shard.owner(crate::group::OFFSETS_TOPIC, p))
 }
 
@@ -261,7 +262,31 @@ pub fn txn_owner(
     }
     let n = shard.config.txn.state_log_partitions;
     let p = crate::txn::coordinator::partition_for_transactional_id(transactional_id, n);
+    coordinator_here(shard, TRANSACTION_STATE_TOPIC, p)?;
     Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
+}
+
+/// Checks that this broker leads `partition` of the internal `topic`
+/// (coordinators follow their partition's leadership). Errors with
+/// [`crate::error::CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR).
+fn coordinator_here(
+    shard: &Shard,
+    topic: &'static str,
+    partition: i32,
+) -> Result<(), crate::error::CoordinatorLookupError> {
+    let leader = shard
+        .metadata()
+        .partition(topic, partition)
+        .map_or(crate::cluster::metadata::NO_LEADER, |p| p.leader);
+    if leader == shard.config.node_id {
+        Ok(())
+    } else {
+        Err(crate::error::CoordinatorLookupError::NotCoordinator {
+            topic,
+            partition,
+            leader,
+        })
+    }
 }
 
 /// The codes the work below a handler gave for the items of its request

@@ -130,6 +130,10 @@ pub enum TxnError {
     /// so nothing of it was added.
     #[error("not attempted: another partition of the request was refused")]
     OperationNotAttempted,
+    /// NOT_COORDINATOR (16): another broker leads the id's
+    /// `__transaction_state` partition.
+    #[error("another broker coordinates this transactional id")]
+    NotCoordinator,
     /// COORDINATOR_NOT_AVAILABLE (15): the id's `__transaction_state`
     /// partition is not open on this shard.
     #[error("__transaction_state partition {partition} is not on this shard")]
