@@ -289,7 +289,7 @@ pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
             return Err(invalid(
                 "process.roles",
                 given,
-                "broker,controller: this build runs combined-mode nodes only (a broker-only or controller-only node needs the cluster, which is not there yet)",
+                "broker,controller: this build runs combined-mode nodes only: every node of a cluster is a broker and a quorum voter (broker-only and controller-only nodes are not supported yet)",
             ));
         }
         if c.ids_given == (None, None) {
@@ -605,7 +605,7 @@ log.retention.check.interval.ms=300000
         for role in ["broker", "controller"] {
             assert_eq!(
                 err(&[("process.roles", role)]),
-                format!("invalid value \"{role}\" for process.roles: broker,controller: this build runs combined-mode nodes only (a broker-only or controller-only node needs the cluster, which is not there yet)")
+                format!("invalid value \"{role}\" for process.roles: broker,controller: this build runs combined-mode nodes only: every node of a cluster is a broker and a quorum voter (broker-only and controller-only nodes are not supported yet)")
             );
         }
     }
