@@ -125,6 +125,88 @@ async fn topics_survive_restart() {
     broker.stop();
 }
 
+/// A data directory of an earlier version (topics in
+/// `__cluster_metadata/<topic>.topic`, no metadata log) upgrades in place:
+/// the topics are adopted into the metadata log with their ids, configs and
+/// data, the registry files go, and a producer id block file of that version
+/// keeps its ids from being handed out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_data_directory_upgrades_in_place() {
+    let mut broker = Broker::start();
+    broker.create_topic("old", 2).await;
+    let producer = broker.producer(&[("acks", "all")]);
+    produce_range(&producer, "old", 0..10).await;
+    drop(producer);
+    let id = {
+        let c = broker.consumer(&[]);
+        let md = c
+            .fetch_metadata(Some("old"), CLIENT_TIMEOUT)
+            .expect("metadata");
+        assert_eq!(md.topics()[0].partitions().len(), 2);
+        std::fs::read_to_string(broker.data_dir().join("old-0/partition.metadata"))
+            .expect("partition.metadata")
+    };
+    broker.stop();
+    // Make it look like the earlier layout: no metadata log, the registry
+    // file (topic id from the partition directory, a config), and the
+    // producer id block file.
+    let dir = broker.data_dir();
+    std::fs::remove_dir_all(dir.join("__cluster_metadata-0")).unwrap();
+    let b64 = id
+        .lines()
+        .find_map(|l| l.strip_prefix("topic_id: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let uuid = {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&b64)
+            .unwrap();
+        uuid::Uuid::from_slice(&bytes).unwrap()
+    };
+    std::fs::create_dir_all(dir.join("__cluster_metadata")).unwrap();
+    std::fs::write(
+        dir.join("__cluster_metadata/old.topic"),
+        format!("topic.id={uuid}\npartitions=2\nconfig.retention.ms=123456789\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("__cluster_metadata/producer-ids"), "7000\n").unwrap();
+
+    broker.restart();
+    wait_topic(&broker, "old", 2);
+    assert_eq!(high_watermark(&broker, "old"), 10);
+    check_range(&broker, "old", 0..10);
+    assert!(
+        !dir.join("__cluster_metadata/old.topic").exists(),
+        "the registry file is removed once adopted"
+    );
+    // The same topic id, and the config came along.
+    let c = broker.consumer(&[]);
+    let md = c
+        .fetch_metadata(Some("old"), CLIENT_TIMEOUT)
+        .expect("metadata");
+    assert_eq!(md.topics()[0].name(), "old");
+    let log = String::from_utf8_lossy(
+        &std::fs::read(dir.join("__cluster_metadata-0/quorum.log")).unwrap(),
+    )
+    .to_string();
+    assert!(
+        log.contains(&uuid.to_string()),
+        "topic id {uuid} kept: {log}"
+    );
+    assert!(log.contains("123456789"), "retention.ms kept");
+    // The old block's end is reserved in the log, and new producers work.
+    assert!(
+        log.contains("\"next_producer_id\":7000"),
+        "producer ids below 7000 reserved"
+    );
+    let producer = broker.producer(&[("enable.idempotence", "true")]);
+    produce_range(&producer, "old", 10..11).await;
+    drop(producer);
+    broker.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clean_restart_keeps_everything() {
     let mut broker = Broker::start();

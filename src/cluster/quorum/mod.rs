@@ -199,7 +199,7 @@ impl Quorum {
         let raft = MetadataRaft::new(
             raft_id(settings.node_id),
             Arc::new(config),
-            NetworkFactory,
+            NetworkFactory(settings.cluster_id.clone()),
             log,
             state.clone(),
         )
@@ -228,6 +228,7 @@ impl Quorum {
             // (a fresh one was elected by `initialize`).
             let _ = raft.trigger().elect(false).await;
         }
+        let peers = Peers::new(settings.cluster_id.clone());
         let q = Rc::new(Quorum {
             rules: Rules {
                 session_timeout: settings.session_timeout,
@@ -237,7 +238,7 @@ impl Quorum {
             raft,
             state,
             publisher,
-            peers: Peers::default(),
+            peers,
             deciding: Cell::new(false),
             waiters: RefCell::new(Vec::new()),
             liveness: RefCell::new(Liveness::default()),
@@ -430,10 +431,15 @@ impl Quorum {
         while Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.leader() {
-                Some(l) if l == self.settings.node_id => match self.handle(req.clone()).await {
-                    Ok(a) => return Ok(a),
-                    Err(e) => last = e.to_string(),
-                },
+                Some(l) if l == self.settings.node_id => {
+                    // Bounded: without a quorum the commit waits, and the
+                    // caller must get its timeout.
+                    match within(left, self.handle(req.clone())).await {
+                        Some(Ok(a)) => return Ok(a),
+                        Some(Err(e)) => last = e.to_string(),
+                        None => last = "the active controller did not commit in time".into(),
+                    }
+                }
                 Some(l) => match self.voter_addr(l).map(str::to_string) {
                     Some(addr) => match self.peers.call(&addr, &wire, left).await {
                         Ok(QuorumResponse::Controller(Ok(a))) => {
@@ -598,8 +604,11 @@ impl Quorum {
                 if records.is_empty() {
                     continue;
                 }
-                if let Err(e) = q.raft.client_write(MetadataEntry { records }).await {
-                    log::warn!("fencing brokers failed: {e}");
+                let timeout = q.settings.request_timeout;
+                match within(timeout, q.raft.client_write(MetadataEntry { records })).await {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => log::warn!("fencing brokers failed: {e}"),
+                    None => log::warn!("fencing brokers: not committed within {timeout:?}"),
                 }
             }
         })
@@ -612,6 +621,16 @@ impl Quorum {
             log::warn!("metadata quorum shutdown: {e}");
         }
     }
+}
+
+/// `fut`'s output, or None when `timeout` passes first (the future is
+/// dropped).
+async fn within<T>(timeout: Duration, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    futures_lite::future::or(async { Some(fut.await) }, async {
+        glommio::timer::sleep(timeout).await;
+        None
+    })
+    .await
 }
 
 struct DecidingGuard<'a>(&'a Quorum);

@@ -16,9 +16,9 @@ use openraft::{BasicNode, RaftNetworkFactory, RaftNetworkV2};
 use super::rpc::{exchange, QuorumRequest, QuorumResponse};
 use super::types::{MetadataSnapshot, TypeConfig, Vote};
 
-/// Makes a [`Network`] per target.
+/// Makes a [`Network`] per target, for a node of cluster `.0`.
 #[derive(Debug, Default)]
-pub struct NetworkFactory;
+pub struct NetworkFactory(pub String);
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
     type Network = Network;
@@ -27,6 +27,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
         Network {
             target,
             addr: node.addr.clone(),
+            cluster_id: self.0.clone(),
             conn: None,
         }
     }
@@ -37,6 +38,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
 pub struct Network {
     target: u64,
     addr: String,
+    cluster_id: String,
     conn: Option<TcpStream>,
 }
 
@@ -48,7 +50,8 @@ fn unreachable(e: &io::Error) -> RPCError<TypeConfig> {
         | io::ErrorKind::NotConnected
         | io::ErrorKind::TimedOut
         | io::ErrorKind::UnexpectedEof
-        | io::ErrorKind::BrokenPipe => RPCError::Unreachable(Unreachable::new(e)),
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::PermissionDenied => RPCError::Unreachable(Unreachable::new(e)),
         _ => RPCError::Network(NetworkError::new(e)),
     }
 }
@@ -65,16 +68,22 @@ impl Network {
         req: &QuorumRequest,
         option: &RPCOption,
     ) -> Result<QuorumResponse, RPCError<TypeConfig>> {
-        exchange(&mut self.conn, &self.addr, req, option.hard_ttl())
-            .await
-            .map_err(|e| {
-                log::debug!(
-                    "metadata quorum: node {} at {}: {e}",
-                    self.target,
-                    self.addr
-                );
-                unreachable(&e)
-            })
+        exchange(
+            &mut self.conn,
+            &self.addr,
+            &self.cluster_id,
+            req,
+            option.hard_ttl(),
+        )
+        .await
+        .map_err(|e| {
+            log::debug!(
+                "metadata quorum: node {} at {}: {e}",
+                self.target,
+                self.addr
+            );
+            unreachable(&e)
+        })
     }
 }
 

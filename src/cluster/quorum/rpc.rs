@@ -27,6 +27,13 @@ pub const MAX_FRAME: usize = 256 << 20;
 /// A request between nodes.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum QuorumRequest {
+    /// The first frame of every connection: the caller's cluster id. A node
+    /// of another cluster is refused (its connection closed), so a node
+    /// formatted with another `cluster.id` never votes in this quorum.
+    Hello {
+        /// The caller's `cluster.id`.
+        cluster_id: String,
+    },
     /// Raft AppendEntries.
     Append(AppendEntriesRequest<TypeConfig>),
     /// Raft RequestVote.
@@ -129,7 +136,9 @@ pub enum QuorumResponse {
     Controller(Result<Answer, ControllerUnavailable>),
     /// The quorum's state.
     Describe(Result<QuorumStatus, ControllerUnavailable>),
-    /// The request could not be read.
+    /// The cluster ids match: requests may follow.
+    Welcome,
+    /// The request could not be read, or the caller is of another cluster.
     Malformed(String),
 }
 
@@ -174,15 +183,32 @@ pub async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<(
 pub async fn exchange(
     conn: &mut Option<TcpStream>,
     addr: &str,
+    cluster_id: &str,
     req: &QuorumRequest,
     timeout: Duration,
 ) -> io::Result<QuorumResponse> {
     let run = async {
         if conn.is_none() {
-            let s = TcpStream::connect_timeout(addr, timeout)
+            let mut s = TcpStream::connect_timeout(addr, timeout)
                 .await
                 .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
             let _ = s.set_nodelay(true);
+            let hello = QuorumRequest::Hello {
+                cluster_id: cluster_id.to_string(),
+            };
+            write_frame(&mut s, &hello).await?;
+            match read_frame::<QuorumResponse>(&mut s).await? {
+                Some(QuorumResponse::Welcome) => {}
+                Some(QuorumResponse::Malformed(why)) => {
+                    return Err(io::Error::new(io::ErrorKind::PermissionDenied, why))
+                }
+                other => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("unexpected answer to hello: {other:?}"),
+                    ))
+                }
+            }
             *conn = Some(s);
         }
         let Some(s) = conn.as_mut() else {
@@ -216,10 +242,19 @@ pub async fn exchange(
 /// clean exchange.
 #[derive(Debug, Default)]
 pub struct Peers {
+    cluster_id: String,
     idle: RefCell<HashMap<String, Vec<TcpStream>>>,
 }
 
 impl Peers {
+    /// Connections of a node of cluster `cluster_id`.
+    pub fn new(cluster_id: String) -> Peers {
+        Peers {
+            cluster_id,
+            idle: RefCell::default(),
+        }
+    }
+
     /// Sends `req` to the node at `addr` and gives its response.
     pub async fn call(
         &self,
@@ -228,7 +263,7 @@ impl Peers {
         timeout: Duration,
     ) -> io::Result<QuorumResponse> {
         let mut conn = self.idle.borrow_mut().get_mut(addr).and_then(Vec::pop);
-        let out = exchange(&mut conn, addr, req, timeout).await;
+        let out = exchange(&mut conn, addr, &self.cluster_id, req, timeout).await;
         if let Some(c) = conn {
             self.idle
                 .borrow_mut()

@@ -35,6 +35,36 @@ pub async fn serve(listener: TcpListener, quorum: std::rc::Weak<Quorum>) {
 }
 
 async fn connection(q: Rc<Quorum>, mut s: TcpStream, peer: SocketAddr) {
+    // The first frame names the caller's cluster.
+    match read_frame::<QuorumRequest>(&mut s).await {
+        Ok(Some(QuorumRequest::Hello { cluster_id })) if cluster_id == q.settings.cluster_id => {
+            if write_frame(&mut s, &QuorumResponse::Welcome).await.is_err() {
+                return;
+            }
+        }
+        Ok(Some(QuorumRequest::Hello { cluster_id })) => {
+            log::error!(
+                "controller listener: refusing {peer}: it is of cluster {cluster_id}, this node of {}",
+                q.settings.cluster_id
+            );
+            let why = format!(
+                "cluster id {cluster_id} is not this cluster's ({})",
+                q.settings.cluster_id
+            );
+            let _ = write_frame(&mut s, &QuorumResponse::Malformed(why)).await;
+            return;
+        }
+        Ok(Some(_)) => {
+            log::warn!("controller listener: closing the connection from {peer}: no hello first");
+            let _ = write_frame(&mut s, &QuorumResponse::Malformed("hello expected".into())).await;
+            return;
+        }
+        Ok(None) => return,
+        Err(e) => {
+            log::warn!("controller listener: closing the connection from {peer}: {e}");
+            return;
+        }
+    }
     loop {
         let req = match read_frame::<QuorumRequest>(&mut s).await {
             Ok(Some(r)) => r,
@@ -72,5 +102,6 @@ async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
         ),
         QuorumRequest::Controller(r) => QuorumResponse::Controller(q.handle(r).await),
         QuorumRequest::Describe => QuorumResponse::Describe(q.status()),
+        QuorumRequest::Hello { .. } => QuorumResponse::Welcome,
     }
 }
