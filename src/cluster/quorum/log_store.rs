@@ -406,3 +406,44 @@ mod tests {
         assert!(parse_frames(&bad).0.is_empty());
     }
 }
+
+/// openraft's own conformance suite for log and state-machine storage,
+/// run on the log under a temporary directory.
+#[cfg(test)]
+mod suite {
+    use openraft::rt::AsyncRuntime;
+    use openraft::testing::log::{StoreBuilder, Suite};
+    use openraft::type_config::TypeConfigExt;
+    use openraft::StorageError;
+
+    use super::LogStore;
+    use crate::cluster::metadata::MetadataImage;
+    use crate::cluster::quorum::runtime::GlommioRuntime;
+    use crate::cluster::quorum::state_machine::{Publish, StateMachine};
+    use crate::cluster::quorum::types::TypeConfig;
+
+    struct Builder;
+
+    fn read_error(e: std::io::Error) -> StorageError<TypeConfig> {
+        StorageError::read(<TypeConfig as TypeConfigExt>::err_from_error(&e))
+    }
+
+    impl StoreBuilder<TypeConfig, LogStore, StateMachine, tempfile::TempDir> for Builder {
+        async fn build(
+            &self,
+        ) -> Result<(tempfile::TempDir, LogStore, StateMachine), StorageError<TypeConfig>> {
+            let dir = tempfile::tempdir().map_err(read_error)?;
+            let log = LogStore::open(dir.path()).map_err(read_error)?;
+            let publish: Publish = std::rc::Rc::new(|_| Box::pin(async {}));
+            let sm = StateMachine::open(dir.path(), MetadataImage::empty("c".into()), publish)
+                .map_err(read_error)?;
+            Ok((dir, log, sm))
+        }
+    }
+
+    #[test]
+    fn openraft_storage_suite() {
+        let r = GlommioRuntime::new(1).block_on(Suite::test_all(Builder));
+        assert!(r.is_ok(), "{r:?}");
+    }
+}
