@@ -199,7 +199,10 @@ impl Quorum {
         let raft = MetadataRaft::new(
             raft_id(settings.node_id),
             Arc::new(config),
-            NetworkFactory(settings.cluster_id.clone()),
+            NetworkFactory {
+                cluster_id: settings.cluster_id.clone(),
+                voters: settings.voters.iter().cloned().collect(),
+            },
             log,
             state.clone(),
         )
@@ -343,6 +346,12 @@ impl Quorum {
         }
     }
 
+    /// How long one forwarded attempt may take: two election timeouts (at
+    /// least 500 ms).
+    fn attempt_timeout(&self) -> Duration {
+        (self.settings.election_timeout * 2).max(Duration::from_millis(500))
+    }
+
     fn voter_addr(&self, id: i32) -> Option<&str> {
         self.settings
             .voters
@@ -441,7 +450,14 @@ impl Quorum {
                     }
                 }
                 Some(l) => match self.voter_addr(l).map(str::to_string) {
-                    Some(addr) => match self.peers.call(&addr, &wire, left).await {
+                    // One attempt waits at most two election timeouts: a
+                    // controller cut off meanwhile is replaced by then, and
+                    // the next attempt goes to its successor.
+                    Some(addr) => match self
+                        .peers
+                        .call(&addr, &wire, left.min(self.attempt_timeout()))
+                        .await
+                    {
                         Ok(QuorumResponse::Controller(Ok(a))) => {
                             let left = deadline.saturating_duration_since(Instant::now());
                             self.wait_applied(a.offset, left.max(Duration::from_millis(500)))

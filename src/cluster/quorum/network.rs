@@ -16,18 +16,32 @@ use openraft::{BasicNode, RaftNetworkFactory, RaftNetworkV2};
 use super::rpc::{exchange, QuorumRequest, QuorumResponse};
 use super::types::{MetadataSnapshot, TypeConfig, Vote};
 
-/// Makes a [`Network`] per target, for a node of cluster `.0`.
+/// Makes a [`Network`] per target.
 #[derive(Debug, Default)]
-pub struct NetworkFactory(pub String);
+pub struct NetworkFactory {
+    /// This node's `cluster.id` (sent in each connection's hello).
+    pub cluster_id: String,
+    /// Each voter's address from this node's `controller.quorum.voters`:
+    /// it wins over the address in the membership log, so voters that
+    /// moved are reached where this node's configuration says (as Kafka's
+    /// static quorum reads the voters from the configuration at each start).
+    pub voters: std::collections::BTreeMap<i32, String>,
+}
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
     type Network = Network;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> Network {
+        let addr = self
+            .voters
+            .get(&super::types::kafka_id(target))
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .unwrap_or_else(|| node.addr.clone());
         Network {
             target,
-            addr: node.addr.clone(),
-            cluster_id: self.0.clone(),
+            addr,
+            cluster_id: self.cluster_id.clone(),
             conn: None,
         }
     }
