@@ -55,6 +55,14 @@ pub const KEEP_ENV: &str = "FJORD_IT_KEEP_CLUSTER";
 /// moment between choosing it and binding it (another test's connection).
 const BIND_RETRIES: usize = 5;
 
+/// Where a node's start stands.
+#[derive(Debug)]
+enum Startup {
+    Listening,
+    Pending,
+    Exited { port_in_use: bool },
+}
+
 /// A port nothing listens on right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -387,11 +395,12 @@ impl Cluster {
         n.lines = Some(rx);
     }
 
-    /// Waits for the `listening on` line of node index `i`'s current run;
-    /// `Err(true)` when it exited because a port was in use.
-    fn wait_listening(&mut self, i: usize, deadline: Instant) -> Result<(), bool> {
+    /// Looks (for up to `wait`) for the `listening on` line of node index
+    /// `i`'s current run.
+    fn poll_listening(&mut self, i: usize, wait: Duration) -> Startup {
         let n = &mut self.nodes[i];
         let rx = n.lines.as_ref().expect("node spawned");
+        let deadline = Instant::now() + wait;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
@@ -404,13 +413,10 @@ impl Cluster {
                             "node {} listens elsewhere: {line:?}",
                             n.id
                         );
-                        return Ok(());
+                        return Startup::Listening;
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    eprintln!("node {} did not print its listening line in time", n.id);
-                    return Err(false);
-                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Startup::Pending,
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = wait_exit(n.child.as_mut(), Duration::from_secs(5));
                     if let Some(c) = n.child.take() {
@@ -418,7 +424,9 @@ impl Cluster {
                     }
                     let err = fs::read_to_string(n.stderr_path(n.starts)).unwrap_or_default();
                     eprintln!("node {} exited before listening: {status:?}", n.id);
-                    return Err(err.contains("Address already in use"));
+                    return Startup::Exited {
+                        port_in_use: err.contains("Address already in use"),
+                    };
                 }
             }
         }
@@ -427,30 +435,54 @@ impl Cluster {
     /// Starts the stopped nodes `ids` together (a quorum may need several
     /// of them) and waits until each prints its `listening on` line.
     pub fn start_nodes(&mut self, ids: &[i32]) {
-        let idxs: Vec<usize> = ids.iter().map(|&id| self.idx(id)).collect();
-        for &i in &idxs {
+        let mut pending: Vec<(usize, usize)> = ids.iter().map(|&id| (self.idx(id), 0)).collect();
+        for &(i, _) in &pending {
             self.spawn(i);
         }
         let deadline = Instant::now() + STARTUP_DEADLINE;
-        for &i in &idxs {
-            let mut tries = 0;
-            loop {
-                match self.wait_listening(i, deadline) {
-                    Ok(()) => break,
-                    Err(true) if tries < BIND_RETRIES => {
-                        // A port chosen up front was taken meanwhile (for a
-                        // moment, by another test's connection): try again.
-                        tries += 1;
-                        thread::sleep(Duration::from_millis(500));
+        while !pending.is_empty() {
+            let mut still = Vec::new();
+            for (i, tries) in pending {
+                match self.poll_listening(i, Duration::from_millis(20)) {
+                    Startup::Listening => {}
+                    Startup::Pending if Instant::now() < deadline => still.push((i, tries)),
+                    Startup::Exited { port_in_use: true } if tries < BIND_RETRIES => {
+                        // A port chosen up front is taken for a moment:
+                        // by another test's connection, or by the listener
+                        // of this node's previous run (a killed process's
+                        // io_uring lets go of its sockets a little after
+                        // the process is gone). Try again.
+                        thread::sleep(Duration::from_millis(200));
                         self.spawn(i);
+                        still.push((i, tries + 1));
                     }
-                    Err(_) => {
+                    other => {
                         let id = self.nodes[i].id;
                         self.dump_stderr(id);
-                        panic!("node {id} did not start serving");
+                        panic!("node {id} did not start serving within {STARTUP_DEADLINE:?}: {other:?}");
                     }
                 }
             }
+            pending = still;
+        }
+    }
+
+    /// Waits (up to 10 s) until nothing holds node index `i`'s ports any
+    /// more (a killed process's io_uring may keep its listeners a moment).
+    fn wait_ports_released(&self, i: usize) {
+        let n = &self.nodes[i];
+        let free = |port: u16| {
+            let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .and_then(|s| {
+                    s.set_reuse_address(true)?;
+                    s.bind(&addr.into())
+                })
+                .is_ok()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !(free(n.client_port) && free(n.controller_port)) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -469,6 +501,7 @@ impl Cluster {
         child.kill().expect("SIGKILL");
         child.wait().expect("wait after SIGKILL");
         self.pids.lock().expect("pids lock").remove(&child.id());
+        self.wait_ports_released(i);
     }
 
     /// Sends SIGTERM and waits for the process to exit; asserts exit code 0.
@@ -495,6 +528,7 @@ impl Cluster {
             if let Some(c) = self.nodes[i].child.take() {
                 self.pids.lock().expect("pids lock").remove(&c.id());
             }
+            self.wait_ports_released(i);
             if !status.success() {
                 self.dump_stderr(id);
                 panic!("node {id} exited with {status} after SIGTERM, expected 0");
