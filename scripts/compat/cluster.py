@@ -39,7 +39,7 @@ import uuid
 import warnings
 from collections import Counter, defaultdict
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    ConfigSource, NewPartitions, NewTopic, ResourceType)
 import confluent_kafka
