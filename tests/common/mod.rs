@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod cluster;
+pub mod proxy;
+
 use std::collections::HashMap;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,0 +1,984 @@
+//! A three-node cluster of real `fjord` processes (combined
+//! broker+controller nodes on one metadata quorum), driven by real clients:
+//! metadata from every node, replica placement, producing through one
+//! bootstrap node, admin requests forwarded to the active controller,
+//! controller failover, fencing of a dead or partitioned broker, and a full
+//! restart that keeps the metadata.
+
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::cluster::{try_kp_call, Cluster};
+use common::{admin_opts, consume_n, poll_until, send_to_partitions, CLIENT_TIMEOUT};
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::metadata_response::MetadataResponse;
+use kafka_protocol::messages::{
+    alter_configs_request as ac, incremental_alter_configs_request as iac, AlterConfigsRequest,
+    CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::FutureProducer;
+use rdkafka::{Offset, TopicPartitionList};
+
+/// `broker.session.timeout.ms` and `broker.heartbeat.interval.ms` of
+/// [`common::cluster::FAST_SETTINGS`].
+const SESSION_TIMEOUT: Duration = Duration::from_millis(3000);
+const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
+/// Generous bounds for what should take a few seconds.
+const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
+const VISIBLE_DEADLINE: Duration = Duration::from_secs(20);
+
+const NONE: i16 = 0;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const RESOURCE_TOPIC: i8 = 2;
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+const OP_SET: i8 = 0;
+
+fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+fn tn(s: &str) -> TopicName {
+    TopicName(sb(s))
+}
+
+/// One partition as Metadata shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Part {
+    error: i16,
+    leader: i32,
+    replicas: Vec<i32>,
+    isr: Vec<i32>,
+}
+
+/// One topic as Metadata shows it: id and partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Layout {
+    id: uuid::Uuid,
+    parts: BTreeMap<i32, Part>,
+}
+
+impl Layout {
+    /// Replicas per partition (what placement decided; leaders move).
+    fn replicas(&self) -> BTreeMap<i32, Vec<i32>> {
+        self.parts
+            .iter()
+            .map(|(p, s)| (*p, s.replicas.clone()))
+            .collect()
+    }
+    fn leaders(&self) -> BTreeMap<i32, i32> {
+        self.parts.iter().map(|(p, s)| (*p, s.leader)).collect()
+    }
+}
+
+/// `topic` in `md`: `Ok(None)` when the topic is unknown there.
+fn layout(md: &MetadataResponse, topic: &str) -> Result<Option<Layout>, String> {
+    let Some(t) = md
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
+    else {
+        return Ok(None);
+    };
+    if t.error_code == UNKNOWN_TOPIC_OR_PARTITION {
+        return Ok(None);
+    }
+    if t.error_code != NONE {
+        return Err(format!("{topic}: error {}", t.error_code));
+    }
+    Ok(Some(Layout {
+        id: t.topic_id,
+        parts: t
+            .partitions
+            .iter()
+            .map(|p| {
+                (
+                    p.partition_index,
+                    Part {
+                        error: p.error_code,
+                        leader: p.leader_id.0,
+                        replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
+                        isr: p.isr_nodes.iter().map(|b| b.0).collect(),
+                    },
+                )
+            })
+            .collect(),
+    }))
+}
+
+/// `topic` as node `id` shows it.
+fn layout_on(c: &Cluster, id: i32, topic: &str) -> Result<Option<Layout>, String> {
+    layout(&c.metadata_from(id, Some(&[topic]))?, topic)
+}
+
+/// Waits until every node of `nodes` shows `topic` with `parts` partitions,
+/// each with a leader, all with the same topic id; gives node `nodes[0]`'s
+/// layout.
+fn wait_topic(c: &Cluster, nodes: &[i32], topic: &str, parts: usize) -> Layout {
+    poll_until(
+        VISIBLE_DEADLINE,
+        &format!("{topic} with {parts} led partitions on nodes {nodes:?}"),
+        || {
+            let mut first: Option<Layout> = None;
+            for &id in nodes {
+                let l = layout_on(c, id, topic)?.ok_or(format!("node {id}: unknown"))?;
+                if l.parts.len() != parts || l.parts.values().any(|p| p.leader < 0) {
+                    return Err(format!("node {id}: {l:?}"));
+                }
+                match &first {
+                    None => first = Some(l),
+                    Some(f) if f.id != l.id => {
+                        return Err(format!("topic ids differ: {} vs {} on {id}", f.id, l.id))
+                    }
+                    Some(_) => {}
+                }
+            }
+            Ok(first.unwrap())
+        },
+    )
+}
+
+/// Waits until no node of `nodes` knows `topic`.
+fn wait_topic_gone(c: &Cluster, nodes: &[i32], topic: &str) {
+    poll_until(
+        VISIBLE_DEADLINE,
+        &format!("{topic} gone on nodes {nodes:?}"),
+        || {
+            for &id in nodes {
+                if let Some(l) = layout_on(c, id, topic)? {
+                    return Err(format!("node {id} still shows {l:?}"));
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+fn conn(c: &Cluster, id: i32) -> TcpStream {
+    common::connect(&c.bootstrap(id))
+}
+
+/// CreateTopics v7 to node `id`: (error code, message).
+fn create_raw(
+    c: &Cluster,
+    id: i32,
+    topic: &str,
+    parts: i32,
+    rf: i16,
+    configs: &[(&str, &str)],
+) -> (i16, Option<String>) {
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(15_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(tn(topic))
+            .with_num_partitions(parts)
+            .with_replication_factor(rf)
+            .with_configs(
+                configs
+                    .iter()
+                    .map(|(k, v)| {
+                        CreatableTopicConfig::default()
+                            .with_name(sb(k))
+                            .with_value(Some(sb(v)))
+                    })
+                    .collect(),
+            )]);
+    let resp = try_kp_call(&mut conn(c, id), 7, 11, &req).unwrap();
+    let r = &resp.topics[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// CreatePartitions v3 to node `id`: (error code, message).
+fn create_partitions_raw(c: &Cluster, id: i32, topic: &str, count: i32) -> (i16, Option<String>) {
+    let req = CreatePartitionsRequest::default()
+        .with_timeout_ms(15_000)
+        .with_topics(vec![CreatePartitionsTopic::default()
+            .with_name(tn(topic))
+            .with_count(count)
+            .with_assignments(None)]);
+    let resp = try_kp_call(&mut conn(c, id), 3, 12, &req).unwrap();
+    let r = &resp.results[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// DeleteTopics v6 (by name) to node `id`: (error code, message).
+fn delete_raw(c: &Cluster, id: i32, topic: &str) -> (i16, Option<String>) {
+    let req = DeleteTopicsRequest::default()
+        .with_timeout_ms(15_000)
+        .with_topics(vec![DeleteTopicState::default().with_name(Some(tn(topic)))]);
+    let resp = try_kp_call(&mut conn(c, id), 6, 13, &req).unwrap();
+    let r = &resp.responses[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// AlterConfigs v2 (replaces the topic's dynamic configs) to node `id`.
+fn alter_raw(c: &Cluster, id: i32, topic: &str, pairs: &[(&str, &str)]) -> (i16, Option<String>) {
+    let req =
+        AlterConfigsRequest::default().with_resources(vec![ac::AlterConfigsResource::default()
+            .with_resource_type(RESOURCE_TOPIC)
+            .with_resource_name(sb(topic))
+            .with_configs(
+                pairs
+                    .iter()
+                    .map(|(k, v)| {
+                        ac::AlterableConfig::default()
+                            .with_name(sb(k))
+                            .with_value(Some(sb(v)))
+                    })
+                    .collect(),
+            )]);
+    let resp = try_kp_call(&mut conn(c, id), 2, 14, &req).unwrap();
+    let r = &resp.responses[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// IncrementalAlterConfigs v1 SET of each pair to node `id`.
+fn incremental_set_raw(
+    c: &Cluster,
+    id: i32,
+    topic: &str,
+    pairs: &[(&str, &str)],
+) -> (i16, Option<String>) {
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        iac::AlterConfigsResource::default()
+            .with_resource_type(RESOURCE_TOPIC)
+            .with_resource_name(sb(topic))
+            .with_configs(
+                pairs
+                    .iter()
+                    .map(|(k, v)| {
+                        iac::AlterableConfig::default()
+                            .with_name(sb(k))
+                            .with_config_operation(OP_SET)
+                            .with_value(Some(sb(v)))
+                    })
+                    .collect(),
+            ),
+    ]);
+    let resp = try_kp_call(&mut conn(c, id), 1, 15, &req).unwrap();
+    let r = &resp.responses[0];
+    (
+        r.error_code,
+        r.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// DescribeConfigs v4 of `topic` on node `id`: the dynamic topic configs
+/// (source DYNAMIC_TOPIC_CONFIG), name → value.
+fn dynamic_configs(c: &Cluster, id: i32, topic: &str) -> Result<BTreeMap<String, String>, String> {
+    let req =
+        DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(RESOURCE_TOPIC)
+            .with_resource_name(sb(topic))
+            .with_configuration_keys(None)]);
+    let mut s = TcpStream::connect(c.bootstrap(id)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let resp = try_kp_call(&mut s, 4, 16, &req)?;
+    let r = &resp.results[0];
+    if r.error_code != NONE {
+        return Err(format!("node {id}: DescribeConfigs error {}", r.error_code));
+    }
+    Ok(r.configs
+        .iter()
+        .filter(|e| e.config_source == SOURCE_DYNAMIC_TOPIC)
+        .map(|e| {
+            (
+                e.name.to_string(),
+                e.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// Waits until every node of `nodes` describes exactly `want` as the
+/// dynamic configs of `topic`.
+fn wait_configs(c: &Cluster, nodes: &[i32], topic: &str, want: &[(&str, &str)]) {
+    let want: BTreeMap<String, String> = want
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    poll_until(
+        VISIBLE_DEADLINE,
+        &format!("configs {want:?} of {topic} on nodes {nodes:?}"),
+        || {
+            for &id in nodes {
+                let got = dynamic_configs(c, id, topic)?;
+                if got != want {
+                    return Err(format!("node {id}: {got:?}"));
+                }
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Calls `op` until it answers NONE (the controller may be moving);
+/// panics with the last answer after [`FAILOVER_DEADLINE`].
+fn until_ok(what: &str, mut op: impl FnMut() -> (i16, Option<String>)) {
+    poll_until(FAILOVER_DEADLINE, what, || match op() {
+        (NONE, _) => Ok(()),
+        other => Err(format!("{other:?}")),
+    })
+}
+
+fn admin(c: &Cluster, bootstrap: &str) -> AdminClient<DefaultClientContext> {
+    c.client_config(bootstrap)
+        .create()
+        .expect("create admin client")
+}
+
+fn producer(c: &Cluster, bootstrap: &str) -> FutureProducer {
+    c.client_config(bootstrap)
+        .set("message.timeout.ms", "30000")
+        .set("linger.ms", "5")
+        .set("enable.idempotence", "false")
+        .create()
+        .expect("create producer")
+}
+
+fn consumer(c: &Cluster, bootstrap: &str) -> BaseConsumer {
+    c.client_config(bootstrap)
+        .set("group.id", "fjord-cluster-it-unused")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "100")
+        .create()
+        .expect("create consumer")
+}
+
+/// Creates `topic` through an rdkafka admin client on `bootstrap`,
+/// retrying while the controller moves; panics after the deadline.
+async fn create_with_rdkafka(c: &Cluster, bootstrap: &str, topic: &str, parts: i32, rf: i32) {
+    let admin = admin(c, bootstrap);
+    let deadline = Instant::now() + FAILOVER_DEADLINE;
+    loop {
+        let res = admin
+            .create_topics(
+                &[NewTopic::new(topic, parts, TopicReplication::Fixed(rf))],
+                &admin_opts(),
+            )
+            .await;
+        let last = match res {
+            Ok(r) => match &r[0] {
+                Ok(_) => return,
+                Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => return,
+                Err(e) => format!("{e:?}"),
+            },
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            Instant::now() < deadline,
+            "creating {topic} (RF {rf}) through {bootstrap} kept failing: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The node ids other than `not`.
+fn others(c: &Cluster, not: i32) -> Vec<i32> {
+    c.ids().into_iter().filter(|&id| id != not).collect()
+}
+
+/// Leaders per broker.
+fn leader_counts(l: &Layout) -> BTreeMap<i32, usize> {
+    let mut m = BTreeMap::new();
+    for p in l.parts.values() {
+        *m.entry(p.leader).or_default() += 1;
+    }
+    m
+}
+
+// ---------------------------------------------------------------------------
+
+/// (a) Metadata from every node lists the three brokers (at their own
+/// client addresses), one active controller and the formatted cluster id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_from_every_node_lists_three_brokers_and_the_controller() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    assert!(c.ids().contains(&controller), "controller {controller}");
+    for id in c.ids() {
+        let md = c.metadata_from(id, None).unwrap();
+        assert_eq!(
+            md.controller_id.0, controller,
+            "controller seen by node {id}"
+        );
+        assert_eq!(
+            md.cluster_id.as_ref().map(|s| s.as_str()),
+            Some(c.cluster_id()),
+            "cluster id from node {id}"
+        );
+        let brokers: BTreeMap<i32, String> = md
+            .brokers
+            .iter()
+            .map(|b| (b.node_id.0, format!("{}:{}", b.host.as_str(), b.port)))
+            .collect();
+        let want: BTreeMap<i32, String> = c.ids().iter().map(|&b| (b, c.bootstrap(b))).collect();
+        assert_eq!(brokers, want, "brokers listed by node {id}");
+
+        // The same through librdkafka, bootstrapped to this node only.
+        let consumer = consumer(&c, &c.bootstrap(id));
+        let md = consumer.fetch_metadata(None, CLIENT_TIMEOUT).unwrap();
+        let brokers: BTreeMap<i32, String> = md
+            .brokers()
+            .iter()
+            .map(|b| (b.id(), format!("{}:{}", b.host(), b.port())))
+            .collect();
+        assert_eq!(brokers, want, "brokers rdkafka sees through node {id}");
+    }
+}
+
+/// (b) 6 partitions with RF 3 on 3 brokers: every partition has three
+/// distinct replicas, all in the ISR, the first replica leads, and every
+/// broker leads two partitions; every node shows the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf3_topic_spreads_leaders_over_the_brokers() {
+    let c = Cluster::start(3, &[]);
+    create_with_rdkafka(&c, &c.bootstrap(1), "spread", 6, 3).await;
+    let l = wait_topic(&c, &c.ids(), "spread", 6);
+    for (p, s) in &l.parts {
+        assert_eq!(s.error, NONE, "partition {p}: {s:?}");
+        let distinct: BTreeSet<i32> = s.replicas.iter().copied().collect();
+        assert_eq!(
+            distinct,
+            BTreeSet::from([1, 2, 3]),
+            "replicas of {p}: {s:?}"
+        );
+        assert_eq!(s.replicas.len(), 3, "replicas of {p}: {s:?}");
+        let isr: BTreeSet<i32> = s.isr.iter().copied().collect();
+        assert_eq!(isr, distinct, "ISR of {p}: {s:?}");
+        assert_eq!(s.leader, s.replicas[0], "preferred leader of {p}: {s:?}");
+    }
+    assert_eq!(
+        leader_counts(&l),
+        BTreeMap::from([(1, 2), (2, 2), (3, 2)]),
+        "leaders: {:?}",
+        l.leaders()
+    );
+    for id in c.ids() {
+        let here = layout_on(&c, id, "spread").unwrap().unwrap();
+        assert_eq!(here, l, "layout on node {id}");
+    }
+}
+
+/// (c) A producer bootstrapped to one node reaches every partition leader
+/// (on all three brokers); a consumer bootstrapped to another node reads
+/// every record back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producing_through_one_bootstrap_node_reaches_every_leader() {
+    let c = Cluster::start(3, &[]);
+    let topic = "through-one";
+    create_with_rdkafka(&c, &c.bootstrap(1), topic, 6, 3).await;
+    let l = wait_topic(&c, &c.ids(), topic, 6);
+    let leaders: BTreeSet<i32> = l.leaders().values().copied().collect();
+    assert_eq!(leaders, BTreeSet::from([1, 2, 3]), "{l:?}");
+
+    let p = producer(&c, &c.bootstrap(1));
+    let records: Vec<(i32, String)> = (0..60).map(|i| (i % 6, format!("v{i}"))).collect();
+    let delivered = send_to_partitions(&p, topic, &records, Duration::from_secs(30)).await;
+    let mut per_part: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
+    for (part, off, _) in &delivered {
+        per_part.entry(*part).or_default().push(*off);
+    }
+    for part in 0..6 {
+        assert_eq!(
+            per_part.get(&part),
+            Some(&(0..10).collect::<Vec<i64>>()),
+            "offsets delivered to partition {part} (leader {})",
+            l.parts[&part].leader
+        );
+    }
+
+    let cons = consumer(&c, &c.bootstrap(3));
+    let mut tpl = TopicPartitionList::new();
+    for part in 0..6 {
+        tpl.add_partition_offset(topic, part, Offset::Beginning)
+            .unwrap();
+    }
+    cons.assign(&tpl).unwrap();
+    let msgs = consume_n(&cons, 60, Duration::from_secs(30));
+    let mut got: BTreeMap<i32, Vec<(i64, String)>> = BTreeMap::new();
+    for m in &msgs {
+        let v = String::from_utf8(m.payload().unwrap().to_vec()).unwrap();
+        got.entry(m.partition()).or_default().push((m.offset(), v));
+    }
+    for part in 0..6 {
+        let want: Vec<(i64, String)> = (0..10)
+            .map(|k| (k as i64, format!("v{}", part + 6 * k)))
+            .collect();
+        assert_eq!(
+            got.get(&part),
+            Some(&want),
+            "records read from partition {part}"
+        );
+    }
+}
+
+/// (d) CreateTopics, CreatePartitions, AlterConfigs,
+/// IncrementalAlterConfigs, DescribeConfigs and DeleteTopics sent to a node
+/// that is not the active controller succeed, and every node shows the
+/// result. Then the same through an rdkafka admin client bootstrapped to
+/// that node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_requests_to_a_non_controller_node_are_forwarded() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let nc = others(&c, controller)[0];
+    let all = c.ids();
+    let t = "forwarded";
+
+    let r = create_raw(&c, nc, t, 3, 3, &[("cleanup.policy", "compact")]);
+    assert_eq!(r.0, NONE, "CreateTopics through node {nc}: {r:?}");
+    let created = wait_topic(&c, &all, t, 3);
+    assert!(created.parts.values().all(|p| p.replicas.len() == 3));
+    wait_configs(&c, &all, t, &[("cleanup.policy", "compact")]);
+
+    let r = create_partitions_raw(&c, nc, t, 5);
+    assert_eq!(r.0, NONE, "CreatePartitions through node {nc}: {r:?}");
+    let grown = wait_topic(&c, &all, t, 5);
+    assert_eq!(grown.id, created.id, "topic id after CreatePartitions");
+    for p in 0..3 {
+        assert_eq!(grown.parts[&p].replicas, created.parts[&p].replicas);
+    }
+
+    let r = alter_raw(&c, nc, t, &[("retention.ms", "3600000")]);
+    assert_eq!(r.0, NONE, "AlterConfigs through node {nc}: {r:?}");
+    wait_configs(&c, &all, t, &[("retention.ms", "3600000")]);
+    let r = incremental_set_raw(&c, nc, t, &[("max.message.bytes", "123456")]);
+    assert_eq!(
+        r.0, NONE,
+        "IncrementalAlterConfigs through node {nc}: {r:?}"
+    );
+    wait_configs(
+        &c,
+        &all,
+        t,
+        &[("max.message.bytes", "123456"), ("retention.ms", "3600000")],
+    );
+
+    let r = delete_raw(&c, nc, t);
+    assert_eq!(r.0, NONE, "DeleteTopics through node {nc}: {r:?}");
+    wait_topic_gone(&c, &all, t);
+
+    // A client bootstrapped to that node only.
+    let boot = c.bootstrap(nc);
+    let adm = admin(&c, &boot);
+    let t2 = "forwarded-rdkafka";
+    create_with_rdkafka(&c, &boot, t2, 2, 3).await;
+    wait_topic(&c, &all, t2, 2);
+    let res = adm
+        .create_partitions(
+            &[rdkafka::admin::NewPartitions::new(t2, 4)],
+            &common::admin_opts(),
+        )
+        .await
+        .unwrap();
+    assert!(res[0].is_ok(), "{res:?}");
+    wait_topic(&c, &all, t2, 4);
+    let res = adm
+        .alter_configs(
+            &[AlterConfig::new(ResourceSpecifier::Topic(t2)).set("retention.bytes", "1048576")],
+            &common::admin_opts(),
+        )
+        .await
+        .unwrap();
+    assert!(res[0].is_ok(), "{res:?}");
+    wait_configs(&c, &all, t2, &[("retention.bytes", "1048576")]);
+    let described = adm
+        .describe_configs(&[ResourceSpecifier::Topic(t2)], &common::admin_opts())
+        .await
+        .unwrap();
+    let desc = described[0].as_ref().unwrap();
+    assert_eq!(
+        desc.get("retention.bytes").and_then(|e| e.value.as_deref()),
+        Some("1048576")
+    );
+    let res = adm
+        .delete_topics(&[t2], &common::admin_opts())
+        .await
+        .unwrap();
+    assert!(res[0].is_ok(), "{res:?}");
+    wait_topic_gone(&c, &all, t2);
+}
+
+/// (e) kill -9 of the active controller: the other two elect a new one
+/// within a few seconds, and topics can be created through either of them;
+/// the killed node, restarted, catches up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_active_controller_elects_another() {
+    let mut c = Cluster::start(3, &[]);
+    let old = c.controller(FAILOVER_DEADLINE);
+    let rest = others(&c, old);
+    let killed_at = Instant::now();
+    c.kill9(old);
+    let new = c.controller_on(&rest, &[old], FAILOVER_DEADLINE);
+    let took = killed_at.elapsed();
+    assert_ne!(new, old, "the killed node is still the controller");
+    assert!(rest.contains(&new), "new controller {new}");
+    assert!(
+        took < Duration::from_secs(10),
+        "a new controller took {took:?} (election timeout 600 ms)"
+    );
+
+    // Raw CreateTopics to each survivor (one forwards), RF 1 and RF 2 (the
+    // dead broker may still count as alive until its session expires).
+    for (i, &id) in rest.iter().enumerate() {
+        let name = format!("after-failover-{i}");
+        until_ok(&format!("create {name} through node {id}"), || {
+            create_raw(&c, id, &name, 2, 1, &[])
+        });
+        wait_topic(&c, &rest, &name, 2);
+    }
+    c.wait_brokers_on(&rest, &rest, FAILOVER_DEADLINE);
+    let bootstrap = rest
+        .iter()
+        .map(|&id| c.bootstrap(id))
+        .collect::<Vec<_>>()
+        .join(",");
+    create_with_rdkafka(&c, &bootstrap, "after-failover-rf2", 4, 2).await;
+    let l = wait_topic(&c, &rest, "after-failover-rf2", 4);
+    for (p, s) in &l.parts {
+        assert!(
+            !s.replicas.contains(&old),
+            "partition {p} placed on the fenced broker {old}: {s:?}"
+        );
+    }
+
+    // The killed node comes back, follows the new controller and knows
+    // the topics created while it was down.
+    // (It may force an election: which node wins is not checked.)
+    c.start_node(old);
+    c.wait_brokers(&c.ids(), FAILOVER_DEADLINE);
+    c.controller(FAILOVER_DEADLINE);
+    wait_topic(&c, &[old], "after-failover-rf2", 4);
+    wait_topic(&c, &[old], "after-failover-0", 2);
+}
+
+/// Waits until `survivors` all list every broker but `gone` and show no
+/// partition of `topic` led by it or with it in the ISR; gives the layout.
+fn wait_fenced(c: &Cluster, survivors: &[i32], gone: i32, topic: &str) -> Layout {
+    c.wait_brokers_on(survivors, survivors, FAILOVER_DEADLINE);
+    poll_until(
+        FAILOVER_DEADLINE,
+        &format!("{topic} without broker {gone} as leader or in the ISR"),
+        || {
+            let mut first = None;
+            for &id in survivors {
+                let l = layout_on(c, id, topic)?.ok_or(format!("node {id}: unknown"))?;
+                for (p, s) in &l.parts {
+                    if s.leader == gone || s.isr.contains(&gone) {
+                        return Err(format!("node {id}, partition {p}: {s:?}"));
+                    }
+                }
+                first.get_or_insert(l);
+            }
+            Ok(first.unwrap())
+        },
+    )
+}
+
+/// Checks the partitions `gone` led: another ISR member (or nobody) leads.
+fn assert_leaders_moved(before: &Layout, after: &Layout, gone: i32) {
+    let mut moved = 0;
+    for (p, s) in &before.parts {
+        let now = &after.parts[p];
+        assert_eq!(now.replicas, s.replicas, "replicas of {p} changed");
+        if s.leader == gone {
+            moved += 1;
+            assert!(
+                now.leader == -1 || (s.isr.contains(&now.leader) && now.leader != gone),
+                "partition {p}: led by {gone} before ({s:?}), now {now:?}"
+            );
+        } else {
+            assert_eq!(
+                now.leader, s.leader,
+                "partition {p} changed leader: {s:?} -> {now:?}"
+            );
+        }
+    }
+    assert_eq!(moved, 2, "{gone} led two partitions: {before:?}");
+}
+
+/// (f) A broker killed with SIGKILL is fenced once its session expires
+/// (not before): Metadata stops listing it, another ISR member leads its
+/// partitions and it leaves the ISR. Restarted, it is unfenced again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_broker_is_fenced_after_its_session_timeout() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let victim = others(&c, controller)[0];
+    let survivors = others(&c, victim);
+    create_with_rdkafka(&c, &c.bootstrap(controller), "fenced", 6, 3).await;
+    let before = wait_topic(&c, &c.ids(), "fenced", 6);
+
+    let killed_at = Instant::now();
+    c.kill9(victim);
+    let after = wait_fenced(&c, &survivors, victim, "fenced");
+    let took = killed_at.elapsed();
+    // Its last heartbeat was at most one interval before the kill.
+    let earliest = SESSION_TIMEOUT - HEARTBEAT_INTERVAL - Duration::from_millis(200);
+    assert!(
+        took >= earliest,
+        "broker {victim} fenced {took:?} after the kill; its session is {SESSION_TIMEOUT:?}"
+    );
+    assert_leaders_moved(&before, &after, victim);
+
+    c.start_node(victim);
+    c.wait_brokers(&c.ids(), FAILOVER_DEADLINE);
+    c.controller(FAILOVER_DEADLINE);
+}
+
+/// (f) A broker cut off from the other nodes on the controller listener
+/// (a black hole both ways, the process keeps running) is fenced; healed,
+/// it registers again. Then the active controller is cut off: the other
+/// two elect a new one and fence it; healed, all agree on one controller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_broker_is_fenced_and_returns_when_healed() {
+    let mut c = Cluster::start_with_proxies(3, &[]);
+    let all = c.ids();
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let victim = others(&c, controller)[0];
+    let survivors = others(&c, victim);
+    create_with_rdkafka(&c, &c.bootstrap(controller), "cut-off", 6, 3).await;
+    let before = wait_topic(&c, &all, "cut-off", 6);
+
+    for id in &all {
+        let p = c.proxy(*id);
+        assert!(p.accepted() > 0, "nobody connected to node {id}'s proxy");
+    }
+    c.isolate(victim);
+    let after = wait_fenced(&c, &survivors, victim, "cut-off");
+    assert!(c.is_running(victim), "the partitioned node exited");
+    assert_leaders_moved(&before, &after, victim);
+    for &s in &survivors {
+        assert_eq!(c.view(s).unwrap().0, controller, "controller seen by {s}");
+    }
+
+    // Healed, it registers again (and may force an election, as its term
+    // moved on while it was alone: which node wins is not checked).
+    c.heal_all();
+    c.wait_brokers(&all, FAILOVER_DEADLINE);
+    let controller = c.controller(FAILOVER_DEADLINE);
+
+    // The active controller cut off.
+    let survivors = others(&c, controller);
+    c.isolate(controller);
+    let new = c.controller_on(&survivors, &[controller], FAILOVER_DEADLINE);
+    assert!(survivors.contains(&new));
+    wait_fenced(&c, &survivors, controller, "cut-off");
+    // Topics can be created on the majority side.
+    until_ok("create a topic on the majority side", || {
+        create_raw(&c, survivors[0], "majority", 1, 2, &[])
+    });
+    wait_topic(&c, &survivors, "majority", 1);
+
+    c.heal_all();
+    c.wait_brokers(&all, FAILOVER_DEADLINE);
+    c.controller(FAILOVER_DEADLINE);
+    wait_topic(&c, &[controller], "majority", 1);
+}
+
+/// The active controller cut off (black-holed) while the brokers'
+/// requests to it are in flight, with `controller.quorum.request.timeout.ms`
+/// longer than the session: the majority elects a new controller within a
+/// few seconds and must keep its own two brokers alive (their heartbeats
+/// should go to the new controller once it is known, as Kafka's broker
+/// re-routes its requests when the active controller changes).
+#[ignore = "Fjord bug: a request to a black-holed controller is not re-routed when another is elected; the new controller fences every broker, its own included"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cutting_off_the_controller_fences_only_it_even_with_a_long_request_timeout() {
+    let mut c = Cluster::start_with_proxies(3, &["controller.quorum.request.timeout.ms=5000"]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let survivors = others(&c, controller);
+    create_with_rdkafka(&c, &c.bootstrap(controller), "long-timeout", 6, 3).await;
+    wait_topic(&c, &c.ids(), "long-timeout", 6);
+    c.isolate(controller);
+    let new = c.controller_on(&survivors, &[controller], FAILOVER_DEADLINE);
+    assert!(survivors.contains(&new));
+    // For twice the session, the survivors never stop listing each other:
+    // a broker whose heartbeats did not reach the new controller in time
+    // would be fenced (and listed no more).
+    let until = Instant::now() + 2 * SESSION_TIMEOUT;
+    while Instant::now() < until {
+        for &id in &survivors {
+            if let Ok((_, alive)) = c.view(id) {
+                for s in &survivors {
+                    assert!(
+                        alive.contains(s),
+                        "node {id} lists {alive:?}: broker {s} was fenced (controller {new})"
+                    );
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_fenced(&c, &survivors, controller, "long-timeout");
+}
+
+/// Everything a restart must keep: per topic its id, partitions' replicas
+/// and dynamic configs, as node `id` shows them.
+type Snapshot = BTreeMap<
+    String,
+    (
+        uuid::Uuid,
+        BTreeMap<i32, Vec<i32>>,
+        BTreeMap<String, String>,
+    ),
+>;
+
+fn snapshot(c: &Cluster, id: i32) -> Result<Snapshot, String> {
+    let md = c.metadata_from(id, None)?;
+    let mut out = Snapshot::new();
+    for t in &md.topics {
+        let name = t.name.as_ref().map(|n| n.to_string()).unwrap_or_default();
+        if name.starts_with("__") {
+            continue;
+        }
+        let l = layout(&md, &name)?.ok_or(format!("{name} vanished"))?;
+        let configs = dynamic_configs(c, id, &name)?;
+        out.insert(name, (l.id, l.replicas(), configs));
+    }
+    Ok(out)
+}
+
+/// Waits until every node shows `want` (all partitions led).
+fn wait_snapshot(c: &mut Cluster, want: &Snapshot, what: &str) {
+    let ids = c.ids();
+    c.wait_brokers(&ids, FAILOVER_DEADLINE);
+    c.controller(FAILOVER_DEADLINE);
+    poll_until(FAILOVER_DEADLINE, what, || {
+        for &id in &ids {
+            let got = snapshot(c, id)?;
+            if &got != want {
+                return Err(format!("node {id}: {got:?}"));
+            }
+            for t in want.keys() {
+                let l = layout_on(c, id, t)?.ok_or(format!("node {id}: {t} unknown"))?;
+                if l.parts.values().any(|p| p.leader < 0) {
+                    return Err(format!(
+                        "node {id}: {t} has a partition without leader: {l:?}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    });
+}
+
+/// (g) Stopping and starting every node (SIGTERM, then SIGKILL) keeps all
+/// metadata: topics, topic ids, partition counts and replicas, configs,
+/// and deleted topics stay deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_every_node_keeps_the_metadata() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let nc = others(&c, controller)[0];
+    let all = c.ids();
+    let r = create_raw(&c, nc, "kept-a", 6, 3, &[("retention.ms", "7200000")]);
+    assert_eq!(r.0, NONE, "{r:?}");
+    let r = create_raw(&c, controller, "kept-b", 2, 2, &[]);
+    assert_eq!(r.0, NONE, "{r:?}");
+    let r = create_partitions_raw(&c, nc, "kept-b", 5);
+    assert_eq!(r.0, NONE, "{r:?}");
+    let r = incremental_set_raw(&c, controller, "kept-b", &[("cleanup.policy", "compact")]);
+    assert_eq!(r.0, NONE, "{r:?}");
+    let r = create_raw(&c, nc, "kept-deleted", 1, 1, &[]);
+    assert_eq!(r.0, NONE, "{r:?}");
+    wait_topic(&c, &all, "kept-deleted", 1);
+    let r = delete_raw(&c, nc, "kept-deleted");
+    assert_eq!(r.0, NONE, "{r:?}");
+    wait_topic(&c, &all, "kept-a", 6);
+    wait_topic(&c, &all, "kept-b", 5);
+    wait_topic_gone(&c, &all, "kept-deleted");
+    wait_configs(&c, &all, "kept-a", &[("retention.ms", "7200000")]);
+    wait_configs(&c, &all, "kept-b", &[("cleanup.policy", "compact")]);
+    let want = snapshot(&c, controller).unwrap();
+    assert_eq!(
+        want.keys().cloned().collect::<Vec<_>>(),
+        vec!["kept-a".to_string(), "kept-b".to_string()]
+    );
+    wait_snapshot(
+        &mut c,
+        &want,
+        "the same metadata on every node before the restart",
+    );
+
+    c.restart_all();
+    wait_snapshot(
+        &mut c,
+        &want,
+        "the metadata after SIGTERM and start of every node",
+    );
+
+    for id in all.clone() {
+        c.kill9(id);
+    }
+    c.start_nodes(&all);
+    wait_snapshot(
+        &mut c,
+        &want,
+        "the metadata after SIGKILL and start of every node",
+    );
+
+    // And the cluster still takes changes.
+    let controller = c.controller(FAILOVER_DEADLINE);
+    until_ok("create after the restarts", || {
+        create_raw(&c, others(&c, controller)[0], "after-restarts", 3, 3, &[])
+    });
+    wait_topic(&c, &all, "after-restarts", 3);
+}
+
+/// Every node restarted with `controller.quorum.voters` naming other
+/// addresses for the same voters (the controllers moved: here the proxies
+/// the cluster ran behind are dropped, and refuse connections from then
+/// on). Kafka's static quorum reads the voters' addresses from the config
+/// at each start, so the cluster comes back on the new addresses.
+#[ignore = "Fjord bug: Raft uses the voter addresses of the membership in the metadata log (the first leader's config), not those of controller.quorum.voters"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_with_moved_voter_addresses_uses_the_new_ones() {
+    let mut c = Cluster::start_with_proxies(3, &[]);
+    let all = c.ids();
+    create_with_rdkafka(&c, &c.bootstrap(1), "moved", 3, 3).await;
+    let before = wait_topic(&c, &all, "moved", 3);
+    c.stop_many(&all);
+    c.bypass_proxies();
+    for &id in &all {
+        c.proxy(id).refuse();
+    }
+    c.start_nodes(&all);
+    c.wait_brokers(&all, FAILOVER_DEADLINE);
+    c.controller(FAILOVER_DEADLINE);
+    let after = wait_topic(&c, &all, "moved", 3);
+    assert_eq!(after.id, before.id);
+    until_ok("create a topic after the move", || {
+        create_raw(&c, 2, "after-move", 1, 3, &[])
+    });
+}
