@@ -812,7 +812,6 @@ async fn a_partitioned_broker_is_fenced_and_returns_when_healed() {
 /// few seconds and must keep its own two brokers alive (their heartbeats
 /// should go to the new controller once it is known, as Kafka's broker
 /// re-routes its requests when the active controller changes).
-#[ignore = "Fjord bug: a request to a black-holed controller is not re-routed when another is elected; the new controller fences every broker, its own included"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cutting_off_the_controller_fences_only_it_even_with_a_long_request_timeout() {
     let mut c = Cluster::start_with_proxies(3, &["controller.quorum.request.timeout.ms=5000"]);
@@ -961,7 +960,6 @@ async fn restarting_every_node_keeps_the_metadata() {
 /// the cluster ran behind are dropped, and refuse connections from then
 /// on). Kafka's static quorum reads the voters' addresses from the config
 /// at each start, so the cluster comes back on the new addresses.
-#[ignore = "Fjord bug: Raft uses the voter addresses of the membership in the metadata log (the first leader's config), not those of controller.quorum.voters"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarting_with_moved_voter_addresses_uses_the_new_ones() {
     let mut c = Cluster::start_with_proxies(3, &[]);
