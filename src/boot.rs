@@ -233,6 +233,9 @@ pub fn run(config: Config) -> Result<(), BootError> {
         };
         (host, bound.port())
     });
+    // process.roles=broker: this node observes the quorum (Config::validate
+    // made sure the voters are given and it is not one of them).
+    let voter = config.kraft.process_roles.is_none_or(|r| r.controller);
     let voters: Vec<(i32, String)> = if config.kraft.voters.is_empty() {
         // No voters configured: this node is the quorum's only voter (the
         // single-node broker, or a Kafka 4 file with one bootstrap server).
@@ -260,10 +263,15 @@ pub fn run(config: Config) -> Result<(), BootError> {
             port: adv_port,
         }],
         rack: config.cluster.rack.clone(),
+        voter,
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.
-    let controller_addr = config.controller_listener().map(|l| l.addr);
+    let controller_addr = if voter {
+        config.controller_listener().map(|l| l.addr)
+    } else {
+        None
+    };
     let image = Arc::new(MetadataImage::empty(cluster_id));
     let boot = Arc::new(QuorumBoot {
         settings: quorum,

@@ -980,3 +980,44 @@ async fn restarting_with_moved_voter_addresses_uses_the_new_ones() {
         create_raw(&c, 2, "after-move", 1, 3, &[])
     });
 }
+
+/// A broker-only node (`process.roles=broker`) joins through the voters: it
+/// registers, follows the metadata log from the active controller, is
+/// listed to clients and gets replicas and leaderships, forwards admin
+/// requests, and keeps following across a controller failover. It never
+/// becomes the controller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_only_node_joins_through_the_voters() {
+    let mut c = Cluster::start(3, &[]);
+    let b = c.add_broker();
+    assert_eq!(b, 4);
+    c.wait_brokers_on(&[1, 2, 3, 4], &[1, 2, 3, 4], FAILOVER_DEADLINE);
+    let (controller, brokers) = c.view(b).expect("metadata from the broker-only node");
+    assert!(
+        (1..=3).contains(&controller),
+        "the controller {controller} is a voter"
+    );
+    assert_eq!(brokers.len(), 4);
+
+    // Created through the broker-only node (forwarded): placed on all four.
+    until_ok("create through the broker-only node", || {
+        create_raw(&c, b, "four", 8, 2, &[])
+    });
+    let l = wait_topic(&c, &[1, 2, 3, 4], "four", 8);
+    assert!(
+        leader_counts(&l).contains_key(&b),
+        "the broker-only node leads some partitions: {:?}",
+        leader_counts(&l)
+    );
+
+    // The active controller dies: the broker-only node follows the new one.
+    let old = c.controller(FAILOVER_DEADLINE);
+    c.kill9(old);
+    let rest: Vec<i32> = [1, 2, 3, 4].into_iter().filter(|n| *n != old).collect();
+    let new = c.controller_on(&rest, &[old], FAILOVER_DEADLINE);
+    assert_ne!(new, b, "a broker-only node is never the controller");
+    until_ok("create after the failover", || {
+        create_raw(&c, new, "after", 2, 1, &[])
+    });
+    wait_topic(&c, &[b], "after", 2);
+}

@@ -232,8 +232,9 @@ async fn kafka_server_properties_format_and_serve() {
     stop(child);
 }
 
-/// A broker-only or controller-only node is refused at start, with the
-/// reason; so is a node missing from its own controller quorum.
+/// A controller-only node is refused at start, with the reason; so are a
+/// voter missing from its own controller quorum and a broker-only node that
+/// is one of the voters.
 #[test]
 fn split_roles_are_refused() {
     let root = tempfile::tempdir().expect("temp dir");
@@ -245,12 +246,25 @@ fn split_roles_are_refused() {
         "--config",
         props_s,
         "--override",
+        "process.roles=controller",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("controller-only nodes are not supported yet"),
+        "{err}"
+    );
+    let out = fjord(&[
+        "serve",
+        "--config",
+        props_s,
+        "--override",
         "process.roles=broker",
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("this build runs combined-mode nodes only"),
+        err.contains("a broker-only node (process.roles=broker) is not a voter"),
         "{err}"
     );
     let out = fjord(&["serve", "--config", props_s, "--override", "node.id=2"]);

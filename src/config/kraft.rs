@@ -280,16 +280,11 @@ impl KraftConfig {
 pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
     let k = &c.kraft;
     if let Some(roles) = k.process_roles {
-        let given = match (roles.broker, roles.controller) {
-            (true, false) => Some("broker"),
-            (false, true) => Some("controller"),
-            _ => None,
-        };
-        if let Some(given) = given {
+        if !roles.broker {
             return Err(invalid(
                 "process.roles",
-                given,
-                "broker,controller: this build runs combined-mode nodes only: every node of a cluster is a broker and a quorum voter (broker-only and controller-only nodes are not supported yet)",
+                "controller",
+                "broker,controller or broker: every controller node is also a broker here (controller-only nodes are not supported yet)",
             ));
         }
         if c.ids_given == (None, None) {
@@ -306,26 +301,68 @@ pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
                 "the quorum's voters as id@host:port,… (or controller.quorum.bootstrap.servers) when process.roles is set",
             ));
         }
-        if !k.voters.is_empty() && !k.voters.iter().any(|v| v.id == c.node_id) {
-            return Err(invalid(
-                "controller.quorum.voters",
-                &voters_text(&k.voters),
-                &format!(
-                    "a list that includes this node (node.id={}) when process.roles contains controller",
-                    c.node_id
-                ),
-            ));
-        }
-        if !k
-            .controller_listener_names
-            .iter()
-            .any(|n| c.listeners.iter().any(|l| &l.name == n))
-        {
-            return Err(invalid(
-                "controller.listener.names",
-                &k.controller_listener_names.join(","),
-                "at least one name of a listener in listeners when process.roles contains controller",
-            ));
+        if roles.controller {
+            if !k.voters.is_empty() && !k.voters.iter().any(|v| v.id == c.node_id) {
+                return Err(invalid(
+                    "controller.quorum.voters",
+                    &voters_text(&k.voters),
+                    &format!(
+                        "a list that includes this node (node.id={}) when process.roles contains controller",
+                        c.node_id
+                    ),
+                ));
+            }
+            if !k
+                .controller_listener_names
+                .iter()
+                .any(|n| c.listeners.iter().any(|l| &l.name == n))
+            {
+                return Err(invalid(
+                    "controller.listener.names",
+                    &k.controller_listener_names.join(","),
+                    "at least one name of a listener in listeners when process.roles contains controller",
+                ));
+            }
+        } else {
+            // A broker-only node observes the quorum through its voters.
+            if k.voters.is_empty() {
+                return Err(invalid(
+                    "controller.quorum.voters",
+                    "",
+                    "the quorum's voters as id@host:port,… for a broker-only node (process.roles=broker): it fetches the metadata from them",
+                ));
+            }
+            if k.voters.iter().any(|v| v.id == c.node_id) {
+                return Err(invalid(
+                    "controller.quorum.voters",
+                    &voters_text(&k.voters),
+                    &format!(
+                        "a list without this node (node.id={}): a broker-only node (process.roles=broker) is not a voter",
+                        c.node_id
+                    ),
+                ));
+            }
+            if k.controller_listener_names.is_empty() {
+                return Err(invalid(
+                    "controller.listener.names",
+                    "",
+                    "the controllers' listener name (as Kafka requires on a broker-only node)",
+                ));
+            }
+            if let Some(l) = c
+                .listeners
+                .iter()
+                .find(|l| k.is_controller_listener(&l.name))
+            {
+                return Err(invalid(
+                    "controller.listener.names",
+                    &k.controller_listener_names.join(","),
+                    &format!(
+                        "names that are not in listeners when process.roles=broker (listener {} is named; a broker-only node serves no controller listener)",
+                        l.name
+                    ),
+                ));
+            }
         }
     }
     // Every listener needs a protocol; the ones served must be PLAINTEXT.
@@ -602,12 +639,28 @@ log.retention.check.interval.ms=300000
         assert!(p("").is_err());
         assert!(p("zookeeper").is_err());
         assert!(p("Broker").is_err());
-        for role in ["broker", "controller"] {
-            assert_eq!(
-                err(&[("process.roles", role)]),
-                format!("invalid value \"{role}\" for process.roles: broker,controller: this build runs combined-mode nodes only: every node of a cluster is a broker and a quorum voter (broker-only and controller-only nodes are not supported yet)")
-            );
-        }
+        assert_eq!(
+            err(&[("process.roles", "controller")]),
+            "invalid value \"controller\" for process.roles: broker,controller or broker: every controller node is also a broker here (controller-only nodes are not supported yet)"
+        );
+        // A broker-only node: not a voter, no controller listener of its own.
+        assert!(
+            err(&[("process.roles", "broker")]).contains("a list without this node (node.id=1)")
+        );
+        let broker_only: &[(&str, &str)] = &[
+            ("process.roles", "broker"),
+            ("node.id", "4"),
+            ("listeners", "PLAINTEXT://127.0.0.1:9092"),
+        ];
+        assert_eq!(err(broker_only), "");
+        let mut with_ctrl = broker_only.to_vec();
+        with_ctrl[2] = (
+            "listeners",
+            "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        );
+        assert!(
+            err(&with_ctrl).contains("names that are not in listeners when process.roles=broker")
+        );
     }
 
     #[test]

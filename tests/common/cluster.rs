@@ -80,6 +80,8 @@ struct Node {
     child: Option<Child>,
     lines: Option<mpsc::Receiver<String>>,
     starts: usize,
+    /// A quorum voter (`broker,controller`); false: a broker-only node.
+    voter: bool,
 }
 
 impl Node {
@@ -146,6 +148,7 @@ impl Cluster {
                     child: None,
                     lines: None,
                     starts: 0,
+                    voter: true,
                 }
             })
             .collect();
@@ -220,6 +223,7 @@ impl Cluster {
     fn voters(&self) -> String {
         self.nodes
             .iter()
+            .filter(|n| n.voter)
             .map(|n| {
                 let port = match self.inbound.get(&n.id) {
                     Some(p) => p.port(),
@@ -244,8 +248,28 @@ impl Cluster {
 
     fn write_properties(&self, i: usize) {
         let n = &self.nodes[i];
-        let mut text = format!(
-            "process.roles=broker,controller\n\
+        let mut text = if n.voter {
+            String::new()
+        } else {
+            // A broker-only node: no controller listener of its own.
+            format!(
+                "process.roles=broker\n\
+                 node.id={id}\n\
+                 controller.quorum.voters={voters}\n\
+                 listeners=PLAINTEXT://127.0.0.1:{cp}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 inter.broker.listener.name=PLAINTEXT\n\
+                 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+                 log.dirs={data}\n",
+                id = n.id,
+                voters = self.voters(),
+                cp = n.client_port,
+                data = n.data_dir().display(),
+            )
+        };
+        if n.voter {
+            text = format!(
+                "process.roles=broker,controller\n\
              node.id={id}\n\
              controller.quorum.voters={voters}\n\
              listeners=PLAINTEXT://127.0.0.1:{cp},CONTROLLER://127.0.0.1:{pp}\n\
@@ -253,16 +277,49 @@ impl Cluster {
              inter.broker.listener.name=PLAINTEXT\n\
              listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
              log.dirs={data}\n",
-            id = n.id,
-            voters = self.voters(),
-            cp = n.client_port,
-            pp = n.controller_port,
-            data = n.data_dir().display(),
-        );
+                id = n.id,
+                voters = self.voters(),
+                cp = n.client_port,
+                pp = n.controller_port,
+                data = n.data_dir().display(),
+            );
+        }
         for (k, v) in FAST_SETTINGS {
             text.push_str(&format!("{k}={v}\n"));
         }
         fs::write(n.props(), text).expect("write server.properties");
+    }
+
+    /// Adds a broker-only node (`process.roles=broker`, the next id),
+    /// formatted for this cluster, starts it and waits until it is a
+    /// registered, unfenced broker; gives its id.
+    pub fn add_broker(&mut self) -> i32 {
+        let id = self.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+        let root = self
+            .root
+            .as_ref()
+            .expect("cluster root")
+            .path()
+            .to_path_buf();
+        let dir = root.join(format!("n{id}"));
+        fs::create_dir_all(dir.join("data")).expect("create node dir");
+        self.nodes.push(Node {
+            id,
+            dir,
+            client_port: free_port(),
+            controller_port: 0,
+            child: None,
+            lines: None,
+            starts: 0,
+            voter: false,
+        });
+        let i = self.nodes.len() - 1;
+        self.write_properties(i);
+        self.format(i);
+        self.start_nodes(&[id]);
+        let all = self.ids();
+        self.wait_brokers(&all, STARTUP_DEADLINE);
+        id
     }
 
     fn format(&self, i: usize) {

@@ -181,6 +181,36 @@ impl LogStore {
         })
     }
 
+    /// The first offset the log still has (None: empty and nothing purged).
+    pub fn first_index(&self) -> Option<u64> {
+        let i = self.inner.borrow();
+        i.entries
+            .keys()
+            .next()
+            .copied()
+            .or_else(|| i.purged.map(|p| p.index + 1))
+    }
+
+    /// The entries with records at offsets `from..=to`, as (offset, records).
+    pub fn normal_entries(
+        &self,
+        from: u64,
+        to: u64,
+    ) -> Vec<(u64, Vec<crate::cluster::records::MetadataRecord>)> {
+        if from > to {
+            return Vec::new();
+        }
+        self.inner
+            .borrow()
+            .entries
+            .range(from..=to)
+            .filter_map(|(i, (e, _))| match &e.payload {
+                openraft::EntryPayload::Normal(d) => Some((*i, d.records.clone())),
+                openraft::EntryPayload::Blank | openraft::EntryPayload::Membership(_) => None,
+            })
+            .collect()
+    }
+
     /// Whether the log was never written (no vote, no entry, nothing purged).
     pub fn is_empty(&self) -> bool {
         let i = self.inner.borrow();

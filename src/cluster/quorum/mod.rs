@@ -18,6 +18,7 @@
 pub mod lifecycle;
 pub mod log_store;
 pub mod network;
+pub mod observer;
 pub mod rpc;
 pub mod runtime;
 pub mod server;
@@ -76,6 +77,10 @@ pub struct QuorumSettings {
     pub endpoints: Vec<Endpoint>,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// Whether this node is a voter (`process.roles` has `controller`); a
+    /// broker-only node observes the quorum: it fetches the committed log
+    /// from the active controller ([`observer`]).
+    pub voter: bool,
 }
 
 /// Publishes images in order: each one a version above the last, with the
@@ -117,7 +122,15 @@ impl Publisher {
 /// The quorum member of this node (on shard 0).
 pub struct Quorum {
     settings: QuorumSettings,
-    raft: MetadataRaft,
+    /// The Raft node (voters only).
+    raft: Option<MetadataRaft>,
+    /// The log (voters: the active controller serves observers from it).
+    log: Option<LogStore>,
+    /// A broker-only node's view of the quorum.
+    observer: Option<observer::Observer>,
+    /// On the active controller: each observer's next wanted offset and
+    /// when it last fetched.
+    observers: RefCell<BTreeMap<i32, (u64, Instant)>>,
     state: StateMachine,
     publisher: Rc<Publisher>,
     peers: Peers,
@@ -170,8 +183,6 @@ impl Quorum {
         settings: QuorumSettings,
         publish: Publish,
     ) -> Result<Rc<Quorum>, QuorumStartError> {
-        let log = LogStore::open(&settings.data_dir)?;
-        let fresh = log.is_empty();
         let empty = MetadataImage::empty(settings.cluster_id.clone());
         let publisher = Rc::new(Publisher {
             latest: RefCell::new(Arc::new(empty.clone())),
@@ -182,12 +193,25 @@ impl Quorum {
             let p = p.clone();
             Box::pin(async move { p.applied(img).await })
         });
+        if !settings.voter {
+            // A broker-only node: no log of its own, the image comes from
+            // the active controller.
+            let state = StateMachine::in_memory(empty, sm_publish);
+            let q = Rc::new(Quorum::new(settings, None, None, state, publisher));
+            observer::start(&q);
+            return Ok(q);
+        }
+        let log = LogStore::open(&settings.data_dir)?;
+        let fresh = log.is_empty();
         let state = StateMachine::open(&settings.data_dir, empty, sm_publish)?;
         let single = settings.voters.len() == 1;
         let election_ms = settings.election_timeout.as_millis().max(100) as u64;
         let config = openraft::Config {
             cluster_name: settings.cluster_id.clone(),
-            heartbeat_interval: (election_ms / 5).max(20),
+            // openraft also takes the heartbeat interval as the timeout of
+            // its AppendEntries; the network stretches that to at least one
+            // election timeout (see `network.rs`).
+            heartbeat_interval: (election_ms / 3).max(20),
             election_timeout_min: election_ms,
             election_timeout_max: election_ms * 2,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1000),
@@ -202,8 +226,9 @@ impl Quorum {
             NetworkFactory {
                 cluster_id: settings.cluster_id.clone(),
                 voters: settings.voters.iter().cloned().collect(),
+                min_timeout: settings.election_timeout,
             },
-            log,
+            log.clone(),
             state.clone(),
         )
         .await
@@ -231,33 +256,61 @@ impl Quorum {
             // (a fresh one was elected by `initialize`).
             let _ = raft.trigger().elect(false).await;
         }
-        let peers = Peers::new(settings.cluster_id.clone());
-        let q = Rc::new(Quorum {
+        let q = Rc::new(Quorum::new(
+            settings,
+            Some(raft),
+            Some(log),
+            state,
+            publisher,
+        ));
+        q.clone().watch_leader();
+        q.clone().expire_sessions_periodically();
+        Ok(q)
+    }
+
+    fn new(
+        settings: QuorumSettings,
+        raft: Option<MetadataRaft>,
+        log: Option<LogStore>,
+        state: StateMachine,
+        publisher: Rc<Publisher>,
+    ) -> Quorum {
+        let observer = (!settings.voter).then(observer::Observer::default);
+        Quorum {
             rules: Rules {
                 session_timeout: settings.session_timeout,
                 open_files_limit: open_files_limit(),
             },
+            peers: Peers::new(settings.cluster_id.clone()),
             settings,
             raft,
+            log,
+            observer,
+            observers: RefCell::new(BTreeMap::new()),
             state,
             publisher,
-            peers,
             deciding: Cell::new(false),
             waiters: RefCell::new(Vec::new()),
             liveness: RefCell::new(Liveness::default()),
             broker_epoch: Cell::new(None),
             incarnation: uuid::Uuid::new_v4(),
             shutting_down: Cell::new(false),
-        });
-        q.clone().watch_leader();
-        q.clone().expire_sessions_periodically();
-        Ok(q)
+        }
     }
 
     /// Waits until the state machine has applied what was committed before
-    /// this start (up to `timeout`), so the node serves the image it had.
+    /// this start (up to `timeout`), so the node serves the image it had; a
+    /// broker-only node waits for its first fetch of the log.
     pub async fn wait_recovered(&self, timeout: Duration) {
-        if let Err(e) = self.raft.wait_for_recovery(Some(timeout)).await {
+        let Some(raft) = &self.raft else {
+            if let Some(o) = &self.observer {
+                if !o.wait_synced(timeout).await {
+                    log::warn!("metadata: no controller answered within {timeout:?}; serving what is known");
+                }
+            }
+            return;
+        };
+        if let Err(e) = raft.wait_for_recovery(Some(timeout)).await {
             log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
         }
     }
@@ -294,18 +347,20 @@ impl Quorum {
 
     /// The active controller as this node knows it.
     pub fn leader(&self) -> Option<i32> {
-        self.raft
-            .metrics()
-            .borrow_watched()
-            .current_leader
-            .map(kafka_id)
+        match (&self.raft, &self.observer) {
+            (Some(raft), _) => raft.metrics().borrow_watched().current_leader.map(kafka_id),
+            (None, Some(o)) => o.leader(),
+            (None, None) => None,
+        }
     }
 
     /// Whether this node is the active controller.
     pub fn is_leader(&self) -> bool {
-        let m = self.raft.metrics();
-        let m = m.borrow_watched();
-        m.state == ServerState::Leader
+        self.raft.as_ref().is_some_and(|raft| {
+            let m = raft.metrics();
+            let m = m.borrow_watched();
+            m.state == ServerState::Leader
+        })
     }
 
     /// The metadata offset applied on this node.
@@ -318,15 +373,21 @@ impl Quorum {
         self.state.image()
     }
 
-    /// The openraft handle (DescribeQuorum reads its metrics).
-    pub fn raft(&self) -> &MetadataRaft {
-        &self.raft
-    }
-
     /// Waits (up to `timeout`) until this node applied `offset`.
     pub async fn wait_applied(&self, offset: u64, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let mut m = self.raft.metrics();
+        let Some(raft) = &self.raft else {
+            // A broker-only node applies what it fetches: poll.
+            while self.applied_offset() < offset {
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            return true;
+        };
+        let mut m = raft.metrics();
+        m.borrow_and_update();
         loop {
             if self.applied_offset() >= offset {
                 return true;
@@ -377,12 +438,11 @@ impl Quorum {
         let _g = self.lock_deciding().await;
         let not_controller =
             |q: &Quorum| ControllerUnavailable::NotController { leader: q.leader() };
-        if !self.is_leader() {
+        let Some(raft) = self.raft.as_ref().filter(|_| self.is_leader()) else {
             return Err(not_controller(self));
-        }
+        };
         // Every committed entry applied first: decisions see the latest image.
-        if self
-            .raft
+        if raft
             .ensure_linearizable(ReadPolicy::ReadIndex)
             .await
             .is_err()
@@ -404,8 +464,7 @@ impl Quorum {
                 offset: image.offset,
             });
         }
-        let written = self
-            .raft
+        let written = raft
             .client_write(MetadataEntry {
                 records: decision.records,
             })
@@ -484,7 +543,12 @@ impl Quorum {
     /// (NotController otherwise): voters and learners with how far their
     /// logs match the leader's and when they last answered.
     pub fn status(&self) -> Result<QuorumStatus, ControllerUnavailable> {
-        let m = self.raft.metrics().borrow_watched().clone();
+        let Some(raft) = &self.raft else {
+            return Err(ControllerUnavailable::NotController {
+                leader: self.leader(),
+            });
+        };
+        let m = raft.metrics().borrow_watched().clone();
         if m.state != ServerState::Leader {
             return Err(ControllerUnavailable::NotController {
                 leader: m.current_leader.map(kafka_id),
@@ -529,7 +593,21 @@ impl Quorum {
             leader_epoch: m.current_term as i64,
             high_watermark: committed,
             voters: membership.voter_ids().map(replica).collect(),
-            observers: membership.learner_ids().map(replica).collect(),
+            observers: self
+                .observers
+                .borrow()
+                .iter()
+                .map(|(id, (next, at))| ReplicaStatus {
+                    node_id: *id,
+                    log_end_offset: *next as i64,
+                    last_fetch_ms: wall_of(*at),
+                    last_caught_up_ms: if *next as i64 >= committed {
+                        wall_of(*at)
+                    } else {
+                        -1
+                    },
+                })
+                .collect(),
             endpoints: membership
                 .nodes()
                 .map(|(id, n)| (kafka_id(*id), n.addr.clone()))
@@ -571,7 +649,8 @@ impl Quorum {
     /// gives brokers fresh sessions when this node becomes it.
     fn watch_leader(self: Rc<Self>) {
         let me = Rc::downgrade(&self);
-        let mut metrics = self.raft.metrics();
+        let Some(raft) = &self.raft else { return };
+        let mut metrics = raft.metrics();
         drop(self);
         crate::stall::spawn_local("metadata quorum leader", async move {
             let mut was_leader = false;
@@ -621,7 +700,8 @@ impl Quorum {
                     continue;
                 }
                 let timeout = q.settings.request_timeout;
-                match within(timeout, q.raft.client_write(MetadataEntry { records })).await {
+                let Some(raft) = q.raft.as_ref() else { break };
+                match within(timeout, raft.client_write(MetadataEntry { records })).await {
                     Some(Ok(_)) => {}
                     Some(Err(e)) => log::warn!("fencing brokers failed: {e}"),
                     None => log::warn!("fencing brokers: not committed within {timeout:?}"),
@@ -633,8 +713,77 @@ impl Quorum {
 
     /// Stops the Raft node (shutdown).
     pub async fn stop(&self) {
-        if let Err(e) = self.raft.shutdown().await {
-            log::warn!("metadata quorum shutdown: {e}");
+        if let Some(raft) = &self.raft {
+            if let Err(e) = raft.shutdown().await {
+                log::warn!("metadata quorum shutdown: {e}");
+            }
+        }
+    }
+
+    /// On the active controller: the committed log from offset `from`, for
+    /// the broker-only node `broker` (KRaft observers fetch it the same
+    /// way). Waits up to `wait` for something new when there is nothing.
+    pub async fn fetch_log(
+        &self,
+        broker: i32,
+        from: u64,
+        wait: Duration,
+    ) -> Result<rpc::LogChunk, ControllerUnavailable> {
+        let not_controller = || ControllerUnavailable::NotController {
+            leader: self.leader(),
+        };
+        let (Some(raft), Some(log)) = (self.raft.as_ref(), self.log.as_ref()) else {
+            return Err(not_controller());
+        };
+        if !self.is_leader() {
+            return Err(not_controller());
+        }
+        self.observers
+            .borrow_mut()
+            .insert(broker, (from, Instant::now()));
+        let committed = || {
+            raft.metrics()
+                .borrow_watched()
+                .cluster_committed
+                .map(|c| c.index)
+        };
+        let deadline = Instant::now() + wait;
+        // One receiver, marked seen: `changed` then waits for a new value
+        // (a fresh clone would see the old one as unseen and spin).
+        let mut m = raft.metrics();
+        m.borrow_and_update();
+        loop {
+            let upto = committed();
+            let has_new = upto.is_some_and(|c| c >= from);
+            if has_new || Instant::now() >= deadline {
+                let upto = upto.unwrap_or(0);
+                let first = log.first_index();
+                let mut chunk = rpc::LogChunk {
+                    leader_id: self.settings.node_id,
+                    committed: upto,
+                    snapshot: None,
+                    entries: Vec::new(),
+                };
+                let mut start = from;
+                if first.is_some_and(|f| from < f) {
+                    // Purged below `from`: the image, then what follows it.
+                    let image = self.state.image();
+                    chunk.snapshot = Some(self.state.image_bytes().map_err(|e| {
+                        ControllerUnavailable::Stopped {
+                            reason: e.to_string(),
+                        }
+                    })?);
+                    start = image.offset + 1;
+                }
+                if has_new {
+                    chunk.entries = log.normal_entries(start, upto);
+                }
+                return Ok(chunk);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Some(Err(_)) = within(left, m.changed()).await {
+                return Err(not_controller());
+            }
         }
     }
 }

@@ -26,6 +26,12 @@ pub struct NetworkFactory {
     /// moved are reached where this node's configuration says (as Kafka's
     /// static quorum reads the voters from the configuration at each start).
     pub voters: std::collections::BTreeMap<i32, String>,
+    /// The shortest timeout of an RPC: `controller.quorum.election.timeout.ms`.
+    /// openraft asks for its heartbeat interval on AppendEntries; a follower
+    /// that needs longer (a loaded machine, a slow fsync) is still within
+    /// its election timeout, so the leader waits that long rather than drop
+    /// the connection and retry.
+    pub min_timeout: std::time::Duration,
 }
 
 impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
@@ -42,6 +48,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
             target,
             addr,
             cluster_id: self.cluster_id.clone(),
+            min_timeout: self.min_timeout,
             conn: None,
         }
     }
@@ -53,6 +60,7 @@ pub struct Network {
     target: u64,
     addr: String,
     cluster_id: String,
+    min_timeout: std::time::Duration,
     conn: Option<TcpStream>,
 }
 
@@ -82,22 +90,17 @@ impl Network {
         req: &QuorumRequest,
         option: &RPCOption,
     ) -> Result<QuorumResponse, RPCError<TypeConfig>> {
-        exchange(
-            &mut self.conn,
-            &self.addr,
-            &self.cluster_id,
-            req,
-            option.hard_ttl(),
-        )
-        .await
-        .map_err(|e| {
-            log::debug!(
-                "metadata quorum: node {} at {}: {e}",
-                self.target,
-                self.addr
-            );
-            unreachable(&e)
-        })
+        let timeout = option.hard_ttl().max(self.min_timeout);
+        exchange(&mut self.conn, &self.addr, &self.cluster_id, req, timeout)
+            .await
+            .map_err(|e| {
+                log::debug!(
+                    "metadata quorum: node {} at {}: {e}",
+                    self.target,
+                    self.addr
+                );
+                unreachable(&e)
+            })
     }
 }
 

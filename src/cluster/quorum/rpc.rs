@@ -53,6 +53,27 @@ pub enum QuorumRequest {
     Controller(ControllerRequest),
     /// The quorum's state, as the active controller sees it (DescribeQuorum).
     Describe,
+    /// A broker-only node fetches the committed log from offset `from`.
+    FetchLog {
+        /// The fetching broker.
+        broker_id: i32,
+        /// The first offset it does not have.
+        from: u64,
+    },
+}
+
+/// Committed metadata for a broker-only node: the image when the entries it
+/// asked for are purged, then the entries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogChunk {
+    /// The active controller.
+    pub leader_id: i32,
+    /// The last committed offset.
+    pub committed: u64,
+    /// The image (its JSON snapshot form), when the log from `from` is gone.
+    pub snapshot: Option<Vec<u8>>,
+    /// Committed entries with records, by offset.
+    pub entries: Vec<(u64, Vec<crate::cluster::records::MetadataRecord>)>,
 }
 
 /// One replica of the metadata log, as DescribeQuorum shows it.
@@ -136,6 +157,8 @@ pub enum QuorumResponse {
     Controller(Result<Answer, ControllerUnavailable>),
     /// The quorum's state.
     Describe(Result<QuorumStatus, ControllerUnavailable>),
+    /// The committed log for a broker-only node.
+    Log(Result<LogChunk, ControllerUnavailable>),
     /// The cluster ids match: requests may follow.
     Welcome,
     /// The request could not be read, or the caller is of another cluster.

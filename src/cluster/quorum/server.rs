@@ -84,24 +84,30 @@ async fn connection(q: Rc<Quorum>, mut s: TcpStream, peer: SocketAddr) {
 }
 
 async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
+    let Some(raft) = q.raft.as_ref() else {
+        return QuorumResponse::Malformed("this node is not a voter".into());
+    };
     match req {
-        QuorumRequest::Append(r) => QuorumResponse::Append(q.raft.append_entries(r).await),
-        QuorumRequest::Vote(r) => QuorumResponse::Vote(q.raft.vote(r).await),
-        QuorumRequest::PreVote(r) => QuorumResponse::Vote(q.raft.pre_vote(r).await),
+        QuorumRequest::Append(r) => QuorumResponse::Append(raft.append_entries(r).await),
+        QuorumRequest::Vote(r) => QuorumResponse::Vote(raft.vote(r).await),
+        QuorumRequest::PreVote(r) => QuorumResponse::Vote(raft.pre_vote(r).await),
         QuorumRequest::Snapshot { vote, meta, data } => QuorumResponse::Snapshot(
-            q.raft
-                .install_full_snapshot(
-                    vote,
-                    Snapshot {
-                        meta,
-                        snapshot: data,
-                    },
-                )
-                .await
-                .map_err(|e| e.to_string()),
+            raft.install_full_snapshot(
+                vote,
+                Snapshot {
+                    meta,
+                    snapshot: data,
+                },
+            )
+            .await
+            .map_err(|e| e.to_string()),
         ),
         QuorumRequest::Controller(r) => QuorumResponse::Controller(q.handle(r).await),
         QuorumRequest::Describe => QuorumResponse::Describe(q.status()),
+        QuorumRequest::FetchLog { broker_id, from } => QuorumResponse::Log(
+            q.fetch_log(broker_id, from, std::time::Duration::from_millis(500))
+                .await,
+        ),
         QuorumRequest::Hello { .. } => QuorumResponse::Welcome,
     }
 }

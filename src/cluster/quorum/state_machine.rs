@@ -184,6 +184,59 @@ impl StateMachine {
         })
     }
 
+    /// A state machine kept in memory only (a broker-only node, which
+    /// fetches the log instead of storing it).
+    pub fn in_memory(empty: MetadataImage, publish: Publish) -> StateMachine {
+        StateMachine {
+            inner: Rc::new(RefCell::new(Inner {
+                dir: PathBuf::new(),
+                last_applied: None,
+                membership: StoredMembership::default(),
+                image: Arc::new(empty),
+                snapshot: None,
+            })),
+            publish,
+        }
+    }
+
+    /// The image in its snapshot form (JSON), for a broker-only node.
+    pub fn image_bytes(&self) -> io::Result<Vec<u8>> {
+        serde_json::to_vec(&ImageSnapshot::of(&self.inner.borrow().image)).map_err(io::Error::other)
+    }
+
+    /// A broker-only node: takes the image of a snapshot (from
+    /// [`StateMachine::image_bytes`]) and publishes it.
+    pub async fn install_fetched(&self, snapshot: &[u8]) -> io::Result<()> {
+        let img: ImageSnapshot = serde_json::from_slice(snapshot).map_err(io::Error::other)?;
+        {
+            let mut i = self.inner.borrow_mut();
+            i.image = Arc::new(img.into_image(&i.image));
+        }
+        (self.publish)(self.image()).await;
+        Ok(())
+    }
+
+    /// A broker-only node: applies fetched committed entries (offset,
+    /// records) after its image, in order, and publishes the result.
+    pub async fn apply_fetched(
+        &self,
+        entries: &[(u64, Vec<crate::cluster::records::MetadataRecord>)],
+    ) {
+        let mut changed = false;
+        {
+            let mut i = self.inner.borrow_mut();
+            for (offset, records) in entries {
+                if *offset > i.image.offset {
+                    i.image = Arc::new(i.image.apply(*offset, records));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            (self.publish)(self.image()).await;
+        }
+    }
+
     /// The image applied so far.
     pub fn image(&self) -> Arc<MetadataImage> {
         self.inner.borrow().image.clone()
