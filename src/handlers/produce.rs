@@ -457,6 +457,8 @@ pub async fn handle(
     // Built from the answers alone: they have the request's shape, so no
     // partition can be left without one.
     let with_leaders = frame.prefix.api_version >= 10;
+    // The leaders as of now, not as of the request's arrival.
+    let now = shard.metadata();
     let mut endpoints = BTreeMap::new();
     let mut resp = ProduceResponse::default();
     resp.responses = results
@@ -475,7 +477,7 @@ pub async fn handle(
                     pr.log_start_offset = r.log_start_offset;
                     pr.error_message = r.error_message.map(StrBytes::from_string);
                     if with_leaders && r.error_code == codes::NOT_LEADER_OR_FOLLOWER {
-                        let l = leadership::current_leader(&image, t.name.0.as_str(), r.index);
+                        let l = leadership::current_leader(&now, t.name.0.as_str(), r.index);
                         pr.current_leader.leader_id = BrokerId(l.leader_id);
                         pr.current_leader.leader_epoch = l.leader_epoch;
                         if let Some(node) = l.node {

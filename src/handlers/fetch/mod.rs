@@ -405,7 +405,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .collect();
     // KIP-951 (v16+, as Kafka's `handleFetchRequest`): a partition refused
     // with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
-    // leader, and the response the alive leaders' endpoints.
+    // leader, and the response the alive leaders' endpoints (as of now: a
+    // long poll may have waited).
+    let now = shard.metadata();
     let mut endpoints = BTreeMap::new();
     for (slot, r) in slots.iter().zip(results) {
         let refused = matches!(
@@ -413,7 +415,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
         );
         let current_leader = (version >= 16 && refused).then(|| {
-            let l = leadership::current_leader(&image, &slot.read.topic, slot.read.partition);
+            let l = leadership::current_leader(&now, &slot.read.topic, slot.read.partition);
             if let Some(node) = l.node {
                 endpoints.insert(node.node_id, node);
             }
