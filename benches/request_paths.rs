@@ -189,6 +189,7 @@ fn bench_fetch(c: &mut Criterion) {
                         last_stable_offset: 1_000_000,
                         log_start_offset: 0,
                         aborted_transactions: None,
+                        current_leader: None,
                         regions: vec![FileRegion {
                             file: file.clone(),
                             position: p as u64 * region,
@@ -202,7 +203,7 @@ fn bench_fetch(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(1 << 20));
         g.bench_function(
             BenchmarkId::new("encode response (1 MiB as file regions)", &name),
-            |bench| bench.iter(|| encode_fetch_response(FETCH_V, 7, 0, &t, 0).len()),
+            |bench| bench.iter(|| encode_fetch_response(FETCH_V, 7, 0, &t, 0, &[]).len()),
         );
     }
     g.finish();

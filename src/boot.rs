@@ -441,8 +441,9 @@ const SINGLE_NODE_READY: Duration = Duration::from_secs(30);
 
 /// Starts the quorum member on shard 0: the Raft node, the controller
 /// listener, the broker's registration and heartbeats. A single-voter node
-/// waits until its broker is alive and earlier topics are adopted, so it
-/// serves the same topics as before from its first request.
+/// waits until its broker is alive in every shard's image (so its
+/// partitions are led again) and earlier topics are adopted, so it serves
+/// the same topics as before from its first request.
 async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(), String> {
     let weak = std::rc::Rc::downgrade(shard);
     let publish: crate::cluster::quorum::state_machine::Publish = std::rc::Rc::new(move |img| {
@@ -476,9 +477,13 @@ async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(
     let data_dir = boot.settings.data_dir.clone();
     let adopt = {
         let q = q.clone();
+        let shard = shard.clone();
         async move {
-            // Adopt once this process's broker is registered and alive.
-            while !q.broker_is_alive() {
+            // Adopt once this process's broker is registered and alive, in
+            // the images every shard serves with: the same records lead its
+            // partitions again, and only the leader serves them.
+            while !q.broker_is_alive() || !alive_on_every_shard(&shard, node, q.incarnation()).await
+            {
                 glommio::timer::sleep(Duration::from_millis(20)).await;
             }
             crate::cluster::quorum::lifecycle::adopt_inbox(&q, &data_dir).await;
@@ -503,6 +508,27 @@ async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(
         stall::spawn_local("adopt topics", adopt).detach();
     }
     Ok(())
+}
+
+/// Whether every shard's applied metadata image shows broker `node`
+/// registered by this process (`incarnation`) and alive: the quorum's image
+/// is ahead of the shards' until its publication ends, and after a kill -9
+/// they may still show the previous process's registration.
+async fn alive_on_every_shard(shard: &Shard, node: i32, incarnation: uuid::Uuid) -> bool {
+    for target in 0..shard.shards {
+        let alive = shard
+            .invoke_on(target, move |s| async move {
+                s.metadata()
+                    .registrations
+                    .get(&node)
+                    .is_some_and(|b| b.incarnation_id == incarnation && b.is_alive())
+            })
+            .await;
+        if alive != Ok(true) {
+            return false;
+        }
+    }
+    true
 }
 
 async fn shard_main(

@@ -12,6 +12,7 @@ pub use crate::cluster::error::{
     CopiedDirectory, InvalidAssignment, InvalidConfig, InvalidPartitions, InvalidRequest,
     InvalidTopic, StorageFailure,
 };
+pub use crate::cluster::leadership::LeadershipError;
 use crate::cluster::quorum::rpc::ControllerUnavailable;
 use crate::storage::{BatchError, StorageError};
 
@@ -231,6 +232,22 @@ impl KafkaCode for MetadataError {
     }
 }
 
+impl KafkaCode for LeadershipError {
+    fn code(&self) -> i16 {
+        match self {
+            LeadershipError::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
+            // Kafka `ReplicaManager.getPartitionOrError`: the topic exists,
+            // the replica is elsewhere.
+            LeadershipError::NotReplica { .. } => E::NotLeaderOrFollower.code(),
+            // Kafka's `HostedPartition.Offline`.
+            LeadershipError::ReplicaOffline { .. } => E::KafkaStorageError.code(),
+            LeadershipError::NotLeader => E::NotLeaderOrFollower.code(),
+            LeadershipError::FencedLeaderEpoch { .. } => E::FencedLeaderEpoch.code(),
+            LeadershipError::UnknownLeaderEpoch { .. } => E::UnknownLeaderEpoch.code(),
+        }
+    }
+}
+
 impl KafkaCode for ShardError {
     fn code(&self) -> i16 {
         match self {
@@ -260,6 +277,11 @@ pub mod codes {
     pub const UNKNOWN_TOPIC_ID: i16 = E::UnknownTopicId.code();
     /// LEADER_NOT_AVAILABLE (5): a partition without a leader (Metadata).
     pub const LEADER_NOT_AVAILABLE: i16 = E::LeaderNotAvailable.code();
+    /// NOT_LEADER_OR_FOLLOWER (6): this broker does not lead the partition
+    /// (the answers that carry the current leader, KIP-951).
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = E::NotLeaderOrFollower.code();
+    /// FENCED_LEADER_EPOCH (74): the request's leader epoch is older (KIP-320).
+    pub const FENCED_LEADER_EPOCH: i16 = E::FencedLeaderEpoch.code();
 }
 
 // ---- answers ----
@@ -328,6 +350,7 @@ impl KafkaCode for ProduceError {
             ProduceError::Producer(e) => e.code(),
             ProduceError::NotEnoughReplicas { .. } => E::NotEnoughReplicas.code(),
             ProduceError::Storage(e) => e.code(),
+            ProduceError::Leadership(e) => e.code(),
         }
     }
 }
@@ -645,6 +668,7 @@ mod partition_owner_tests {
                 19,
             ),
             (ProduceError::Storage(io()), 56),
+            (ProduceError::Leadership(LeadershipError::NotLeader), 6),
         ];
         crate::error::code_tables::table(&table);
     }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod format;
 pub mod image_apply;
 pub mod import;
+pub mod leadership;
 pub mod metadata;
 pub mod placement;
 pub mod quorum;

@@ -1,7 +1,7 @@
 //! Exhaustive code tables: one variant index per `KafkaCode` enum (an
 //! exhaustive `match`, no `_`) and [`check`], which every table test of
 //! `src/error.rs` goes through; plus the tables of `StorageError`,
-//! `BatchError` and `ShardError`.
+//! `BatchError`, `ShardError` and `LeadershipError`.
 
 use super::*;
 use crate::group::GroupError;
@@ -95,7 +95,7 @@ impl Variants for TxnError {
 }
 
 impl Variants for ProduceError {
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
     fn index(&self) -> usize {
         match self {
             ProduceError::Batch(_) => 0,
@@ -106,6 +106,21 @@ impl Variants for ProduceError {
             ProduceError::Producer(_) => 5,
             ProduceError::NotEnoughReplicas { .. } => 6,
             ProduceError::Storage(_) => 7,
+            ProduceError::Leadership(_) => 8,
+        }
+    }
+}
+
+impl Variants for LeadershipError {
+    const COUNT: usize = 6;
+    fn index(&self) -> usize {
+        match self {
+            LeadershipError::UnknownTopicOrPartition => 0,
+            LeadershipError::NotReplica { .. } => 1,
+            LeadershipError::ReplicaOffline { .. } => 2,
+            LeadershipError::NotLeader => 3,
+            LeadershipError::FencedLeaderEpoch { .. } => 4,
+            LeadershipError::UnknownLeaderEpoch { .. } => 5,
         }
     }
 }
@@ -359,6 +374,52 @@ fn controller_error_codes() {
 #[test]
 fn shard_error_codes() {
     table(&[(ShardError::Unavailable(3), 7)]);
+}
+
+#[test]
+fn leadership_error_codes_and_texts() {
+    let rows: [(LeadershipError, i16, &str); 6] = [
+        (
+            LeadershipError::UnknownTopicOrPartition,
+            3,
+            "unknown topic or partition",
+        ),
+        (
+            LeadershipError::NotReplica { broker: 2 },
+            6,
+            "broker 2 holds no replica of this partition",
+        ),
+        (
+            LeadershipError::ReplicaOffline { broker: 2 },
+            56,
+            "broker 2 has this partition's log offline",
+        ),
+        (
+            LeadershipError::NotLeader,
+            6,
+            "this broker is not the leader of this partition",
+        ),
+        (
+            LeadershipError::FencedLeaderEpoch {
+                requested: 1,
+                current: 2,
+            },
+            74,
+            "leader epoch 1 is older than the current leader epoch 2",
+        ),
+        (
+            LeadershipError::UnknownLeaderEpoch {
+                requested: 3,
+                current: 2,
+            },
+            75,
+            "leader epoch 3 is newer than the current leader epoch 2",
+        ),
+    ];
+    check(rows.iter().map(|(e, c, _)| (e, *c)));
+    for (e, _, text) in &rows {
+        assert_eq!(e.to_string(), *text, "{e:?}");
+    }
 }
 
 #[test]

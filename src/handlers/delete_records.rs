@@ -1,6 +1,8 @@
 //! DeleteRecords (key 21), v0–v2: moves a partition's log start offset
 //! (offset -1 = the high watermark) and deletes the segments below it;
-//! consumers positioned earlier get OFFSET_OUT_OF_RANGE and reset.
+//! consumers positioned earlier get OFFSET_OUT_OF_RANGE and reset. Only the
+//! partition's leader deletes (NOT_LEADER_OR_FOLLOWER otherwise, as Kafka's
+//! `Partition.deleteRecordsOnLeader`).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
 use super::{respond, HandlerResult};
+use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -35,9 +38,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 let (pi, offset) = (p.partition_index, p.offset);
                 let r = shard
                     .invoke_on(shard.owner(&topic, pi), move |s| async move {
-                        match s.partition(&topic, pi) {
-                            None => Err(codes::UNKNOWN_TOPIC_OR_PARTITION),
-                            Some(part) => part.delete_records(offset).await.map_err(|e| e.code()),
+                        match s.serving(&topic, pi, Requester::Client, None) {
+                            Err(e) => Err(e.code()),
+                            Ok(part) => part.delete_records(offset).await.map_err(|e| e.code()),
                         }
                     })
                     .await

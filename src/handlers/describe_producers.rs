@@ -2,6 +2,9 @@
 //! knows, with epoch, last sequence, last timestamp, the coordinator epoch of
 //! their last transaction marker (-1 if none) and the first offset of their
 //! ongoing transaction (`current_txn_start_offset`, -1 if none; KIP-98).
+//! Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER otherwise):
+//! Kafka lets any replica answer with its copy of the producer state, but a
+//! follower's is not replicated yet (see docs/decisions/not-leader-answers.md).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
 use super::{respond, HandlerResult};
+use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -35,11 +39,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 let owner = shard.owner(&topic, p);
                 let states = shard
                     .invoke_on(owner, move |s| async move {
-                        s.partition(&topic, p).map(|part| part.describe_producers())
+                        s.serving(&topic, p, Requester::Client, None)
+                            .map(|part| part.describe_producers())
                     })
                     .await;
                 match states {
-                    Ok(Some(list)) => {
+                    Ok(Ok(list)) => {
                         rp.active_producers = list
                             .into_iter()
                             .map(|s| {
@@ -54,7 +59,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             })
                             .collect()
                     }
-                    Ok(None) => rp.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION,
+                    Ok(Err(e)) => rp.error_code = e.code(),
                     Err(e) => rp.error_code = e.code(),
                 }
             }

@@ -10,6 +10,14 @@
 //! nothing to wait for: every answer is local and immediate. As in Kafka, timestamp and max-timestamp answers must lie
 //! below the last fetchable offset (the LSO under READ_COMMITTED, the high
 //! watermark otherwise); an answer at or past it is -1/-1.
+//!
+//! Only the partition's leader answers (NOT_LEADER_OR_FOLLOWER otherwise);
+//! a `current_leader_epoch` (v4+, KIP-320) older than the partition's gets
+//! FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (-1: not checked).
+//! The answer's `leader_epoch` is the partition's leader epoch for latest,
+//! earliest and earliest-local (Kafka gives its leader-epoch cache's entry
+//! for earliest, the same epoch while the leader never changed), the found
+//! batch's `partitionLeaderEpoch` for timestamp and max-timestamp lookups.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,6 +28,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{respond, HandlerResult};
+use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::partition::{Partition, READ_COMMITTED};
@@ -53,20 +62,40 @@ struct Answer {
     error_code: i16,
     timestamp: i64,
     offset: i64,
+    /// The leader epoch of the answer (v4+): the partition's for latest,
+    /// earliest and earliest-local, the found batch's for timestamp and
+    /// max-timestamp lookups; -1 with no offset.
+    leader_epoch: i32,
 }
 
-fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: i8) -> Answer {
-    let none = Answer {
-        error_code: 0,
-        timestamp: -1,
-        offset: -1,
+impl Answer {
+    /// An error answer, or no offset (`error_code` 0).
+    fn none(error_code: i16) -> Answer {
+        Answer {
+            error_code,
+            timestamp: -1,
+            offset: -1,
+            leader_epoch: -1,
+        }
+    }
+}
+
+/// Runs on the owner: answers one partition of the request, whose
+/// `current_leader_epoch` (None: not checked) is fenced first (KIP-320).
+fn lookup(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+    ts: i64,
+    isolation_level: i8,
+    current_leader_epoch: Option<i32>,
+) -> Answer {
+    let none = Answer::none(0);
+    let part = match shard.serving(topic, partition, Requester::Client, current_leader_epoch) {
+        Ok(part) => part,
+        Err(e) => return Answer::none(e.code()),
     };
-    let Some(part) = shard.partition(topic, partition) else {
-        return Answer {
-            error_code: codes::UNKNOWN_TOPIC_OR_PARTITION,
-            ..none
-        };
-    };
+    let epoch = part.leader_epoch();
     let last_fetchable = if isolation_level == READ_COMMITTED {
         part.last_stable_offset()
     } else {
@@ -75,10 +104,12 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
     let r: Result<Answer, StorageError> = match ts {
         LATEST => Ok(Answer {
             offset: last_fetchable,
+            leader_epoch: epoch,
             ..none
         }),
         EARLIEST | EARLIEST_LOCAL => Ok(Answer {
             offset: part.log_start_offset(),
+            leader_epoch: epoch,
             ..none
         }),
         LATEST_TIERED => Ok(none),
@@ -88,13 +119,15 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
                 // The batch holding the largest timestamp ends at `last_offset`;
                 // find the first record in it carrying that timestamp.
                 let exact = first_record_at_or_after(&part, last_offset, max_ts, true, -1)?;
-                let (offset, timestamp) = match exact {
-                    InBatch::Found(o, t) => (o, t),
-                    InBatch::NoneBefore(_) | InBatch::Undecodable => (last_offset, max_ts),
+                let (offset, timestamp, leader_epoch) = match exact {
+                    InBatch::Found(o, t, e) => (o, t, e),
+                    InBatch::NoneBefore(_, e) => (last_offset, max_ts, e),
+                    InBatch::Undecodable => (last_offset, max_ts, -1),
                 };
                 Ok(Answer {
                     offset,
                     timestamp,
+                    leader_epoch,
                     error_code: 0,
                 })
             }
@@ -110,25 +143,23 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
                 let mut at = base_offset.max(start);
                 let found = loop {
                     match first_record_at_or_after(&part, at, t, false, start)? {
-                        InBatch::Found(o, ts) => break Some((o, ts)),
-                        InBatch::NoneBefore(next) if next < last_fetchable => at = next,
-                        InBatch::NoneBefore(_) => break None,
-                        InBatch::Undecodable => break Some((at, batch_max_ts)),
+                        InBatch::Found(o, ts, e) => break Some((o, ts, e)),
+                        InBatch::NoneBefore(next, _) if next < last_fetchable => at = next,
+                        InBatch::NoneBefore(..) => break None,
+                        InBatch::Undecodable => break Some((at, batch_max_ts, -1)),
                     }
                 };
-                Ok(found.map_or(none, |(offset, timestamp)| Answer {
-                    offset,
-                    timestamp,
-                    error_code: 0,
-                }))
+                Ok(
+                    found.map_or(none, |(offset, timestamp, leader_epoch)| Answer {
+                        offset,
+                        timestamp,
+                        leader_epoch,
+                        error_code: 0,
+                    }),
+                )
             }
         }),
-        _ => {
-            return Answer {
-                error_code: codes::UNSUPPORTED_VERSION,
-                ..none
-            }
-        }
+        _ => return Answer::none(codes::UNSUPPORTED_VERSION),
     };
     match r {
         Ok(a) if ts >= 0 || ts == MAX_TIMESTAMP => {
@@ -139,19 +170,18 @@ fn lookup(shard: &Shard, topic: &str, partition: i32, ts: i64, isolation_level: 
             }
         }
         Ok(a) => a,
-        Err(e) => Answer {
-            error_code: e.code(),
-            ..none
-        },
+        Err(e) => Answer::none(e.code()),
     }
 }
 
 /// What one batch holds for a timestamp lookup.
 enum InBatch {
-    /// (offset, timestamp) of the first matching record.
-    Found(i64, i64),
-    /// No record of the batch matches; the next batch starts at this offset.
-    NoneBefore(i64),
+    /// (offset, timestamp) of the first matching record, and the batch's
+    /// partition leader epoch.
+    Found(i64, i64, i32),
+    /// No record of the batch matches; the next batch starts at this
+    /// offset. With the batch's partition leader epoch.
+    NoneBefore(i64, i32),
     /// The batch could not be decoded.
     Undecodable,
 }
@@ -199,9 +229,10 @@ fn first_record_at_or_after(
                         r.timestamp >= ts
                     })
         })
-        .map_or(InBatch::NoneBefore(header.next_offset()), |r| {
-            InBatch::Found(r.offset, r.timestamp)
-        }))
+        .map_or(
+            InBatch::NoneBefore(header.next_offset(), header.partition_leader_epoch),
+            |r| InBatch::Found(r.offset, r.timestamp, header.partition_leader_epoch),
+        ))
 }
 
 /// Answers ListOffsets.
@@ -217,36 +248,25 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         for p in &t.partitions {
             // Checked before the partition, as Kafka does.
             if first_version_for(p.timestamp).is_none_or(|v| version < v) {
-                row.push(Answer {
-                    error_code: codes::UNSUPPORTED_VERSION,
-                    timestamp: -1,
-                    offset: -1,
-                });
+                row.push(Answer::none(codes::UNSUPPORTED_VERSION));
                 continue;
             }
             let known = meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index));
             if !known {
-                row.push(Answer {
-                    error_code: codes::UNKNOWN_TOPIC_OR_PARTITION,
-                    timestamp: -1,
-                    offset: -1,
-                });
+                row.push(Answer::none(codes::UNKNOWN_TOPIC_OR_PARTITION));
                 continue;
             }
             let topic: Arc<str> = Arc::from(name);
             let (pi, ts, iso) = (p.partition_index, p.timestamp, req.isolation_level);
+            // Kafka: -1 (the crate's value before v4) is not checked.
+            let epoch = (p.current_leader_epoch != -1).then_some(p.current_leader_epoch);
             let owner = shard.owner(name, pi);
             let a = shard
-                .invoke_on(
-                    owner,
-                    move |s| async move { lookup(&s, &topic, pi, ts, iso) },
-                )
+                .invoke_on(owner, move |s| async move {
+                    lookup(&s, &topic, pi, ts, iso, epoch)
+                })
                 .await
-                .unwrap_or_else(|e| Answer {
-                    error_code: e.code(),
-                    timestamp: -1,
-                    offset: -1,
-                });
+                .unwrap_or_else(|e| Answer::none(e.code()));
             row.push(a);
         }
         answers.push(row);
@@ -270,7 +290,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     pr.timestamp = a.timestamp;
                     pr.offset = a.offset;
                     // leader_epoch exists from v4 (KIP-320); the crate rejects it earlier.
-                    pr.leader_epoch = if version >= 4 && a.offset >= 0 { 0 } else { -1 };
+                    pr.leader_epoch = if version >= 4 && a.offset >= 0 {
+                        a.leader_epoch
+                    } else {
+                        -1
+                    };
                     pr
                 })
                 .collect();

@@ -10,6 +10,13 @@
 //! order. acks=0 gets no response; an error with acks=0 closes the connection,
 //! as Kafka does, so the client refreshes its metadata.
 //!
+//! Only the partition's leader appends: a follower, a partition without a
+//! leader and a partition of an existing topic with no replica here get
+//! NOT_LEADER_OR_FOLLOWER (6), decided on the owner
+//! (`Shard::serving`, and `Partition::produce` again); from v10 (KIP-951)
+//! such answers carry the partition's `current_leader` and the response the
+//! leaders' `node_endpoints`, so clients re-route without a Metadata round.
+//!
 //! Transactional batches (KIP-98) need the request's `transactional_id`
 //! (TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise). A batch that would start
 //! a transaction on a partition is held back until the transaction
@@ -17,16 +24,21 @@
 //! transaction (KIP-890's check, in process); later batches of that
 //! transaction skip the check. See docs/transactions.md.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_channel::oneshot;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    NodeEndpoint, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, HandlerResult, Outcome};
+use crate::cluster::leadership::{self, Requester};
+use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode, ShardError};
 use crate::protocol::RequestFrame;
 use crate::shard::partition::ProduceOutcome;
@@ -139,10 +151,14 @@ pub async fn append_on_owner(
             log_start_offset: -1,
             ..Default::default()
         };
-        let Some(part) = shard.partition(&w.topic, w.partition) else {
-            r.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
-            out.push(r);
-            continue;
+        let part = match shard.serving(&w.topic, w.partition, Requester::Client, None) {
+            Ok(part) => part,
+            Err(e) => {
+                r.error_code = e.code();
+                r.error_message = Some(e.to_string());
+                out.push(r);
+                continue;
+            }
         };
         let outcome = part.produce(
             &w.records,
@@ -440,12 +456,15 @@ pub async fn handle(
 
     // Built from the answers alone: they have the request's shape, so no
     // partition can be left without one.
+    let with_leaders = frame.prefix.api_version >= 10;
+    // The leaders as of now, not as of the request's arrival.
+    let now = shard.metadata();
+    let mut endpoints = BTreeMap::new();
     let mut resp = ProduceResponse::default();
     resp.responses = results
         .into_iter()
         .map(|t| {
             let mut tr = TopicProduceResponse::default();
-            tr.name = t.name;
             tr.partition_responses = t
                 .partitions
                 .into_iter()
@@ -457,11 +476,32 @@ pub async fn handle(
                     pr.log_append_time_ms = r.log_append_time;
                     pr.log_start_offset = r.log_start_offset;
                     pr.error_message = r.error_message.map(StrBytes::from_string);
+                    if with_leaders && r.error_code == codes::NOT_LEADER_OR_FOLLOWER {
+                        let l = leadership::current_leader(&now, t.name.0.as_str(), r.index);
+                        pr.current_leader.leader_id = BrokerId(l.leader_id);
+                        pr.current_leader.leader_epoch = l.leader_epoch;
+                        if let Some(node) = l.node {
+                            endpoints.insert(node.node_id, node);
+                        }
+                    }
                     pr
                 })
                 .collect();
+            tr.name = t.name;
             tr
         })
         .collect();
+    resp.node_endpoints = endpoints.into_values().map(node_endpoint).collect();
     Ok(respond(frame, &resp))
+}
+
+/// Takes a broker as clients see it; gives its Produce v10+
+/// `node_endpoints` entry (KIP-951).
+fn node_endpoint(b: BrokerMeta) -> NodeEndpoint {
+    let mut e = NodeEndpoint::default();
+    e.node_id = BrokerId(b.node_id);
+    e.host = StrBytes::from_string(b.host);
+    e.port = b.port;
+    e.rack = b.rack.map(StrBytes::from_string);
+    e
 }

@@ -4,6 +4,7 @@
 //! and why a wait for the flush policy fails ([`FlushError`]). Each maps to
 //! the Kafka error code in `crate::error` (section "partition owner").
 
+use crate::cluster::leadership::LeadershipError;
 use crate::storage::{BatchError, StorageError};
 use crate::txn::producer_state::ProducerStateError;
 
@@ -65,6 +66,10 @@ pub enum ProduceError {
     /// failed write: KAFKA_STORAGE_ERROR (56)): the storage error's code.
     #[error(transparent)]
     Storage(StorageError),
+    /// This broker does not lead the partition (a follower, or no leader):
+    /// the [`LeadershipError`]'s code, NOT_LEADER_OR_FOLLOWER (6).
+    #[error(transparent)]
+    Leadership(LeadershipError),
 }
 
 /// Why [`crate::shard::partition::Partition::wait_flushed`] failed: both

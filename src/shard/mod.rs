@@ -27,6 +27,7 @@ use std::time::Duration;
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::{Receivers, Senders};
 
+use crate::cluster::leadership::{self, LeadershipError, ReplicaState, Requester};
 use crate::cluster::metadata::{owner_shard, MetadataImage};
 use crate::cluster::quorum::Quorum;
 use crate::cluster::topic_config;
@@ -221,6 +222,34 @@ impl Shard {
             .cloned()
     }
 
+    /// The partition `topic`-`partition` if this broker may serve it to
+    /// `requester` with the request's `current_leader_epoch` (None: not
+    /// checked): the one "may this request use this partition" decision
+    /// of the data-path handlers, run on the owner shard
+    /// (`cluster::leadership::check` on this shard's image and the
+    /// partition's replica state). Errors with why not
+    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+    /// KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+    pub fn serving(
+        &self,
+        topic: &str,
+        partition: i32,
+        requester: Requester,
+        current_leader_epoch: Option<i32>,
+    ) -> Result<Rc<Partition>, LeadershipError> {
+        let part = self.partition(topic, partition);
+        leadership::check(
+            &self.metadata(),
+            self.config.node_id,
+            topic,
+            partition,
+            part.as_ref().map(|p| p.replica_state()),
+            requester,
+            current_leader_epoch,
+        )?;
+        part.ok_or(LeadershipError::UnknownTopicOrPartition)
+    }
+
     fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
         self.config.data_dir().join(format!("{topic}-{partition}"))
     }
@@ -263,16 +292,19 @@ impl Shard {
                 let p = p as i32;
                 // A broker keeps the partitions it is a replica of, on the
                 // shard that owns them.
-                if self.owner(&topic.name, p) != self.id || !reg.replicas.contains(&node) {
+                if self.owner(&topic.name, p) != self.id {
                     continue;
                 }
-                let leads = reg.is_leader(node);
+                let Some(replica) = ReplicaState::of(reg, node) else {
+                    continue;
+                };
+                let leads = replica.is_leader;
                 if let Some(existing) = self.partition(&topic.name, p) {
                     if existing.settings() != settings {
                         existing.set_settings(settings.clone());
                     }
                     let became_leader = leads && !existing.is_leader();
-                    existing.set_leadership(leads, reg.leader_epoch);
+                    existing.set_leadership(leads, replica.leader_epoch);
                     if became_leader {
                         // The coordinators follow their partition's leadership.
                         self.load_coordinator(&existing);
@@ -288,7 +320,7 @@ impl Shard {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
-                        part.set_leadership(leads, reg.leader_epoch);
+                        part.set_leadership(leads, replica.leader_epoch);
                         if leads {
                             self.load_coordinator(&part);
                         }

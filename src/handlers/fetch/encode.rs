@@ -10,6 +10,7 @@ use kafka_protocol::messages::ApiKey;
 use std::sync::Arc;
 use uuid::Uuid;
 
+use crate::cluster::metadata::BrokerMeta;
 use crate::protocol::frame::put_response_header;
 use crate::protocol::{Response, ResponseChunk};
 use crate::storage::FileRegion;
@@ -43,6 +44,10 @@ pub struct FetchPartitionOut {
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
     /// Record batches as file ranges.
     pub regions: Vec<FileRegion>,
+    /// The partition's current leader (leader id, leader epoch) sent to a
+    /// refused consumer (v12+ tagged `current_leader`, KIP-951); None or
+    /// (-1, -1) sends nothing, as Kafka omits the default.
+    pub current_leader: Option<(i32, i32)>,
 }
 
 struct Writer {
@@ -93,6 +98,12 @@ impl Writer {
             self.uvarint(0);
         }
     }
+    /// Writes one tagged field: its tag, its size and `body`.
+    fn tagged(&mut self, tag: u64, body: &[u8]) {
+        self.uvarint(tag);
+        self.uvarint(body.len() as u64);
+        self.buf.put_slice(body);
+    }
     fn file(&mut self, r: &FileRegion) {
         if r.len == 0 {
             return;
@@ -108,13 +119,16 @@ impl Writer {
 /// Encodes a complete Fetch response frame at `version`. Under
 /// `isolation_level` 1 (READ_COMMITTED) each partition's
 /// `aborted_transactions` is sent as a list (empty when None); under 0
-/// (READ_UNCOMMITTED) it is null, as Kafka does.
+/// (READ_UNCOMMITTED) it is null, as Kafka does. `node_endpoints` (the
+/// leaders named in partitions' `current_leader`) are sent from v16
+/// (KIP-951) when there are any.
 pub fn encode_fetch_response(
     version: i16,
     correlation_id: i32,
     error_code: i16,
     topics: &[FetchTopicOut],
     isolation_level: i8,
+    node_endpoints: &[BrokerMeta],
 ) -> Response {
     let mut w = Writer {
         flexible: version >= 12,
@@ -162,11 +176,46 @@ pub fn encode_fetch_response(
             for r in &p.regions {
                 w.file(r);
             }
-            w.tags();
+            match p.current_leader {
+                Some((leader_id, leader_epoch))
+                    if w.flexible && (leader_id, leader_epoch) != (-1, -1) =>
+                {
+                    // Tag 1, `LeaderIdAndEpoch`: leader id, epoch, no tags.
+                    let mut body = BytesMut::with_capacity(9);
+                    body.put_i32(leader_id);
+                    body.put_i32(leader_epoch);
+                    body.put_u8(0);
+                    w.uvarint(1);
+                    w.tagged(1, &body);
+                }
+                _ => w.tags(),
+            }
         }
         w.tags();
     }
-    w.tags();
+    if version >= 16 && !node_endpoints.is_empty() {
+        // Tag 0, `NodeEndpoints` (KIP-951).
+        let mut e = Writer {
+            flexible: true,
+            buf: BytesMut::new(),
+            chunks: Vec::new(),
+        };
+        e.array_len(node_endpoints.len());
+        for n in node_endpoints {
+            e.buf.put_i32(n.node_id);
+            e.string(&n.host);
+            e.buf.put_i32(n.port);
+            match &n.rack {
+                Some(rack) => e.string(rack),
+                None => e.uvarint(0),
+            }
+            e.tags();
+        }
+        w.uvarint(1);
+        w.tagged(0, &e.buf);
+    } else {
+        w.tags();
+    }
     let tail = w.buf.split().freeze();
     if !tail.is_empty() {
         w.chunks.push(ResponseChunk::Bytes(tail));
@@ -219,6 +268,7 @@ mod tests {
                         last_stable_offset: 10,
                         log_start_offset: 2,
                         aborted_transactions: None,
+                        current_leader: None,
                         regions: vec![
                             FileRegion {
                                 file: file.clone(),
@@ -239,11 +289,12 @@ mod tests {
                         last_stable_offset: -1,
                         log_start_offset: -1,
                         aborted_transactions: None,
+                        current_leader: None,
                         regions: vec![],
                     },
                 ],
             }];
-            let resp = encode_fetch_response(version, 99, 0, &topics, 0);
+            let resp = encode_fetch_response(version, 99, 0, &topics, 0, &[]);
             let mut b = materialize(&resp);
             assert_eq!(b.get_i32() as usize, b.len(), "v{version} size");
             let hv = ApiKey::Fetch.response_header_version(version);
@@ -271,6 +322,86 @@ mod tests {
     }
 
     #[test]
+    fn current_leader_and_node_endpoints_decode() {
+        let nodes = [
+            BrokerMeta {
+                node_id: 2,
+                host: "b2".into(),
+                port: 9092,
+                rack: Some("r".into()),
+            },
+            BrokerMeta {
+                node_id: 3,
+                host: "b3".into(),
+                port: 9093,
+                rack: None,
+            },
+        ];
+        for version in 4..=18i16 {
+            let part = |partition, current_leader| FetchPartitionOut {
+                partition,
+                error_code: 6,
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                aborted_transactions: None,
+                current_leader,
+                regions: vec![],
+            };
+            let topics = vec![FetchTopicOut {
+                name: Some(Arc::from("t")),
+                topic_id: Uuid::from_u128(7),
+                partitions: vec![
+                    part(0, Some((2, 5))),
+                    part(1, Some((-1, -1))),
+                    part(2, None),
+                ],
+            }];
+            let resp = encode_fetch_response(version, 1, 0, &topics, 0, &nodes);
+            let mut b = materialize(&resp);
+            assert_eq!(b.get_i32() as usize, b.len());
+            let hv = ApiKey::Fetch.response_header_version(version);
+            ResponseHeader::decode(&mut b, hv).unwrap();
+            let r = FetchResponse::decode(&mut b, version).unwrap();
+            assert_eq!(b.remaining(), 0, "v{version} trailing bytes");
+            let p = &r.responses[0].partitions;
+            let leader = |i: usize| {
+                let l = &p[i].current_leader;
+                (l.leader_id.0, l.leader_epoch)
+            };
+            let sent = if version >= 12 { (2, 5) } else { (-1, -1) };
+            assert_eq!(
+                [leader(0), leader(1), leader(2)],
+                [sent, (-1, -1), (-1, -1)]
+            );
+            assert!(p.iter().all(|p| p.unknown_tagged_fields.is_empty()));
+            let endpoints: Vec<_> = r
+                .node_endpoints
+                .iter()
+                .map(|n| {
+                    (
+                        n.node_id.0,
+                        n.host.to_string(),
+                        n.port,
+                        n.rack.as_ref().map(|r| r.to_string()),
+                    )
+                })
+                .collect();
+            if version >= 16 {
+                assert_eq!(
+                    endpoints,
+                    [
+                        (2, "b2".to_string(), 9092, Some("r".to_string())),
+                        (3, "b3".to_string(), 9093, None)
+                    ]
+                );
+            } else {
+                assert!(endpoints.is_empty(), "v{version}");
+            }
+        }
+    }
+
+    #[test]
     fn read_committed_aborted_list_decodes() {
         for version in 4..=18i16 {
             let topics = vec![FetchTopicOut {
@@ -284,6 +415,7 @@ mod tests {
                         last_stable_offset: 12,
                         log_start_offset: 0,
                         aborted_transactions: Some(vec![(5, 1), (9, 4)]),
+                        current_leader: None,
                         regions: vec![],
                     },
                     FetchPartitionOut {
@@ -293,12 +425,13 @@ mod tests {
                         last_stable_offset: 3,
                         log_start_offset: 0,
                         aborted_transactions: None,
+                        current_leader: None,
                         regions: vec![],
                     },
                 ],
             }];
             for isolation in [0i8, 1] {
-                let resp = encode_fetch_response(version, 1, 0, &topics, isolation);
+                let resp = encode_fetch_response(version, 1, 0, &topics, isolation, &[]);
                 let mut b = materialize(&resp);
                 assert_eq!(b.get_i32() as usize, b.len());
                 let hv = ApiKey::Fetch.response_header_version(version);

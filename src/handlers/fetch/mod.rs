@@ -17,6 +17,15 @@
 //! `max_wait_ms` expires, then read again.
 //! Fetch sessions (KIP-227) are answered sessionless (session id 0).
 //!
+//! Only the partition's leader serves a fetch, decided on the owner
+//! (`Shard::serving`): a follower or a broker without a replica answers
+//! NOT_LEADER_OR_FOLLOWER; a `current_leader_epoch` (v9+, KIP-320) older
+//! than the partition's gets FENCED_LEADER_EPOCH, a newer one
+//! UNKNOWN_LEADER_EPOCH. From v16 (KIP-951) the first two carry the
+//! partition's `current_leader` and the response the leaders'
+//! `node_endpoints`. Follower fetches are read as consumer fetches for now
+//! ([`requester`] is where they will part).
+//!
 //! `isolation_level` 1 (READ_COMMITTED, KIP-98) returns only whole batches
 //! below the last stable offset, with the aborted transactions overlapping
 //! them; a marker append bumps the append signal, so long-polls wake when
@@ -24,6 +33,7 @@
 
 mod encode;
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +43,8 @@ use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::{HandlerResult, Outcome};
+use crate::cluster::leadership::{self, Requester};
+use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::notify::any_changed;
@@ -55,6 +67,11 @@ pub struct PartitionRead {
     /// The request's `isolation_level` (v4+): 0 READ_UNCOMMITTED, 1
     /// READ_COMMITTED (data below the LSO only, KIP-98).
     pub isolation_level: i8,
+    /// The partition's `current_leader_epoch` (v9+, KIP-320); None when
+    /// not given (negative on the wire): not checked.
+    pub current_leader_epoch: Option<i32>,
+    /// Who fetches (a consumer or a follower replica; see [`requester`]).
+    pub requester: Requester,
 }
 
 /// The owner's answer for one partition.
@@ -134,8 +151,9 @@ pub async fn read_partition(
 ) -> PartitionReadResult {
     let mut tries = 0u32;
     loop {
-        let Some(part) = shard.partition(&r.topic, r.partition) else {
-            return PartitionReadResult::failed(codes::UNKNOWN_TOPIC_OR_PARTITION);
+        let part = match shard.serving(&r.topic, r.partition, r.requester, r.current_leader_epoch) {
+            Ok(part) => part,
+            Err(e) => return PartitionReadResult::failed(e.code()),
         };
         let mode = if tries < NOT_CACHED_TRIES {
             ReadMode::NoWait
@@ -263,6 +281,24 @@ struct Slot {
     error_code: i16,
 }
 
+/// Takes a Fetch request and its version; gives who fetches: a follower
+/// replica when `replica_id` (v4–v14) or `replica_state.replica_id` (v15+,
+/// KIP-903) is a broker id (>= 0), else a consumer. Both are served by the
+/// leader only for now (`Requester::needs_leader`); what a follower fetch
+/// also does (reading to the log end, the ISR) comes with replication.
+pub fn requester(req: &FetchRequest, version: i16) -> Requester {
+    let replica_id = if version >= 15 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
+    if replica_id >= 0 {
+        Requester::Follower { replica_id }
+    } else {
+        Requester::Client
+    }
+}
+
 /// Answers a Fetch request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: FetchRequest = frame.decode()?;
@@ -278,10 +314,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             ResponseError::FetchSessionIdNotFound.code(),
             &[],
             req.isolation_level,
+            &[],
         );
         return Ok(Outcome::Respond(resp));
     }
 
+    let requester = requester(&req, version);
     let mut topics_out: Vec<(Option<Arc<str>>, Uuid)> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     for t in &req.topics {
@@ -317,6 +355,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     fetch_offset: p.fetch_offset,
                     partition_max_bytes: p.partition_max_bytes.max(0) as u64,
                     isolation_level: req.isolation_level,
+                    // Kafka `FetchRequest.optionalEpoch`: a negative epoch
+                    // is not checked (the crate gives -1 before v9).
+                    current_leader_epoch: (p.current_leader_epoch >= 0)
+                        .then_some(p.current_leader_epoch),
+                    requester,
                 },
                 error_code,
             });
@@ -360,7 +403,24 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             partitions: Vec::new(),
         })
         .collect();
+    // KIP-951 (v16+, as Kafka's `handleFetchRequest`): a partition refused
+    // with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
+    // leader, and the response the alive leaders' endpoints (as of now: a
+    // long poll may have waited).
+    let now = shard.metadata();
+    let mut endpoints = BTreeMap::new();
     for (slot, r) in slots.iter().zip(results) {
+        let refused = matches!(
+            r.error_code,
+            codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
+        );
+        let current_leader = (version >= 16 && refused).then(|| {
+            let l = leadership::current_leader(&now, &slot.read.topic, slot.read.partition);
+            if let Some(node) = l.node {
+                endpoints.insert(node.node_id, node);
+            }
+            (l.leader_id, l.leader_epoch)
+        });
         if let Some(t) = topics.get_mut(slot.topic_index) {
             t.partitions.push(FetchPartitionOut {
                 partition: slot.read.partition,
@@ -370,15 +430,18 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 log_start_offset: r.log_start_offset,
                 aborted_transactions: r.aborted_transactions,
                 regions: r.regions,
+                current_leader,
             });
         }
     }
+    let endpoints: Vec<BrokerMeta> = endpoints.into_values().collect();
     Ok(Outcome::Respond(encode_fetch_response(
         version,
         frame.prefix.correlation_id,
         0,
         &topics,
         req.isolation_level,
+        &endpoints,
     )))
 }
 
@@ -611,6 +674,22 @@ mod tests {
             })
             .collect();
         (out, rereads)
+    }
+
+    #[test]
+    fn replica_ids_make_follower_fetches() {
+        use kafka_protocol::messages::fetch_request::ReplicaState;
+        use kafka_protocol::messages::BrokerId;
+        let consumer = FetchRequest::default().with_replica_id(BrokerId(-1));
+        assert_eq!(requester(&consumer, 14), Requester::Client);
+        assert_eq!(requester(&consumer, 15), Requester::Client);
+        let old = FetchRequest::default().with_replica_id(BrokerId(2));
+        assert_eq!(requester(&old, 14), Requester::Follower { replica_id: 2 });
+        // v15+ (KIP-903) carries the id in `replica_state`.
+        let new = FetchRequest::default()
+            .with_replica_state(ReplicaState::default().with_replica_id(BrokerId(3)));
+        assert_eq!(requester(&new, 15), Requester::Follower { replica_id: 3 });
+        assert_eq!(requester(&new, 14), Requester::Client);
     }
 
     #[test]

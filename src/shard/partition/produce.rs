@@ -1,5 +1,5 @@
-//! The owner's Produce path for one partition ([`Partition::produce`]): batch
-//! validation, the one-batch rule, the transaction gate (KIP-890's check),
+//! The owner's Produce path for one partition ([`Partition::produce`]): the
+//! leader check, batch validation, the one-batch rule, the transaction gate (KIP-890's check),
 //! the idempotence check (KIP-98), the topic rules
 //! (`partition/produce_rules.rs`) and stage 1 of the append.
 
@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::produce_rules::{self, Refused};
 use super::{Appending, Partition};
+use crate::cluster::leadership::Requester;
 use crate::shard::error::ProduceError;
 use crate::storage::{validate_batches, ValidatedBatch};
 use crate::txn::producer_state::{Check, ProducerStateError};
@@ -58,8 +59,9 @@ impl Partition {
     /// `records` (a slice of the request frame), whether the request names a
     /// `transactional_id`, whether the transaction coordinator confirmed
     /// this partition is in the producer's open transaction (`verified`),
-    /// acks=all (`acks_all`) and the broker time `now_ms` (ms). Validates the
-    /// batches against `max.message.bytes`, requires exactly one batch
+    /// acks=all (`acks_all`) and the broker time `now_ms` (ms). Refuses
+    /// unless this broker leads the partition (NOT_LEADER_OR_FOLLOWER).
+    /// Validates the batches against `max.message.bytes`, requires exactly one batch
     /// (INVALID_RECORD), applies the transaction gate, the idempotence check
     /// and the topic rules, then runs stage 1 of the append
     /// ([`Partition::append`]). Synchronous, so calls keep the order of
@@ -72,6 +74,12 @@ impl Partition {
         acks_all: bool,
         now_ms: i64,
     ) -> ProduceOutcome {
+        // The image may have moved leadership away since the handler routed
+        // the request: a follower never appends a client's records.
+        if let Err(e) = self.check_access(Requester::Client, None) {
+            log::debug!("rejecting produce to {}-{}: {e}", self.topic, self.index);
+            return ProduceOutcome::Refused(ProduceError::Leadership(e));
+        }
         let max = self.settings().max_message_bytes;
         let batches = match validate_batches(records, max) {
             Err(e) => {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::{Partition, READ_COMMITTED};
+use crate::cluster::leadership::{self, LeadershipError, ReplicaState, Requester};
 use crate::shard::notify::Notify;
 use crate::storage::{ReadMode, ReadResult, StorageError};
 
@@ -79,8 +80,8 @@ impl Partition {
         self.topic_id
     }
 
-    /// Gives the leader epoch written into appended batches (0 on a single
-    /// node).
+    /// Gives the partition's leader epoch, as the last applied image set it
+    /// (written into appended batches).
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.get()
     }
@@ -95,6 +96,27 @@ impl Partition {
     pub fn set_leadership(&self, is_leader: bool, leader_epoch: i32) {
         self.is_leader.set(is_leader);
         self.leader_epoch.set(leader_epoch);
+    }
+
+    /// Gives this broker's replica state (leadership and leader epoch) as
+    /// the last applied image set it.
+    pub fn replica_state(&self) -> ReplicaState {
+        ReplicaState {
+            is_leader: self.is_leader(),
+            leader_epoch: self.leader_epoch(),
+        }
+    }
+
+    /// Takes who asks and the request's `current_leader_epoch` (None: not
+    /// checked); gives whether this replica may serve the request
+    /// (`cluster::leadership::check_replica`: FENCED_LEADER_EPOCH,
+    /// UNKNOWN_LEADER_EPOCH (KIP-320), then NOT_LEADER_OR_FOLLOWER).
+    pub fn check_access(
+        &self,
+        requester: Requester,
+        current_leader_epoch: Option<i32>,
+    ) -> Result<(), LeadershipError> {
+        leadership::check_replica(self.replica_state(), requester, current_leader_epoch)
     }
 
     /// Gives the signal bumped after every commit (long-poll fetches wait

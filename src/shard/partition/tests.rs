@@ -389,3 +389,40 @@ fn produce_refusals_are_typed() {
         );
     });
 }
+
+/// A follower (or a partition whose leader is gone) never appends a
+/// client's records, whatever the handler decided from its image; a
+/// partition led here again appends.
+#[test]
+fn produce_on_a_follower_is_refused() {
+    use crate::cluster::leadership::{LeadershipError, Requester};
+    use crate::error::KafkaCode;
+    use crate::shard::error::ProduceError;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.set_leadership(false, 3);
+        match p.produce(&batch(-1, -1, -1, 1, false), false, false, false, 0) {
+            ProduceOutcome::Refused(e) => {
+                assert!(matches!(
+                    e,
+                    ProduceError::Leadership(LeadershipError::NotLeader)
+                ));
+                assert_eq!(e.code(), 6);
+            }
+            _ => panic!("a follower appended"),
+        }
+        assert_eq!(p.log_end_offset(), 0);
+        assert_eq!(
+            p.check_access(Requester::Client, Some(2)),
+            Err(LeadershipError::FencedLeaderEpoch {
+                requested: 2,
+                current: 3
+            })
+        );
+        p.set_leadership(true, 4);
+        assert_eq!(p.check_access(Requester::Client, Some(4)), Ok(()));
+        assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(0));
+    });
+}
