@@ -597,6 +597,30 @@ fn check_epoch(image: &MetadataImage, broker: i32, epoch: i64) -> Result<(), Lif
     }
 }
 
+/// Decides `items` one after the other, each against `image` with the
+/// records decided before it applied (two topics of one CreateTopics are
+/// checked against each other); gives every item's records and its result.
+fn each_in_turn<T, R>(
+    image: &MetadataImage,
+    items: &[T],
+    mut decide_one: impl FnMut(&MetadataImage, &T) -> Result<(R, Vec<MetadataRecord>), MetadataError>,
+) -> (Vec<MetadataRecord>, Vec<Result<R, MetadataError>>) {
+    let mut scratch = image.clone();
+    let mut records = Vec::new();
+    let mut results = Vec::new();
+    for item in items {
+        match decide_one(&scratch, item) {
+            Ok((r, recs)) => {
+                scratch = scratch.apply(scratch.offset, &recs);
+                records.extend(recs);
+                results.push(Ok(r));
+            }
+            Err(e) => results.push(Err(e)),
+        }
+    }
+    (records, results)
+}
+
 /// Decides `req` against `image` at `now`.
 pub fn decide(
     image: &MetadataImage,
@@ -611,19 +635,8 @@ pub fn decide(
             topics,
             validate_only,
         } => {
-            let mut scratch = image.clone();
-            let mut records = Vec::new();
-            let mut results = Vec::new();
-            for t in topics {
-                match create_topic(&scratch, t, rules, dice) {
-                    Ok((created, recs)) => {
-                        scratch = scratch.apply(scratch.offset, &recs);
-                        records.extend(recs);
-                        results.push(Ok(created));
-                    }
-                    Err(e) => results.push(Err(e)),
-                }
-            }
+            let (records, results) =
+                each_in_turn(image, topics, |img, t| create_topic(img, t, rules, dice));
             Decision {
                 records: if *validate_only { Vec::new() } else { records },
                 reply: ControllerReply::CreateTopics(results),
@@ -653,19 +666,9 @@ pub fn decide(
             topics,
             validate_only,
         } => {
-            let mut scratch = image.clone();
-            let mut records = Vec::new();
-            let mut results = Vec::new();
-            for inc in topics {
-                match create_partitions(&scratch, inc, rules, dice) {
-                    Ok(recs) => {
-                        scratch = scratch.apply(scratch.offset, &recs);
-                        records.extend(recs);
-                        results.push(Ok(()));
-                    }
-                    Err(e) => results.push(Err(e)),
-                }
-            }
+            let (records, results) = each_in_turn(image, topics, |img, inc| {
+                create_partitions(img, inc, rules, dice).map(|recs| ((), recs))
+            });
             Decision {
                 records: if *validate_only { Vec::new() } else { records },
                 reply: ControllerReply::CreatePartitions(results),

@@ -54,9 +54,11 @@ fn without_broker(
     })
 }
 
-/// The changes when `broker` stops being available (fenced, shutting down).
-pub fn on_broker_gone(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord> {
-    let alive = |id: i32| id != broker && image.is_alive(id);
+/// The record `change` gives for each partition of every topic, in order.
+fn each_partition(
+    image: &MetadataImage,
+    change: impl Fn(uuid::Uuid, i32, &PartitionRegistration) -> Option<MetadataRecord>,
+) -> Vec<MetadataRecord> {
     image
         .topics
         .values()
@@ -64,32 +66,35 @@ pub fn on_broker_gone(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord>
             t.assignments
                 .iter()
                 .enumerate()
-                .filter_map(move |(i, p)| without_broker(t.id, i as i32, p, broker, alive))
+                .filter_map(|(i, p)| change(t.id, i as i32, p))
+                .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// The changes when `broker` stops being available (fenced, shutting down).
+pub fn on_broker_gone(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord> {
+    let alive = |id: i32| id != broker && image.is_alive(id);
+    each_partition(image, |topic_id, i, p| {
+        without_broker(topic_id, i, p, broker, alive)
+    })
 }
 
 /// The changes when `broker` becomes available (unfenced): it leads the
 /// leaderless partitions whose ISR holds it.
 pub fn on_broker_back(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord> {
-    image
-        .topics
-        .values()
-        .flat_map(|t| {
-            t.assignments
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.leader == NO_LEADER && p.isr.contains(&broker))
-                .map(move |(i, _)| MetadataRecord::PartitionChange {
-                    topic_id: t.id,
-                    partition_id: i as i32,
-                    isr: None,
-                    elr: None,
-                    leader: Some(broker),
-                    replicas: None,
-                })
-        })
-        .collect()
+    each_partition(image, |topic_id, i, p| {
+        (p.leader == NO_LEADER && p.isr.contains(&broker)).then_some(
+            MetadataRecord::PartitionChange {
+                topic_id,
+                partition_id: i,
+                isr: None,
+                elr: None,
+                leader: Some(broker),
+                replicas: None,
+            },
+        )
+    })
 }
 
 #[cfg(test)]
