@@ -1021,3 +1021,61 @@ async fn a_broker_only_node_joins_through_the_voters() {
     });
     wait_topic(&c, &[b], "after", 2);
 }
+
+/// DescribeQuorum (key 55, v2) on any broker answers from the active
+/// controller: the leader, three voters whose log end offsets reach the
+/// high watermark, their controller endpoints, and the broker-only node as
+/// an observer. Unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_quorum_reports_voters_and_observers() {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    use kafka_protocol::messages::DescribeQuorumRequest;
+    let mut c = Cluster::start(3, &[]);
+    let b = c.add_broker();
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let ask = |topic: &str| {
+        let mut p = PartitionData::default();
+        p.partition_index = 0;
+        let mut t = TopicData::default();
+        t.topic_name = tn(topic);
+        t.partitions = vec![p];
+        let mut req = DescribeQuorumRequest::default();
+        req.topics = vec![t];
+        req
+    };
+    for id in [1, 2, 3, b] {
+        // Caught up after a moment: poll until every voter reached the
+        // high watermark and the observer appears.
+        let deadline = Instant::now() + FAILOVER_DEADLINE;
+        loop {
+            let resp = try_kp_call(&mut conn(&c, id), 2, 21, &ask("__cluster_metadata")).unwrap();
+            assert_eq!(resp.error_code, 0, "node {id}: {resp:?}");
+            let p = &resp.topics[0].partitions[0];
+            assert_eq!(p.error_code, 0);
+            assert_eq!(p.leader_id.0, controller, "node {id}: leader");
+            let voters: BTreeSet<i32> = p.current_voters.iter().map(|v| v.replica_id.0).collect();
+            assert_eq!(voters, BTreeSet::from([1, 2, 3]), "node {id}: voters");
+            assert_eq!(
+                resp.nodes.len(),
+                3,
+                "node {id}: voter endpoints {:?}",
+                resp.nodes
+            );
+            let caught_up = p
+                .current_voters
+                .iter()
+                .all(|v| v.log_end_offset >= p.high_watermark && v.last_fetch_timestamp > 0);
+            let observed = p.observers.iter().any(|o| o.replica_id.0 == b);
+            if caught_up && observed {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node {id}: {p:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let resp = try_kp_call(&mut conn(&c, id), 2, 22, &ask("other")).unwrap();
+        assert_eq!(
+            resp.topics[0].partitions[0].error_code, 3,
+            "node {id}: other topic"
+        );
+    }
+}
