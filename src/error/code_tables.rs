@@ -659,6 +659,16 @@ fn storage_error_texts() {
         ),
         (
             StorageError::Inconsistent {
+                path: None,
+                what: I::ReplicaOutOfStep {
+                    base_offset: 9,
+                    expected: 7,
+                },
+            },
+            "log inconsistency: replica append at offset 9, but the log continues at 7",
+        ),
+        (
+            StorageError::Inconsistent {
                 path: Some("t-0".into()),
                 what: I::CommitOutOfOrder {
                     base_offset: 4,

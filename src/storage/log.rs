@@ -143,6 +143,10 @@ pub struct PartitionLog {
     pub(super) active_reserved: u64,
     /// Why the log stopped taking appends (a failed write), if it did.
     pub(super) failed: Option<String>,
+    /// The high watermark follows the LEO at every commit (one replica);
+    /// false for a replicated partition, whose high watermark the
+    /// replication sets ([`PartitionLog::set_high_watermark`]).
+    pub(super) hw_follows_leo: bool,
 }
 
 impl PartitionLog {
@@ -179,6 +183,7 @@ impl PartitionLog {
             next_offset: log_end_offset,
             active_reserved: active_size,
             failed: None,
+            hw_follows_leo: true,
         })
     }
 
@@ -205,285 +210,6 @@ impl PartitionLog {
     /// Gives all segments, oldest first (the active one last).
     fn segments(&self) -> impl Iterator<Item = &Segment> {
         self.older.iter().chain(std::iter::once(&self.active))
-    }
-
-    /// Takes the Produce `records` bytes, the batches found in them by
-    /// [`super::validate_batches`] and the broker time `now_ms` (ms); appends
-    /// them on the calling thread and gives the offsets assigned: a
-    /// [`Self::reserve`], the write with pwritev(2), then [`Self::commit`]
-    /// with its index entries written at once. Used where no shard is
-    /// running (tools, tests); a shard uses the three stages itself so that
-    /// the write runs on its I/O thread.
-    ///
-    /// A failed `.log` write gives `Io` and leaves the log refusing appends
-    /// (KAFKA_STORAGE_ERROR); a failed index write gives `Io` AFTER the data
-    /// was appended (the index is rebuilt on the next open).
-    pub fn append(
-        &mut self,
-        records: &[u8],
-        batches: &[ValidatedBatch],
-        leader_epoch: i32,
-        now_ms: i64,
-    ) -> Result<AppendResult, StorageError> {
-        let records = bytes::Bytes::copy_from_slice(records);
-        let (write, ticket) = self.reserve(&records, batches, leader_epoch, now_ms)?;
-        if let Some(w) = write {
-            if let Err(e) = w.write_now() {
-                self.fail(&ticket, &e);
-                return Err(e.into());
-            }
-        }
-        let index_writes = self.commit(&ticket)?;
-        for w in &index_writes {
-            w.write_now()?;
-        }
-        Ok(ticket.result)
-    }
-
-    /// Stage 1 of an append (Redpanda's "dispatched"): takes the Produce
-    /// `records` bytes, the batches found in them by
-    /// [`super::validate_batches`], the partition leader epoch and the
-    /// broker time `now_ms` (ms); assigns the batches their offsets (from the
-    /// last reserved offset on) and their place at the end of the active
-    /// segment, and gives the write to make and the ticket to
-    /// [`Self::commit`] once it is made. Nothing is visible to readers yet
-    /// (the LEO and high watermark move at commit). Reservations are
-    /// committed in the order they were made.
-    ///
-    /// The write is the batches without copying record bytes: per batch a
-    /// 16-byte prefix (new base offset, the batch's own batchLength, and
-    /// `leader_epoch` as partitionLeaderEpoch — all outside the CRC) then
-    /// `[batch 16..end]`, or under LogAppendTime `[prefix][new header
-    /// 16..61][batch 61..end]` (see [`log_append_time_header`]; the new
-    /// header holds the new CRC at 17..21).
-    ///
-    /// Rolls a new segment first (Kafka `LogSegment.shouldRoll`) when the
-    /// active segment is non-empty and: it would exceed `segment_bytes`; an
-    /// index is full (`segment_index_bytes`); `segment_ms` elapsed since its
-    /// first append (or, after a restart, since its first batch's max
-    /// timestamp); or relative offsets would overflow i32.
-    ///
-    /// Empty `batches` gives no write and base/last offset -1. Batches not
-    /// lying inside `records` → `Batch(CorruptMessage)`; a log whose earlier
-    /// write failed → `Io` (KAFKA_STORAGE_ERROR, until the broker restarts
-    /// and recovery cuts the partial data).
-    pub fn reserve(
-        &mut self,
-        records: &bytes::Bytes,
-        batches: &[ValidatedBatch],
-        leader_epoch: i32,
-        now_ms: i64,
-    ) -> Result<(Option<PendingWrite>, AppendTicket), StorageError> {
-        if let Some(why) = &self.failed {
-            return Err(StorageError::Io(std::io::Error::other(format!(
-                "{}: an earlier write failed ({why}); the log takes no appends until restart",
-                self.dir.display()
-            ))));
-        }
-        if batches.is_empty() {
-            return Ok((
-                None,
-                AppendTicket {
-                    segment_base: self.active.base_offset(),
-                    batches: Vec::new(),
-                    result: AppendResult {
-                        base_offset: -1,
-                        last_offset: -1,
-                        log_append_time: -1,
-                        log_start_offset: self.log_start_offset,
-                        bytes: 0,
-                        records: 0,
-                    },
-                },
-            ));
-        }
-        // Re-read each header from the bytes being written so the offsets we
-        // assign always match what lands on disk.
-        let mut parts: Vec<(usize, BatchHeader)> = Vec::with_capacity(batches.len());
-        let mut total_bytes: u64 = 0;
-        let mut offsets_needed: i64 = 0;
-        let mut record_count: u64 = 0;
-        for b in batches {
-            let bytes = b
-                .position
-                .checked_add(b.size)
-                .and_then(|end| records.get(b.position..end))
-                .ok_or_else(|| {
-                    super::BatchError::CorruptMessage(super::batch::Corruption::OutsideRecordsAt {
-                        position: b.position,
-                        size: b.size,
-                        records_len: records.len(),
-                    })
-                })?;
-            let h = BatchHeader::parse(bytes)?;
-            if h.total_size() != b.size || h.last_offset_delta < 0 {
-                return Err(super::BatchError::CorruptMessage(
-                    super::batch::Corruption::SizeMismatch {
-                        position: b.position,
-                    },
-                )
-                .into());
-            }
-            total_bytes += b.size as u64;
-            offsets_needed += i64::from(h.last_offset_delta) + 1;
-            record_count += u64::try_from(h.records_count).unwrap_or(0);
-            parts.push((b.position, h));
-        }
-
-        self.maybe_roll(total_bytes, offsets_needed, now_ms)?;
-        if self.active_reserved + total_bytes > MAX_SEGMENT_BYTES {
-            return Err(StorageError::Inconsistent {
-                path: None,
-                what: super::Inconsistency::AppendTooLarge { bytes: total_bytes },
-            });
-        }
-
-        let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
-        let first_offset = self.next_offset;
-        let at = self.active_reserved;
-
-        // The bytes this append adds before each batch's own bytes: the
-        // 16-byte prefix (assigned base offset, the batch's own batchLength,
-        // the partition leader epoch — all outside the CRC, which starts at
-        // the attributes), under LogAppendTime followed by the new header's
-        // bytes 16..61. All of them in one small buffer.
-        let per = if lat { RECORD_BATCH_HEADER_BYTES } else { 16 };
-        let mut head = Vec::with_capacity(per * parts.len());
-        let mut next = first_offset;
-        for (position, h) in &parts {
-            let bytes = &records[*position..*position + h.total_size()];
-            head.extend_from_slice(&next.to_be_bytes());
-            head.extend_from_slice(&bytes[8..12]);
-            head.extend_from_slice(&leader_epoch.to_be_bytes());
-            if lat {
-                head.extend_from_slice(&log_append_time_header(bytes, now_ms)[16..]);
-            }
-            next += i64::from(h.last_offset_delta) + 1;
-        }
-        let head = bytes::Bytes::from(head);
-        let mut slices: Vec<bytes::Bytes> = Vec::with_capacity(parts.len() * 2);
-        let mut reserved = Vec::with_capacity(parts.len());
-        let mut pos = at;
-        let mut next = first_offset;
-        for (i, (position, h)) in parts.iter().enumerate() {
-            let size = h.total_size();
-            slices.push(head.slice(i * per..(i + 1) * per));
-            slices.push(records.slice(*position + per..*position + size));
-            let last = next + i64::from(h.last_offset_delta);
-            reserved.push(ReservedBatch {
-                position: pos,
-                size: size as u64,
-                last_offset: last,
-                max_timestamp: if lat { now_ms } else { h.max_timestamp },
-            });
-            pos += size as u64;
-            next = last + 1;
-        }
-        if self.active.roll_base_ms.is_none() {
-            self.active.roll_base_ms = Some(now_ms);
-        }
-        self.next_offset = next;
-        self.active_reserved = pos;
-        Ok((
-            Some(PendingWrite {
-                file: self.active.log_file(),
-                at,
-                parts: slices,
-            }),
-            AppendTicket {
-                segment_base: self.active.base_offset(),
-                batches: reserved,
-                result: AppendResult {
-                    base_offset: first_offset,
-                    last_offset: next - 1,
-                    log_append_time: if lat { now_ms } else { -1 },
-                    log_start_offset: self.log_start_offset,
-                    bytes: total_bytes,
-                    records: record_count,
-                },
-            },
-        ))
-    }
-
-    /// Stage 3 of an append (Redpanda's "produced"): takes the ticket of a
-    /// reservation whose write completed; it must be the oldest one not yet
-    /// committed (else `Inconsistent`). Advances the segment's size and next
-    /// offset, the in-memory indexes (as Kafka's `LogSegment.append`: an
-    /// entry when more than `index.interval.bytes` were appended since the
-    /// last), the LEO and the high watermark, so readers see the batches.
-    /// Gives the index file writes still to make (in file order), for the
-    /// shard's I/O thread. An empty reservation commits nothing.
-    pub fn commit(&mut self, ticket: &AppendTicket) -> Result<Vec<IndexWrite>, StorageError> {
-        let Some(first) = ticket.batches.first() else {
-            return Ok(Vec::new());
-        };
-        if ticket.result.base_offset != self.log_end_offset {
-            return Err(StorageError::Inconsistent {
-                path: Some(self.dir.clone()),
-                what: super::Inconsistency::CommitOutOfOrder {
-                    base_offset: ticket.result.base_offset,
-                    log_end_offset: self.log_end_offset,
-                },
-            });
-        }
-        let interval = self.config.index_interval_bytes;
-        let seg = if self.active.base_offset() == ticket.segment_base {
-            &mut self.active
-        } else {
-            match self
-                .older
-                .iter_mut()
-                .rev()
-                .find(|s| s.base_offset() == ticket.segment_base)
-            {
-                Some(s) => s,
-                None => {
-                    return Err(StorageError::Inconsistent {
-                        path: Some(self.dir.clone()),
-                        what: super::Inconsistency::SegmentGone {
-                            segment_base: ticket.segment_base,
-                        },
-                    })
-                }
-            }
-        };
-        if seg.size() != first.position {
-            return Err(StorageError::Inconsistent {
-                path: Some(self.dir.clone()),
-                what: super::Inconsistency::CommitPosition {
-                    position: first.position,
-                    segment_size: seg.size(),
-                },
-            });
-        }
-        let mut writes = Vec::new();
-        for b in &ticket.batches {
-            seg.note_batch_deferred(
-                b.position,
-                b.size,
-                b.last_offset,
-                b.max_timestamp,
-                interval,
-                &mut writes,
-            );
-        }
-        self.log_end_offset = ticket.result.last_offset + 1;
-        self.high_watermark = self.log_end_offset;
-        Ok(writes)
-    }
-
-    /// Takes the ticket of a reservation whose write failed with `error`:
-    /// the log takes no more appends (Kafka takes the log directory offline
-    /// on an I/O error); reservations after it are refused at commit.
-    /// Restart recovery cuts whatever part of the write landed.
-    pub fn fail(&mut self, ticket: &AppendTicket, error: &std::io::Error) {
-        ::log::error!(
-            "{}: write of offsets {}..={} failed: {error}; the partition takes no appends until restart",
-            self.dir.display(),
-            ticket.result.base_offset,
-            ticket.result.last_offset
-        );
-        self.failed.get_or_insert_with(|| error.to_string());
     }
 
     /// True while reserved appends are not yet committed (their writes in flight).
@@ -945,6 +671,9 @@ impl PartitionLog {
         self.segments().map(|s| s.base_offset()).collect()
     }
 }
+
+#[path = "log/append.rs"]
+mod append;
 
 #[cfg(test)]
 #[path = "log/tests.rs"]

@@ -162,6 +162,15 @@ pub enum Inconsistency {
         /// The append's size.
         bytes: u64,
     },
+    /// A replica append whose first batch does not start at the offset the
+    /// log expects next (a follower fetched out of step).
+    #[error("replica append at offset {base_offset}, but the log continues at {expected}")]
+    ReplicaOutOfStep {
+        /// The first batch's base offset.
+        base_offset: i64,
+        /// The offset the log expects.
+        expected: i64,
+    },
     /// A commit whose base offset is not the log end offset.
     #[error("commit of offset {base_offset} out of order (LEO {log_end_offset})")]
     CommitOutOfOrder {

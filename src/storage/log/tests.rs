@@ -567,3 +567,68 @@ fn flush_and_active_file() {
     assert_eq!(f.metadata().unwrap().len(), log.size_bytes());
     f.sync_data().unwrap();
 }
+
+/// Appends what `log` holds from `from` on to `follower`, as a replica
+/// fetcher does: the fetched bytes, reserved as they are, written, committed.
+fn replicate(
+    log: &PartitionLog,
+    follower: &mut PartitionLog,
+    from: i64,
+) -> Result<AppendResult, StorageError> {
+    let r = log.read_bounded(from, u64::MAX, true, log.log_end_offset())?;
+    let mut bytes = Vec::new();
+    for region in &r.regions {
+        let mut b = vec![0u8; region.len as usize];
+        region.file.read_exact_at(&mut b, region.position).unwrap();
+        bytes.extend(b);
+    }
+    let bytes = bytes::Bytes::from(bytes);
+    let v = validate_batches(&bytes, usize::MAX).unwrap();
+    let (write, ticket) = follower.reserve_replica(&bytes, &v, 10_000)?;
+    if let Some(w) = write {
+        w.write_now().unwrap();
+    }
+    for w in follower.commit(&ticket)? {
+        w.write_now().unwrap();
+    }
+    Ok(ticket.result)
+}
+
+#[test]
+fn a_replica_append_copies_the_leaders_batches_byte_for_byte() {
+    let (ld, fd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut leader = PartitionLog::open(ld.path(), cfg()).unwrap();
+    let mut follower = PartitionLog::open(fd.path(), cfg()).unwrap();
+    follower.set_replicated(true);
+    append_batches(&mut leader, &[3, 1, 5], 1_000, 20, 2_000);
+    let r = replicate(&leader, &mut follower, 0).unwrap();
+    assert_eq!((r.base_offset, r.last_offset), (0, 8));
+    append_batches(&mut leader, &[2], 2_000, 20, 3_000);
+    replicate(&leader, &mut follower, 9).unwrap();
+    assert_eq!(follower.log_end_offset(), leader.log_end_offset());
+    let name = segment_file_name(0, "log");
+    assert_eq!(
+        std::fs::read(ld.path().join(&name)).unwrap(),
+        std::fs::read(fd.path().join(&name)).unwrap(),
+        "the follower's segment is the leader's, byte for byte"
+    );
+    // The high watermark of a replicated log moves only when set.
+    assert_eq!(follower.high_watermark(), 0);
+    assert_eq!(follower.set_high_watermark(7), 7);
+    assert_eq!(follower.set_high_watermark(99), 11, "at most the LEO");
+    // Out of step: the same batches again.
+    match replicate(&leader, &mut follower, 9) {
+        Err(StorageError::Inconsistent {
+            what:
+                crate::storage::Inconsistency::ReplicaOutOfStep {
+                    base_offset: 9,
+                    expected: 11,
+                },
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // One replica again: the high watermark is the LEO.
+    follower.set_replicated(false);
+    assert_eq!(follower.high_watermark(), 11);
+}
