@@ -372,9 +372,37 @@ impl Partition {
         batches: &[ValidatedBatch],
         now_ms: i64,
     ) -> Result<Appending, StorageError> {
+        self.append_as(records, batches, now_ms, false)
+    }
+
+    /// A follower's [`Partition::append`]: the batches fetched from the
+    /// leader keep their offsets, leader epochs and CRCs
+    /// (`PartitionLog::reserve_replica`; out of step with the LEO →
+    /// `Inconsistent`), and update the producer and transaction state the
+    /// same way, so this replica can lead with them.
+    pub fn append_replica(
+        self: &Rc<Self>,
+        records: &bytes::Bytes,
+        batches: &[ValidatedBatch],
+        now_ms: i64,
+    ) -> Result<Appending, StorageError> {
+        self.append_as(records, batches, now_ms, true)
+    }
+
+    fn append_as(
+        self: &Rc<Self>,
+        records: &bytes::Bytes,
+        batches: &[ValidatedBatch],
+        now_ms: i64,
+        replica: bool,
+    ) -> Result<Appending, StorageError> {
         let mut log = self.log.borrow_mut();
         let before = log.active_base_offset();
-        let (write, ticket) = log.reserve(records, batches, self.leader_epoch.get(), now_ms)?;
+        let (write, ticket) = if replica {
+            log.reserve_replica(records, batches, now_ms)?
+        } else {
+            log.reserve(records, batches, self.leader_epoch.get(), now_ms)?
+        };
         let rolled = before != log.active_base_offset();
         let mut producers = self.producers.borrow_mut();
         let mut txns = self.txns.borrow_mut();

@@ -426,3 +426,53 @@ fn produce_on_a_follower_is_refused() {
         assert_eq!(produce(&p, &batch(-1, -1, -1, 1, false)), Ok(0));
     });
 }
+
+/// A follower's partition takes the leader's batches as they are and ends
+/// with the same producer and transaction state: a retried batch is a
+/// duplicate on it too, and an open transaction holds its LSO.
+#[test]
+fn a_replica_append_keeps_offsets_and_rebuilds_producer_state() {
+    let (ld, fd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let leader = open(ld.path(), 1 << 20);
+    let follower = open(fd.path(), 1 << 20);
+    produce(&leader, &batch(7, 0, 0, 3, false)).unwrap();
+    produce(&leader, &batch(7, 0, 3, 2, false)).unwrap();
+    produce(&leader, &batch(8, 0, 0, 4, true)).unwrap();
+    // What a follower fetches: the leader's batches from offset 0.
+    let path = ld.path().join(segment_file_name(0, "log"));
+    let bytes = bytes::Bytes::from(std::fs::read(&path).unwrap());
+    let v = validate_batches(&bytes, usize::MAX).unwrap();
+    let mut a = follower.append_replica(&bytes, &v, 5_000).unwrap();
+    a.reported = true;
+    let outcome = match (a.in_flight.take(), a.write.take()) {
+        (Some(f), _) => futures_lite::future::block_on(f),
+        (None, Some(w)) => w.write_now(),
+        (None, None) => Ok(()),
+    };
+    follower.written(a.seq, outcome);
+    assert_eq!(follower.log_end_offset(), 9);
+    assert_eq!(
+        std::fs::read(fd.path().join(segment_file_name(0, "log"))).unwrap(),
+        std::fs::read(&path).unwrap()
+    );
+    // The retry of producer 7's second batch is a duplicate on the follower.
+    let retry = batch(7, 0, 3, 2, false);
+    let headers: Vec<_> = validate_batches(&retry, usize::MAX)
+        .unwrap()
+        .iter()
+        .map(|b| b.header)
+        .collect();
+    assert!(
+        matches!(
+            follower.producers.borrow().check(&headers),
+            Ok(Check::Duplicate { .. })
+        ),
+        "a duplicate on the follower"
+    );
+    // Producer 8's transaction is open there too: the LSO is its first offset.
+    assert_eq!(
+        follower.txns.borrow().last_stable_offset(0, 9),
+        5,
+        "the open transaction's first offset"
+    );
+}
