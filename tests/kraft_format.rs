@@ -30,13 +30,7 @@ fn fjord(args: &[&str]) -> Output {
         .expect("run fjord")
 }
 
-/// A port nothing listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+use common::ports::free_port;
 
 /// The file a combined-mode Kafka node runs with (Kafka's quickstart
 /// shape), client port 0, the controller on `controller_port`.

@@ -108,12 +108,38 @@ def run_check(name, fn):
         check(False, name, f"unexpected {type(exc).__name__}: {exc}")
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+        return low if low > 21000 else 32768
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_NEXT_PORT = [None]
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A loopback port below the kernel's ephemeral range that nothing
+    listens on now. Outgoing connections take their local ports from the
+    ephemeral range, so a killed node's port could be taken by one while it
+    is down; ports below it are never, so a restarted node gets its own."""
+    low, span = 20000, _ephemeral_low() - 20000
+    if _NEXT_PORT[0] is None:
+        _NEXT_PORT[0] = (os.getpid() * 7919) % span
+    for _ in range(span):
+        port = low + _NEXT_PORT[0] % span
+        _NEXT_PORT[0] += 1
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def kafka_uuid():

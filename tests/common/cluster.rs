@@ -63,13 +63,7 @@ enum Startup {
     Exited { port_in_use: bool },
 }
 
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+pub use super::ports::free_port;
 
 /// One node of a [`Cluster`].
 struct Node {
