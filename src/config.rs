@@ -138,6 +138,25 @@ pub struct ClusterConfig {
     pub transaction_state_replication_factor: i16,
     /// `transaction.state.log.min.isr`. Default 2.
     pub transaction_state_min_isr: i32,
+    /// `replica.lag.time.max.ms`: a follower that has not caught up with the
+    /// leader's LEO for this long leaves the ISR (ms). Default 30000.
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms`: how long a follower's fetch waits at the
+    /// leader for new data (ms). Default 500.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.max.bytes`: a follower fetch's limit per partition
+    /// (bytes). Default 1048576.
+    pub replica_fetch_max_bytes: u64,
+    /// `replica.fetch.response.max.bytes`: a follower fetch's limit for the
+    /// whole response (bytes). Default 10485760.
+    pub replica_fetch_response_max_bytes: u64,
+    /// `replica.fetch.backoff.ms`: how long a follower waits after a failed
+    /// fetch before it tries again (ms). Default 1000.
+    pub replica_fetch_backoff_ms: u64,
+    /// `replica.socket.timeout.ms`: how long a follower's fetch may go
+    /// unanswered beyond `replica.fetch.wait.max.ms` before the connection
+    /// is dropped and made again (ms). Default 30000.
+    pub replica_socket_timeout_ms: u64,
 }
 
 /// Typed broker configuration. Field docs name the Kafka property.

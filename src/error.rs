@@ -355,6 +355,17 @@ impl KafkaCode for ProduceError {
     }
 }
 
+impl KafkaCode for crate::shard::error::ReplicationWaitError {
+    fn code(&self) -> i16 {
+        use crate::shard::error::ReplicationWaitError as W;
+        match self {
+            W::NotEnoughReplicasAfterAppend { .. } => E::NotEnoughReplicasAfterAppend.code(),
+            W::TimedOut => E::RequestTimedOut.code(),
+            W::NotLeader => E::NotLeaderOrFollower.code(),
+        }
+    }
+}
+
 impl KafkaCode for FlushError {
     fn code(&self) -> i16 {
         match self {
@@ -373,6 +384,7 @@ impl KafkaCode for InternalAppendError {
             // KAFKA_STORAGE_ERROR for a failed internal append.
             InternalAppendError::Storage(_) => E::KafkaStorageError.code(),
             InternalAppendError::Flush(e) => e.code(),
+            InternalAppendError::Replication(e) => e.code(),
         }
     }
 }
@@ -384,6 +396,7 @@ impl KafkaCode for AppendFailure {
             AppendFailure::Malformed => E::UnknownServerError.code(),
             AppendFailure::Storage => E::KafkaStorageError.code(),
             AppendFailure::Flush(e) => e.code(),
+            AppendFailure::Replication(e) => e.code(),
         }
     }
 }
@@ -662,6 +675,7 @@ mod partition_owner_tests {
             (
                 ProduceError::NotEnoughReplicas {
                     required: 2,
+                    isr: 1,
                     topic: Arc::from("t"),
                     partition: 0,
                 },
@@ -682,6 +696,7 @@ mod partition_owner_tests {
         assert_eq!(
             ProduceError::NotEnoughReplicas {
                 required: 2,
+                isr: 1,
                 topic: Arc::from("t"),
                 partition: 3
             }
@@ -693,6 +708,23 @@ mod partition_owner_tests {
             ProduceError::Producer(p).to_string(),
             "rejected by the idempotent producer checks (KIP-98)"
         );
+    }
+
+    #[test]
+    fn replication_wait_error_codes() {
+        use crate::shard::error::ReplicationWaitError as W;
+        let table = [
+            (
+                W::NotEnoughReplicasAfterAppend {
+                    required: 2,
+                    isr: 1,
+                },
+                20,
+            ),
+            (W::TimedOut, 7),
+            (W::NotLeader, 6),
+        ];
+        crate::error::code_tables::table(&table);
     }
 
     #[test]
@@ -727,6 +759,12 @@ mod partition_owner_tests {
             (InternalAppendError::Storage(io()), 56),
             (InternalAppendError::Storage(batch), 56),
             (InternalAppendError::Flush(FlushError::Abandoned), 56),
+            (
+                InternalAppendError::Replication(
+                    crate::shard::error::ReplicationWaitError::TimedOut,
+                ),
+                7,
+            ),
         ];
         crate::error::code_tables::table(&table);
         let fenced = ProducerStateError::CoordinatorFenced {
@@ -761,6 +799,7 @@ mod partition_owner_tests {
             InternalAppendError::Storage(io()),
             InternalAppendError::Storage(batch()),
             InternalAppendError::Flush(FlushError::Abandoned),
+            InternalAppendError::Replication(crate::shard::error::ReplicationWaitError::TimedOut),
         ];
         for e in &appends {
             assert_eq!(AppendFailure::from(e).code(), e.code(), "{e:?}");
@@ -770,6 +809,10 @@ mod partition_owner_tests {
             (AppendFailure::Malformed, -1),
             (AppendFailure::Storage, 56),
             (AppendFailure::Flush(FlushError::Abandoned), 56),
+            (
+                AppendFailure::Replication(crate::shard::error::ReplicationWaitError::NotLeader),
+                6,
+            ),
         ];
         crate::error::code_tables::table(&table);
         let fenced = ProducerStateError::CoordinatorFenced {
@@ -985,8 +1028,26 @@ impl KafkaCode for crate::group::GroupError {
             G::UnstableOffsetCommit => E::UnstableOffsetCommit.code(),
             G::ProducerFenced { .. } => E::ProducerFenced.code(),
             G::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+            // Kafka `GroupMetadataManager.storeOffsets`: an offset write the
+            // ISR did not take is COORDINATOR_NOT_AVAILABLE (the client
+            // retries), one this broker no longer leads NOT_COORDINATOR.
+            G::Append(AppendFailure::Replication(w)) => replicated_write_code(w),
             G::Append(e) => e.code(),
         }
+    }
+}
+
+/// The code a coordinator answers when its write to its replicated
+/// partition was not taken by the ISR: NOT_COORDINATOR (16) when this
+/// broker stopped leading the partition, else COORDINATOR_NOT_AVAILABLE
+/// (15), as Kafka's group and transaction coordinators map the produce
+/// errors of their appends.
+fn replicated_write_code(w: &crate::shard::error::ReplicationWaitError) -> i16 {
+    use crate::shard::error::ReplicationWaitError as W;
+    match w {
+        W::NotLeader => E::NotCoordinator.code(),
+        W::TimedOut => E::CoordinatorNotAvailable.code(),
+        W::NotEnoughReplicasAfterAppend { .. } => E::CoordinatorNotAvailable.code(),
     }
 }
 
@@ -1009,6 +1070,10 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::NotCoordinator => E::NotCoordinator.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
+            TxnError::StateAppend {
+                cause: AppendFailure::Replication(w),
+                ..
+            } => replicated_write_code(w),
             TxnError::StateAppend { cause, .. } => cause.code(),
             TxnError::MarkerWrite { cause, .. } => match cause {
                 MarkerCause::Partition(e) => e.code(),
@@ -1086,6 +1151,18 @@ mod group_code_tests {
             ),
             (G::InvalidTxnState { producer_id: 1 }, 48),
             (G::Append(crate::shard::error::AppendFailure::Storage), 56),
+            (
+                G::Append(crate::shard::error::AppendFailure::Replication(
+                    crate::shard::error::ReplicationWaitError::NotLeader,
+                )),
+                16,
+            ),
+            (
+                G::Append(crate::shard::error::AppendFailure::Replication(
+                    crate::shard::error::ReplicationWaitError::TimedOut,
+                )),
+                15,
+            ),
         ];
         crate::error::code_tables::table(&table);
     }

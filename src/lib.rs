@@ -37,6 +37,7 @@ pub mod handlers;
 pub mod metrics;
 pub mod net;
 pub mod protocol;
+pub mod replication;
 pub mod shard;
 pub mod stall;
 pub mod storage;

@@ -16,6 +16,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::cluster::{try_kp_call, Cluster};
+use common::layout::{admin, create_with_rdkafka, layout, layout_on, wait_topic, Layout};
 use common::{admin_opts, consume_n, poll_until, send_to_partitions, CLIENT_TIMEOUT};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -40,8 +41,7 @@ use rdkafka::{Offset, TopicPartitionList};
 const SESSION_TIMEOUT: Duration = Duration::from_millis(3000);
 const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
 /// Generous bounds for what should take a few seconds.
-const FAILOVER_DEADLINE: Duration = Duration::from_secs(30);
-const VISIBLE_DEADLINE: Duration = Duration::from_secs(20);
+use common::layout::{FAILOVER_DEADLINE, VISIBLE_DEADLINE};
 
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -55,102 +55,6 @@ fn sb(s: &str) -> StrBytes {
 
 fn tn(s: &str) -> TopicName {
     TopicName(sb(s))
-}
-
-/// One partition as Metadata shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Part {
-    error: i16,
-    leader: i32,
-    replicas: Vec<i32>,
-    isr: Vec<i32>,
-}
-
-/// One topic as Metadata shows it: id and partitions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Layout {
-    id: uuid::Uuid,
-    parts: BTreeMap<i32, Part>,
-}
-
-impl Layout {
-    /// Replicas per partition (what placement decided; leaders move).
-    fn replicas(&self) -> BTreeMap<i32, Vec<i32>> {
-        self.parts
-            .iter()
-            .map(|(p, s)| (*p, s.replicas.clone()))
-            .collect()
-    }
-    fn leaders(&self) -> BTreeMap<i32, i32> {
-        self.parts.iter().map(|(p, s)| (*p, s.leader)).collect()
-    }
-}
-
-/// `topic` in `md`: `Ok(None)` when the topic is unknown there.
-fn layout(md: &MetadataResponse, topic: &str) -> Result<Option<Layout>, String> {
-    let Some(t) = md
-        .topics
-        .iter()
-        .find(|t| t.name.as_ref().map(|n| n.as_str()) == Some(topic))
-    else {
-        return Ok(None);
-    };
-    if t.error_code == UNKNOWN_TOPIC_OR_PARTITION {
-        return Ok(None);
-    }
-    if t.error_code != NONE {
-        return Err(format!("{topic}: error {}", t.error_code));
-    }
-    Ok(Some(Layout {
-        id: t.topic_id,
-        parts: t
-            .partitions
-            .iter()
-            .map(|p| {
-                (
-                    p.partition_index,
-                    Part {
-                        error: p.error_code,
-                        leader: p.leader_id.0,
-                        replicas: p.replica_nodes.iter().map(|b| b.0).collect(),
-                        isr: p.isr_nodes.iter().map(|b| b.0).collect(),
-                    },
-                )
-            })
-            .collect(),
-    }))
-}
-
-/// `topic` as node `id` shows it.
-fn layout_on(c: &Cluster, id: i32, topic: &str) -> Result<Option<Layout>, String> {
-    layout(&c.metadata_from(id, Some(&[topic]))?, topic)
-}
-
-/// Waits until every node of `nodes` shows `topic` with `parts` partitions,
-/// each with a leader, all with the same topic id; gives node `nodes[0]`'s
-/// layout.
-fn wait_topic(c: &Cluster, nodes: &[i32], topic: &str, parts: usize) -> Layout {
-    poll_until(
-        VISIBLE_DEADLINE,
-        &format!("{topic} with {parts} led partitions on nodes {nodes:?}"),
-        || {
-            let mut first: Option<Layout> = None;
-            for &id in nodes {
-                let l = layout_on(c, id, topic)?.ok_or(format!("node {id}: unknown"))?;
-                if l.parts.len() != parts || l.parts.values().any(|p| p.leader < 0) {
-                    return Err(format!("node {id}: {l:?}"));
-                }
-                match &first {
-                    None => first = Some(l),
-                    Some(f) if f.id != l.id => {
-                        return Err(format!("topic ids differ: {} vs {} on {id}", f.id, l.id))
-                    }
-                    Some(_) => {}
-                }
-            }
-            Ok(first.unwrap())
-        },
-    )
 }
 
 /// Waits until no node of `nodes` knows `topic`.
@@ -348,12 +252,6 @@ fn until_ok(what: &str, mut op: impl FnMut() -> (i16, Option<String>)) {
     })
 }
 
-fn admin(c: &Cluster, bootstrap: &str) -> AdminClient<DefaultClientContext> {
-    c.client_config(bootstrap)
-        .create()
-        .expect("create admin client")
-}
-
 fn producer(c: &Cluster, bootstrap: &str) -> FutureProducer {
     c.client_config(bootstrap)
         .set("message.timeout.ms", "30000")
@@ -372,34 +270,6 @@ fn consumer(c: &Cluster, bootstrap: &str) -> BaseConsumer {
         .set("fetch.wait.max.ms", "100")
         .create()
         .expect("create consumer")
-}
-
-/// Creates `topic` through an rdkafka admin client on `bootstrap`,
-/// retrying while the controller moves; panics after the deadline.
-async fn create_with_rdkafka(c: &Cluster, bootstrap: &str, topic: &str, parts: i32, rf: i32) {
-    let admin = admin(c, bootstrap);
-    let deadline = Instant::now() + FAILOVER_DEADLINE;
-    loop {
-        let res = admin
-            .create_topics(
-                &[NewTopic::new(topic, parts, TopicReplication::Fixed(rf))],
-                &admin_opts(),
-            )
-            .await;
-        let last = match res {
-            Ok(r) => match &r[0] {
-                Ok(_) => return,
-                Err((_, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => return,
-                Err(e) => format!("{e:?}"),
-            },
-            Err(e) => e.to_string(),
-        };
-        assert!(
-            Instant::now() < deadline,
-            "creating {topic} (RF {rf}) through {bootstrap} kept failing: {last}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// The node ids other than `not`.

@@ -182,6 +182,8 @@ pub enum ControllerRequest {
         /// `broker.rack`.
         rack: Option<String>,
     },
+    /// AlterPartition: a leader's ISR change (KIP-497).
+    AlterPartition(super::alter_partition::IsrAsk),
     /// BrokerHeartbeat.
     BrokerHeartbeat {
         /// Broker id.
@@ -214,6 +216,8 @@ pub enum ControllerReply {
     Reserved,
     /// The broker epoch.
     RegisterBroker(Result<i64, LifecycleError>),
+    /// The ISR change is committed (or was already in place).
+    AlterPartition(Result<(), super::alter_partition::AlterPartitionError>),
     /// The heartbeat's state.
     BrokerHeartbeat(Result<HeartbeatReply, LifecycleError>),
 }
@@ -710,6 +714,16 @@ pub fn decide(
                     })),
                 }
             }
+        },
+        ControllerRequest::AlterPartition(ask) => match super::alter_partition::decide(image, ask) {
+            Ok(records) => Decision {
+                records,
+                reply: ControllerReply::AlterPartition(Ok(())),
+            },
+            Err(e) => Decision {
+                records: Vec::new(),
+                reply: ControllerReply::AlterPartition(Err(e)),
+            },
         },
         ControllerRequest::ReserveProducerIds { next_producer_id } => Decision {
             records: if *next_producer_id > image.next_producer_id {

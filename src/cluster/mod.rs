@@ -8,6 +8,7 @@
 //! admin requests and broker heartbeats and decides the records (replica
 //! [`placement`], leader [`election`]s).
 
+pub mod alter_partition;
 pub mod control;
 pub mod controller;
 pub mod election;

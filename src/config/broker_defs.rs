@@ -398,6 +398,12 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
     BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
     BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },
+    BrokerConfigDef { name: "replica.fetch.backoff.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_backoff_ms = to_u64(v) }, doc: "How long (ms) a follower waits after a failed fetch from a leader before it tries again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_backoff_ms) },
+    BrokerConfigDef { name: "replica.fetch.max.bytes", ty: T::Int, default: Some("1048576"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_max_bytes = to_u64(v) }, doc: "A follower fetch's limit per partition (bytes); the first batch is sent even if larger.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_max_bytes) },
+    BrokerConfigDef { name: "replica.fetch.response.max.bytes", ty: T::Int, default: Some("10485760"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_response_max_bytes = to_u64(v) }, doc: "A follower fetch's limit for the whole response (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_response_max_bytes) },
+    BrokerConfigDef { name: "replica.fetch.wait.max.ms", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_wait_max_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch waits at the leader for new data; below replica.lag.time.max.ms.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_wait_max_ms) },
+    BrokerConfigDef { name: "replica.lag.time.max.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_lag_time_max_ms = to_u64(v) }, doc: "A follower that has not caught up with the leader's log end for this long (ms) leaves the ISR.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_lag_time_max_ms) },
+    BrokerConfigDef { name: "replica.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch may go unanswered beyond replica.fetch.wait.max.ms before its connection is made again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_timeout_ms) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
     BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
     BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
@@ -562,8 +568,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 45 own settings, read-only.
-        assert_eq!(own.len(), 45);
+        // Today's broker resource: 51 own settings, read-only.
+        assert_eq!(own.len(), 51);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -573,7 +579,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 45] = [
+        let want: [(&str, Option<&str>); 51] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("broker.heartbeat.interval.ms", Some("2000")),
@@ -613,6 +619,12 @@ mod tests {
             ("process.roles", None),
             ("producer.id.expiration.check.interval.ms", Some("600000")),
             ("producer.id.expiration.ms", Some("86400000")),
+            ("replica.fetch.backoff.ms", Some("1000")),
+            ("replica.fetch.max.bytes", Some("1048576")),
+            ("replica.fetch.response.max.bytes", Some("10485760")),
+            ("replica.fetch.wait.max.ms", Some("500")),
+            ("replica.lag.time.max.ms", Some("30000")),
+            ("replica.socket.timeout.ms", Some("30000")),
             ("socket.request.max.bytes", Some("104857600")),
             (
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",

@@ -148,14 +148,27 @@ impl Variants for FlushError {
     }
 }
 
+impl Variants for crate::shard::error::ReplicationWaitError {
+    const COUNT: usize = 3;
+    fn index(&self) -> usize {
+        use crate::shard::error::ReplicationWaitError as W;
+        match self {
+            W::NotEnoughReplicasAfterAppend { .. } => 0,
+            W::TimedOut => 1,
+            W::NotLeader => 2,
+        }
+    }
+}
+
 impl Variants for InternalAppendError {
-    const COUNT: usize = 4;
+    const COUNT: usize = 5;
     fn index(&self) -> usize {
         match self {
             InternalAppendError::Encode { .. } => 0,
             InternalAppendError::Malformed { .. } => 1,
             InternalAppendError::Storage(_) => 2,
             InternalAppendError::Flush(_) => 3,
+            InternalAppendError::Replication(_) => 4,
         }
     }
 }
@@ -172,13 +185,14 @@ impl Variants for MarkerError {
 }
 
 impl Variants for AppendFailure {
-    const COUNT: usize = 4;
+    const COUNT: usize = 5;
     fn index(&self) -> usize {
         match self {
             AppendFailure::Encode => 0,
             AppendFailure::Malformed => 1,
             AppendFailure::Storage => 2,
             AppendFailure::Flush(_) => 3,
+            AppendFailure::Replication(_) => 4,
         }
     }
 }

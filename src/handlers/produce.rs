@@ -27,6 +27,7 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_channel::oneshot;
@@ -128,14 +129,19 @@ pub struct Verify {
 }
 
 /// Runs on the owner shard: validates and appends each partition's batches.
-/// With `wait_for_flush` (acks=all), waits for the flush policy before
-/// answering.
+/// With `acks_all` (acks=all: the deadline of the request's `timeout_ms`),
+/// waits for the flush policy and, on a replicated partition, for the high
+/// watermark to pass the batch (every ISR member holds it) before
+/// answering: REQUEST_TIMED_OUT at the deadline,
+/// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR fell below
+/// `min.insync.replicas` meanwhile.
 pub async fn append_on_owner(
     shard: Rc<Shard>,
     work: Vec<PartitionAppend>,
-    wait_for_flush: bool,
+    acks_all: Option<Instant>,
     reserved: Option<oneshot::Sender<()>>,
 ) -> Vec<PartitionAppendResult> {
+    let wait_for_flush = acks_all.is_some();
     let mut out = Vec::with_capacity(work.len());
     let mut flushes = Vec::new();
     // Every partition is reserved (offsets assigned, writes submitted)
@@ -185,7 +191,7 @@ pub async fn append_on_owner(
             } => {
                 r.base_offset = base_offset;
                 r.log_start_offset = log_start_offset;
-                duplicates.push((part.clone(), base_offset));
+                duplicates.push((out.len(), part.clone(), base_offset));
             }
             ProduceOutcome::Appending(appending) => {
                 appends.push((out.len(), part.clone(), appending))
@@ -201,8 +207,10 @@ pub async fn append_on_owner(
             let _ = tx.send(());
         }
     }
-    for (part, offset) in duplicates {
+    let mut replicated = Vec::new();
+    for (i, part, offset) in duplicates {
         part.wait_committed(offset).await;
+        replicated.push((i, part, offset + 1));
     }
     for (i, part, appending) in appends {
         let Some(r) = out.get_mut(i) else { continue };
@@ -214,8 +222,9 @@ pub async fn append_on_owner(
                 // acks=all waits when this append made a flush due
                 // (`flush.messages` reached); see docs/ARCHITECTURE.md.
                 if wait_for_flush && needs_flush {
-                    flushes.push((i, part, res.last_offset + 1));
+                    flushes.push((i, part.clone(), res.last_offset + 1));
                 }
+                replicated.push((i, part, res.last_offset + 1));
             }
             Err(e) => {
                 log::error!("append to {}-{} failed: {e}", part.topic(), part.index());
@@ -233,6 +242,20 @@ pub async fn append_on_owner(
             }
         }
     }
+    if let Some(deadline) = acks_all {
+        for (i, part, offset) in replicated {
+            if out.get(i).is_some_and(|r| r.error_code != 0) {
+                continue;
+            }
+            if let Err(e) = part.wait_replicated(offset, deadline).await {
+                if let Some(r) = out.get_mut(i) {
+                    r.error_code = e.code();
+                    r.error_message = Some(e.to_string());
+                    r.base_offset = -1;
+                }
+            }
+        }
+    }
     out
 }
 
@@ -241,7 +264,7 @@ pub async fn append_on_owner(
 async fn dispatch(
     shard: &Rc<Shard>,
     by_owner: Vec<Vec<PartitionAppend>>,
-    wait_for_flush: bool,
+    acks_all: Option<Instant>,
     results: &mut [TopicResults],
     dispatched: &mut Option<oneshot::Sender<()>>,
 ) {
@@ -260,7 +283,7 @@ async fn dispatch(
             "produce fan-out",
             async move {
                 me.invoke_on(owner, move |s| {
-                    append_on_owner(s, work, wait_for_flush, Some(tx))
+                    append_on_owner(s, work, acks_all, Some(tx))
                 })
                 .await
             },
@@ -394,11 +417,13 @@ pub async fn handle(
         });
     }
 
-    let wait_for_flush = acks == -1;
+    // acks=all waits for the ISR until the request's `timeout_ms`.
+    let acks_all = (acks == -1)
+        .then(|| Instant::now() + Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0)));
     dispatch(
         shard,
         by_owner,
-        wait_for_flush,
+        acks_all,
         &mut results,
         &mut dispatched,
     )
@@ -439,7 +464,7 @@ pub async fn handle(
             }
             again[owner].push(w);
         }
-        dispatch(shard, again, wait_for_flush, &mut results, &mut None).await;
+        dispatch(shard, again, acks_all, &mut results, &mut None).await;
     }
 
     if acks == 0 {

@@ -49,14 +49,17 @@ pub enum ProduceError {
     /// [`ProducerStateError`].
     #[error("rejected by the idempotent producer checks (KIP-98)")]
     Producer(#[source] ProducerStateError),
-    /// acks=all on a topic whose `min.insync.replicas` exceeds the one
-    /// replica of this broker: NOT_ENOUGH_REPLICAS (19).
+    /// acks=all on a partition whose ISR is smaller than the topic's
+    /// `min.insync.replicas`, refused before the append:
+    /// NOT_ENOUGH_REPLICAS (19).
     #[error(
-        "The size of the current ISR 1 is insufficient to satisfy the min.isr requirement of {required} for partition {topic}-{partition}"
+        "The size of the current ISR {isr} is insufficient to satisfy the min.isr requirement of {required} for partition {topic}-{partition}"
     )]
     NotEnoughReplicas {
         /// The topic's `min.insync.replicas`.
         required: i32,
+        /// The ISR's size.
+        isr: usize,
         /// Topic name.
         topic: std::sync::Arc<str>,
         /// Partition index.
@@ -70,6 +73,29 @@ pub enum ProduceError {
     /// the [`LeadershipError`]'s code, NOT_LEADER_OR_FOLLOWER (6).
     #[error(transparent)]
     Leadership(LeadershipError),
+}
+
+/// Why an acks=all produce was not answered with success after its append
+/// ([`crate::shard::partition::Partition::wait_replicated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicationWaitError {
+    /// The high watermark reached the batch, but the ISR is smaller than
+    /// `min.insync.replicas`: NOT_ENOUGH_REPLICAS_AFTER_APPEND (20).
+    #[error("the ISR of {isr} is below min.insync.replicas {required} after the append")]
+    NotEnoughReplicasAfterAppend {
+        /// The topic's `min.insync.replicas`.
+        required: i32,
+        /// The ISR's size.
+        isr: usize,
+    },
+    /// The ISR did not replicate the batch within the produce's
+    /// `timeout_ms`: REQUEST_TIMED_OUT (7).
+    #[error("the batch was not replicated to the ISR within the request's timeout")]
+    TimedOut,
+    /// This broker stopped leading the partition while it waited:
+    /// NOT_LEADER_OR_FOLLOWER (6).
+    #[error("this broker stopped leading the partition")]
+    NotLeader,
 }
 
 /// Why [`crate::shard::partition::Partition::wait_flushed`] failed: both
@@ -132,6 +158,12 @@ pub enum InternalAppendError {
     /// The fdatasync of the flush policy failed: KAFKA_STORAGE_ERROR (56).
     #[error("fdatasync failed: {0}")]
     Flush(#[from] FlushError),
+    /// A replicated partition's ISR did not take the records (acks=all, as
+    /// Kafka appends internal records and markers): the wait's code
+    /// (NOT_ENOUGH_REPLICAS_AFTER_APPEND (20), REQUEST_TIMED_OUT (7),
+    /// NOT_LEADER_OR_FOLLOWER (6)); the coordinators answer their own.
+    #[error("not replicated: {0}")]
+    Replication(#[from] ReplicationWaitError),
 }
 
 /// Why [`crate::shard::partition::Partition::write_marker`] wrote no marker.
@@ -169,6 +201,9 @@ pub enum AppendFailure {
     /// The fdatasync of the flush policy failed.
     #[error("fdatasync failed: {0}")]
     Flush(FlushError),
+    /// The ISR did not take the records.
+    #[error("not replicated: {0}")]
+    Replication(ReplicationWaitError),
 }
 
 impl From<&InternalAppendError> for AppendFailure {
@@ -178,6 +213,7 @@ impl From<&InternalAppendError> for AppendFailure {
             InternalAppendError::Malformed { .. } => AppendFailure::Malformed,
             InternalAppendError::Storage(_) => AppendFailure::Storage,
             InternalAppendError::Flush(f) => AppendFailure::Flush(*f),
+            InternalAppendError::Replication(w) => AppendFailure::Replication(*w),
         }
     }
 }

@@ -63,10 +63,16 @@ pub fn encode_batch(records: &[Record]) -> Result<Bytes, InternalAppendError> {
     Ok(buf.freeze())
 }
 
+/// How long an internal append waits for its partition's ISR (Kafka's
+/// `offsets.commit.timeout.ms` default, 5 s).
+pub const INTERNAL_REPLICATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Appends RecordBatches this broker encoded itself (internal records,
 /// transaction markers): the client-side rules of `validate_batches` (no
 /// control batches, sequences for producer ids) do not apply to it. Waits
-/// for the flush policy. Errors with `Storage`/`Flush` (KAFKA_STORAGE_ERROR)
+/// for the flush policy and, on a replicated partition, for the ISR to hold
+/// the records (`Replication`, within [`INTERNAL_REPLICATION_TIMEOUT`]).
+/// Errors with `Storage`/`Flush` (KAFKA_STORAGE_ERROR)
 /// on I/O, `Malformed` (UNKNOWN_SERVER_ERROR) when the bytes are not whole
 /// batches.
 pub async fn append_encoded(
@@ -108,6 +114,10 @@ pub async fn append_encoded(
     if needs_flush {
         part.wait_flushed(res.last_offset + 1).await?;
     }
+    // As Kafka writes coordinator records and markers with acks=all: on a
+    // replicated partition they count once the ISR holds them.
+    let deadline = std::time::Instant::now() + INTERNAL_REPLICATION_TIMEOUT;
+    part.wait_replicated(res.last_offset + 1, deadline).await?;
     Ok(res)
 }
 

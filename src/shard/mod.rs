@@ -14,6 +14,7 @@ pub use crate::stall;
 pub mod write_stats;
 
 pub use controller_call::submit;
+use notify::Notify;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -68,6 +69,9 @@ pub struct Shard {
     pub config: Arc<Config>,
     /// The latest metadata image this shard applied.
     metadata: RefCell<Arc<MetadataImage>>,
+    /// Bumped after each newer image is applied (the replica fetchers
+    /// follow leadership with it).
+    metadata_applied: Rc<Notify>,
     /// Partitions this shard owns.
     /// Keyed by topic, then partition index, so lookups by `&str` allocate nothing.
     partitions: RefCell<PartitionMap>,
@@ -118,6 +122,7 @@ impl Shard {
                 topic_ids: Default::default(),
                 ..(*image).clone()
             })),
+            metadata_applied: Rc::new(Notify::default()),
             partitions: RefCell::new(HashMap::new()),
             groups: GroupCoordinator::default(),
             txns: TransactionCoordinator::default(),
@@ -213,6 +218,11 @@ impl Shard {
         self.metadata.borrow().clone()
     }
 
+    /// Gives the signal bumped after each newer image is applied.
+    pub fn metadata_applied(&self) -> &Rc<Notify> {
+        &self.metadata_applied
+    }
+
     /// A partition owned by this shard.
     pub fn partition(&self, topic: &str, partition: i32) -> Option<Rc<Partition>> {
         self.partitions
@@ -304,7 +314,7 @@ impl Shard {
                         existing.set_settings(settings.clone());
                     }
                     let became_leader = leads && !existing.is_leader();
-                    existing.set_leadership(leads, replica.leader_epoch);
+                    existing.set_registration(node, reg, now_ms());
                     if became_leader {
                         // The coordinators follow their partition's leadership.
                         self.load_coordinator(&existing);
@@ -320,7 +330,7 @@ impl Shard {
                     Ok(log) => {
                         let part =
                             Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
-                        part.set_leadership(leads, replica.leader_epoch);
+                        part.set_registration(node, reg, now_ms());
                         if leads {
                             self.load_coordinator(&part);
                         }
@@ -337,6 +347,7 @@ impl Shard {
                 }
             }
         }
+        self.metadata_applied.notify_all();
         match first_error {
             Some(e) => Err(e),
             None => Ok(()),

@@ -37,9 +37,11 @@ use crate::txn::snapshot;
 mod produce;
 mod produce_rules;
 mod read;
+mod replication;
 
 pub use produce::ProduceOutcome;
 pub use read::{IsolatedRead, ProducerSummary};
+pub use replication::{FollowerState, IsrChange, Replication};
 
 /// Fetch `isolation_level` 1 (KIP-98): only data below the LSO is returned.
 pub const READ_COMMITTED: i8 = 1;
@@ -272,6 +274,8 @@ pub struct Partition {
     compacting: Cell<bool>,
     /// Bumped when a compaction pass ends.
     compaction_done: Rc<Notify>,
+    /// Replicas, ISR, followers' state (see `replication`).
+    replication: RefCell<Replication>,
 }
 
 impl Partition {
@@ -306,6 +310,7 @@ impl Partition {
             next_seq: Cell::new(0),
             compacting: Cell::new(false),
             compaction_done: Rc::new(Notify::default()),
+            replication: RefCell::new(Replication::default()),
         }
     }
 
@@ -501,6 +506,8 @@ impl Partition {
             }
         }
         if committed {
+            // A leader alone in its ISR moves the high watermark itself.
+            self.maybe_advance_high_watermark();
             self.appended.notify_all();
         }
     }

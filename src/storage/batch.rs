@@ -550,6 +550,62 @@ pub fn validate_batches(
     Ok(out)
 }
 
+/// Takes the records of one partition of a follower's Fetch response (the
+/// leader's stored batches) and gives the whole batches in it, checked as a
+/// follower must before it appends them byte for byte (Kafka
+/// `UnifiedLog.appendAsFollower`: magic 2, a sane length, the CRC32C). The
+/// client rules of [`validate_batches`] do not apply: a control batch, a
+/// compacted batch with fewer records than offsets, are the leader's own.
+/// A partial batch at the end (the response's size limit cut it) is left
+/// out. Errors: `LegacyMagic`/`UnknownMagic`, `CorruptMessage` (a length
+/// below the minimum, a CRC mismatch).
+pub fn replica_batches(records: &[u8]) -> Result<Vec<ValidatedBatch>, BatchError> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while records.len() - pos > MAGIC_OFFSET {
+        let rest = &records[pos..];
+        let magic = rest[MAGIC_OFFSET] as i8;
+        if magic != CURRENT_MAGIC {
+            return Err(if magic < CURRENT_MAGIC {
+                BatchError::LegacyMagic(magic)
+            } else {
+                BatchError::UnknownMagic(magic)
+            });
+        }
+        let batch_length = be_i32(rest, 8);
+        if batch_length < MIN_BATCH_LENGTH {
+            return Err(BatchError::CorruptMessage(
+                Corruption::BatchLengthTooSmall {
+                    position: pos,
+                    batch_length,
+                },
+            ));
+        }
+        let size = usize::try_from(batch_length)
+            .map_err(|_| BatchError::CorruptMessage(Corruption::BatchLengthOverflow))?
+            + LOG_OVERHEAD_BYTES;
+        let Some(batch) = rest.get(..size) else {
+            break;
+        };
+        let header = BatchHeader::parse(batch)?;
+        let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+        if computed != header.crc {
+            return Err(BatchError::CorruptMessage(Corruption::CrcMismatch {
+                position: pos,
+                stored: header.crc,
+                computed,
+            }));
+        }
+        out.push(ValidatedBatch {
+            position: pos,
+            size,
+            header,
+        });
+        pos += size;
+    }
+    Ok(out)
+}
+
 /// Takes a whole batch (at least its 61-byte header; the CRC is computed over
 /// the header's bytes 21..61 plus `batch[61..]`) and the broker time `now_ms`
 /// (ms); gives the new 61-byte header for LogAppendTime (Kafka

@@ -103,6 +103,10 @@ pub struct Cluster {
     /// Node id → the proxy in front of its controller listener (only with
     /// [`Cluster::start_with_proxies`]).
     inbound: BTreeMap<i32, Proxy>,
+    /// Node id → the proxy in front of its client listener, which the node
+    /// advertises (only with [`Cluster::start_with_proxies`]): followers'
+    /// fetches and clients' requests go through it.
+    data_inbound: BTreeMap<i32, Proxy>,
     /// Pid of every running node process → node id (the proxies' sources).
     pids: Arc<Mutex<HashMap<u32, i32>>>,
     /// CPUs this test process may use: node `i` is pinned to one of them in
@@ -148,6 +152,7 @@ impl Cluster {
             .collect();
         let pids: Arc<Mutex<HashMap<u32, i32>>> = Arc::default();
         let mut inbound = BTreeMap::new();
+        let mut data_inbound = BTreeMap::new();
         if proxied {
             for to in &nodes {
                 let pids = pids.clone();
@@ -157,7 +162,9 @@ impl Cluster {
                     owner_pid(peer, port, &candidates).and_then(|pid| known.get(&pid).copied())
                 });
                 let target = format!("127.0.0.1:{}", to.controller_port);
-                inbound.insert(to.id, Proxy::with_sources(&target, classify));
+                inbound.insert(to.id, Proxy::with_sources(&target, classify.clone()));
+                let target = format!("127.0.0.1:{}", to.client_port);
+                data_inbound.insert(to.id, Proxy::with_sources(&target, classify));
             }
         }
         let out = Command::new(env!("CARGO_BIN_EXE_fjord"))
@@ -175,6 +182,7 @@ impl Cluster {
             nodes,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
             inbound,
+            data_inbound,
             pids,
             cpus: allowed_cpus(),
         };
@@ -277,6 +285,12 @@ impl Cluster {
                 pp = n.controller_port,
                 data = n.data_dir().display(),
             );
+        }
+        if let Some(p) = self.data_inbound.get(&n.id) {
+            text.push_str(&format!(
+                "advertised.listeners=PLAINTEXT://127.0.0.1:{}\n",
+                p.port()
+            ));
         }
         for (k, v) in FAST_SETTINGS {
             text.push_str(&format!("{k}={v}\n"));
@@ -703,6 +717,16 @@ impl Cluster {
         self.proxy(to).set_fault_from(from, fault);
     }
 
+    /// Sets the fault of the connections node `from` opens to node `to`'s
+    /// client listener (a follower's fetches from its leader).
+    pub fn set_data_link(&self, from: i32, to: i32, fault: Fault) {
+        assert_ne!(from, to, "a node does not connect to itself");
+        self.data_inbound
+            .get(&to)
+            .unwrap_or_else(|| panic!("no client proxy for node {to} (start_with_proxies?)"))
+            .set_fault_from(from, fault);
+    }
+
     /// Black-holes both directions between `a` and `b`.
     pub fn partition(&self, a: i32, b: i32) {
         self.set_link(a, b, Fault::BlackHole);
@@ -726,7 +750,7 @@ impl Cluster {
 
     /// Heals every link.
     pub fn heal_all(&self) {
-        for p in self.inbound.values() {
+        for p in self.inbound.values().chain(self.data_inbound.values()) {
             p.heal();
         }
     }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod layout;
 pub mod ports;
 pub mod proxy;
 

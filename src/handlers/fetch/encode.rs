@@ -48,6 +48,9 @@ pub struct FetchPartitionOut {
     /// refused consumer (v12+ tagged `current_leader`, KIP-951); None or
     /// (-1, -1) sends nothing, as Kafka omits the default.
     pub current_leader: Option<(i32, i32)>,
+    /// (epoch, end offset) a follower diverges at (v12+ tagged
+    /// `diverging_epoch`, KIP-320); None sends nothing.
+    pub diverging_epoch: Option<(i32, i64)>,
 }
 
 struct Writer {
@@ -176,19 +179,35 @@ pub fn encode_fetch_response(
             for r in &p.regions {
                 w.file(r);
             }
-            match p.current_leader {
-                Some((leader_id, leader_epoch))
-                    if w.flexible && (leader_id, leader_epoch) != (-1, -1) =>
-                {
-                    // Tag 1, `LeaderIdAndEpoch`: leader id, epoch, no tags.
-                    let mut body = BytesMut::with_capacity(9);
-                    body.put_i32(leader_id);
-                    body.put_i32(leader_epoch);
+            if w.flexible {
+                // Tagged fields in tag order: 0 `DivergingEpoch` (epoch,
+                // end offset, no tags), 1 `CurrentLeader` (leader id,
+                // epoch, no tags); Kafka omits defaults.
+                let diverging = p.diverging_epoch.map(|(epoch, end_offset)| {
+                    let mut body = BytesMut::with_capacity(13);
+                    body.put_i32(epoch);
+                    body.put_i64(end_offset);
                     body.put_u8(0);
-                    w.uvarint(1);
+                    body
+                });
+                let leader = p
+                    .current_leader
+                    .filter(|l| *l != (-1, -1))
+                    .map(|(leader_id, leader_epoch)| {
+                        let mut body = BytesMut::with_capacity(9);
+                        body.put_i32(leader_id);
+                        body.put_i32(leader_epoch);
+                        body.put_u8(0);
+                        body
+                    });
+                let n = u64::from(diverging.is_some()) + u64::from(leader.is_some());
+                w.uvarint(n);
+                if let Some(body) = diverging {
+                    w.tagged(0, &body);
+                }
+                if let Some(body) = leader {
                     w.tagged(1, &body);
                 }
-                _ => w.tags(),
             }
         }
         w.tags();
@@ -269,6 +288,7 @@ mod tests {
                         log_start_offset: 2,
                         aborted_transactions: None,
                         current_leader: None,
+                        diverging_epoch: None,
                         regions: vec![
                             FileRegion {
                                 file: file.clone(),
@@ -290,6 +310,18 @@ mod tests {
                         log_start_offset: -1,
                         aborted_transactions: None,
                         current_leader: None,
+                        diverging_epoch: None,
+                        regions: vec![],
+                    },
+                    FetchPartitionOut {
+                        partition: 5,
+                        error_code: 0,
+                        high_watermark: 20,
+                        last_stable_offset: 20,
+                        log_start_offset: 0,
+                        aborted_transactions: None,
+                        current_leader: Some((2, 6)),
+                        diverging_epoch: Some((4, 17)),
                         regions: vec![],
                     },
                 ],
@@ -315,6 +347,16 @@ mod tests {
                 Some(&b"RECORDS!0123"[..])
             );
             assert_eq!(t.partitions[1].error_code, 1);
+            let d = &t.partitions[2];
+            if version >= 12 {
+                assert_eq!((d.diverging_epoch.epoch, d.diverging_epoch.end_offset), (4, 17));
+                assert_eq!(
+                    (d.current_leader.leader_id.0, d.current_leader.leader_epoch),
+                    (2, 6)
+                );
+            } else {
+                assert_eq!(d.diverging_epoch.epoch, -1);
+            }
             if version >= 5 {
                 assert_eq!(t.partitions[0].log_start_offset, 2);
             }
@@ -416,6 +458,7 @@ mod tests {
                         log_start_offset: 0,
                         aborted_transactions: Some(vec![(5, 1), (9, 4)]),
                         current_leader: None,
+                        diverging_epoch: None,
                         regions: vec![],
                     },
                     FetchPartitionOut {
@@ -426,6 +469,7 @@ mod tests {
                         log_start_offset: 0,
                         aborted_transactions: None,
                         current_leader: None,
+                        diverging_epoch: None,
                         regions: vec![],
                     },
                 ],

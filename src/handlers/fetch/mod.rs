@@ -49,7 +49,7 @@ use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::notify::any_changed;
 use crate::shard::write_stats::WRITE_STATS;
-use crate::shard::Shard;
+use crate::shard::{now_ms, Shard};
 use crate::storage::{cache, FileRegion, ReadMode, StorageError};
 pub use encode::{encode_fetch_response, FetchPartitionOut, FetchTopicOut};
 
@@ -72,6 +72,9 @@ pub struct PartitionRead {
     pub current_leader_epoch: Option<i32>,
     /// Who fetches (a consumer or a follower replica; see [`requester`]).
     pub requester: Requester,
+    /// The epoch of the last batch the fetcher has (v12+
+    /// `last_fetched_epoch`); None when not given (-1): no divergence check.
+    pub last_fetched_epoch: Option<i32>,
 }
 
 /// The owner's answer for one partition.
@@ -99,6 +102,10 @@ pub struct PartitionReadResult {
     /// transactions overlapping [fetch offset, LSO) — narrowed to the data
     /// kept once the response is planned; None for READ_UNCOMMITTED.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
+    /// (epoch, end offset) where the fetcher's log stops agreeing with
+    /// this one (v12+ `diverging_epoch`, KIP-320): it must truncate there
+    /// before it fetches again; no data is sent with it.
+    pub diverging_epoch: Option<(i32, i64)>,
 }
 
 impl PartitionReadResult {
@@ -162,13 +169,41 @@ pub async fn read_partition(
         };
         let mut out = PartitionReadResult::failed(codes::NONE);
         out.generation = part.append_signal().generation();
-        match part.read_isolated_in(
-            r.fetch_offset,
-            limit,
-            allow_oversize,
-            r.isolation_level,
-            mode,
-        ) {
+        let read = match r.requester {
+            Requester::Follower { replica_id } => {
+                // Kafka `Partition.fetchRecords`: a follower whose last
+                // fetched epoch ends before its fetch offset here, or is
+                // unknown here, diverges; it truncates before fetching on.
+                if let Some(diverging) = r
+                    .last_fetched_epoch
+                    .and_then(|last| diverging_epoch(&part, last, r.fetch_offset))
+                {
+                    out.diverging_epoch = Some(diverging);
+                    out.high_watermark = part.high_watermark();
+                    out.last_stable_offset = part.last_stable_offset();
+                    out.log_start_offset = part.log_start_offset();
+                    out.end_offset = r.fetch_offset;
+                    return out;
+                }
+                // The fetch offset is the follower's LEO: it may move the
+                // high watermark and bring the follower back into the ISR.
+                let alive = shard.metadata().is_alive(replica_id);
+                if let Some(change) =
+                    part.follower_fetched(replica_id, r.fetch_offset, alive, now_ms())
+                {
+                    crate::replication::isr::propose(part.clone(), change);
+                }
+                part.read_replica_in(r.fetch_offset, limit, mode)
+            }
+            Requester::Client => part.read_isolated_in(
+                r.fetch_offset,
+                limit,
+                allow_oversize,
+                r.isolation_level,
+                mode,
+            ),
+        };
+        match read {
             Ok(iso) => {
                 let res = iso.read;
                 out.high_watermark = res.high_watermark;
@@ -220,6 +255,20 @@ pub async fn read_partition(
         }
         return out;
     }
+}
+
+/// Takes the leader's partition, a follower's `last_fetched_epoch` and its
+/// fetch offset; gives (epoch, end offset) of the leader's log for that
+/// epoch when the follower's log diverges from it: the leader's largest
+/// epoch up to `last` is older than `last`, or ends before the fetch
+/// offset (Kafka `Partition.validateFetchOffsetAndMaybeGetDivergingEpoch`).
+fn diverging_epoch(
+    part: &crate::shard::partition::Partition,
+    last: i32,
+    fetch_offset: i64,
+) -> Option<(i32, i64)> {
+    let (epoch, end) = part.end_offset_for_epoch(last)?;
+    (epoch < last || end < fetch_offset).then_some((epoch, end))
 }
 
 /// Runs on the owner: reads each partition with its own limit
@@ -360,6 +409,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     current_leader_epoch: (p.current_leader_epoch >= 0)
                         .then_some(p.current_leader_epoch),
                     requester,
+                    last_fetched_epoch: (version >= 12 && p.last_fetched_epoch >= 0)
+                        .then_some(p.last_fetched_epoch),
                 },
                 error_code,
             });
@@ -431,6 +482,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 aborted_transactions: r.aborted_transactions,
                 regions: r.regions,
                 current_leader,
+                diverging_epoch: r.diverging_epoch,
             });
         }
     }

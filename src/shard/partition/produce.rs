@@ -207,13 +207,17 @@ impl Partition {
         acks_all: bool,
         now_ms: i64,
     ) -> Result<(Bytes, ValidatedBatch), ProduceError> {
-        match produce_rules::apply(&self.settings(), records, batch, now_ms, acks_all) {
+        let isr = self.isr_size();
+        match produce_rules::apply(&self.settings(), records, batch, now_ms, acks_all, isr) {
             Ok(prepared) => Ok(prepared),
-            Err(Refused::NotEnoughReplicas { required }) => Err(ProduceError::NotEnoughReplicas {
-                required,
-                topic: self.topic.clone(),
-                partition: self.index,
-            }),
+            Err(Refused::NotEnoughReplicas { required, isr }) => {
+                Err(ProduceError::NotEnoughReplicas {
+                    required,
+                    isr,
+                    topic: self.topic.clone(),
+                    partition: self.index,
+                })
+            }
             Err(Refused::Batch(e)) => {
                 log::debug!("rejecting produce to {}-{}: {e}", self.topic, self.index);
                 Err(ProduceError::Batch(e))

@@ -1,8 +1,9 @@
 //! The topic rules a Produce batch meets on its owner before it is appended
 //! (Kafka's `LogValidator` part that depends on topic configs):
 //!
-//! * `min.insync.replicas` above the one replica of this node: acks=all gets
-//!   NOT_ENOUGH_REPLICAS (19);
+//! * `min.insync.replicas` above the size of the partition's ISR: acks=all
+//!   gets NOT_ENOUGH_REPLICAS (19) before the append (Kafka
+//!   `Partition.appendRecordsToLeader`);
 //! * `compression.type` other than `producer`: a batch with another codec is
 //!   rebuilt with the topic's codec and level (`storage::recompress`),
 //!   refusing records above `max.decompressed.message.bytes` and a rebuilt
@@ -25,10 +26,12 @@ use crate::storage::{BatchHeader, TimestampType, ValidatedBatch, RECORD_BATCH_HE
 /// comes from `crate::error`).
 #[derive(Debug)]
 pub enum Refused {
-    /// `min.insync.replicas` cannot be met on one node (acks=all only).
+    /// `min.insync.replicas` exceeds the ISR's size (acks=all only).
     NotEnoughReplicas {
         /// The topic's `min.insync.replicas`.
         required: i32,
+        /// The ISR's size.
+        isr: usize,
     },
     /// The batch breaks a rule (timestamp window, decompression, size).
     Batch(BatchError),
@@ -41,8 +44,8 @@ impl From<BatchError> for Refused {
 }
 
 /// Takes a partition's settings, its one validated batch (`records` holds
-/// exactly that batch), the broker time and whether the produce is
-/// acks=all; gives the bytes to append and their batch (rebuilt with the
+/// exactly that batch), the broker time, whether the produce is acks=all
+/// and the size of the partition's ISR; gives the bytes to append and their batch (rebuilt with the
 /// topic's codec, or the same bytes), or why the batch is refused.
 pub fn apply(
     settings: &TopicSettings,
@@ -50,10 +53,12 @@ pub fn apply(
     batch: &ValidatedBatch,
     now_ms: i64,
     acks_all: bool,
+    isr: usize,
 ) -> Result<(Bytes, ValidatedBatch), Refused> {
-    if acks_all && settings.min_insync_replicas > 1 {
+    if acks_all && usize::try_from(settings.min_insync_replicas).is_ok_and(|m| m > isr) {
         return Err(Refused::NotEnoughReplicas {
             required: settings.min_insync_replicas,
+            isr,
         });
     }
     let whole = records
@@ -197,7 +202,7 @@ mod tests {
         acks_all: bool,
     ) -> Result<(Bytes, ValidatedBatch), Refused> {
         let v = validate_batches(b, usize::MAX).unwrap();
-        apply(s, b, &v[0], now, acks_all)
+        apply(s, b, &v[0], now, acks_all, 1)
     }
 
     #[test]
@@ -295,8 +300,13 @@ mod tests {
         let b = batch(Compression::None, &[1_000]);
         assert!(matches!(
             run(&s, &b, 1_000, true),
-            Err(Refused::NotEnoughReplicas { required: 2 })
+            Err(Refused::NotEnoughReplicas {
+                required: 2,
+                isr: 1
+            })
         ));
         assert!(run(&s, &b, 1_000, false).is_ok());
+        let v = validate_batches(&b, usize::MAX).unwrap();
+        assert!(apply(&s, &b, &v[0], 1_000, true, 2).is_ok());
     }
 }

@@ -254,6 +254,29 @@ impl Partition {
         })
     }
 
+    /// A follower's Fetch read (Kafka `FetchIsolation.LOG_END`): whole
+    /// batches up to the LEO, not only below the high watermark — the
+    /// follower must copy what the leader has to move the high watermark.
+    /// Headers are read with `mode` as [`Self::read_isolated_in`]; the
+    /// LSO is given for the response. Errors as
+    /// `PartitionLog::read_bounded` (OFFSET_OUT_OF_RANGE, KAFKA_STORAGE_ERROR).
+    pub fn read_replica_in(
+        &self,
+        offset: i64,
+        max_bytes: u64,
+        mode: ReadMode,
+    ) -> Result<IsolatedRead, StorageError> {
+        let lso = self.last_stable_offset();
+        let log = self.log.borrow();
+        let leo = log.log_end_offset();
+        let read = log.read_bounded_in(offset, max_bytes, true, leo, mode)?;
+        Ok(IsolatedRead {
+            read,
+            last_stable_offset: lso,
+            aborted: None,
+        })
+    }
+
     /// Reads whole batches (see `storage::PartitionLog::read`).
     pub fn read(
         &self,

@@ -1,0 +1,357 @@
+//! ISR replication on a three-node cluster of real `fjord` processes,
+//! driven by librdkafka: acks=all with `min.insync.replicas=2` while the
+//! leader is killed with SIGKILL round after round (every acknowledged
+//! record read back once, in order; every replica's log the same batches),
+//! and a follower cut off from its leader leaving the ISR, acks=all going
+//! on with two, NOT_ENOUGH_REPLICAS with one, and the follower rejoining.
+
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use common::cluster::{try_kp_call, Cluster};
+use common::layout::{admin, layout_on, wait_topic};
+use common::proxy::Fault;
+use common::{admin_opts, consume_n, poll_until, segment_batches};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use rdkafka::admin::{NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+
+/// Bounds for what takes a few seconds (a fence after the 3 s session
+/// timeout, an election, a restart and catch-up).
+const DEADLINE: Duration = Duration::from_secs(60);
+const NOT_ENOUGH_REPLICAS: i16 = 19;
+
+/// Creates `topic` (1 partition, RF 3, `min.insync.replicas=2`).
+async fn create_durable(c: &Cluster, topic: &str) {
+    let a = admin(c, &c.bootstrap_all());
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(3)).set("min.insync.replicas", "2");
+    let r = a.create_topics(&[t], &admin_opts()).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    wait_topic(c, &c.ids(), topic, 1);
+}
+
+/// (leader, ISR) of partition 0 of `topic` as node `id` shows it.
+fn leader_isr(c: &Cluster, id: i32, topic: &str) -> Result<(i32, BTreeSet<i32>), String> {
+    let l = layout_on(c, id, topic)?.ok_or("unknown topic")?;
+    let p = l.parts.get(&0).ok_or("no partition 0")?;
+    Ok((p.leader, p.isr.iter().copied().collect()))
+}
+
+/// Waits until every node of `asked` shows partition 0 of `topic` led by a
+/// broker not in `not`, with ISR `isr` when given; gives the leader.
+fn wait_partition(
+    c: &Cluster,
+    asked: &[i32],
+    topic: &str,
+    not: &[i32],
+    isr: Option<&[i32]>,
+) -> i32 {
+    let want: Option<BTreeSet<i32>> = isr.map(|i| i.iter().copied().collect());
+    poll_until(
+        DEADLINE,
+        &format!("{topic}-0 led by none of {not:?} with ISR {isr:?} on {asked:?}"),
+        || {
+            let mut leaders = BTreeSet::new();
+            for &id in asked {
+                let (leader, got) = leader_isr(c, id, topic)?;
+                if leader < 0 || not.contains(&leader) {
+                    return Err(format!("node {id}: leader {leader}"));
+                }
+                if let Some(w) = &want {
+                    if &got != w {
+                        return Err(format!("node {id}: ISR {got:?}"));
+                    }
+                }
+                leaders.insert(leader);
+            }
+            match leaders.len() {
+                1 => Ok(*leaders.iter().next().unwrap()),
+                _ => Err(format!("leaders differ: {leaders:?}")),
+            }
+        },
+    )
+}
+
+/// Every batch of partition 0 of `topic` in node `id`'s data directory:
+/// (base offset, record count, the batch's bytes after the partition
+/// leader epoch — attributes, CRC-covered — and its epoch).
+fn replica_batches(dir: &Path, topic: &str) -> Vec<(i64, i64, i32, Vec<u8>)> {
+    let pdir = dir.join(format!("{topic}-0"));
+    let mut logs: Vec<_> = std::fs::read_dir(&pdir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", pdir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    let mut out = Vec::new();
+    for log in logs {
+        let data = std::fs::read(&log).unwrap();
+        for (pos, base, count, len) in segment_batches(&log) {
+            let epoch = i32::from_be_bytes(data[pos + 12..pos + 16].try_into().unwrap());
+            out.push((base, count, epoch, data[pos + 16..pos + len].to_vec()));
+        }
+    }
+    out
+}
+
+/// Waits until every node's replica of `topic`-0 holds the same batches,
+/// byte for byte with the same leader epochs, and at least `min_records`.
+fn wait_replicas_agree(c: &Cluster, topic: &str, min_records: i64) {
+    poll_until(DEADLINE, &format!("replicas of {topic}-0 agree"), || {
+        let mut first: Option<(i32, Vec<(i64, i64, i32, Vec<u8>)>)> = None;
+        for id in c.ids() {
+            let b = replica_batches(&c.data_dir(id), topic);
+            let records: i64 = b.iter().map(|x| x.1).sum();
+            if records < min_records {
+                return Err(format!("node {id} has {records} records"));
+            }
+            match &first {
+                None => first = Some((id, b)),
+                Some((f, fb)) if *fb != b => {
+                    return Err(format!(
+                        "node {f} has {} batches, node {id} {} (first difference at {:?})",
+                        fb.len(),
+                        b.len(),
+                        fb.iter().zip(&b).position(|(x, y)| x != y)
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    });
+}
+
+fn idempotent_producer(c: &Cluster) -> FutureProducer {
+    c.client_config(&c.bootstrap_all())
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("message.timeout.ms", "120000")
+        .set("linger.ms", "2")
+        .create()
+        .expect("create producer")
+}
+
+fn reader(c: &Cluster, topic: &str) -> BaseConsumer {
+    let cons: BaseConsumer = c
+        .client_config(&c.bootstrap_all())
+        .set("group.id", "fjord-replication-it-unused")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "100")
+        .create()
+        .expect("create consumer");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    cons.assign(&tpl).unwrap();
+    cons
+}
+
+/// Reads `topic`-0 from the start: (offset, value) of every record, until
+/// `count` records or the deadline.
+fn read_all(c: &Cluster, topic: &str, count: usize) -> Vec<(i64, String)> {
+    let cons = reader(c, topic);
+    consume_n(&cons, count, DEADLINE)
+        .iter()
+        .map(|m| {
+            (
+                m.offset(),
+                String::from_utf8(m.payload().unwrap().to_vec()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// An acks=all Produce of one record to `topic`-0 on node `id`: the
+/// partition's error code.
+fn produce_raw(c: &Cluster, id: i32, topic: &str, value: &'static [u8]) -> i16 {
+    let rec = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: common::now_ms(),
+        key: None,
+        value: Some(Bytes::from_static(value)),
+        headers: Default::default(),
+    };
+    let mut buf = BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, [rec].iter(), &opts).expect("encode batch");
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(buf.freeze()))])]);
+    let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).unwrap();
+    resp.responses[0].partition_responses[0].error_code
+}
+
+/// (Done-when, part 2) RF 3, `min.insync.replicas=2`, acks=all with an
+/// idempotent producer writing all along; the partition's leader is killed
+/// with SIGKILL 20 times (each time started again once another broker
+/// leads, and back in the ISR before the next round). Every acknowledged
+/// record is read back exactly once, at its acknowledged offset, in the
+/// order sent; every replica ends with the same batches byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_survives_the_leader_killed_twenty_times() {
+    let mut c = Cluster::start(3, &[]);
+    let topic = "durable";
+    create_durable(&c, topic).await;
+    let p = idempotent_producer(&c);
+    let acked: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
+    let failed: Arc<Mutex<Vec<String>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (acked, failed, stop) = (acked.clone(), failed.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut i = 0u64;
+            let mut inflight = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let value = format!("r{i:07}");
+                i += 1;
+                let p = p.clone();
+                let (acked, failed) = (acked.clone(), failed.clone());
+                inflight.push(tokio::spawn(async move {
+                    let rec = FutureRecord::<(), _>::to("durable").partition(0).payload(&value);
+                    match p.send(rec, Duration::from_secs(120)).await {
+                        Ok(d) => acked.lock().unwrap().push((d.offset, value)),
+                        Err((e, _)) => failed.lock().unwrap().push(format!("{value}: {e}")),
+                    }
+                }));
+                if inflight.len() >= 20 {
+                    for t in inflight.drain(..) {
+                        let _ = t.await;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            for t in inflight {
+                let _ = t.await;
+            }
+        })
+    };
+    let rounds = 20;
+    let mut kills = Vec::new();
+    for round in 0..rounds {
+        let before = acked.lock().unwrap().len();
+        poll_until(DEADLINE, "acks before the kill", || {
+            let n = acked.lock().unwrap().len();
+            (n >= before + 20).then_some(()).ok_or(format!("{n} acked"))
+        });
+        let all = c.ids();
+        let leader = wait_partition(&c, &all, topic, &[], Some(&all));
+        c.kill9(leader);
+        kills.push(leader);
+        let survivors: Vec<i32> = all.iter().copied().filter(|&id| id != leader).collect();
+        let new_leader = wait_partition(&c, &survivors, topic, &[leader], None);
+        assert_ne!(new_leader, leader, "round {round}");
+        c.start_node(leader);
+        wait_partition(&c, &all, topic, &[], Some(&all));
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.await.unwrap();
+    let failed = failed.lock().unwrap().clone();
+    assert!(failed.is_empty(), "deliveries failed: {failed:?}");
+    let mut acked = acked.lock().unwrap().clone();
+    acked.sort();
+    let kills_seen: BTreeSet<i32> = kills.iter().copied().collect();
+    assert!(kills_seen.len() >= 2, "leaders killed: {kills:?}");
+
+    let read = read_all(&c, topic, acked.len());
+    // Exactly once: no value twice, no offset twice.
+    let mut seen = BTreeMap::new();
+    for (off, v) in &read {
+        assert!(seen.insert(v.clone(), *off).is_none(), "{v} read twice");
+    }
+    // Every acknowledged record at its acknowledged offset.
+    for (off, v) in &acked {
+        assert_eq!(seen.get(v), Some(off), "acked {v} at {off}");
+    }
+    // In the order sent: values increase with offsets.
+    let values: Vec<&String> = read.iter().map(|(_, v)| v).collect();
+    let mut sorted = values.clone();
+    sorted.sort();
+    assert_eq!(values, sorted, "records out of send order");
+    wait_replicas_agree(&c, topic, acked.len() as i64);
+}
+
+/// (Done-when, part 2) A follower cut off from its leader (its fetches
+/// black-holed, its heartbeats still flowing) leaves the ISR after
+/// `replica.lag.time.max.ms`; acks=all goes on with two in sync; with the
+/// second follower cut off too, acks=all gets NOT_ENOUGH_REPLICAS; healed, both catch up and rejoin the ISR with
+/// the same batches as the leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_follower_leaves_the_isr_and_rejoins() {
+    let c = Cluster::start_with_proxies(
+        3,
+        &[
+            "replica.lag.time.max.ms=2000",
+            "replica.socket.timeout.ms=2000",
+            "replica.fetch.backoff.ms=200",
+        ],
+    );
+    let topic = "cutoff";
+    create_durable(&c, topic).await;
+    let all = c.ids();
+    let leader = wait_partition(&c, &all, topic, &[], Some(&all));
+    let followers: Vec<i32> = all.iter().copied().filter(|&id| id != leader).collect();
+    let (f1, f2) = (followers[0], followers[1]);
+    assert_eq!(produce_raw(&c, leader, topic, b"all-three"), 0);
+
+    c.set_data_link(f2, leader, Fault::BlackHole);
+    wait_partition(&c, &all, topic, &[], Some(&[leader, f1]));
+    for _ in 0..5 {
+        assert_eq!(produce_raw(&c, leader, topic, b"two-in-sync"), 0);
+    }
+
+    c.set_data_link(f1, leader, Fault::BlackHole);
+    wait_partition(&c, &all, topic, &[], Some(&[leader]));
+    assert_eq!(
+        produce_raw(&c, leader, topic, b"refused"),
+        NOT_ENOUGH_REPLICAS
+    );
+
+    c.set_data_link(f1, leader, Fault::Pass);
+    c.set_data_link(f2, leader, Fault::Pass);
+    wait_partition(&c, &all, topic, &[], Some(&all));
+    assert_eq!(produce_raw(&c, leader, topic, b"all-three-again"), 0);
+    wait_replicas_agree(&c, topic, 7);
+    let read: Vec<String> = read_all(&c, topic, 7).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(read.first().map(String::as_str), Some("all-three"));
+    assert_eq!(read.last().map(String::as_str), Some("all-three-again"));
+    assert!(!read.iter().any(|v| v == "refused"), "{read:?}");
+}
