@@ -7,7 +7,8 @@
 //! handlers use its methods. `produce` (the Produce checks up to stage 1)
 //! lives in `partition/produce.rs`, the topic rules it applies in
 //! `partition/produce_rules.rs`; the read side (Fetch reads, ListOffsets
-//! offsets, DescribeProducers, accessors) in `partition/read.rs`.
+//! offsets, DescribeProducers, accessors) in `partition/read.rs`;
+//! truncation and the leader-epoch lookups in `partition/truncate.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -37,6 +38,7 @@ use crate::txn::snapshot;
 mod produce;
 mod produce_rules;
 mod read;
+mod truncate;
 
 pub use produce::ProduceOutcome;
 pub use read::{IsolatedRead, ProducerSummary};
@@ -272,6 +274,8 @@ pub struct Partition {
     compacting: Cell<bool>,
     /// Bumped when a compaction pass ends.
     compaction_done: Rc<Notify>,
+    /// Bumped by every truncation (`partition/truncate.rs`).
+    truncations: Cell<u64>,
 }
 
 impl Partition {
@@ -306,6 +310,7 @@ impl Partition {
             next_seq: Cell::new(0),
             compacting: Cell::new(false),
             compaction_done: Rc::new(Notify::default()),
+            truncations: Cell::new(0),
         }
     }
 
@@ -627,6 +632,7 @@ impl Partition {
         let (dir, leo, indexes) = self.snapshot_location();
         let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
+        let (me, truncations) = (self.clone(), self.truncations.get());
         crate::shard::stall::spawn_local("snapshot", async move {
             let res = glommio::executor()
                 .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
@@ -634,6 +640,7 @@ impl Partition {
             if let Err(e) = res {
                 log::warn!("{name}: cannot write the producer-state snapshot at {offset}: {e}");
             }
+            me.drop_snapshot_if_truncated(truncations, offset);
         })
         .detach();
     }
