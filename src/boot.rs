@@ -590,6 +590,7 @@ async fn shard_main(
     shard.start_cleaner();
     shard.start_producer_expiration();
     crate::replication::isr::start_isr_check(&shard);
+    crate::replication::fetcher::start(&shard);
     let listener = match bind_listener(addr) {
         Ok(l) => l,
         Err(e) => {

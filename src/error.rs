@@ -282,6 +282,9 @@ pub mod codes {
     pub const NOT_LEADER_OR_FOLLOWER: i16 = E::NotLeaderOrFollower.code();
     /// FENCED_LEADER_EPOCH (74): the request's leader epoch is older (KIP-320).
     pub const FENCED_LEADER_EPOCH: i16 = E::FencedLeaderEpoch.code();
+    /// OFFSET_OUT_OF_RANGE (1): a fetch offset outside the log (a
+    /// follower's replica fetcher reacts to it).
+    pub const OFFSET_OUT_OF_RANGE: i16 = E::OffsetOutOfRange.code();
 }
 
 // ---- answers ----

@@ -63,7 +63,14 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
 /// later stage (the log is built from segments and recovery; retention and
 /// the cleaner work on the log).
 const STORAGE_STAGES: &[&[&str]] = &[
-    &["cache", "checkpoint", "index", "log_config", "txn_index"],
+    &[
+        "cache",
+        "checkpoint",
+        "epoch_cache",
+        "index",
+        "log_config",
+        "txn_index",
+    ],
     &["batch"],
     &["segment", "recompress"],
     &["recovery"],

@@ -32,6 +32,7 @@ mod metadata;
 mod offset_commit;
 mod offset_delete;
 mod offset_fetch;
+mod offset_for_leader_epoch;
 pub mod produce;
 mod produce_legacy;
 mod sync_group;
@@ -162,6 +163,7 @@ dispatch_table! { shard, frame, produce_dispatched;
     Produce => produce::handle(shard, frame, produce_dispatched).await,
     Fetch => fetch::handle(shard, frame).await,
     ListOffsets => list_offsets::handle(shard, frame).await,
+    OffsetForLeaderEpoch => offset_for_leader_epoch::handle(shard, frame).await,
     FindCoordinator => find_coordinator::handle(shard, frame).await,
     JoinGroup => join_group::handle(shard, frame).await,
     SyncGroup => sync_group::handle(shard, frame).await,

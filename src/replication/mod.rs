@@ -6,4 +6,5 @@
 //! "Replication".
 
 pub mod client;
+pub mod fetcher;
 pub mod isr;

@@ -7,7 +7,8 @@
 //! handlers use its methods. `produce` (the Produce checks up to stage 1)
 //! lives in `partition/produce.rs`, the topic rules it applies in
 //! `partition/produce_rules.rs`; the read side (Fetch reads, ListOffsets
-//! offsets, DescribeProducers, accessors) in `partition/read.rs`.
+//! offsets, DescribeProducers, accessors) in `partition/read.rs`;
+//! truncation and the leader-epoch lookups in `partition/truncate.rs`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -38,6 +39,7 @@ mod produce;
 mod produce_rules;
 mod read;
 mod replication;
+mod truncate;
 
 pub use produce::ProduceOutcome;
 pub use read::{IsolatedRead, ProducerSummary};
@@ -276,6 +278,8 @@ pub struct Partition {
     compaction_done: Rc<Notify>,
     /// Replicas, ISR, followers' state (see `replication`).
     replication: RefCell<Replication>,
+    /// Bumped by every truncation (`partition/truncate.rs`).
+    truncations: Cell<u64>,
 }
 
 impl Partition {
@@ -311,6 +315,7 @@ impl Partition {
             compacting: Cell::new(false),
             compaction_done: Rc::new(Notify::default()),
             replication: RefCell::new(Replication::default()),
+            truncations: Cell::new(0),
         }
     }
 
@@ -634,6 +639,7 @@ impl Partition {
         let (dir, leo, indexes) = self.snapshot_location();
         let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
+        let (me, truncations) = (self.clone(), self.truncations.get());
         crate::shard::stall::spawn_local("snapshot", async move {
             let res = glommio::executor()
                 .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
@@ -641,6 +647,7 @@ impl Partition {
             if let Err(e) = res {
                 log::warn!("{name}: cannot write the producer-state snapshot at {offset}: {e}");
             }
+            me.drop_snapshot_if_truncated(truncations, offset);
         })
         .detach();
     }

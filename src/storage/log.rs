@@ -1,5 +1,6 @@
 //! [`PartitionLog`]: the segments of one partition, with append (offset
-//! assignment), fetch reads (as sendfile regions) and ListOffsets lookups.
+//! assignment), fetch reads (as sendfile regions), ListOffsets lookups, the
+//! leader-epoch cache (`log/epochs.rs`) and truncation (`log/truncate.rs`).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use super::batch::{
     log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
+use super::epoch_cache::LeaderEpochCache;
 use super::index::IndexWrite;
 use super::recovery;
 use super::segment::{
@@ -147,14 +149,20 @@ pub struct PartitionLog {
     /// false for a replicated partition, whose high watermark the
     /// replication sets ([`PartitionLog::set_high_watermark`]).
     pub(super) hw_follows_leo: bool,
+    /// The leader-epoch cache (`leader-epoch-checkpoint`), updated at
+    /// every reservation whose batches start a newer epoch.
+    pub(super) epochs: LeaderEpochCache,
 }
 
 impl PartitionLog {
     /// Takes the partition directory (`<topic>-<partition>`, created if
     /// missing) and the config; opens and recovers it (see
-    /// [`super::recovery`]) and gives the log. I/O failures → `Io`,
+    /// [`super::recovery`]), loads its leader-epoch cache (rebuilt from the
+    /// batch headers when the checkpoint is missing or unreadable, see
+    /// `log/epochs.rs`) and gives the log. I/O failures → `Io`,
     /// unrecoverable layouts → `Corrupt` (both KAFKA_STORAGE_ERROR).
     pub fn open(dir: &Path, config: LogConfig) -> Result<PartitionLog, StorageError> {
+        let clean_shutdown = dir.join(recovery::CLEAN_SHUTDOWN_FILE).exists();
         let (older, mut active) = recovery::recover(dir, &config)?;
         // A loaded active segment gets its own jitter, as in Kafka; an empty
         // one (a new partition) is reserved like any new segment.
@@ -172,7 +180,7 @@ impl PartitionLog {
             .base_offset()
             .max(super::checkpoint::read_log_start_checkpoint(dir).unwrap_or(i64::MIN))
             .min(log_end_offset);
-        Ok(PartitionLog {
+        let mut log = PartitionLog {
             dir: dir.to_path_buf(),
             config,
             older,
@@ -184,7 +192,10 @@ impl PartitionLog {
             active_reserved: active_size,
             failed: None,
             hw_follows_leo: true,
-        })
+            epochs: LeaderEpochCache::new(dir, Vec::new()),
+        };
+        log.load_epoch_cache(clean_shutdown)?;
+        Ok(log)
     }
 
     /// Takes a new config (e.g. after an AlterConfigs); it applies to later
@@ -482,9 +493,10 @@ impl PartitionLog {
 
     /// Marks a clean shutdown: writes the final time index entry of the
     /// active segment, fdatasyncs every segment's `.log` and indexes written
-    /// since their last flush, then writes `.clean_shutdown` in the partition
-    /// directory and fsyncs the directory. The next open trusts the files
-    /// (only the tail is checked) and deletes the marker.
+    /// since their last flush, writes the leader-epoch checkpoint if a
+    /// start truncation left it behind, then writes `.clean_shutdown` in
+    /// the partition directory and fsyncs the directory. The next open
+    /// trusts the files (only the tail is checked) and deletes the marker.
     pub fn close(mut self) -> Result<(), StorageError> {
         self.active.finish_time_index()?;
         self.active.release_preallocation()?;
@@ -492,6 +504,9 @@ impl PartitionLog {
             seg.flush_all()?;
         }
         self.active.flush_all()?;
+        if self.epochs.is_dirty() {
+            self.epochs.write()?;
+        }
         recovery::write_clean_shutdown_marker(&self.dir)?;
         Ok(())
     }
@@ -501,12 +516,7 @@ impl PartitionLog {
     pub fn batch_headers(&self) -> Result<Vec<BatchHeader>, StorageError> {
         let mut out = Vec::new();
         for seg in self.segments() {
-            let mut pos = 0;
-            while pos < seg.size() {
-                let h = seg.read_header(pos)?;
-                pos += h.total_size() as u64;
-                out.push(h);
-            }
+            seg.for_each_header(|h| out.push(*h))?;
         }
         Ok(out)
     }
@@ -674,6 +684,12 @@ impl PartitionLog {
 
 #[path = "log/append.rs"]
 mod append;
+
+#[path = "log/epochs.rs"]
+mod epochs;
+
+#[path = "log/truncate.rs"]
+mod truncate;
 
 #[cfg(test)]
 #[path = "log/tests.rs"]

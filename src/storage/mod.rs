@@ -8,6 +8,7 @@
 //!
 //! - [`batch`]: zero-copy RecordBatch v2 header view and Produce validation.
 //! - [`index`]: `.index` / `.timeindex` files.
+//! - [`epoch_cache`]: the leader-epoch cache and its `leader-epoch-checkpoint`.
 //! - [`segment`]: one segment.
 //! - [`log`]: [`PartitionLog`], append/read/list-offsets.
 //! - [`recompress`]: broker-side compression (topic `compression.type`).
@@ -18,6 +19,7 @@ pub mod batch;
 pub mod cache;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod epoch_cache;
 pub mod index;
 pub mod log;
 pub mod log_config;
@@ -193,6 +195,24 @@ pub enum Inconsistency {
         /// The segment's size.
         segment_size: u64,
     },
+    /// A truncation asked for while reserved appends are not committed
+    /// (their writes in flight): the caller truncates once they are.
+    #[error("truncation to {offset} while appends up to {next_offset} are in flight (LEO {log_end_offset})")]
+    TruncateWithPendingAppends {
+        /// The offset asked for.
+        offset: i64,
+        /// The log end offset.
+        log_end_offset: i64,
+        /// The offset the next reservation would get.
+        next_offset: i64,
+    },
+    /// A truncation asked for while a compaction pass rewrites the
+    /// partition's segments: the caller truncates once it is done.
+    #[error("truncation to {offset} while a compaction pass runs")]
+    TruncateDuringCompaction {
+        /// The offset asked for.
+        offset: i64,
+    },
     /// The append was dropped before its write finished.
     #[error("append abandoned")]
     AppendAbandoned,
@@ -221,8 +241,26 @@ pub(crate) fn write_offset_file(
     name: &str,
     offset: i64,
 ) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    std::fs::write(&tmp, format!("{offset}\n"))?;
+    write_file_durably(
+        dir,
+        name,
+        &format!("{name}.tmp"),
+        format!("{offset}\n").as_bytes(),
+    )
+}
+
+/// Takes a directory, a file name, the name of the temporary file to write
+/// first and the content; replaces the file atomically and durably:
+/// writes the temporary file, fsyncs it, renames it over `name`, fsyncs the
+/// directory (blocking, on the calling thread).
+pub(crate) fn write_file_durably(
+    dir: &std::path::Path,
+    name: &str,
+    tmp_name: &str,
+    content: &[u8],
+) -> std::io::Result<()> {
+    let tmp = dir.join(tmp_name);
+    std::fs::write(&tmp, content)?;
     std::fs::File::open(&tmp)?.sync_all()?;
     std::fs::rename(&tmp, dir.join(name))?;
     std::fs::File::open(dir)?.sync_all()

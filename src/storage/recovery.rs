@@ -31,6 +31,7 @@ use super::checkpoint::{
     CLEANER_CHECKPOINT, LOG_START_CHECKPOINT, PRODUCER_SNAPSHOT_SUFFIX,
     PRODUCER_SNAPSHOT_TMP_SUFFIX,
 };
+use super::epoch_cache::{LEADER_EPOCH_CHECKPOINT, LEADER_EPOCH_CHECKPOINT_TMP};
 use super::log_config::LogConfig;
 use super::segment::{
     parse_segment_file_name, Segment, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET,
@@ -86,9 +87,11 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
                 index_files.push((base, path))
             }
             _ if name == LOG_START_CHECKPOINT || name == CLEANER_CHECKPOINT => {}
-            // Kafka's topic-id file (written by the shard, KIP-516) and its
-            // leader-epoch cache, found in directories Kafka wrote.
-            _ if name == "partition.metadata" || name == "leader-epoch-checkpoint" => {}
+            // The topic-id file (written by the shard, KIP-516) and the
+            // leader-epoch cache (read by the log, `epoch_cache`).
+            _ if name == "partition.metadata"
+                || name == LEADER_EPOCH_CHECKPOINT
+                || name == LEADER_EPOCH_CHECKPOINT_TMP => {}
             // Producer-state snapshots are read by the partition (txn::snapshot).
             _ if name.ends_with(PRODUCER_SNAPSHOT_SUFFIX)
                 || name.ends_with(PRODUCER_SNAPSHOT_TMP_SUFFIX) => {}

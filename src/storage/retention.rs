@@ -7,8 +7,13 @@
 //! falls inside a segment (DeleteRecords) is persisted in the partition's
 //! `log-start-offset` file (Kafka keeps one `log-start-offset-checkpoint` per
 //! log dir; one file per partition keeps shards from sharing a file).
+//!
+//! The leader-epoch cache keeps the entry of the epoch holding the new log
+//! start, with the log start as its start offset (Kafka
+//! `truncateFromStartAsyncFlush`); its file is not rewritten for this
+//! (opening the log applies the log start again), only at the next write
+//! or at close.
 
-use std::fs;
 use std::path::PathBuf;
 
 use super::log::PartitionLog;
@@ -40,20 +45,7 @@ pub struct Deleted {
 }
 
 fn rename_deleted(seg: &Segment, out: &mut Deleted) {
-    let log = seg.log_path().to_path_buf();
-    for path in [
-        log.with_extension("log"),
-        log.with_extension("index"),
-        log.with_extension("timeindex"),
-        log.with_extension(super::txn_index::TXN_INDEX_SUFFIX),
-    ] {
-        let target = PathBuf::from(format!("{}.deleted", path.display()));
-        match fs::rename(&path, &target) {
-            Ok(()) => out.files.push(target),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => ::log::warn!("cannot rename {} for deletion: {e}", path.display()),
-        }
-    }
+    out.files.extend(seg.rename_deleted());
     out.segments += 1;
     out.bytes += seg.size();
 }
@@ -103,6 +95,7 @@ impl PartitionLog {
         if out.segments > 0 {
             let next_base = self.older.first().unwrap_or(&self.active).base_offset();
             self.log_start_offset = self.log_start_offset.max(next_base);
+            self.epochs.truncate_from_start(self.log_start_offset);
         }
         Ok((out, reason))
     }
@@ -159,6 +152,7 @@ impl PartitionLog {
             rename_deleted(&seg, &mut out);
         }
         self.log_start_offset = target;
+        self.epochs.truncate_from_start(target);
         let checkpoint = CheckpointWrite {
             dir: self.dir.clone(),
             offset: target,

@@ -375,6 +375,16 @@ impl Segment {
         self.scan_from(pos.min(self.size), mode, |h| h.last_offset() >= target)
     }
 
+    /// Calls `f` with the header of every batch, in file order (blocking
+    /// reads). Errors as [`Self::read_header`].
+    pub fn for_each_header(&self, mut f: impl FnMut(&BatchHeader)) -> Result<(), StorageError> {
+        self.scan_from(0, ReadMode::Blocking, |h| {
+            f(h);
+            false
+        })?;
+        Ok(())
+    }
+
     /// Scans batch headers forward from `pos` (a batch start); gives the first
     /// (position, header) for which `stop` is true.
     fn scan_from(
@@ -562,6 +572,67 @@ impl Segment {
         self.offset_index.truncate_to_position(position)?;
         self.time_index.truncate_to_offset(next_offset)?;
         Ok(())
+    }
+
+    /// Log truncation (Kafka `LogSegment.truncateTo`): takes a batch start
+    /// position and the offset the segment continues at; cuts the `.log`
+    /// and both indexes there ([`Self::truncate_to`]), then sets what the
+    /// cut batches counted for: the largest timestamp (from the time index's
+    /// last entry and a scan of the batches after it, Kafka
+    /// `loadLargestTimestamp`), the bytes since the last index entry (0, as
+    /// Kafka) and the `segment.ms` clock (the first batch's max timestamp,
+    /// as after a restart; none for an emptied segment). Blocking file
+    /// operations; errors with the I/O failure or a header that does not
+    /// read back (`Inconsistent`).
+    pub fn truncate_tail(&mut self, position: u64, next_offset: i64) -> Result<(), StorageError> {
+        self.release_preallocation_at(position)?;
+        self.truncate_to(position, next_offset)?;
+        self.bytes_since_last_index_entry = 0;
+        let (mut max_ts, mut max_off) = self.time_index.last_entry().unwrap_or((-1, -1));
+        let from = if max_off >= 0 {
+            u64::from(self.offset_index.lookup(max_off))
+        } else {
+            0
+        };
+        self.scan_from(from.min(self.size), ReadMode::Blocking, |h| {
+            if h.max_timestamp > max_ts {
+                max_ts = h.max_timestamp;
+                max_off = h.last_offset();
+            }
+            false
+        })?;
+        self.max_timestamp = max_ts;
+        self.offset_of_max_timestamp = max_off;
+        self.roll_base_ms = if self.size > 0 {
+            Some(self.read_header(0)?.max_timestamp)
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    /// Renames the segment's files (`.log`, `.index`, `.timeindex`,
+    /// `.txnindex`, those that exist) to `<name>.deleted`, for removal by
+    /// the caller (readers holding the `.log` keep reading it; recovery
+    /// removes `.deleted` leftovers). Gives the renamed paths; a rename
+    /// that fails is logged and its file left.
+    pub fn rename_deleted(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for path in [
+            self.log_path.with_extension(LOG_SUFFIX),
+            self.log_path.with_extension(INDEX_SUFFIX),
+            self.log_path.with_extension(TIME_INDEX_SUFFIX),
+            self.log_path
+                .with_extension(super::txn_index::TXN_INDEX_SUFFIX),
+        ] {
+            let target = PathBuf::from(format!("{}.deleted", path.display()));
+            match std::fs::rename(&path, &target) {
+                Ok(()) => out.push(target),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => ::log::warn!("cannot rename {} for deletion: {e}", path.display()),
+            }
+        }
+        out
     }
 }
 

@@ -55,6 +55,9 @@ pub const KEEP_ENV: &str = "FJORD_IT_KEEP_CLUSTER";
 /// moment between choosing it and binding it (another test's connection).
 const BIND_RETRIES: usize = 5;
 
+/// The proxy source of a connection this test process opened (a client).
+const CLIENT_SOURCE: i32 = -1;
+
 /// Where a node's start stands.
 #[derive(Debug)]
 enum Startup {
@@ -155,6 +158,7 @@ impl Cluster {
         let mut data_inbound = BTreeMap::new();
         if proxied {
             for to in &nodes {
+                let c_pids = pids.clone();
                 let pids = pids.clone();
                 let classify = Arc::new(move |peer, port| {
                     let known: HashMap<u32, i32> = pids.lock().expect("pids lock").clone();
@@ -162,9 +166,19 @@ impl Cluster {
                     owner_pid(peer, port, &candidates).and_then(|pid| known.get(&pid).copied())
                 });
                 let target = format!("127.0.0.1:{}", to.controller_port);
-                inbound.insert(to.id, Proxy::with_sources(&target, classify.clone()));
+                inbound.insert(to.id, Proxy::with_sources(&target, classify));
+                // The client listener also serves this test's own clients:
+                // their connections are source -1 (never faulted).
+                let pids = c_pids.clone();
+                let me = std::process::id();
+                let data_classify = Arc::new(move |peer, port| {
+                    let mut known: HashMap<u32, i32> = pids.lock().expect("pids lock").clone();
+                    known.insert(me, CLIENT_SOURCE);
+                    let candidates: Vec<u32> = known.keys().copied().collect();
+                    owner_pid(peer, port, &candidates).and_then(|pid| known.get(&pid).copied())
+                });
                 let target = format!("127.0.0.1:{}", to.client_port);
-                data_inbound.insert(to.id, Proxy::with_sources(&target, classify));
+                data_inbound.insert(to.id, Proxy::with_sources(&target, data_classify));
             }
         }
         let out = Command::new(env!("CARGO_BIN_EXE_fjord"))

@@ -428,7 +428,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let results = loop {
         let results = read_all(shard, &slots, max_bytes).await;
         let total: u64 = results.iter().map(|r| r.bytes).sum();
-        let any_error = results.iter().any(|r| r.error_code != 0);
+        // An error or a divergence is answered at once, as data is.
+        let any_error = results
+            .iter()
+            .any(|r| r.error_code != 0 || r.diverging_epoch.is_some());
         let now = Instant::now();
         if total >= min_bytes.max(1)
             || any_error

@@ -41,7 +41,7 @@ pub(crate) fn batch(pid: i64, epoch: i16, seq: i32, n: i64, txn: bool) -> bytes:
     buf.freeze()
 }
 
-fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
+pub(super) fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
     let mut settings =
         crate::cluster::topic_config::settings(&crate::config::Config::default(), &BTreeMap::new());
     settings.log = LogConfig {
@@ -60,7 +60,7 @@ fn open(dir: &Path, segment_bytes: u64) -> Rc<Partition> {
 
 /// Checks and appends one batch; gives its base offset or the producer
 /// state's refusal (an invalid batch or a duplicate fails the test).
-fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, ProducerStateError> {
+pub(super) fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, ProducerStateError> {
     let v = validate_batches(b, usize::MAX).expect("a valid batch");
     let headers: Vec<_> = v.iter().map(|b| b.header).collect();
     let check = p.producers.borrow().check(&headers)?;
@@ -73,7 +73,7 @@ fn produce(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<i64, ProducerStateErro
 
 /// Writes a marker; gives its offset or the producer state's refusal (any
 /// other error fails the test).
-async fn marker(
+pub(super) async fn marker(
     p: &Rc<Partition>,
     producer_id: i64,
     epoch: i16,

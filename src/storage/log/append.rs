@@ -63,10 +63,17 @@ impl PartitionLog {
     /// first append (or, after a restart, since its first batch's max
     /// timestamp); or relative offsets would overflow i32.
     ///
+    /// When `leader_epoch` (>= 0) is newer than the leader-epoch cache's
+    /// latest epoch, the entry (`leader_epoch`, first offset reserved) is
+    /// added and `leader-epoch-checkpoint` written (fsynced) on the calling
+    /// thread before the reservation is made; an epoch of -1 is not
+    /// recorded.
+    ///
     /// Empty `batches` gives no write and base/last offset -1. Batches not
     /// lying inside `records` → `Batch(CorruptMessage)`; a log whose earlier
-    /// write failed → `Io` (KAFKA_STORAGE_ERROR, until the broker restarts
-    /// and recovery cuts the partial data).
+    /// write failed, or a failed checkpoint write → `Io`
+    /// (KAFKA_STORAGE_ERROR; the former until the broker restarts and
+    /// recovery cuts the partial data).
     pub fn reserve(
         &mut self,
         records: &bytes::Bytes,
@@ -143,6 +150,9 @@ impl PartitionLog {
         let lat = self.config.message_timestamp_type == TimestampType::LogAppendTime;
         let first_offset = self.next_offset;
         let at = self.active_reserved;
+        // A newer epoch starts here: the leader-epoch checkpoint is written
+        // before the reservation (rare; see docs/decisions/leader-epoch-cache.md).
+        self.epochs.assign_durably([(leader_epoch, first_offset)])?;
 
         // The bytes this append adds before each batch's own bytes: the
         // 16-byte prefix (assigned base offset, the batch's own batchLength,
@@ -214,6 +224,9 @@ impl PartitionLog {
     /// The first batch must start at the offset the log expects next and
     /// each next batch right after the one before (else `Inconsistent`
     /// with `ReplicaOutOfStep`: the fetcher must fetch again from the LEO).
+    /// A batch whose partitionLeaderEpoch is newer than the leader-epoch
+    /// cache's latest epoch adds (that epoch, its base offset) to the cache,
+    /// written as in [`Self::reserve`] (a failed write → `Io`).
     /// Gives the write and the ticket for [`Self::commit`], as
     /// [`Self::reserve`] does.
     pub fn reserve_replica(
@@ -256,6 +269,12 @@ impl PartitionLog {
                 what: crate::storage::Inconsistency::AppendTooLarge { bytes: total_bytes },
             });
         }
+        // Each batch's own epoch, as the leader stamped it.
+        self.epochs.assign_durably(
+            batches
+                .iter()
+                .map(|b| (b.header.partition_leader_epoch, b.header.base_offset)),
+        )?;
         let at = self.active_reserved;
         let mut pos = at;
         let mut slices = Vec::with_capacity(batches.len());

@@ -1,0 +1,106 @@
+//! The owner's side of log truncation and of the leader-epoch cache: a
+//! follower whose log holds batches the new leader does not have cuts them
+//! (`truncate_to`, after asking the leader with OffsetForLeaderEpoch), and
+//! OffsetForLeaderEpoch is answered from the log's leader-epoch cache.
+
+use super::{rebuild_state, snapshot, Partition};
+use crate::storage::{Inconsistency, StorageError};
+
+impl Partition {
+    /// Takes an offset; truncates the log so its LEO is at most `offset`
+    /// (whole batches; `PartitionLog::truncate_to`, Kafka
+    /// `UnifiedLog.truncateTo`) and gives the new LEO. Then the producer
+    /// and transaction state are rebuilt for the shorter log (from the
+    /// newest producer-state snapshot at or below the new LEO, the
+    /// truncation having deleted those above, plus the batches after it:
+    /// a cut batch is no longer a duplicate, its producer's next sequence is
+    /// the cut batch's first, a transaction opened in the cut part no longer
+    /// holds the LSO), the durable offset is brought back to the new LEO if
+    /// past it, and waiting fetches are woken.
+    ///
+    /// Runs on the calling thread, file operations included: truncation is
+    /// rare (a follower after a leader change).
+    ///
+    /// Errors (each KAFKA_STORAGE_ERROR, 56): appends reserved and not yet
+    /// committed → `Inconsistent` (`TruncateWithPendingAppends`), a
+    /// compaction pass running → `Inconsistent`
+    /// (`TruncateDuringCompaction`); the caller truncates again once they
+    /// are done; `offset` < 0 → `OffsetOutOfRange` (1); an I/O failure →
+    /// `Io` (the log then takes no appends until restart).
+    pub fn truncate_to(&self, offset: i64) -> Result<i64, StorageError> {
+        self.cut(offset, false)
+    }
+
+    /// Takes an offset; deletes the whole log and starts it again, empty,
+    /// at `offset` (Kafka `truncateFullyAndStartAt`: a follower behind its
+    /// leader's log start offset); then as [`Self::truncate_to`]. Errors as
+    /// it.
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<i64, StorageError> {
+        self.cut(offset, true)
+    }
+
+    fn cut(&self, offset: i64, fully: bool) -> Result<i64, StorageError> {
+        if self.compacting.get() {
+            return Err(StorageError::Inconsistent {
+                path: Some(self.log.borrow().dir().to_path_buf()),
+                what: Inconsistency::TruncateDuringCompaction { offset },
+            });
+        }
+        let before = self.log.borrow().log_end_offset();
+        let leo = if fully {
+            self.log.borrow_mut().restart_at(offset)?
+        } else {
+            self.log.borrow_mut().truncate_to(offset)?
+        };
+        if leo == before && !fully {
+            return Ok(leo);
+        }
+        self.truncations.set(self.truncations.get() + 1);
+        let (producers, txns) = rebuild_state(&self.topic, self.index, &self.log.borrow());
+        *self.producers.borrow_mut() = producers;
+        *self.txns.borrow_mut() = txns;
+        if self.flushed_offset.get() > leo {
+            self.flushed_offset.set(leo);
+        }
+        self.appended.notify_all();
+        Ok(leo)
+    }
+
+    /// Takes the truncation count a background producer-state snapshot was
+    /// captured at and the snapshot's offset; once its write is done,
+    /// removes it when the log was truncated meanwhile (its state may hold
+    /// batches that are gone; start-up then replays more of the log).
+    pub(super) fn drop_snapshot_if_truncated(&self, truncations: u64, offset: i64) {
+        if self.truncations.get() == truncations {
+            return;
+        }
+        let path = snapshot::path(self.log.borrow().dir(), offset);
+        match std::fs::remove_file(&path) {
+            Ok(()) => log::debug!(
+                "{}: snapshot older than a truncation removed",
+                path.display()
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
+        }
+    }
+
+    /// Gives the latest leader epoch the log holds data of, None when it
+    /// holds none (see `PartitionLog::latest_epoch`).
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.log.borrow().latest_epoch()
+    }
+
+    /// OffsetForLeaderEpoch: takes a leader epoch; gives (epoch, end
+    /// offset) by Kafka's `LeaderEpochFileCache.endOffsetFor` rules, the
+    /// latest epoch ending at the LEO; None for -1, an epoch above the
+    /// latest, or an empty cache (answered -1/-1; see
+    /// `PartitionLog::end_offset_for_epoch`).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, i64)> {
+        self.log.borrow().end_offset_for_epoch(epoch)
+    }
+}
+
+#[cfg(test)]
+#[path = "truncate_tests.rs"]
+mod tests;
