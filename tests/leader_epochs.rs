@@ -5,6 +5,9 @@
 //! endpoint (KIP-951); ListOffsets answers with real leader epochs. The
 //! restart moves the partition's leader epoch above 0 (its leader leaves at
 //! shutdown and comes back), so an older epoch exists to fence.
+//! OffsetForLeaderEpoch (KIP-101, KIP-320) answers from the leader-epoch
+//! cache (`leader-epoch-checkpoint`, in Kafka's format), and librdkafka's
+//! validation of a position with a leader epoch (a seek) uses it.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -20,17 +23,24 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::offset_for_leader_epoch_request::{
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     BrokerId, CreateTopicsRequest, FetchRequest, FetchResponse, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest, TopicName,
+    MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
+use rdkafka::consumer::Consumer;
+use rdkafka::Message;
+use rdkafka::{Offset, TopicPartitionList};
 use uuid::Uuid;
 
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
@@ -135,6 +145,76 @@ fn list_offsets(s: &mut TcpStream, topic: &str, timestamp: i64, epoch: i32) -> (
     (p.error_code, p.offset, p.leader_epoch)
 }
 
+/// One partition of an OffsetForLeaderEpoch request: (topic, partition,
+/// current leader epoch, leader epoch asked for).
+type EpochAsk<'a> = (&'a str, i32, i32, i32);
+
+/// OffsetForLeaderEpoch `version` from `replica_id` (-1: a consumer), each
+/// item its own topic entry; gives (error code, leader epoch, end offset)
+/// per item, in order.
+fn end_offsets(
+    s: &mut TcpStream,
+    version: i16,
+    replica_id: i32,
+    items: &[EpochAsk<'_>],
+) -> Vec<(i16, i32, i64)> {
+    let req = OffsetForLeaderEpochRequest::default()
+        .with_replica_id(BrokerId(replica_id))
+        .with_topics(
+            items
+                .iter()
+                .map(|&(topic, partition, current, epoch)| {
+                    OffsetForLeaderTopic::default()
+                        .with_topic(TopicName(sb(topic)))
+                        .with_partitions(vec![OffsetForLeaderPartition::default()
+                            .with_partition(partition)
+                            .with_current_leader_epoch(current)
+                            .with_leader_epoch(epoch)])
+                })
+                .collect(),
+        );
+    let resp = kp_call(s, version, 20, &req);
+    assert_eq!(resp.topics.len(), items.len());
+    resp.topics
+        .iter()
+        .zip(items)
+        .map(|(t, &(topic, partition, ..))| {
+            assert_eq!(t.topic.0.as_str(), topic);
+            assert_eq!(t.partitions.len(), 1);
+            let p = &t.partitions[0];
+            assert_eq!(p.partition, partition);
+            (p.error_code, p.leader_epoch, p.end_offset)
+        })
+        .collect()
+}
+
+/// (error code, leader epoch, end offset) of one partition (v4, a consumer).
+fn end_offset(s: &mut TcpStream, topic: &str, current: i32, epoch: i32) -> (i16, i32, i64) {
+    end_offsets(s, 4, -1, &[(topic, 0, current, epoch)])[0]
+}
+
+/// Seeks `consumer` to `offset` of partition 0 of `topic` with the leader
+/// epoch of the record before it, as a consumer resuming from a position
+/// does (librdkafka then validates it with OffsetForLeaderEpoch, KIP-320);
+/// gives the offset of the first record consumed after the seek.
+fn first_offset_after_seek(broker: &Broker, topic: &str, offset: i64, leader_epoch: i32) -> i64 {
+    let c = broker.assigned_consumer(topic, &[0], Offset::Beginning);
+    assert_eq!(consume_n(&c, 1, CLIENT_TIMEOUT)[0].offset(), 0);
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(offset))
+        .unwrap();
+    // SAFETY: the list holds one element, alive while `tpl` is; librdkafka
+    // copies the epoch into it.
+    unsafe {
+        rdkafka::bindings::rd_kafka_topic_partition_set_leader_epoch(
+            (*tpl.ptr()).elems,
+            leader_epoch,
+        );
+    }
+    c.seek_partitions(tpl, CLIENT_TIMEOUT).unwrap();
+    consume_n(&c, 1, CLIENT_TIMEOUT)[0].offset()
+}
+
 #[test]
 fn current_leader_epoch_is_fenced_on_fetch_and_list_offsets() {
     let mut broker = Broker::start();
@@ -150,7 +230,20 @@ fn current_leader_epoch_is_fenced_on_fetch_and_list_offsets() {
         let resp = kp_call(&mut s, 7, 1, &req);
         assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0]);
         assert_eq!(leader(&mut s, topic).1, 0, "a new partition's first epoch");
+        assert_eq!(
+            end_offset(&mut s, topic, -1, 0),
+            (0, -1, -1),
+            "an empty log has no epoch"
+        );
         assert_eq!(produce(&mut s, topic, 1_000, 2), 0);
+        // One node, one epoch: it ends at the log end offset, in every version.
+        for version in [2i16, 3, 4] {
+            assert_eq!(
+                end_offsets(&mut s, version, -1, &[(topic, 0, -1, 0)]),
+                [(0, 0, 1)],
+                "v{version}"
+            );
+        }
     }
     broker.restart();
     let mut s = connect(&broker.bootstrap());
@@ -212,4 +305,67 @@ fn current_leader_epoch_is_fenced_on_fetch_and_list_offsets() {
     assert_eq!(list_offsets(&mut s, topic, 500, -1), (0, 0, 0));
     assert_eq!(list_offsets(&mut s, topic, 1_500, -1), (0, 1, epoch));
     assert_eq!(list_offsets(&mut s, topic, -3, -1), (0, 1, epoch));
+
+    // OffsetForLeaderEpoch: epoch 0 ended where the restart's epoch began;
+    // the current epoch ends at the log end offset.
+    assert_eq!(end_offset(&mut s, topic, epoch, epoch), (0, epoch, 2));
+    assert_eq!(end_offset(&mut s, topic, -1, 0), (0, 0, 1));
+    if epoch > 1 {
+        // Between two cached epochs: the one below, ending where the next begins.
+        assert_eq!(end_offset(&mut s, topic, -1, epoch - 1), (0, 0, 1));
+    }
+    assert_eq!(
+        end_offset(&mut s, topic, -1, epoch + 1),
+        (0, -1, -1),
+        "above the latest epoch: undefined"
+    );
+    assert_eq!(end_offset(&mut s, topic, -1, -1), (0, -1, -1));
+    // current_leader_epoch is checked first (KIP-320).
+    assert_eq!(
+        end_offset(&mut s, topic, epoch - 1, 0),
+        (FENCED_LEADER_EPOCH, -1, -1)
+    );
+    assert_eq!(
+        end_offset(&mut s, topic, epoch + 1, 0),
+        (UNKNOWN_LEADER_EPOCH, -1, -1)
+    );
+    // Several partitions in one request, unknown ones among them; a
+    // follower's request (replica_id >= 0) is answered by the leader too.
+    let answers = end_offsets(
+        &mut s,
+        3,
+        7,
+        &[
+            ("no-such-topic", 0, -1, 0),
+            (topic, 0, -1, epoch),
+            (topic, 5, -1, 0),
+            (topic, 0, -1, 0),
+        ],
+    );
+    assert_eq!(
+        answers,
+        [
+            (UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+            (0, epoch, 2),
+            (UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+            (0, 0, 1),
+        ]
+    );
+    // The cache on disk, in Kafka's format.
+    let checkpoint = broker
+        .data_dir()
+        .join(format!("{topic}-0"))
+        .join("leader-epoch-checkpoint");
+    assert_eq!(
+        std::fs::read_to_string(checkpoint).unwrap(),
+        format!("0\n2\n0 0\n{epoch} 1\n")
+    );
+
+    // librdkafka validates a position that carries a leader epoch: offset
+    // 1 of epoch 0 is where epoch 0 ends, so it stands; offset 2 of epoch 0
+    // is past it (a log truncated under the consumer), so the consumer
+    // continues from epoch 0's end instead.
+    assert_eq!(first_offset_after_seek(&broker, topic, 1, 0), 1);
+    assert_eq!(first_offset_after_seek(&broker, topic, 2, 0), 1);
+    assert_eq!(first_offset_after_seek(&broker, topic, 1, epoch), 1);
 }

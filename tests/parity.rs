@@ -102,6 +102,8 @@ fn api_versions_list_produce_from_v0_and_kafka_4_maxima() {
     ] {
         assert_eq!(ranges[&key].1, max, "api key {key}");
     }
+    // OffsetForLeaderEpoch: Kafka 4.x's range (v0-v1 removed).
+    assert_eq!(ranges[&23], (2, 4));
 }
 
 /// Kafka 4.4 closes the connection here; this broker answers

@@ -262,7 +262,9 @@ impl LeaderEpochCache {
 
     /// Takes a batch's leader epoch and base offset; in memory, adds the
     /// entry (epoch, offset) when the epoch is above the latest one (or the
-    /// cache is empty) and both are >= 0; gives whether it was added.
+    /// cache is empty) and both are >= 0 (an offset below the latest
+    /// entry's start is raised to it, keeping the order); gives whether it
+    /// was added.
     /// An epoch below -1 or -1 itself (no epoch: old data) is ignored, and
     /// so is an epoch at or below the latest one: a leader stamps its
     /// current epoch, and a follower truncates to the leader's epochs

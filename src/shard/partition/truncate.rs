@@ -85,6 +85,16 @@ impl Partition {
         }
     }
 
+    /// Takes the leader epoch this broker now leads the partition in; adds
+    /// its entry (starting at the log end) to the leader-epoch cache before
+    /// any append of that epoch, as Kafka's `Partition.makeLeader` does
+    /// (see `PartitionLog::assign_epoch_start_offset`); gives whether it
+    /// was added. Writes the checkpoint on the calling thread. Errors with
+    /// the failed write (`Io`, KAFKA_STORAGE_ERROR).
+    pub fn assign_epoch_start_offset(&self, epoch: i32) -> Result<bool, StorageError> {
+        self.log.borrow_mut().assign_epoch_start_offset(epoch)
+    }
+
     /// Gives the latest leader epoch the log holds data of, None when it
     /// holds none (see `PartitionLog::latest_epoch`).
     pub fn latest_epoch(&self) -> Option<i32> {

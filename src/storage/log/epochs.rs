@@ -59,6 +59,20 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// Takes a leader epoch this replica now leads in (Kafka
+    /// `maybeAssignEpochStartOffset`, called by `Partition.makeLeader`);
+    /// adds (epoch, the offset the next reservation gets) to the
+    /// leader-epoch cache when the epoch is newer than its latest, and
+    /// writes the checkpoint on the calling thread; gives whether it was
+    /// added. With the entry in place before the new leader's first append,
+    /// a follower asking for the end of an older epoch gets the new
+    /// leader's log end offset at its election, not "undefined". Errors
+    /// with the failed write (`Io`, KAFKA_STORAGE_ERROR; the cache is left
+    /// as it was).
+    pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool, StorageError> {
+        Ok(self.epochs.assign_durably([(epoch, self.next_offset)])?)
+    }
+
     /// Gives the latest leader epoch the log holds data of (the largest
     /// epoch of its leader-epoch cache), None when it holds none (an empty
     /// log, or only batches without an epoch).

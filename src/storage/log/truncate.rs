@@ -148,7 +148,7 @@ impl PartitionLog {
                 return Err(self.out_of_range(offset));
             };
             let gone = std::mem::replace(&mut self.active, prev);
-            removed.extend(gone.rename_deleted());
+            delete_segment(&gone, &mut removed)?;
         }
         self.active.truncate_tail(cut_position, new_end)?;
         remove_files(removed);
@@ -173,9 +173,10 @@ impl PartitionLog {
     /// Deletes every segment and starts the log again at `offset` (Kafka
     /// `truncateFullyAndStartAt`); gives `offset`.
     fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<i64, StorageError> {
-        let mut removed = self.active.rename_deleted();
+        let mut removed = Vec::new();
+        delete_segment(&self.active, &mut removed)?;
         while let Some(seg) = self.older.pop() {
-            removed.extend(seg.rename_deleted());
+            delete_segment(&seg, &mut removed)?;
         }
         self.active = self.new_segment(offset)?;
         remove_files(removed);
@@ -255,6 +256,20 @@ impl PartitionLog {
         }
         Ok(())
     }
+}
+
+/// Renames a segment's files for deletion (`Segment::rename_deleted`),
+/// adding them to `removed`; a `.log` left in place is an `Io` error (it
+/// would come back at the next start).
+fn delete_segment(seg: &Segment, removed: &mut Vec<PathBuf>) -> Result<(), StorageError> {
+    removed.extend(seg.rename_deleted());
+    if seg.log_path().exists() {
+        return Err(StorageError::Io(std::io::Error::other(format!(
+            "{}: not renamed for deletion",
+            seg.log_path().display()
+        ))));
+    }
+    Ok(())
 }
 
 /// Unlinks files renamed for deletion; a failure is logged (recovery

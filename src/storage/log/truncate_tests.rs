@@ -322,3 +322,22 @@ fn truncation_waits_for_appends_in_flight() {
     assert_eq!(log.truncate_to(2).unwrap(), 0);
     assert!(log.truncate_to(-1).is_err());
 }
+
+#[test]
+fn a_new_leader_records_its_epoch_before_appending() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = log_in_epochs(dir.path(), cfg(), &[0, 3]);
+    // Elected in epoch 5 at LEO 6: epoch 3 now ends there, and epoch 4
+    // (never written here) is answered with epoch 3's end.
+    assert!(log.assign_epoch_start_offset(5).unwrap());
+    assert!(!log.assign_epoch_start_offset(5).unwrap());
+    assert!(!log.assign_epoch_start_offset(4).unwrap());
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 3), (5, 6)]);
+    assert_eq!(checkpoint(dir.path()), "0\n3\n0 0\n3 3\n5 6\n");
+    assert_eq!(log.end_offset_for_epoch(4), Some((3, 6)));
+    assert_eq!(log.end_offset_for_epoch(5), Some((5, 6)));
+    // Its first append in that epoch adds nothing more.
+    assert_eq!(append_in(&mut log, 5, 2), 6);
+    assert_eq!(log.epoch_entries(), vec![(0, 0), (3, 3), (5, 6)]);
+    assert_eq!(log.end_offset_for_epoch(5), Some((5, 8)));
+}
