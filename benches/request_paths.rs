@@ -190,6 +190,7 @@ fn bench_fetch(c: &mut Criterion) {
                         log_start_offset: 0,
                         aborted_transactions: None,
                         current_leader: None,
+                        diverging_epoch: None,
                         regions: vec![FileRegion {
                             file: file.clone(),
                             position: p as u64 * region,

@@ -23,7 +23,15 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     (
         "storage",
         &[
-            "shard", "handlers", "net", "group", "txn", "cluster", "config", "admin", "boot",
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "config",
+            "admin",
+            "boot",
             "replication",
         ],
     ),
@@ -41,13 +49,22 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     // The coordinators, the cluster and the shards answer to handlers, not
     // the other way round.
-    ("group", &["handlers", "net", "admin", "boot", "replication"]),
+    (
+        "group",
+        &["handlers", "net", "admin", "boot", "replication"],
+    ),
     ("txn", &["handlers", "net", "admin", "boot", "replication"]),
-    ("shard", &["handlers", "net", "admin", "boot", "replication"]),
+    (
+        "shard",
+        &["handlers", "net", "admin", "boot", "replication"],
+    ),
     // Replication uses the shards' partitions and the controller; the
     // request path does not come back into it except to propose ISR changes.
     ("replication", &["handlers", "net", "admin", "boot"]),
-    ("cluster", &["handlers", "net", "shard", "admin", "boot", "replication"]),
+    (
+        "cluster",
+        &["handlers", "net", "shard", "admin", "boot", "replication"],
+    ),
     ("handlers", &["net", "admin", "boot"]),
     // The task timer every layer spawns through uses nothing of Fjord's.
     (

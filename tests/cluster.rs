@@ -17,20 +17,18 @@ use std::time::{Duration, Instant};
 
 use common::cluster::{try_kp_call, Cluster};
 use common::layout::{admin, create_with_rdkafka, layout, layout_on, wait_topic, Layout};
-use common::{admin_opts, consume_n, poll_until, send_to_partitions, CLIENT_TIMEOUT};
+use common::{consume_n, poll_until, send_to_partitions, CLIENT_TIMEOUT};
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::metadata_response::MetadataResponse;
 use kafka_protocol::messages::{
     alter_configs_request as ac, incremental_alter_configs_request as iac, AlterConfigsRequest,
     CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::admin::{AdminClient, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::{AlterConfig, ResourceSpecifier};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::producer::FutureProducer;
@@ -44,7 +42,6 @@ const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
 use common::layout::{FAILOVER_DEADLINE, VISIBLE_DEADLINE};
 
 const NONE: i16 = 0;
-const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const RESOURCE_TOPIC: i8 = 2;
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 const OP_SET: i8 = 0;

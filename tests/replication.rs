@@ -91,10 +91,12 @@ fn wait_partition(
     )
 }
 
-/// Every batch of partition 0 of `topic` in node `id`'s data directory:
-/// (base offset, record count, the batch's bytes after the partition
-/// leader epoch — attributes, CRC-covered — and its epoch).
-fn replica_batches(dir: &Path, topic: &str) -> Vec<(i64, i64, i32, Vec<u8>)> {
+/// One stored batch: (base offset, record count, partition leader epoch,
+/// the bytes after the epoch — magic, CRC and the CRC-covered rest).
+type StoredBatch = (i64, i64, i32, Vec<u8>);
+
+/// Every batch of partition 0 of `topic` in a node's data directory.
+fn replica_batches(dir: &Path, topic: &str) -> Vec<StoredBatch> {
     let pdir = dir.join(format!("{topic}-0"));
     let mut logs: Vec<_> = std::fs::read_dir(&pdir)
         .unwrap_or_else(|e| panic!("read {}: {e}", pdir.display()))
@@ -117,7 +119,7 @@ fn replica_batches(dir: &Path, topic: &str) -> Vec<(i64, i64, i32, Vec<u8>)> {
 /// byte for byte with the same leader epochs, and at least `min_records`.
 fn wait_replicas_agree(c: &Cluster, topic: &str, min_records: i64) {
     poll_until(DEADLINE, &format!("replicas of {topic}-0 agree"), || {
-        let mut first: Option<(i32, Vec<(i64, i64, i32, Vec<u8>)>)> = None;
+        let mut first: Option<(i32, Vec<StoredBatch>)> = None;
         for id in c.ids() {
             let b = replica_batches(&c.data_dir(id), topic);
             let records: i64 = b.iter().map(|x| x.1).sum();
@@ -246,7 +248,9 @@ async fn acks_all_survives_the_leader_killed_twenty_times() {
                 let p = p.clone();
                 let (acked, failed) = (acked.clone(), failed.clone());
                 inflight.push(tokio::spawn(async move {
-                    let rec = FutureRecord::<(), _>::to("durable").partition(0).payload(&value);
+                    let rec = FutureRecord::<(), _>::to("durable")
+                        .partition(0)
+                        .payload(&value);
                     match p.send(rec, Duration::from_secs(120)).await {
                         Ok(d) => acked.lock().unwrap().push((d.offset, value)),
                         Err((e, _)) => failed.lock().unwrap().push(format!("{value}: {e}")),

@@ -91,7 +91,10 @@ pub struct IsrAsk {
 /// record to commit (none when the ISR is already that), or why not. A
 /// member the leader adds must be alive; a member it keeps may be fenced
 /// meanwhile (the fence's own change removes it).
-pub fn decide(image: &MetadataImage, ask: &IsrAsk) -> Result<Vec<MetadataRecord>, AlterPartitionError> {
+pub fn decide(
+    image: &MetadataImage,
+    ask: &IsrAsk,
+) -> Result<Vec<MetadataRecord>, AlterPartitionError> {
     let IsrAsk {
         broker,
         broker_epoch,

@@ -715,16 +715,18 @@ pub fn decide(
                 }
             }
         },
-        ControllerRequest::AlterPartition(ask) => match super::alter_partition::decide(image, ask) {
-            Ok(records) => Decision {
-                records,
-                reply: ControllerReply::AlterPartition(Ok(())),
-            },
-            Err(e) => Decision {
-                records: Vec::new(),
-                reply: ControllerReply::AlterPartition(Err(e)),
-            },
-        },
+        ControllerRequest::AlterPartition(ask) => {
+            match super::alter_partition::decide(image, ask) {
+                Ok(records) => Decision {
+                    records,
+                    reply: ControllerReply::AlterPartition(Ok(())),
+                },
+                Err(e) => Decision {
+                    records: Vec::new(),
+                    reply: ControllerReply::AlterPartition(Err(e)),
+                },
+            }
+        }
         ControllerRequest::ReserveProducerIds { next_producer_id } => Decision {
             records: if *next_producer_id > image.next_producer_id {
                 vec![MetadataRecord::ProducerIds {

@@ -282,10 +282,8 @@ async fn dispatch(
         tasks.push(crate::shard::stall::spawn_local(
             "produce fan-out",
             async move {
-                me.invoke_on(owner, move |s| {
-                    append_on_owner(s, work, acks_all, Some(tx))
-                })
-                .await
+                me.invoke_on(owner, move |s| append_on_owner(s, work, acks_all, Some(tx)))
+                    .await
             },
         ));
     }
@@ -418,16 +416,10 @@ pub async fn handle(
     }
 
     // acks=all waits for the ISR until the request's `timeout_ms`.
-    let acks_all = (acks == -1)
-        .then(|| Instant::now() + Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0)));
-    dispatch(
-        shard,
-        by_owner,
-        acks_all,
-        &mut results,
-        &mut dispatched,
-    )
-    .await;
+    let acks_all = (acks == -1).then(|| {
+        Instant::now() + Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0))
+    });
+    dispatch(shard, by_owner, acks_all, &mut results, &mut dispatched).await;
 
     // Partitions where a transaction would start came back unappended: ask
     // the coordinator, then append the confirmed ones (KIP-890's check, in

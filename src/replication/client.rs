@@ -98,9 +98,10 @@ impl BrokerConnection {
         };
         let mut buf = futures_lite::future::or(exchange, timer).await?;
         let response_header_version = <R::Response as HeaderVersion>::header_version(version);
-        let got = kafka_protocol::messages::ResponseHeader::decode(&mut buf, response_header_version)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
-            .correlation_id;
+        let got =
+            kafka_protocol::messages::ResponseHeader::decode(&mut buf, response_header_version)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
+                .correlation_id;
         if got != correlation_id {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

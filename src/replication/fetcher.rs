@@ -40,7 +40,6 @@ use crate::storage::replica_batches;
 /// The Fetch version followers send (v15: `replica_state`, KIP-903).
 const FETCH_VERSION: i16 = 15;
 
-
 /// (topic, partition).
 type Key = (Arc<str>, i32);
 
@@ -119,7 +118,10 @@ fn reconcile(shard: &Rc<Shard>, fetchers: &mut BTreeMap<i32, Rc<Fetcher>>) {
                 changed: Rc::new(Notify::default()),
                 stopped: Cell::new(false),
             });
-            log::info!("shard {}: replica fetcher for leader {leader} starts", shard.id);
+            log::info!(
+                "shard {}: replica fetcher for leader {leader} starts",
+                shard.id
+            );
             stall::spawn_local("replica fetcher", run(Rc::downgrade(shard), f.clone())).detach();
             f
         });
@@ -196,7 +198,10 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
             match BrokerConnection::connect(&addr, socket_timeout).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
-                    log::debug!("replica fetcher: cannot reach leader {} at {addr}: {e}", f.leader);
+                    log::debug!(
+                        "replica fetcher: cannot reach leader {} at {addr}: {e}",
+                        f.leader
+                    );
                     drop(shard);
                     glommio::timer::sleep(backoff).await;
                     continue;
@@ -213,7 +218,10 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
         match c.call(&req, FETCH_VERSION, wait + socket_timeout).await {
             Ok(resp) => apply(&shard, &f, &ready, resp, backoff).await,
             Err(e) => {
-                log::info!("replica fetch from leader {} at {addr} failed: {e}", f.leader);
+                log::info!(
+                    "replica fetch from leader {} at {addr} failed: {e}",
+                    f.leader
+                );
                 conn = None;
                 drop(shard);
                 glommio::timer::sleep(backoff).await;

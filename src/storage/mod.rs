@@ -30,8 +30,8 @@ pub mod segment;
 pub mod txn_index;
 
 pub use self::batch::{
-    log_append_time_header, replica_batches, validate_batches, BatchError, BatchHeader, ValidatedBatch,
-    RECORD_BATCH_HEADER_BYTES,
+    log_append_time_header, replica_batches, validate_batches, BatchError, BatchHeader,
+    ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
 pub use self::log::{AppendResult, FileRegion, LogConfig, PartitionLog, ReadResult, TimestampType};
 pub use self::recompress::{Codec, TargetCodec};

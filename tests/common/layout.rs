@@ -149,4 +149,3 @@ pub async fn create_with_rdkafka(c: &Cluster, bootstrap: &str, topic: &str, part
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
-

@@ -190,16 +190,16 @@ pub fn encode_fetch_response(
                     body.put_u8(0);
                     body
                 });
-                let leader = p
-                    .current_leader
-                    .filter(|l| *l != (-1, -1))
-                    .map(|(leader_id, leader_epoch)| {
-                        let mut body = BytesMut::with_capacity(9);
-                        body.put_i32(leader_id);
-                        body.put_i32(leader_epoch);
-                        body.put_u8(0);
-                        body
-                    });
+                let leader =
+                    p.current_leader
+                        .filter(|l| *l != (-1, -1))
+                        .map(|(leader_id, leader_epoch)| {
+                            let mut body = BytesMut::with_capacity(9);
+                            body.put_i32(leader_id);
+                            body.put_i32(leader_epoch);
+                            body.put_u8(0);
+                            body
+                        });
                 let n = u64::from(diverging.is_some()) + u64::from(leader.is_some());
                 w.uvarint(n);
                 if let Some(body) = diverging {
@@ -349,7 +349,10 @@ mod tests {
             assert_eq!(t.partitions[1].error_code, 1);
             let d = &t.partitions[2];
             if version >= 12 {
-                assert_eq!((d.diverging_epoch.epoch, d.diverging_epoch.end_offset), (4, 17));
+                assert_eq!(
+                    (d.diverging_epoch.epoch, d.diverging_epoch.end_offset),
+                    (4, 17)
+                );
                 assert_eq!(
                     (d.current_leader.leader_id.0, d.current_leader.leader_epoch),
                     (2, 6)
@@ -388,6 +391,7 @@ mod tests {
                 log_start_offset: -1,
                 aborted_transactions: None,
                 current_leader,
+                diverging_epoch: None,
                 regions: vec![],
             };
             let topics = vec![FetchTopicOut {

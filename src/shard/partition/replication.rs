@@ -132,7 +132,12 @@ impl Partition {
                 r.followers.clear();
             }
             if leads {
-                let others: Vec<i32> = reg.replicas.iter().copied().filter(|b| *b != node).collect();
+                let others: Vec<i32> = reg
+                    .replicas
+                    .iter()
+                    .copied()
+                    .filter(|b| *b != node)
+                    .collect();
                 r.followers.retain(|b, _| others.contains(b));
                 for b in others {
                     r.followers.entry(b).or_insert(FollowerState {
@@ -144,6 +149,19 @@ impl Partition {
                 }
             } else {
                 r.followers.clear();
+            }
+        }
+        if new_term {
+            // Kafka `Partition.makeLeader`: the new epoch starts at the LEO
+            // in the epoch cache at once, so a follower that asks about an
+            // epoch this leader never wrote learns where it diverges.
+            if let Err(e) = self.assign_epoch_start_offset(reg.leader_epoch) {
+                log::warn!(
+                    "{}-{}: leader epoch {} not recorded: {e}",
+                    self.topic,
+                    self.index,
+                    reg.leader_epoch
+                );
             }
         }
         if leads {
