@@ -589,6 +589,7 @@ async fn shard_main(
     shard.start_retention();
     shard.start_cleaner();
     shard.start_producer_expiration();
+    crate::replication::remote::Remote::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
     let listener = match bind_listener(addr) {

@@ -410,6 +410,7 @@ impl KafkaCode for MarkerFailure {
             MarkerFailure::InvalidProducerId(_) => E::InvalidRequest.code(),
             MarkerFailure::Producer(e) => e.code(),
             MarkerFailure::Append(e) => e.code(),
+            MarkerFailure::NotLeader => E::NotLeaderOrFollower.code(),
         }
     }
 }
@@ -420,6 +421,7 @@ impl KafkaCode for MarkerError {
             MarkerError::InvalidProducerId(_) => E::InvalidRequest.code(),
             MarkerError::Producer(e) => e.code(),
             MarkerError::Append(e) => e.code(),
+            MarkerError::NotLeader => E::NotLeaderOrFollower.code(),
         }
     }
 }
@@ -512,6 +514,10 @@ pub enum VerificationError {
     /// transaction), not the lookup's own COORDINATOR_NOT_AVAILABLE.
     #[error("cannot verify the partition: {0}")]
     CoordinatorLookup(#[from] CoordinatorLookupError),
+    /// The coordinator is another broker: its answer's code, or, when it
+    /// could not be asked, INVALID_TXN_STATE (48) as for a lookup failure.
+    #[error("cannot verify the partition with the coordinator: {0}")]
+    Remote(#[from] crate::shard::remote::RemoteError),
 }
 
 impl KafkaCode for VerificationError {
@@ -525,6 +531,13 @@ impl KafkaCode for VerificationError {
                 | L::NoLeader { .. }
                 | L::NotCoordinator { .. }
                 | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
+            },
+            VerificationError::Remote(r) => match r {
+                crate::shard::remote::RemoteError::NotInstalled
+                | crate::shard::remote::RemoteError::Unreachable { .. } => {
+                    E::InvalidTxnState.code()
+                }
+                crate::shard::remote::RemoteError::Refused { code, .. } => *code,
             },
         }
     }
@@ -583,6 +596,25 @@ mod coordinator_lookup_tests {
         let topic = "__transaction_state";
         let table: Vec<(VerificationError, i16)> = vec![
             (CoordinatorLookupError::TopicMissing { topic }.into(), 48),
+            (
+                crate::shard::remote::RemoteError::Unreachable {
+                    broker: 2,
+                    why: "refused".into(),
+                }
+                .into(),
+                48,
+            ),
+            (crate::shard::remote::RemoteError::NotInstalled.into(), 48),
+            (
+                crate::shard::remote::RemoteError::Refused {
+                    broker: 2,
+                    topic: "t".into(),
+                    partition: 0,
+                    code: 48,
+                }
+                .into(),
+                48,
+            ),
             (
                 CoordinatorLookupError::CreateFailed {
                     topic,
@@ -783,6 +815,7 @@ mod partition_owner_tests {
                 -1,
             ),
             (MarkerError::Append(InternalAppendError::Storage(io())), 56),
+            (MarkerError::NotLeader, 6),
         ];
         crate::error::code_tables::table(&table);
     }
@@ -828,6 +861,7 @@ mod partition_owner_tests {
             MarkerError::Producer(fenced),
             MarkerError::Append(InternalAppendError::Storage(io())),
             MarkerError::Append(InternalAppendError::Encode { records: 1 }),
+            MarkerError::NotLeader,
         ];
         for e in &markers {
             assert_eq!(MarkerFailure::from(e).code(), e.code(), "{e:?}");
@@ -836,6 +870,7 @@ mod partition_owner_tests {
             (MarkerFailure::InvalidProducerId(-1), 42),
             (MarkerFailure::Producer(fenced), 52),
             (MarkerFailure::Append(AppendFailure::Storage), 56),
+            (MarkerFailure::NotLeader, 6),
         ];
         crate::error::code_tables::table(&table);
     }
@@ -1040,6 +1075,18 @@ impl KafkaCode for crate::group::GroupError {
     }
 }
 
+impl KafkaCode for crate::shard::remote::RemoteError {
+    fn code(&self) -> i16 {
+        use crate::shard::remote::RemoteError as R;
+        match self {
+            R::NotInstalled => E::CoordinatorNotAvailable.code(),
+            R::Unreachable { .. } => E::CoordinatorNotAvailable.code(),
+            // The other broker's own answer.
+            R::Refused { code, .. } => *code,
+        }
+    }
+}
+
 /// The code a coordinator answers when its write to its replicated
 /// partition was not taken by the ISR: NOT_COORDINATOR (16) when this
 /// broker stopped leading the partition, else COORDINATOR_NOT_AVAILABLE
@@ -1081,6 +1128,7 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::MarkerWrite { cause, .. } => match cause {
                 MarkerCause::Partition(e) => e.code(),
                 MarkerCause::Shard(e) => e.code(),
+                MarkerCause::Remote(e) => e.code(),
             },
         }
     }

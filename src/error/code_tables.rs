@@ -174,12 +174,13 @@ impl Variants for InternalAppendError {
 }
 
 impl Variants for MarkerError {
-    const COUNT: usize = 3;
+    const COUNT: usize = 4;
     fn index(&self) -> usize {
         match self {
             MarkerError::InvalidProducerId(_) => 0,
             MarkerError::Producer(_) => 1,
             MarkerError::Append(_) => 2,
+            MarkerError::NotLeader => 3,
         }
     }
 }
@@ -198,12 +199,13 @@ impl Variants for AppendFailure {
 }
 
 impl Variants for MarkerFailure {
-    const COUNT: usize = 3;
+    const COUNT: usize = 4;
     fn index(&self) -> usize {
         match self {
             MarkerFailure::InvalidProducerId(_) => 0,
             MarkerFailure::Producer(_) => 1,
             MarkerFailure::Append(_) => 2,
+            MarkerFailure::NotLeader => 3,
         }
     }
 }
@@ -280,10 +282,11 @@ impl Variants for AnswerError {
 }
 
 impl Variants for VerificationError {
-    const COUNT: usize = 1;
+    const COUNT: usize = 2;
     fn index(&self) -> usize {
         match self {
             VerificationError::CoordinatorLookup(_) => 0,
+            VerificationError::Remote(_) => 1,
         }
     }
 }

@@ -332,6 +332,24 @@ async fn verify_in_transaction(
 ) -> i16 {
     let owner = match super::txn_owner(shard, transactional_id) {
         Ok(o) => o,
+        // The coordinator is another broker: ask it (AddPartitionsToTxn v4,
+        // verify_only), as Kafka's partition leaders do.
+        Err(crate::error::CoordinatorLookupError::NotCoordinator { leader, .. }) if leader >= 0 => {
+            return crate::replication::remote::verify_partition(
+                shard,
+                leader,
+                transactional_id,
+                producer_id,
+                epoch,
+                topic,
+                partition,
+            )
+            .await
+            .unwrap_or_else(|e| {
+                log::info!("verifying {topic}-{partition} with coordinator {leader}: {e}");
+                crate::error::VerificationError::from(e).code()
+            });
+        }
         Err(e) => return super::verification_lookup_code(&e),
     };
     let (id, tp) = (transactional_id.to_string(), (topic.to_string(), partition));

@@ -8,3 +8,4 @@
 pub mod client;
 pub mod fetcher;
 pub mod isr;
+pub mod remote;

@@ -180,6 +180,10 @@ pub enum MarkerError {
     /// The marker could not be appended: the [`InternalAppendError`]'s code.
     #[error(transparent)]
     Append(#[from] InternalAppendError),
+    /// This broker does not lead the partition (markers go to the leader
+    /// only): NOT_LEADER_OR_FOLLOWER (6).
+    #[error("this broker does not lead the partition")]
+    NotLeader,
 }
 
 /// A copyable summary of an [`InternalAppendError`], for the coordinators'
@@ -232,6 +236,9 @@ pub enum MarkerFailure {
     /// The marker could not be appended.
     #[error(transparent)]
     Append(AppendFailure),
+    /// This broker does not lead the partition: NOT_LEADER_OR_FOLLOWER (6).
+    #[error("this broker does not lead the partition")]
+    NotLeader,
 }
 
 impl From<&MarkerError> for MarkerFailure {
@@ -240,6 +247,7 @@ impl From<&MarkerError> for MarkerFailure {
             MarkerError::InvalidProducerId(id) => MarkerFailure::InvalidProducerId(*id),
             MarkerError::Producer(p) => MarkerFailure::Producer(*p),
             MarkerError::Append(a) => MarkerFailure::Append(a.into()),
+            MarkerError::NotLeader => MarkerFailure::NotLeader,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod internal;
 pub mod io;
 pub mod notify;
 pub mod partition;
+pub mod remote;
 pub use crate::stall;
 pub mod write_stats;
 
@@ -83,6 +84,8 @@ pub struct Shard {
     pub txns: TransactionCoordinator,
     /// The metadata quorum's member of this node (shard 0 only, once started).
     quorum: RefCell<Option<Rc<Quorum>>>,
+    /// The way to other brokers (installed at start-up).
+    remote: RefCell<Option<Rc<dyn remote::RemoteBrokers>>>,
     /// This broker's block of producer ids (shard 0): next, end (exclusive).
     producer_ids: std::cell::Cell<(i64, i64)>,
     senders: Senders<Task>,
@@ -127,6 +130,7 @@ impl Shard {
             groups: GroupCoordinator::default(),
             txns: TransactionCoordinator::default(),
             quorum: RefCell::new(None),
+            remote: RefCell::new(None),
             producer_ids: std::cell::Cell::new((0, 0)),
             senders,
         });
@@ -201,6 +205,16 @@ impl Shard {
             self.producer_ids.set((next + 1, end));
             next
         })
+    }
+
+    /// Installs the way to other brokers.
+    pub fn set_remote(&self, r: Rc<dyn remote::RemoteBrokers>) {
+        self.remote.replace(Some(r));
+    }
+
+    /// The way to other brokers, once installed.
+    pub fn remote(&self) -> Option<Rc<dyn remote::RemoteBrokers>> {
+        self.remote.borrow().clone()
     }
 
     /// A new producer id block `[first, end)`.

@@ -892,6 +892,7 @@ impl Partition {
     /// producer; `Producer(CoordinatorFenced)` (TRANSACTION_COORDINATOR_FENCED,
     /// 52) when an earlier marker came from a newer coordinator epoch;
     /// `InvalidProducerId` (INVALID_REQUEST, 42) for a negative producer id;
+    /// `NotLeader` (NOT_LEADER_OR_FOLLOWER, 6) on a follower;
     /// `Append` (KAFKA_STORAGE_ERROR, 56, on I/O failure).
     pub async fn write_marker(
         self: &Rc<Self>,
@@ -902,6 +903,10 @@ impl Partition {
     ) -> Result<i64, MarkerError> {
         if producer_id < 0 {
             return Err(MarkerError::InvalidProducerId(producer_id));
+        }
+        // A follower's log takes only the leader's batches.
+        if !self.is_leader() {
+            return Err(MarkerError::NotLeader);
         }
         if let Some(e) = self.producers.borrow().get(producer_id) {
             if producer_epoch < e.epoch {

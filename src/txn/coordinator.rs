@@ -390,13 +390,45 @@ async fn finish_markers(shard: &Rc<Shard>, id: &str, plan: EndPlan, busy: Option
 /// partition that failed ([`TxnError::MarkerWrite`]).
 async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnError> {
     let mut by_owner: BTreeMap<usize, Vec<(String, i32)>> = BTreeMap::new();
+    let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
+    let image = shard.metadata();
+    let node = shard.config.node_id;
     for (t, p) in &markers.partitions {
-        by_owner
-            .entry(shard.owner(t, *p))
-            .or_default()
-            .push((t.clone(), *p));
+        // A partition another broker leads gets its marker there
+        // (WriteTxnMarkers); one led here (or gone) on its owner shard.
+        match image.partition(t, *p).map(|r| r.leader) {
+            Some(leader) if leader != node => {
+                by_leader.entry(leader).or_default().push((t.clone(), *p))
+            }
+            _ => by_owner
+                .entry(shard.owner(t, *p))
+                .or_default()
+                .push((t.clone(), *p)),
+        }
     }
     let (pid, epoch, commit) = (markers.producer_id, markers.producer_epoch, markers.commit);
+    let mut remote_tasks = Vec::new();
+    for (leader, partitions) in by_leader {
+        let first = partitions.first().cloned().unwrap_or_default();
+        let remote = shard.remote();
+        let me = shard.clone();
+        let ask = crate::shard::remote::RemoteMarkers {
+            producer_id: pid,
+            producer_epoch: epoch,
+            commit,
+            coordinator_epoch: 0,
+            partitions,
+        };
+        remote_tasks.push((
+            first,
+            crate::shard::stall::spawn_local("txn marker to a leader", async move {
+                match remote {
+                    Some(r) => r.write_markers(me, leader, ask).await,
+                    None => Err(crate::shard::remote::RemoteError::NotInstalled),
+                }
+            }),
+        ));
+    }
     let mut tasks = Vec::new();
     for (owner, parts) in by_owner {
         let me = shard.clone();
@@ -436,6 +468,15 @@ async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnEr
         tasks.push((first, task));
     }
     let mut first_err = None;
+    for ((topic, partition), t) in remote_tasks {
+        if let Err(e) = t.await {
+            first_err.get_or_insert(TxnError::MarkerWrite {
+                topic,
+                partition,
+                cause: MarkerCause::Remote(e),
+            });
+        }
+    }
     for ((topic, partition), t) in tasks {
         match t.await {
             Ok(Ok(())) => {}

@@ -35,6 +35,9 @@ pub enum MarkerCause {
     /// The partition's owner shard could not be reached.
     #[error("{0}")]
     Shard(ShardError),
+    /// The partition's leader is another broker, which did not write it.
+    #[error("{0}")]
+    Remote(crate::shard::remote::RemoteError),
 }
 
 /// Why no producer id could be handed out (maps to

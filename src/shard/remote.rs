@@ -1,0 +1,71 @@
+//! What the domain asks of other brokers: transaction markers for the
+//! partitions another broker leads (Kafka's coordinator sends them with
+//! WriteTxnMarkers). The shard layer speaks no protocol, so the way there
+//! is a [`RemoteBrokers`] installed at start-up by `replication::remote`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use super::Shard;
+
+/// COMMIT or ABORT markers for partitions one other broker leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteMarkers {
+    /// The transaction's producer id.
+    pub producer_id: i64,
+    /// Its producer epoch.
+    pub producer_epoch: i16,
+    /// COMMIT (true) or ABORT (false).
+    pub commit: bool,
+    /// The coordinator epoch written in the markers.
+    pub coordinator_epoch: i32,
+    /// (topic, partition) of each marker.
+    pub partitions: Vec<(String, i32)>,
+}
+
+/// Why markers were not written on another broker.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteError {
+    /// No way to the broker was installed (start-up not finished):
+    /// COORDINATOR_NOT_AVAILABLE (15).
+    #[error("no broker-to-broker client on this shard")]
+    NotInstalled,
+    /// The broker could not be reached, or did not answer in time:
+    /// COORDINATOR_NOT_AVAILABLE (15).
+    #[error("broker {broker} unreachable: {why}")]
+    Unreachable {
+        /// The broker.
+        broker: i32,
+        /// What failed.
+        why: String,
+    },
+    /// The broker refused a marker: the code it answered with.
+    #[error("{topic}-{partition}: broker {broker} answered error {code}")]
+    Refused {
+        /// The broker.
+        broker: i32,
+        /// Topic.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The Kafka error code it answered.
+        code: i16,
+    },
+}
+
+/// A future of a remote call, run on the calling shard.
+pub type RemoteFuture<T> = Pin<Box<dyn Future<Output = T>>>;
+
+/// The calls the domain makes to other brokers.
+pub trait RemoteBrokers {
+    /// Writes `markers` on broker `leader` (which leads their partitions);
+    /// a partition that knows a newer epoch of the producer is skipped, as
+    /// locally. Errors with the first failure.
+    fn write_markers(
+        &self,
+        shard: Rc<Shard>,
+        leader: i32,
+        markers: RemoteMarkers,
+    ) -> RemoteFuture<Result<(), RemoteError>>;
+}
