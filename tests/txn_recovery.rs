@@ -329,15 +329,21 @@ async fn idle_transactional_ids_expire() {
         let t = &r.transaction_states[0];
         (t.error_code, t.transaction_state.to_string())
     };
-    poll_until(WAIT, "the idle transactional id to expire", || {
-        match state_of(&broker, "idle-id") {
+    poll_until(
+        WAIT,
+        "the idle transactional id to expire",
+        || match state_of(&broker, "idle-id") {
             (105, _) => Ok(()),
             other => Err(format!("{other:?}")),
-        }
-    });
+        },
+    );
     assert_eq!(describe(&broker, "open-id").0, "Ongoing");
     drop(idle);
     drop(open);
     broker.restart();
-    assert_eq!(state_of(&broker, "idle-id").0, 105, "the tombstone is replayed");
+    assert_eq!(
+        state_of(&broker, "idle-id").0,
+        105,
+        "the tombstone is replayed"
+    );
 }
