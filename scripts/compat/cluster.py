@@ -290,6 +290,24 @@ class FjordCluster:
                     raise RuntimeError(f"fjord node {n} did not start; see {self.log_path(n)}")
                 time.sleep(0.1)
 
+    def kill9(self, n):
+        self.procs[n].kill()
+        self.procs[n].wait()
+
+    def restart(self, n):
+        """Starts node `n` again with its command and waits until it serves."""
+        with open(self.log_path(n), errors="replace") as f:
+            before = f.read().count(f"listening on {self.bootstrap(n)}")
+        props = os.path.join(self.work, f"n{n}", "server.properties")
+        logf = open(self.log_path(n), "ab")
+        self.procs[n] = subprocess.Popen([FJORD_BIN, "serve", "--config", props, "--shards", "1"],
+                                         stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def serving():
+            with open(self.log_path(n), errors="replace") as f:
+                return f.read().count(f"listening on {self.bootstrap(n)}") > before
+        poll(f"fjord node {n} serving again", serving, timeout=60)
+
     def active_controller(self):
         """Metadata's controller id, once every node names the same one."""
         def agreed():
@@ -352,6 +370,13 @@ class KafkaCluster:
                 errors.append(f"node {n}: {out.strip()} {err.strip()[-2000:]}")
         if errors:
             raise RuntimeError("Kafka did not start: " + "; ".join(errors))
+
+    def kill9(self, n):
+        subprocess.run([PEER, "kill"], env=self.env(n), capture_output=True, timeout=120, check=True)
+
+    def restart(self, n):
+        """Starts node `n` again with its earlier settings; returns once it serves."""
+        subprocess.run([PEER, "restart"], env=self.env(n), capture_output=True, timeout=300, check=True)
 
     def active_controller(self):
         """DescribeQuorum's leader (Kafka's Metadata names a random broker)."""
@@ -644,6 +669,87 @@ class Checks:
         a.delete_topics([t], operation_timeout=STEP)[t].result(STEP)
         self.gone_everywhere(t)
 
+    # Replication ----------------------------------------------------------
+
+    def partition_on(self, nodes, topic):
+        """(leader, ISR) of `topic`-0 once every node of `nodes` shows the same."""
+        seen = set()
+        for n in nodes:
+            try:
+                _, _, _, topics = node_metadata(self.c.bootstrap(n), [topic])
+            except OSError:
+                return None
+            terr, parts = topics.get(topic, (-1, {}))
+            if terr != 0 or 0 not in parts or parts[0][0] != 0:
+                return None
+            seen.add((parts[0][1], tuple(sorted(parts[0][3]))))
+        return seen.pop() if len(seen) == 1 else None
+
+    def wait_partition(self, nodes, topic, want, what, timeout=STEP):
+        """(leader, ISR) of `topic`-0 once `nodes` agree on one that `want` accepts."""
+        def ok():
+            v = self.partition_on(nodes, topic)
+            return v if v and want(*v) else None
+        return poll(what, ok, timeout)
+
+    def acks_all_survives_the_leader_killed(self):
+        """RF 3, min.insync.replicas=2, an idempotent acks=all producer: the
+        leader is killed with SIGKILL mid-stream; every acknowledged record
+        is read back once, at its offset; the killed broker restarts and
+        rejoins the ISR."""
+        t = f"durable-{self.suffix}"
+        boot = ",".join(self.all_addrs().values())
+        a = AdminClient({"bootstrap.servers": boot})
+        a.create_topics([NewTopic(t, 1, 3, config={"min.insync.replicas": "2"})],
+                        operation_timeout=STEP)[t].result(STEP)
+        full = tuple(NODES)
+        leader, _ = self.wait_partition(NODES, t, lambda ldr, isr: isr == full and ldr in NODES,
+                                        f"{t}-0 with a full ISR")
+        p = Producer({"bootstrap.servers": boot, "acks": "all", "enable.idempotence": True,
+                      "linger.ms": 5, "message.timeout.ms": 120000})
+        acked, failed = {}, []
+
+        def done(err, msg):
+            if err is not None:
+                failed.append(str(err))
+            else:
+                acked[msg.value()] = msg.offset()
+        for i in range(300):
+            p.produce(t, value=f"before-{i:04d}".encode(), partition=0, on_delivery=done)
+        p.flush(STEP)
+        self.c.kill9(leader)
+        for i in range(300):
+            p.produce(t, value=f"after-{i:04d}".encode(), partition=0, on_delivery=done)
+            p.poll(0)
+        left = p.flush(150)
+        if left or failed:
+            raise Failed(f"{left} records undelivered, {len(failed)} failed: {failed[:3]}")
+        survivors = [n for n in NODES if n != leader]
+        new_leader, _ = self.wait_partition(survivors, t, lambda ldr, isr: ldr in survivors,
+                                            "a new leader on the survivors", timeout=120)
+        self.c.restart(leader)
+        self.wait_partition(NODES, t, lambda ldr, isr: isr == full,
+                            f"broker {leader} back in the ISR", timeout=120)
+        c = Consumer({"bootstrap.servers": boot, "group.id": f"unused-{self.suffix}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        try:
+            c.assign([TopicPartition(t, 0, 0)])
+            got = {}
+            deadline = time.monotonic() + STEP * 2
+            while len(got) < len(acked) and time.monotonic() < deadline:
+                m = c.poll(1.0)
+                if m is None or m.error():
+                    continue
+                if m.value() in got:
+                    raise Failed(f"{m.value()!r} read twice")
+                got[m.value()] = m.offset()
+        finally:
+            c.close()
+        missing = [v for v in acked if got.get(v) != acked[v]]
+        if missing:
+            raise Failed(f"{len(missing)} of {len(acked)} acknowledged records missing or moved, "
+                         f"first {missing[0]!r} (leader {leader} killed, then {new_leader})")
+
     def run(self):
         steps = [
             ("Metadata from each node: 3 brokers, one cluster id, a controller", self.metadata_from_each_node),
@@ -665,6 +771,8 @@ class Checks:
              self.kafka_python_admin_through_non_controller),
             ("confluent-kafka admin bootstrapped to a non-controller node",
              self.confluent_admin_through_non_controller),
+            ("acks=all RF 3 min.insync 2: the leader killed mid-stream, every acked record read back, "
+             "the broker rejoins the ISR", self.acks_all_survives_the_leader_killed),
         ]
         needs_topic = {self.confluent_produce_through_one_node, self.kafka_python_produce_through_one_node,
                        self.confluent_consume_through_another_node,
