@@ -2,8 +2,9 @@
 //! driven by librdkafka: acks=all with `min.insync.replicas=2` while the
 //! leader is killed with SIGKILL round after round (every acknowledged
 //! record read back once, in order; every replica's log the same batches),
-//! and a follower cut off from its leader leaving the ISR, acks=all going
-//! on with two, NOT_ENOUGH_REPLICAS with one, and the follower rejoining.
+//! a rolling restart of all three brokers under load, and a follower cut
+//! off from its leader leaving the ISR, acks=all going on with two,
+//! NOT_ENOUGH_REPLICAS with one, and the follower rejoining.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -244,49 +245,11 @@ async fn acks_all_survives_the_leader_killed_round_after_round() {
     let mut c = Cluster::start(3, &[]);
     let topic = "durable";
     create_durable(&c, topic).await;
-    let p = idempotent_producer(&c);
-    let acked: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
-    let failed: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (acked, failed, stop) = (acked.clone(), failed.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut i = 0u64;
-            let mut inflight = Vec::new();
-            while !stop.load(Ordering::SeqCst) {
-                let value = format!("r{i:07}");
-                i += 1;
-                let p = p.clone();
-                let (acked, failed) = (acked.clone(), failed.clone());
-                inflight.push(tokio::spawn(async move {
-                    let rec = FutureRecord::<(), _>::to("durable")
-                        .partition(0)
-                        .payload(&value);
-                    match p.send(rec, Duration::from_secs(120)).await {
-                        Ok(d) => acked.lock().unwrap().push((d.offset, value)),
-                        Err((e, _)) => failed.lock().unwrap().push(format!("{value}: {e}")),
-                    }
-                }));
-                if inflight.len() >= 20 {
-                    for t in inflight.drain(..) {
-                        let _ = t.await;
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-            for t in inflight {
-                let _ = t.await;
-            }
-        })
-    };
+    let w = Writer::start(&c, topic);
     let rounds = kill_rounds();
     let mut kills = Vec::new();
     for round in 0..rounds {
-        let before = acked.lock().unwrap().len();
-        poll_until(DEADLINE, "acks before the kill", || {
-            let n = acked.lock().unwrap().len();
-            (n >= before + 20).then_some(()).ok_or(format!("{n} acked"))
-        });
+        w.wait_for_more(20);
         let all = c.ids();
         let leader = wait_partition(&c, &all, topic, &[], Some(&all));
         c.kill9(leader);
@@ -297,39 +260,139 @@ async fn acks_all_survives_the_leader_killed_round_after_round() {
         c.start_node(leader);
         wait_partition(&c, &all, topic, &[], Some(&all));
     }
-    stop.store(true, Ordering::SeqCst);
-    writer.await.unwrap();
-    let failed = failed.lock().unwrap().clone();
-    assert!(failed.is_empty(), "deliveries failed: {failed:?}");
-    let mut acked = acked.lock().unwrap().clone();
-    acked.sort();
+    let acked = w.finish().await;
     let kills_seen: BTreeSet<i32> = kills.iter().copied().collect();
     assert!(kills_seen.len() >= 2, "leaders killed: {kills:?}");
+    let read = check_exactly_once(&c, topic, &acked);
+    // The tally scripts/durability-rounds writes to docs/durability.md.
+    println!(
+        "DURABILITY-TALLY rounds={rounds} acked={} read={read} lost=0 duplicated=0 \
+         out_of_order=0 replicas_identical=yes leaders_killed={kills_seen:?} seconds={}",
+        acked.len(),
+        started.elapsed().as_secs()
+    );
+}
 
-    let read = read_all(&c, topic, acked.len());
-    // Exactly once: no value twice, no offset twice.
+/// (Done-when, part 2) A rolling restart of all three brokers (SIGTERM,
+/// start again, back in the ISR, the next one) while an idempotent acks=all
+/// producer writes: no delivery fails (the producer sees only retriable
+/// errors), every acknowledged record is read back exactly once, in order,
+/// and the replicas end identical.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_under_load_loses_no_acknowledged_record() {
+    let mut c = Cluster::start(3, &[]);
+    let topic = "rolling";
+    create_durable(&c, topic).await;
+    let w = Writer::start(&c, topic);
+    let all = c.ids();
+    for id in all.clone() {
+        w.wait_for_more(20);
+        wait_partition(&c, &all, topic, &[], Some(&all));
+        c.restart(id);
+        wait_partition(&c, &all, topic, &[], Some(&all));
+    }
+    let acked = w.finish().await;
+    check_exactly_once(&c, topic, &acked);
+}
+
+/// An idempotent acks=all producer writing `r0000000`, `r0000001`, … to
+/// partition 0 all along (up to 20 in flight), keeping what was
+/// acknowledged and what failed.
+struct Writer {
+    acked: Arc<Mutex<Vec<(i64, String)>>>,
+    failed: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    fn start(c: &Cluster, topic: &str) -> Writer {
+        let p = idempotent_producer(c);
+        let acked: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
+        let failed: Arc<Mutex<Vec<String>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let topic = topic.to_string();
+        let task = {
+            let (acked, failed, stop) = (acked.clone(), failed.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut i = 0u64;
+                let mut inflight = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    let value = format!("r{i:07}");
+                    i += 1;
+                    let (p, topic) = (p.clone(), topic.clone());
+                    let (acked, failed) = (acked.clone(), failed.clone());
+                    inflight.push(tokio::spawn(async move {
+                        let rec = FutureRecord::<(), _>::to(&topic)
+                            .partition(0)
+                            .payload(&value);
+                        match p.send(rec, Duration::from_secs(120)).await {
+                            Ok(d) => acked.lock().unwrap().push((d.offset, value)),
+                            Err((e, _)) => failed.lock().unwrap().push(format!("{value}: {e}")),
+                        }
+                    }));
+                    if inflight.len() >= 20 {
+                        for t in inflight.drain(..) {
+                            let _ = t.await;
+                        }
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                for t in inflight {
+                    let _ = t.await;
+                }
+            })
+        };
+        Writer {
+            acked,
+            failed,
+            stop,
+            task,
+        }
+    }
+
+    /// Waits until `n` more records than now are acknowledged.
+    fn wait_for_more(&self, n: usize) {
+        let before = self.acked.lock().unwrap().len();
+        poll_until(DEADLINE, "more acknowledged records", || {
+            let now = self.acked.lock().unwrap().len();
+            (now >= before + n)
+                .then_some(())
+                .ok_or(format!("{now} acknowledged"))
+        });
+    }
+
+    /// Stops writing, waits for every delivery, asserts none failed; gives
+    /// the acknowledged (offset, value) pairs by offset.
+    async fn finish(self) -> Vec<(i64, String)> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await.unwrap();
+        let failed = self.failed.lock().unwrap().clone();
+        assert!(failed.is_empty(), "deliveries failed: {failed:?}");
+        let mut acked = self.acked.lock().unwrap().clone();
+        acked.sort();
+        acked
+    }
+}
+
+/// Reads `topic`-0 back and asserts every acknowledged record is there
+/// exactly once, at its acknowledged offset, in send order, and that every
+/// replica holds the same batches; gives the records read.
+fn check_exactly_once(c: &Cluster, topic: &str, acked: &[(i64, String)]) -> usize {
+    let read = read_all(c, topic, acked.len());
     let mut seen = BTreeMap::new();
     for (off, v) in &read {
         assert!(seen.insert(v.clone(), *off).is_none(), "{v} read twice");
     }
-    // Every acknowledged record at its acknowledged offset.
-    for (off, v) in &acked {
+    for (off, v) in acked {
         assert_eq!(seen.get(v), Some(off), "acked {v} at {off}");
     }
-    // In the order sent: values increase with offsets.
     let values: Vec<&String> = read.iter().map(|(_, v)| v).collect();
     let mut sorted = values.clone();
     sorted.sort();
     assert_eq!(values, sorted, "records out of send order");
-    wait_replicas_agree(&c, topic, acked.len() as i64);
-    // The tally scripts/durability-rounds writes to docs/durability.md.
-    println!(
-        "DURABILITY-TALLY rounds={rounds} acked={} read={} lost=0 duplicated=0 \
-         out_of_order=0 replicas_identical=yes leaders_killed={kills_seen:?} seconds={}",
-        acked.len(),
-        read.len(),
-        started.elapsed().as_secs()
-    );
+    wait_replicas_agree(c, topic, acked.len() as i64);
+    read.len()
 }
 
 /// (Done-when, part 2) A follower cut off from its leader (its fetches
