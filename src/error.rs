@@ -746,6 +746,18 @@ mod partition_owner_tests {
     }
 
     #[test]
+    fn election_error_codes() {
+        use crate::cluster::error::ElectionError as El;
+        let table = [
+            (El::UnknownTopicOrPartition, 3),
+            (El::ElectionNotNeeded, 84),
+            (El::PreferredLeaderNotAvailable { preferred: 1 }, 80),
+            (El::EligibleLeadersNotAvailable, 83),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    #[test]
     fn replication_wait_error_codes() {
         use crate::shard::error::ReplicationWaitError as W;
         let table = [
@@ -1071,6 +1083,18 @@ impl KafkaCode for crate::group::GroupError {
             // retries), one this broker no longer leads NOT_COORDINATOR.
             G::Append(AppendFailure::Replication(w)) => replicated_write_code(w),
             G::Append(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::cluster::error::ElectionError {
+    fn code(&self) -> i16 {
+        use crate::cluster::error::ElectionError as El;
+        match self {
+            El::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
+            El::ElectionNotNeeded => E::ElectionNotNeeded.code(),
+            El::PreferredLeaderNotAvailable { .. } => E::PreferredLeaderNotAvailable.code(),
+            El::EligibleLeadersNotAvailable => E::EligibleLeadersNotAvailable.code(),
         }
     }
 }

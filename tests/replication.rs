@@ -24,8 +24,11 @@ use common::cluster::{try_kp_call, Cluster};
 use common::layout::{admin, layout_on, wait_topic};
 use common::proxy::Fault;
 use common::{admin_opts, consume_n, poll_until, segment_batches};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{
+    ElectLeadersRequest, ElectLeadersResponse, ProduceRequest, ProduceResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -440,4 +443,59 @@ async fn a_cut_off_follower_leaves_the_isr_and_rejoins() {
     assert_eq!(read.first().map(String::as_str), Some("all-three"));
     assert_eq!(read.last().map(String::as_str), Some("all-three-again"));
     assert!(!read.iter().any(|v| v == "refused"), "{read:?}");
+}
+
+/// ElectLeaders (preferred) for `topic`-0 through node `id`: the
+/// partition's error code.
+fn elect_preferred(c: &Cluster, id: i32, topic: &str) -> i16 {
+    let req = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_timeout_ms(30_000)
+        .with_topic_partitions(Some(vec![TopicPartitions::default()
+            .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partitions(vec![0])]));
+    let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    let resp: ElectLeadersResponse = try_kp_call(&mut s, 2, 3, &req).unwrap();
+    assert_eq!(resp.error_code, 0);
+    resp.replica_election_results[0].partition_result[0].error_code
+}
+
+/// After its preferred leader was killed and came back in sync, a partition
+/// is led by another replica until ElectLeaders (preferred, as
+/// `kafka-leader-election.sh --election-type PREFERRED`) moves it back; a
+/// second election is not needed (ELECTION_NOT_NEEDED), and the data
+/// written before and after is all there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preferred_leader_election_moves_leadership_back() {
+    let mut c = Cluster::start(3, &[]);
+    let topic = "preferred";
+    create_durable(&c, topic).await;
+    let all = c.ids();
+    let preferred = layout_on(&c, 1, topic).unwrap().unwrap().parts[&0].replicas[0];
+    let leader = wait_partition(&c, &all, topic, &[], Some(&all));
+    assert_eq!(leader, preferred);
+    assert_eq!(produce_raw(&c, leader, topic, b"first"), 0);
+    c.kill9(preferred);
+    let others: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
+    let interim = wait_partition(&c, &others, topic, &[preferred], None);
+    assert_eq!(produce_raw(&c, interim, topic, b"second"), 0);
+    c.start_node(preferred);
+    wait_partition(&c, &all, topic, &[], Some(&all));
+    assert_eq!(
+        wait_partition(&c, &all, topic, &[], None),
+        interim,
+        "no automatic move back"
+    );
+    assert_eq!(elect_preferred(&c, others[0], topic), 0);
+    assert_eq!(wait_partition(&c, &all, topic, &[interim], None), preferred);
+    assert_eq!(
+        elect_preferred(&c, preferred, topic),
+        84,
+        "ELECTION_NOT_NEEDED"
+    );
+    assert_eq!(produce_raw(&c, preferred, topic, b"third"), 0);
+    let read: Vec<String> = read_all(&c, topic, 3).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(read, ["first", "second", "third"]);
+    wait_replicas_agree(&c, topic, 3);
 }

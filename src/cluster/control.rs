@@ -184,6 +184,13 @@ pub enum ControllerRequest {
     },
     /// AlterPartition: a leader's ISR change (KIP-497).
     AlterPartition(super::alter_partition::IsrAsk),
+    /// ElectLeaders (KIP-460): the partitions, None for every one.
+    ElectLeaders {
+        /// Preferred or unclean.
+        kind: election::ElectionType,
+        /// (topic, partition) pairs; None: every partition.
+        partitions: Option<Vec<(String, i32)>>,
+    },
     /// BrokerHeartbeat.
     BrokerHeartbeat {
         /// Broker id.
@@ -218,6 +225,8 @@ pub enum ControllerReply {
     RegisterBroker(Result<i64, LifecycleError>),
     /// The ISR change is committed (or was already in place).
     AlterPartition(Result<(), super::alter_partition::AlterPartitionError>),
+    /// Each partition's election, in request order.
+    ElectLeaders(Vec<election::ElectionOutcome>),
     /// The heartbeat's state.
     BrokerHeartbeat(Result<HeartbeatReply, LifecycleError>),
 }
@@ -725,6 +734,13 @@ pub fn decide(
                     records: Vec::new(),
                     reply: ControllerReply::AlterPartition(Err(e)),
                 },
+            }
+        }
+        ControllerRequest::ElectLeaders { kind, partitions } => {
+            let (records, outcomes) = election::elect_leaders(image, *kind, partitions.as_deref());
+            Decision {
+                records,
+                reply: ControllerReply::ElectLeaders(outcomes),
             }
         }
         ControllerRequest::ReserveProducerIds { next_producer_id } => Decision {

@@ -14,6 +14,7 @@
 //! Each decision is a `PartitionChange` record; applying it bumps the leader
 //! epoch when the leader changes ([`super::image_apply`]).
 
+use super::error::ElectionError;
 use super::metadata::{MetadataImage, PartitionRegistration, NO_LEADER};
 use super::records::MetadataRecord;
 
@@ -95,6 +96,112 @@ pub fn on_broker_back(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord>
             },
         )
     })
+}
+
+/// ElectLeaders' two elections (KIP-460).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ElectionType {
+    /// The first replica leads again when it is an alive ISR member.
+    Preferred,
+    /// A leaderless partition takes an alive ISR member, or else any alive
+    /// replica (which then is the whole ISR), accepting the loss of what
+    /// only the old ISR had.
+    Unclean,
+}
+
+/// The record ElectLeaders gives partition `index` of topic `topic_id`
+/// under `kind`, or why none (see [`ElectionError`]).
+pub fn elect(
+    image: &MetadataImage,
+    topic_id: uuid::Uuid,
+    index: i32,
+    p: &PartitionRegistration,
+    kind: ElectionType,
+) -> Result<MetadataRecord, ElectionError> {
+    let alive = |id: i32| image.is_alive(id);
+    let change = |leader: i32, isr: Option<Vec<i32>>| MetadataRecord::PartitionChange {
+        topic_id,
+        partition_id: index,
+        isr,
+        elr: None,
+        leader: Some(leader),
+        replicas: None,
+    };
+    match kind {
+        ElectionType::Preferred => {
+            let preferred = p.replicas.first().copied().unwrap_or(NO_LEADER);
+            if p.leader == preferred {
+                return Err(ElectionError::ElectionNotNeeded);
+            }
+            if preferred == NO_LEADER || !alive(preferred) || !p.isr.contains(&preferred) {
+                return Err(ElectionError::PreferredLeaderNotAvailable { preferred });
+            }
+            Ok(change(preferred, None))
+        }
+        ElectionType::Unclean => {
+            if p.leader != NO_LEADER {
+                return Err(ElectionError::ElectionNotNeeded);
+            }
+            if let Some(r) = p
+                .replicas
+                .iter()
+                .copied()
+                .find(|r| p.isr.contains(r) && alive(*r))
+            {
+                return Ok(change(r, None));
+            }
+            match p.replicas.iter().copied().find(|r| alive(*r)) {
+                Some(r) => Ok(change(r, Some(vec![r]))),
+                None => Err(ElectionError::EligibleLeadersNotAvailable),
+            }
+        }
+    }
+}
+
+/// ElectLeaders over `partitions` (None: every partition): each
+/// partition's outcome, in order, and the records of those elected.
+pub fn elect_leaders(
+    image: &MetadataImage,
+    kind: ElectionType,
+    partitions: Option<&[(String, i32)]>,
+) -> (Vec<MetadataRecord>, Vec<ElectionOutcome>) {
+    let asked: Vec<(String, i32)> = match partitions {
+        Some(ps) => ps.to_vec(),
+        None => image
+            .topics
+            .values()
+            .flat_map(|t| (0..t.partitions).map(move |i| (t.name.to_string(), i)))
+            .collect(),
+    };
+    let mut records = Vec::new();
+    let outcomes = asked
+        .into_iter()
+        .map(|(topic, index)| {
+            let result = image
+                .topic(&topic)
+                .and_then(|t| t.partition(index).map(|p| (t.id, p)))
+                .ok_or(ElectionError::UnknownTopicOrPartition)
+                .and_then(|(id, p)| elect(image, id, index, p, kind))
+                .map(|r| records.push(r));
+            ElectionOutcome {
+                topic,
+                partition: index,
+                result,
+            }
+        })
+        .collect();
+    (records, outcomes)
+}
+
+/// One partition's ElectLeaders outcome.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ElectionOutcome {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// Elected, or why not.
+    pub result: Result<(), ElectionError>,
 }
 
 #[cfg(test)]
@@ -192,5 +299,62 @@ mod tests {
         let p = img4.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.leader_epoch), (1, 2));
         assert!(on_broker_back(&img4, 1).is_empty());
+    }
+
+    fn leader_of(r: &MetadataRecord) -> Option<(i32, Option<Vec<i32>>)> {
+        match r {
+            MetadataRecord::PartitionChange { leader, isr, .. } => leader.map(|l| (l, isr.clone())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn preferred_election_gives_the_first_replica_back_its_leadership() {
+        let (img, _) = image(
+            &[1, 2, 3],
+            &[
+                (&[1, 2, 3], &[1, 2, 3], 2),
+                (&[2, 3, 1], &[2, 3, 1], 2),
+                (&[3, 1, 2], &[1, 2], 1),
+            ],
+        );
+        let (records, out) = elect_leaders(&img, ElectionType::Preferred, None);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(out[1].result, Err(ElectionError::ElectionNotNeeded));
+        assert_eq!(
+            out[2].result,
+            Err(ElectionError::PreferredLeaderNotAvailable { preferred: 3 })
+        );
+        assert_eq!(records.len(), 1);
+        assert_eq!(leader_of(&records[0]), Some((1, None)));
+    }
+
+    #[test]
+    fn unclean_election_takes_an_alive_replica_only_without_a_leader() {
+        let (img, _) = image(
+            &[2],
+            &[
+                (&[1, 2, 3], &[1], NO_LEADER),
+                (&[1, 2, 3], &[1], 1),
+                (&[1, 3], &[1], NO_LEADER),
+            ],
+        );
+        let asked = vec![
+            ("t".to_string(), 0),
+            ("t".to_string(), 1),
+            ("t".to_string(), 2),
+            ("nope".to_string(), 0),
+        ];
+        let (records, out) = elect_leaders(&img, ElectionType::Unclean, Some(&asked));
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(out[1].result, Err(ElectionError::ElectionNotNeeded));
+        assert_eq!(
+            out[2].result,
+            Err(ElectionError::EligibleLeadersNotAvailable)
+        );
+        assert_eq!(out[3].result, Err(ElectionError::UnknownTopicOrPartition));
+        // Outside the ISR: the new leader is the whole ISR.
+        assert_eq!(leader_of(&records[0]), Some((2, Some(vec![2]))));
     }
 }

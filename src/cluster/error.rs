@@ -397,3 +397,26 @@ mod io_kind {
             .unwrap_or(ErrorKind::Other))
     }
 }
+
+/// Why ElectLeaders elected no new leader for one partition (Kafka's
+/// per-partition codes; mapped in `crate::error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum ElectionError {
+    /// No such topic or partition: UNKNOWN_TOPIC_OR_PARTITION (3).
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    /// The preferred replica leads already (preferred), or the partition
+    /// has a leader (unclean): ELECTION_NOT_NEEDED (84).
+    #[error("the partition's leader needs no election")]
+    ElectionNotNeeded,
+    /// The preferred replica is not alive or not in the ISR:
+    /// PREFERRED_LEADER_NOT_AVAILABLE (80).
+    #[error("the preferred replica {preferred} is not an alive ISR member")]
+    PreferredLeaderNotAvailable {
+        /// The partition's first replica.
+        preferred: i32,
+    },
+    /// No replica is alive to lead: ELIGIBLE_LEADERS_NOT_AVAILABLE (83).
+    #[error("no alive replica can lead the partition")]
+    EligibleLeadersNotAvailable,
+}

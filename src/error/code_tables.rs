@@ -148,6 +148,19 @@ impl Variants for FlushError {
     }
 }
 
+impl Variants for crate::cluster::error::ElectionError {
+    const COUNT: usize = 4;
+    fn index(&self) -> usize {
+        use crate::cluster::error::ElectionError as El;
+        match self {
+            El::UnknownTopicOrPartition => 0,
+            El::ElectionNotNeeded => 1,
+            El::PreferredLeaderNotAvailable { .. } => 2,
+            El::EligibleLeadersNotAvailable => 3,
+        }
+    }
+}
+
 impl Variants for crate::shard::error::ReplicationWaitError {
     const COUNT: usize = 3;
     fn index(&self) -> usize {

@@ -18,6 +18,7 @@ mod describe_log_dirs;
 mod describe_producers;
 mod describe_quorum;
 mod describe_transactions;
+mod elect_leaders;
 mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -160,6 +161,7 @@ dispatch_table! { shard, frame, produce_dispatched;
     CreateTopics => create_topics::handle(shard, frame).await,
     DeleteTopics => delete_topics::handle(shard, frame).await,
     CreatePartitions => create_partitions::handle(shard, frame).await,
+    ElectLeaders => elect_leaders::handle(shard, frame).await,
     Produce => produce::handle(shard, frame, produce_dispatched).await,
     Fetch => fetch::handle(shard, frame).await,
     ListOffsets => list_offsets::handle(shard, frame).await,

@@ -46,7 +46,6 @@ fn error_reply(frame: &RequestFrame) -> Option<Outcome> {
         DescribeAcls => DescribeAclsRequest, DescribeAclsResponse;
         ListTransactions => ListTransactionsRequest, ListTransactionsResponse;
         EndTxn => EndTxnRequest, EndTxnResponse;
-        ElectLeaders => ElectLeadersRequest, ElectLeadersResponse;
         ListPartitionReassignments => ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse;
         AlterPartitionReassignments => AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse;
         DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;
