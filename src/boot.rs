@@ -405,7 +405,8 @@ fn print_stall_summary(config: &Config, stalls: &[ShardStallStats]) {
 /// [`ShardStallStats`] for the metrics endpoint.
 const METRICS_SYNC: Duration = Duration::from_secs(1);
 
-/// Copies this shard's `net::sendfile::WRITE_STATS` into `stats`.
+/// Copies this shard's `net::sendfile::WRITE_STATS` and its leader and
+/// under-replicated partition counts into `stats`.
 fn sync_write_stats(stats: &ShardStallStats) {
     use std::sync::atomic::Ordering::Relaxed;
     crate::net::sendfile::WRITE_STATS.with(|w| {
@@ -416,6 +417,17 @@ fn sync_write_stats(stats: &ShardStallStats) {
             .sendfile_fallback_bytes
             .store(w.fallback_bytes.get(), Relaxed);
     });
+    if let Ok(shard) = crate::shard::current() {
+        let (mut led, mut under) = (0u64, 0u64);
+        for p in shard.owned_partitions() {
+            if p.is_leader() {
+                led += 1;
+                under += u64::from(p.isr_size() < p.replica_count());
+            }
+        }
+        stats.leader_partitions.store(led, Relaxed);
+        stats.under_replicated_partitions.store(under, Relaxed);
+    }
 }
 
 /// Set by the main thread when SIGTERM/SIGINT arrives.

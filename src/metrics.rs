@@ -53,6 +53,18 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         &|s| s.sendfile_zero_copy_bytes.load(Relaxed),
     );
     family(
+        "fjord_leader_partitions",
+        "gauge",
+        "Partitions this shard leads (refreshed about once a second).",
+        &|s| s.leader_partitions.load(Relaxed),
+    );
+    family(
+        "fjord_under_replicated_partitions",
+        "gauge",
+        "Partitions this shard leads whose ISR is smaller than their replicas (refreshed about once a second).",
+        &|s| s.under_replicated_partitions.load(Relaxed),
+    );
+    family(
         "fjord_sendfile_fallback_bytes_total",
         "counter",
         "Bytes copied through user space because the socket was full (refreshed about once a second).",

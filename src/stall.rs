@@ -45,6 +45,12 @@ pub struct ShardStallStats {
     /// Bytes this shard copied through user space because the socket was
     /// full (same source and refresh as `sendfile_zero_copy_bytes`).
     pub sendfile_fallback_bytes: AtomicU64,
+    /// Partitions this shard leads (Kafka's `ReplicaManager` LeaderCount),
+    /// refreshed with the sendfile counters.
+    pub leader_partitions: AtomicU64,
+    /// Partitions this shard leads whose ISR is smaller than their replica
+    /// set (Kafka's UnderReplicatedPartitions), same refresh.
+    pub under_replicated_partitions: AtomicU64,
 }
 
 impl ShardStallStats {

@@ -49,6 +49,8 @@ fn metrics_endpoint_lists_every_shard() {
             "fjord_reactor_stalls_total",
             "fjord_reactor_stall_max_us",
             "fjord_sendfile_zero_copy_bytes_total",
+            "fjord_leader_partitions",
+            "fjord_under_replicated_partitions",
         ] {
             let key = format!("{name}{{shard=\"{shard}\"}} ");
             assert!(resp.contains(&key), "no {key} in:\n{resp}");
@@ -57,6 +59,11 @@ fn metrics_endpoint_lists_every_shard() {
         assert!(resp.contains(&key), "no {key} in:\n{resp}");
     }
     assert!(!resp.contains("shard=\"2\""), "only 2 shards:\n{resp}");
+    // One node: every partition it leads has its whole replica set in sync.
+    for shard in 0..2 {
+        let key = format!("fjord_under_replicated_partitions{{shard=\"{shard}\"}} 0");
+        assert!(resp.contains(&key), "no {key} in:\n{resp}");
+    }
 
     let resp = get(&addr, "/other");
     assert!(resp.starts_with("HTTP/1.0 404"), "{resp}");

@@ -182,6 +182,11 @@ impl Partition {
         }
     }
 
+    /// Gives the number of replicas (1 before the first image).
+    pub fn replica_count(&self) -> usize {
+        self.replication.borrow().replicas.len().max(1)
+    }
+
     /// Gives the ISR as the image holds it.
     pub fn isr(&self) -> Vec<i32> {
         self.replication.borrow().isr.clone()
