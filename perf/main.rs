@@ -181,6 +181,9 @@ struct Common {
     topic: String,
     #[arg(long, default_value_t = 1)]
     partitions: i32,
+    /// Replicas per partition of the topic created (a cluster's brokers).
+    #[arg(long, default_value_t = 1)]
+    replication_factor: i16,
     /// Do not create the topic (CreateTopics) first.
     #[arg(long)]
     no_create: bool,
@@ -371,7 +374,14 @@ fn prepare(c: &Common) -> Res<Versions> {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
             })
             .collect();
-        create_topic(&mut conn, &v, &c.topic, c.partitions, &cfgs)?;
+        create_topic(
+            &mut conn,
+            &v,
+            &c.topic,
+            c.partitions,
+            c.replication_factor,
+            &cfgs,
+        )?;
     }
     Ok(v)
 }

@@ -121,7 +121,7 @@ fn partition_step(cfg: &ScaleCfg, v: &Versions, n: i32) -> Step {
     let topic = format!("{}-p{n}", cfg.producer.topic);
     let t0 = Instant::now();
     let created = Conn::connect(&cfg.producer.bootstrap)
-        .and_then(|mut c| create_topic(&mut c, v, &topic, n, &[]));
+        .and_then(|mut c| create_topic(&mut c, v, &topic, n, 1, &[]));
     let setup_s = t0.elapsed().as_secs_f64();
     if let Err(e) = created {
         return Step::failed("partitions", n as usize, setup_s, format!("create: {e}"));
@@ -247,7 +247,14 @@ pub fn run(cfg: &ScaleCfg) -> Res<Vec<Step>> {
     }
     if !cfg.connection_steps.is_empty() {
         let topic = format!("{}-conns", cfg.producer.topic);
-        create_topic(&mut conn, &v, &topic, cfg.producer.connections as i32, &[])?;
+        create_topic(
+            &mut conn,
+            &v,
+            &topic,
+            cfg.producer.connections as i32,
+            1,
+            &[],
+        )?;
         for &n in &cfg.connection_steps {
             eprintln!(
                 "scale: {n} idle connections + {} producers",

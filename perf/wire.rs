@@ -174,19 +174,21 @@ pub fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_string()))
 }
 
-/// Creates the topic; an existing topic (error 36) is fine.
+/// Creates the topic with `replication_factor` replicas per partition; an
+/// existing topic (error 36) is fine.
 pub fn create_topic(
     conn: &mut Conn,
     versions: &Versions,
     name: &str,
     partitions: i32,
+    replication_factor: i16,
     configs: &[(String, String)],
 ) -> Res<()> {
     let v = versions.pick(ApiKey::CreateTopics, 5, 2)?;
     let mut t = CreatableTopic::default();
     t.name = topic_name(name);
     t.num_partitions = partitions;
-    t.replication_factor = 1;
+    t.replication_factor = replication_factor;
     for (k, val) in configs {
         let mut c = CreatableTopicConfig::default();
         c.name = StrBytes::from_string(k.clone());
