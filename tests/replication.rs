@@ -293,6 +293,13 @@ async fn a_rolling_restart_under_load_loses_no_acknowledged_record() {
         wait_partition(&c, &all, topic, &[], Some(&all));
         c.restart(id);
         wait_partition(&c, &all, topic, &[], Some(&all));
+        // A clean stop leaves every partition marked clean, followers too.
+        let text = c.stderr_text(id);
+        let this_run = text.rsplit("stderr, run ").next().unwrap_or_default();
+        assert!(
+            !this_run.contains("after unclean shutdown"),
+            "node {id} recovered after a clean stop:\n{this_run}"
+        );
     }
     let acked = w.finish().await;
     check_exactly_once(&c, topic, &acked);

@@ -441,7 +441,10 @@ fn build_config(args: &ServeArgs) -> Result<Config, String> {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    env_logger::Builder::from_env(
+        env_logger::Env::default().default_filter_or("info,openraft=warn"),
+    )
+    .init();
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Serve(a)) => a,

@@ -573,16 +573,12 @@ impl Shard {
                     p.index()
                 );
             }
-            match Rc::try_unwrap(p) {
-                Ok(p) => {
-                    if let Err(e) = p.close() {
-                        log::warn!("close failed: {e}");
-                    }
-                }
-                Err(p) => {
-                    if let Err(e) = p.flush_log() {
-                        log::warn!("flush failed: {e}");
-                    }
+            // Closed in place: a replica fetcher or a waiting request may
+            // still hold the partition; it takes no append after this.
+            if let Err(e) = p.close() {
+                log::warn!("{}-{}: close failed: {e}", p.topic(), p.index());
+                if let Err(e) = p.flush_log() {
+                    log::warn!("flush failed: {e}");
                 }
             }
         }

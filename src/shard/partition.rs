@@ -341,10 +341,12 @@ impl Partition {
         self.log.borrow_mut().flush()
     }
 
-    /// Consumes the partition and closes its log (clean shutdown). Errors
-    /// with the I/O failure.
-    pub fn close(self) -> Result<(), StorageError> {
-        self.log.into_inner().close()
+    /// Closes the partition's log (clean shutdown: `.clean_shutdown` is
+    /// written), also while other tasks (a replica fetcher) still hold the
+    /// partition; it takes no append after. Errors with the I/O failure, or
+    /// `Io` when appends are still in flight.
+    pub fn close(&self) -> Result<(), StorageError> {
+        self.log.borrow_mut().close()
     }
 
     /// The partition's effective settings.

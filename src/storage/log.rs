@@ -497,7 +497,17 @@ impl PartitionLog {
     /// start truncation left it behind, then writes `.clean_shutdown` in
     /// the partition directory and fsyncs the directory. The next open
     /// trusts the files (only the tail is checked) and deletes the marker.
-    pub fn close(mut self) -> Result<(), StorageError> {
+    /// The log takes no append after it (a task still holding the
+    /// partition at shutdown, such as a replica fetcher, gets `Io`).
+    pub fn close(&mut self) -> Result<(), StorageError> {
+        if self.has_pending() {
+            return Err(StorageError::Io(std::io::Error::other(format!(
+                "{}: appends still in flight at close",
+                self.dir.display()
+            ))));
+        }
+        self.failed
+            .get_or_insert_with(|| "the log was closed at shutdown".to_string());
         self.active.finish_time_index()?;
         self.active.release_preallocation()?;
         for seg in self.older.iter_mut() {

@@ -78,7 +78,7 @@ fn an_empty_log_has_no_epoch() {
 #[test]
 fn a_missing_or_bad_checkpoint_is_rebuilt_from_the_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let log = log_in_epochs(dir.path(), one_batch_segments(), &[0, 2, 2, 5]);
+    let mut log = log_in_epochs(dir.path(), one_batch_segments(), &[0, 2, 2, 5]);
     let want = vec![(0, 0), (2, 3), (5, 9)];
     assert_eq!(log.epoch_entries(), want);
     let text = checkpoint(dir.path());
@@ -94,7 +94,7 @@ fn a_missing_or_bad_checkpoint_is_rebuilt_from_the_batches() {
             None => std::fs::remove_file(&path).unwrap(),
             Some(b) => std::fs::write(&path, b).unwrap(),
         }
-        let log = PartitionLog::open(dir.path(), one_batch_segments()).unwrap();
+        let mut log = PartitionLog::open(dir.path(), one_batch_segments()).unwrap();
         assert_eq!(log.epoch_entries(), want, "{bad:?}");
         assert_eq!(checkpoint(dir.path()), text, "written again");
         log.close().unwrap();
