@@ -264,6 +264,10 @@ pub fn run(config: Config) -> Result<(), BootError> {
         }],
         rack: config.cluster.rack.clone(),
         voter,
+        leader_rebalance_every: config
+            .cluster
+            .auto_leader_rebalance_enable
+            .then(|| Duration::from_secs(config.cluster.leader_imbalance_check_interval_s.max(1))),
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.

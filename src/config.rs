@@ -153,6 +153,14 @@ pub struct ClusterConfig {
     /// `replica.fetch.backoff.ms`: how long a follower waits after a failed
     /// fetch before it tries again (ms). Default 1000.
     pub replica_fetch_backoff_ms: u64,
+    /// `auto.leader.rebalance.enable`: the active controller gives each
+    /// partition's preferred replica its leadership back when it is an
+    /// alive ISR member. Default true.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`: how often (s) the active
+    /// controller looks for partitions not led by their preferred replica.
+    /// Default 300.
+    pub leader_imbalance_check_interval_s: u64,
     /// `replica.socket.timeout.ms`: how long a follower's fetch may go
     /// unanswered beyond `replica.fetch.wait.max.ms` before the connection
     /// is dropped and made again (ms). Default 30000.

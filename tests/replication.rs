@@ -506,3 +506,28 @@ async fn preferred_leader_election_moves_leadership_back() {
     assert_eq!(read, ["first", "second", "third"]);
     wait_replicas_agree(&c, topic, 3);
 }
+
+/// With `auto.leader.rebalance.enable` (Kafka's default) and a short
+/// `leader.imbalance.check.interval.seconds`, the preferred replica leads
+/// its partition again by itself once it is back in the ISR.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preferred_replica_leads_again_by_itself() {
+    let mut c = Cluster::start(3, &["leader.imbalance.check.interval.seconds=1"]);
+    let topic = "rebalanced";
+    create_durable(&c, topic).await;
+    let all = c.ids();
+    let preferred = wait_partition(&c, &all, topic, &[], Some(&all));
+    c.kill9(preferred);
+    let others: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
+    let interim = wait_partition(&c, &others, topic, &[preferred], None);
+    assert_eq!(produce_raw(&c, interim, topic, b"while-away"), 0);
+    c.start_node(preferred);
+    let others_now: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
+    assert_eq!(
+        wait_partition(&c, &all, topic, &others_now, Some(&all)),
+        preferred
+    );
+    assert_eq!(produce_raw(&c, preferred, topic, b"back"), 0);
+    let read: Vec<String> = read_all(&c, topic, 2).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(read, ["while-away", "back"]);
+}

@@ -348,6 +348,7 @@ fn get_addr(a: Option<SocketAddr>) -> Option<String> {
 pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "advertised.listeners", ty: T::List, default: None, field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_advertised }, doc: "host:port given to clients in Metadata: the entry named as the client listener; unset: the bound listener.", dynamic: false, describe: Describe::Own, get: get_advertised },
     BrokerConfigDef { name: "auto.create.topics.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.auto_create_topics_enable = v }, doc: "Metadata may create unknown topics when the request allows it.", dynamic: false, describe: Describe::Own, get: |c| some(c.auto_create_topics_enable) },
+    BrokerConfigDef { name: "auto.leader.rebalance.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.cluster.auto_leader_rebalance_enable = v }, doc: "The active controller moves each partition's leadership back to its preferred (first) replica when that replica is an alive ISR member, every leader.imbalance.check.interval.seconds.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.auto_leader_rebalance_enable) },
     BrokerConfigDef { name: "broker.heartbeat.interval.ms", ty: T::Int, default: Some("2000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.broker_heartbeat_interval_ms = to_u64(v) }, doc: "How often (ms) the broker heartbeats the active controller.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.broker_heartbeat_interval_ms) },
     BrokerConfigDef { name: "broker.id", ty: T::Int, default: None, field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.1 = Some(to_i32(v)) } }, doc: "The older name of node.id.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
     BrokerConfigDef { name: "broker.rack", ty: T::String, default: None, field: Field::Text { allowed: "a rack name", set: set_rack }, doc: "This broker's rack: replicas of a partition go to different racks first.", dynamic: false, describe: Describe::Own, get: |c| c.cluster.rack.clone() },
@@ -369,6 +370,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "group.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_size.min(I32MAX as usize)) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
     BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key); must name a client listener. Recorded for the cluster, not used on one node.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.inter_broker_listener_name.clone() },
+    BrokerConfigDef { name: "leader.imbalance.check.interval.seconds", ty: T::Long, default: Some("300"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.leader_imbalance_check_interval_s = to_u64(v) }, doc: "How often (s) the active controller looks for partitions not led by their preferred replica (auto.leader.rebalance.enable).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.leader_imbalance_check_interval_s) },
     BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key); unset: Kafka's default map, controller listeners PLAINTEXT. A listener whose protocol is not PLAINTEXT is refused.", dynamic: false, describe: Describe::Own, get: get_protocol_map },
     BrokerConfigDef { name: "listeners", ty: T::List, default: Some("PLAINTEXT://127.0.0.1:9092"), field: Field::Text { allowed: "a comma-separated list of NAME://host:port", set: set_listeners }, doc: "Where clients connect (the listener not named in controller.listener.names) and the controller listener (recorded, not served yet); port 0 picks a free port. PLAINTEXT only.", dynamic: false, describe: Describe::Own, get: get_listeners },
     BrokerConfigDef { name: "log.cleaner.backoff.ms", ty: T::Long, default: Some("15000"), field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_cleaner_backoff_ms = to_u64(v) }, doc: "How often (ms) the cleaner looks for work after its first pass.", dynamic: false, describe: Describe::Own, get: |c| some(c.log_cleaner_backoff_ms) },
@@ -568,8 +570,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 51 own settings, read-only.
-        assert_eq!(own.len(), 51);
+        // Today's broker resource: 53 own settings, read-only.
+        assert_eq!(own.len(), 53);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -579,9 +581,10 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 51] = [
+        let want: [(&str, Option<&str>); 53] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
+            ("auto.leader.rebalance.enable", Some("true")),
             ("broker.heartbeat.interval.ms", Some("2000")),
             ("broker.id", Some("1")),
             ("broker.rack", None),
@@ -598,6 +601,7 @@ mod tests {
             ("group.max.size", Some("2147483647")),
             ("group.min.session.timeout.ms", Some("6000")),
             ("inter.broker.listener.name", None),
+            ("leader.imbalance.check.interval.seconds", Some("300")),
             (
                 "listener.security.protocol.map",
                 Some("SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"),

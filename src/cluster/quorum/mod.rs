@@ -81,6 +81,10 @@ pub struct QuorumSettings {
     /// broker-only node observes the quorum: it fetches the committed log
     /// from the active controller ([`observer`]).
     pub voter: bool,
+    /// `leader.imbalance.check.interval.seconds` when
+    /// `auto.leader.rebalance.enable` is true; None: no automatic
+    /// preferred-leader elections.
+    pub leader_rebalance_every: Option<Duration>,
 }
 
 /// Publishes images in order: each one a version above the last, with the
@@ -265,6 +269,7 @@ impl Quorum {
         ));
         q.clone().watch_leader();
         q.clone().expire_sessions_periodically();
+        q.clone().rebalance_leaders_periodically();
         Ok(q)
     }
 
@@ -705,6 +710,51 @@ impl Quorum {
                     Some(Ok(_)) => {}
                     Some(Err(e)) => log::warn!("fencing brokers failed: {e}"),
                     None => log::warn!("fencing brokers: not committed within {timeout:?}"),
+                }
+            }
+        })
+        .detach();
+    }
+
+    /// On the active controller, every `leader.imbalance.check.interval.seconds`
+    /// (with `auto.leader.rebalance.enable`): preferred-leader elections
+    /// for every partition whose first replica is an alive ISR member that
+    /// does not lead it (KRaft's `maybeBalancePartitionLeaders`).
+    fn rebalance_leaders_periodically(self: Rc<Self>) {
+        let Some(every) = self.settings.leader_rebalance_every else {
+            return;
+        };
+        let me = Rc::downgrade(&self);
+        drop(self);
+        crate::stall::spawn_local("leader rebalance", async move {
+            loop {
+                glommio::timer::sleep(every).await;
+                let Some(q) = me.upgrade() else { break };
+                if !q.is_leader() {
+                    continue;
+                }
+                let _g = q.lock_deciding().await;
+                let image = q.state.image();
+                let (records, _) = crate::cluster::election::elect_leaders(
+                    &image,
+                    crate::cluster::election::ElectionType::Preferred,
+                    None,
+                );
+                if records.is_empty() {
+                    continue;
+                }
+                log::info!(
+                    "{} partition(s) not led by their preferred replica: electing it",
+                    records.len()
+                );
+                let timeout = q.settings.request_timeout;
+                let Some(raft) = q.raft.as_ref() else { break };
+                match within(timeout, raft.client_write(MetadataEntry { records })).await {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => log::warn!("preferred-leader elections failed: {e}"),
+                    None => {
+                        log::warn!("preferred-leader elections: not committed within {timeout:?}")
+                    }
                 }
             }
         })
