@@ -16,8 +16,8 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -339,8 +339,21 @@ async fn committed_offsets_survive_the_coordinator_killed() {
         .iter()
         .map(triple)
         .collect();
+    // The coordinator, its offsets partition fully in sync.
+    let (coordinator, isr) = coordinator_on(&c, &all, &[], GROUP_KEY, group, OFFSETS_TOPIC);
+    poll_until(DEADLINE, "the group's offsets partition in sync", || {
+        let (k, isr) = try_coordinator(&c, &all, &[], GROUP_KEY, group, OFFSETS_TOPIC)?;
+        (k == coordinator && isr.len() == all.len())
+            .then_some(())
+            .ok_or(format!("coordinator {k}, ISR {isr:?}"))
+    });
+    eprintln!("group coordinator: node {coordinator} (ISR {isr:?})");
+    // The commit is acknowledged (written to the ISR), and the coordinator's
+    // broker is killed at once.
     c1.commit_consumer_state(CommitMode::Sync)
         .expect("synchronous commit");
+    c.kill9(coordinator);
+    let killed = Instant::now();
     // What was consumed of each partition is a prefix: offsets 0..k.
     let mut want: BTreeMap<i32, Option<i64>> = (0..PARTITIONS).map(|p| (p, None)).collect();
     for p in 0..PARTITIONS {
@@ -354,24 +367,8 @@ async fn committed_offsets_survive_the_coordinator_killed() {
             want.insert(p, Some(offs.len() as i64));
         }
     }
-    assert_eq!(
-        committed(&c1, topic, "committed offsets before the kill"),
-        want,
-        "committed after the synchronous commit"
-    );
+    // The first member leaves (through the new coordinator).
     drop(c1);
-
-    // The coordinator, its offsets partition fully in sync, is killed.
-    let (coordinator, isr) = coordinator_on(&c, &all, &[], GROUP_KEY, group, OFFSETS_TOPIC);
-    poll_until(DEADLINE, "the group's offsets partition in sync", || {
-        let (k, isr) = try_coordinator(&c, &all, &[], GROUP_KEY, group, OFFSETS_TOPIC)?;
-        (k == coordinator && isr.len() == all.len())
-            .then_some(())
-            .ok_or(format!("coordinator {k}, ISR {isr:?}"))
-    });
-    eprintln!("group coordinator: node {coordinator} (ISR {isr:?})");
-    c.kill9(coordinator);
-    let killed = Instant::now();
     let survivors: Vec<i32> = all
         .iter()
         .copied()
@@ -448,21 +445,65 @@ async fn committed_offsets_survive_the_coordinator_killed() {
         started.elapsed()
     );
 }
-
 // ================================================================= test 2
 
 const INPUT: &str = "pipe-in";
 const OUTPUT: &str = "pipe-out";
-const PIPE_GROUP: &str = "pipe-group";
 const TXN_ID: &str = "pipe-tx";
 /// Records per transaction at most.
 const BATCH: usize = 12;
 /// How long the whole pipeline may take, the kill included.
 const PIPELINE_DEADLINE: Duration = Duration::from_secs(180);
+/// Errors the pipeline prints as they come (all are kept).
+const PRINTED_ERRORS: usize = 20;
 
 /// The output value of input `value` written in transaction `attempt`.
 fn transform(value: &str, attempt: u64) -> String {
     format!("T({value})#{attempt}")
+}
+
+/// What the pipeline and the test share while it runs.
+#[derive(Default)]
+struct Shared {
+    /// Input records committed so far.
+    progress: AtomicUsize,
+    /// Set when the test ends (or fails): the pipeline returns.
+    stop: AtomicBool,
+    /// Every error the pipeline met, in order.
+    errors: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    /// Records an error (printing the first few at once, to show in the
+    /// output of a test that fails or hangs).
+    fn note(&self, what: String) {
+        let mut errors = self.errors.lock().unwrap();
+        if errors.len() < PRINTED_ERRORS {
+            eprintln!("pipeline: {what}");
+        }
+        errors.push(what);
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.errors.lock().unwrap().last().cloned()
+    }
+
+    fn error_count(&self) -> usize {
+        self.errors.lock().unwrap().len()
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Stops the pipeline when dropped (the test returning or panicking).
+struct StopOnDrop(Arc<Shared>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.stop.store(true, Ordering::SeqCst);
+    }
 }
 
 /// What the pipeline did, by transaction attempt.
@@ -477,8 +518,6 @@ struct Outcome {
     unknown: BTreeSet<u64>,
     /// Producers created after the first.
     recreated: usize,
-    /// Every error met, in order.
-    errors: Vec<String>,
 }
 
 /// Why a transaction did not commit.
@@ -490,23 +529,47 @@ enum Failure {
     Fatal { why: String, committing: bool },
 }
 
-/// Classifies a transactional call's error: abortable, retriable or fatal.
-fn txn_kind(e: &KafkaError) -> (&'static str, String) {
+/// How a transactional call's error is handled.
+#[derive(PartialEq)]
+enum Kind {
+    Fatal,
+    Abort,
+    Retry,
+}
+
+/// Classifies a transactional call's error as librdkafka does.
+fn txn_kind(e: &KafkaError) -> (Kind, String) {
     match e {
-        KafkaError::Transaction(t) if t.is_fatal() => ("fatal", t.to_string()),
-        KafkaError::Transaction(t) if t.txn_requires_abort() => ("abort", t.to_string()),
-        KafkaError::Transaction(t) if t.is_retriable() => ("retry", t.to_string()),
-        other => ("abort", other.to_string()),
+        KafkaError::Transaction(t) if t.is_fatal() => (Kind::Fatal, t.to_string()),
+        KafkaError::Transaction(t) if t.txn_requires_abort() => (Kind::Abort, t.to_string()),
+        KafkaError::Transaction(t) if t.is_retriable() => (Kind::Retry, t.to_string()),
+        other => (Kind::Abort, other.to_string()),
+    }
+}
+
+/// The pipeline's clock: the deadline and the test's stop.
+struct Run {
+    shared: Arc<Shared>,
+    deadline: Instant,
+}
+
+impl Run {
+    /// True while the pipeline may go on waiting and retrying.
+    fn live(&self) -> bool {
+        Instant::now() < self.deadline && !self.shared.stopped()
     }
 }
 
 /// Aborts the open transaction (retrying while librdkafka says so).
-fn abort(p: &FutureProducer, why: String, deadline: Instant) -> Failure {
+fn abort(run: &Run, p: &FutureProducer, why: String) -> Failure {
     loop {
         match p.abort_transaction(Duration::from_secs(30)) {
             Ok(()) => return Failure::Aborted(why),
             Err(e) => match txn_kind(&e) {
-                ("retry", _) if Instant::now() < deadline => continue,
+                (Kind::Retry, text) if run.live() => {
+                    run.shared
+                        .note(format!("abort_transaction (retried): {text}"));
+                }
                 (_, text) => {
                     return Failure::Fatal {
                         why: format!("{why}; abort_transaction: {text}"),
@@ -519,23 +582,25 @@ fn abort(p: &FutureProducer, why: String, deadline: Instant) -> Failure {
 }
 
 /// One transaction: `batch` (partition, offset, value) transformed to
-/// `OUTPUT` (same partition), the offsets after it sent to the transaction
-/// for the consumer's group, committed.
+/// `OUTPUT` (same partition), the input offsets after it sent to the
+/// transaction for the consumer's group, committed. A retriable error is
+/// retried, an abortable one aborts, a fatal one leaves the producer to be
+/// replaced.
 fn transact(
+    run: &Run,
     rt: &tokio::runtime::Runtime,
     p: &FutureProducer,
     consumer: &BaseConsumer,
     attempt: u64,
     batch: &[(i32, i64, String)],
-    deadline: Instant,
 ) -> Result<(), Failure> {
     let fail = |e: &KafkaError, step: &str, committing: bool| -> Failure {
         match txn_kind(e) {
-            ("fatal", text) => Failure::Fatal {
+            (Kind::Fatal, text) => Failure::Fatal {
                 why: format!("{step}: {text}"),
                 committing,
             },
-            (_, text) => abort(p, format!("{step}: {text}"), deadline),
+            (_, text) => abort(run, p, format!("{step}: {text}")),
         }
     };
     if let Err(e) = p.begin_transaction() {
@@ -557,8 +622,8 @@ fn transact(
         match r {
             Ok(Ok(Ok(_))) => {}
             Ok(Ok(Err((e, _)))) => return Err(fail(&e, "delivery", false)),
-            Ok(Err(_)) => return Err(abort(p, "delivery cancelled".into(), deadline)),
-            Err(_) => return Err(abort(p, "no delivery report".into(), deadline)),
+            Ok(Err(_)) => return Err(abort(run, p, "delivery cancelled".into())),
+            Err(_) => return Err(abort(run, p, "no delivery report in 90 s".into())),
         }
     }
     let mut next: BTreeMap<i32, i64> = BTreeMap::new();
@@ -575,7 +640,9 @@ fn transact(
         match p.send_offsets_to_transaction(&tpl, &cgm, Duration::from_secs(30)) {
             Ok(()) => break,
             Err(e) => match txn_kind(&e) {
-                ("retry", _) if Instant::now() < deadline => continue,
+                (Kind::Retry, text) if run.live() => run
+                    .shared
+                    .note(format!("send_offsets_to_transaction (retried): {text}")),
                 _ => return Err(fail(&e, "send_offsets_to_transaction", false)),
             },
         }
@@ -584,7 +651,9 @@ fn transact(
         match p.commit_transaction(Duration::from_secs(30)) {
             Ok(()) => return Ok(()),
             Err(e) => match txn_kind(&e) {
-                ("retry", _) if Instant::now() < deadline => continue,
+                (Kind::Retry, text) if run.live() => run
+                    .shared
+                    .note(format!("commit_transaction (retried): {text}")),
                 _ => return Err(fail(&e, "commit_transaction", true)),
             },
         }
@@ -592,44 +661,38 @@ fn transact(
 }
 
 /// A transactional producer after a successful `init_transactions`
-/// (retried while the coordinator moves).
-fn init_producer(
-    config: &ClientConfig,
-    deadline: Instant,
-    errors: &mut Vec<String>,
-) -> FutureProducer {
-    loop {
+/// (retried while the coordinator moves); `None` once the run is over.
+fn init_producer(run: &Run, config: &ClientConfig) -> Option<FutureProducer> {
+    while run.live() {
         let p: FutureProducer = config.create().expect("create transactional producer");
-        loop {
+        while run.live() {
             match p.init_transactions(Duration::from_secs(30)) {
-                Ok(()) => return p,
+                Ok(()) => return Some(p),
                 Err(e) => {
                     let (kind, text) = txn_kind(&e);
-                    errors.push(format!("init_transactions: {text}"));
-                    assert!(
-                        Instant::now() < deadline,
-                        "init_transactions kept failing: {errors:?}"
-                    );
-                    if kind != "retry" {
+                    run.shared.note(format!("init_transactions: {text}"));
+                    if kind != Kind::Retry {
                         break; // a new producer
                     }
                 }
             }
         }
     }
+    None
 }
 
 /// Seeks the consumer to its group's committed offsets (the start where
-/// nothing is committed); gives them. A partition not assigned right now
-/// starts there anyway when it is.
-fn reseek(consumer: &BaseConsumer, deadline: Instant) -> BTreeMap<i32, i64> {
+/// nothing is committed); gives them, `None` once the run is over. A
+/// partition not assigned right now starts there anyway when it is.
+fn reseek(run: &Run, consumer: &BaseConsumer) -> Option<BTreeMap<i32, i64>> {
     let committed = loop {
         match try_committed(consumer, INPUT) {
             Ok(c) => break c,
-            Err(e) => {
-                assert!(Instant::now() < deadline, "committed offsets: {e}");
+            Err(e) if run.live() => {
+                run.shared.note(format!("committed offsets: {e}"));
                 thread::sleep(Duration::from_millis(50));
             }
+            Err(_) => return None,
         }
     };
     let at: BTreeMap<i32, i64> = committed
@@ -640,53 +703,56 @@ fn reseek(consumer: &BaseConsumer, deadline: Instant) -> BTreeMap<i32, i64> {
         // Fails when the partition is not assigned at the moment.
         let _ = consumer.seek(INPUT, *p, Offset::Offset(*o), Duration::from_secs(5));
     }
-    at
+    Some(at)
 }
 
-/// The pipeline: reads `INPUT` (read_committed, group `PIPE_GROUP`) and
-/// writes each record transformed to `OUTPUT` in transactions of at most
-/// [`BATCH`] records, with the input offsets, until the committed offsets
-/// reach `end`. A transaction that fails is aborted (or, the producer
-/// unusable, a new producer fences it) and the consumer goes back to the
-/// committed offsets.
+/// The pipeline: reads `INPUT` (read_committed, the group of
+/// `consumer_config`) and writes each record transformed to `OUTPUT` in
+/// transactions of at most [`BATCH`] records, with the input offsets,
+/// until the committed offsets reach `end`. A transaction that fails is
+/// aborted (or, the producer unusable, a new producer fences it) and the
+/// consumer goes back to the committed offsets. Gives `None` when stopped
+/// or out of time before the end.
 fn pipeline(
     consumer_config: ClientConfig,
     producer_config: ClientConfig,
     end: BTreeMap<i32, i64>,
-    progress: Arc<AtomicUsize>,
-) -> Outcome {
+    shared: Arc<Shared>,
+) -> Option<Outcome> {
+    let run = Run {
+        shared,
+        deadline: Instant::now() + PIPELINE_DEADLINE,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .expect("runtime");
-    let deadline = Instant::now() + PIPELINE_DEADLINE;
     let mut out = Outcome::default();
     let consumer: BaseConsumer = consumer_config.create().expect("create consumer");
     consumer.subscribe(&[INPUT]).expect("subscribe");
-    let mut producer = init_producer(&producer_config, deadline, &mut out.errors);
+    let mut producer = init_producer(&run, &producer_config)?;
     // The committed position per partition, and where the next record of
-    // each is expected (the end of the batch being gathered).
+    // each is expected (after the batch being gathered).
     let mut done: BTreeMap<i32, i64> = BTreeMap::new();
     let mut next: BTreeMap<i32, i64> = BTreeMap::new();
     let mut attempt = 0u64;
     while done != end {
-        assert!(
-            Instant::now() < deadline,
-            "pipeline not done after {PIPELINE_DEADLINE:?}: committed {done:?} of {end:?}; {out:?}"
-        );
+        if !run.live() {
+            return None;
+        }
         let mut batch: Vec<(i32, i64, String)> = Vec::new();
         let gather = Instant::now() + Duration::from_millis(100);
         let mut jumped = false;
         while batch.len() < BATCH && Instant::now() < gather {
             match consumer.poll(Duration::from_millis(20)) {
                 None => {}
-                Some(Err(e)) => out.errors.push(format!("consumer: {e}")),
+                Some(Err(e)) => run.shared.note(format!("consumer: {e}")),
                 Some(Ok(m)) => {
                     let r = triple(&m.detach());
                     if next.get(&r.0).is_some_and(|&n| n != r.1) {
                         // A rebalance or a seek moved the position: start
                         // over from the committed offsets.
-                        out.errors.push(format!(
+                        run.shared.note(format!(
                             "record {}@{} where {:?} was expected",
                             r.0,
                             r.1,
@@ -701,7 +767,7 @@ fn pipeline(
             }
         }
         if jumped {
-            done = reseek(&consumer, deadline);
+            done = reseek(&run, &consumer)?;
             next = done.clone();
             continue;
         }
@@ -709,42 +775,59 @@ fn pipeline(
             continue;
         }
         attempt += 1;
-        match transact(&rt, &producer, &consumer, attempt, &batch, deadline) {
+        match transact(&run, &rt, &producer, &consumer, attempt, &batch) {
             Ok(()) => {
                 out.committed.insert(attempt);
                 done.extend(batch.iter().map(|r| (r.0, r.1 + 1)));
-                progress.fetch_add(batch.len(), Ordering::SeqCst);
+                run.shared.progress.fetch_add(batch.len(), Ordering::SeqCst);
             }
             Err(Failure::Aborted(why)) => {
-                out.errors.push(format!("attempt {attempt} aborted: {why}"));
+                run.shared
+                    .note(format!("transaction {attempt} aborted: {why}"));
                 out.aborted.insert(attempt);
-                done = reseek(&consumer, deadline);
+                done = reseek(&run, &consumer)?;
                 next = done.clone();
             }
             Err(Failure::Fatal { why, committing }) => {
-                out.errors.push(format!("attempt {attempt} fatal: {why}"));
+                run.shared
+                    .note(format!("transaction {attempt}, producer unusable: {why}"));
                 if committing {
                     out.unknown.insert(attempt);
                 } else {
                     out.aborted.insert(attempt);
                 }
                 drop(producer);
-                producer = init_producer(&producer_config, deadline, &mut out.errors);
+                producer = init_producer(&run, &producer_config)?;
                 out.recreated += 1;
-                done = reseek(&consumer, deadline);
+                done = reseek(&run, &consumer)?;
                 next = done.clone();
             }
         }
     }
-    out
+    Some(out)
+}
+
+/// A group id whose coordinator is a broker other than `not` (the usual
+/// case: Kafka spreads the coordinators over the brokers).
+fn group_coordinated_elsewhere(c: &Cluster, not: i32) -> (String, i32) {
+    let all = c.ids();
+    for k in 0..64 {
+        let group = format!("pipe-group-{k}");
+        let (coordinator, _) = coordinator_on(c, &all, &[], GROUP_KEY, &group, OFFSETS_TOPIC);
+        if coordinator != not {
+            return (group, coordinator);
+        }
+    }
+    panic!("every group tried is coordinated by node {not}");
 }
 
 /// A consume-transform-produce pipeline (read_committed group consumer,
 /// transactional producer, input and output with 3 partitions, RF 3,
-/// `min.insync.replicas=2`) over 600 input records; once a quarter is
-/// through, the transaction coordinator's broker (the leader of the
-/// transactional id's `__transaction_state` partition) is killed with
-/// SIGKILL. The pipeline aborts and retries what the kill broke (a new
+/// `min.insync.replicas=2`; the group's coordinator on another broker than
+/// the transaction coordinator, as is usual) over 600 input records; once
+/// a quarter is through, the transaction coordinator's broker (the leader
+/// of the transactional id's `__transaction_state` partition) is killed
+/// with SIGKILL. The pipeline aborts and retries what the kill broke (a new
 /// producer when the old one is unusable) and finishes; a read_committed
 /// reader of the output sees every input record transformed exactly once,
 /// in input order per partition, none written by an aborted transaction;
@@ -766,10 +849,17 @@ async fn a_transactional_pipeline_keeps_running_through_a_coordinator_kill() {
         .expect("create consumer");
     let end = high_watermarks(&probe, INPUT);
     drop(probe);
+    // FindCoordinator creates the internal topics.
+    let (txn_coordinator, _) = coordinator_on(&c, &all, &[], TXN_KEY, TXN_ID, TXN_TOPIC);
+    let (group, group_coordinator) = group_coordinated_elsewhere(&c, txn_coordinator);
+    eprintln!(
+        "transaction coordinator: node {txn_coordinator}; group {group}'s coordinator: node \
+         {group_coordinator}"
+    );
 
     let consumer_config = group_client_config(
         &c.bootstrap_all(),
-        PIPE_GROUP,
+        &group,
         &[
             ("isolation.level", "read_committed"),
             // Commits happen in the transactions; a transaction blocked
@@ -785,31 +875,35 @@ async fn a_transactional_pipeline_keeps_running_through_a_coordinator_kill() {
         .set("transaction.timeout.ms", "60000")
         .set("message.timeout.ms", "60000")
         .set("linger.ms", "2");
-    let progress = Arc::new(AtomicUsize::new(0));
+    let shared = Arc::new(Shared::default());
+    let _stop = StopOnDrop(shared.clone());
     let worker = {
-        let (end, progress) = (end.clone(), progress.clone());
-        thread::spawn(move || pipeline(consumer_config, producer_config, end, progress))
+        let (end, shared) = (end.clone(), shared.clone());
+        thread::spawn(move || pipeline(consumer_config, producer_config, end, shared))
     };
 
     poll_until(DEADLINE, "a quarter of the input through", || {
-        let n = progress.load(Ordering::SeqCst);
-        if worker.is_finished() {
+        let n = shared.progress.load(Ordering::SeqCst);
+        if worker.is_finished() || n >= sent.len() / 4 {
             return Ok(());
         }
-        (n >= sent.len() / 4)
-            .then_some(())
-            .ok_or(format!("{n} records committed"))
+        Err(format!(
+            "{n} records committed; {} errors, the last: {:?}",
+            shared.error_count(),
+            shared.last_error()
+        ))
     });
     if worker.is_finished() {
-        if let Err(e) = worker.join() {
-            std::panic::resume_unwind(e);
+        match worker.join() {
+            Err(e) => std::panic::resume_unwind(e),
+            Ok(_) => panic!("the pipeline finished before the kill"),
         }
-        panic!("the pipeline finished before the kill");
     }
     let (coordinator, isr) = coordinator_on(&c, &all, &[], TXN_KEY, TXN_ID, TXN_TOPIC);
-    let at_kill = progress.load(Ordering::SeqCst);
+    let at_kill = shared.progress.load(Ordering::SeqCst);
     eprintln!(
-        "transaction coordinator: node {coordinator} (ISR {isr:?}), killed after {at_kill} records"
+        "transaction coordinator: node {coordinator} (ISR {isr:?}), killed after {at_kill} \
+         records"
     );
     c.kill9(coordinator);
     let killed = Instant::now();
@@ -824,13 +918,22 @@ async fn a_transactional_pipeline_keeps_running_through_a_coordinator_kill() {
         killed.elapsed()
     );
     poll_until(PIPELINE_DEADLINE, "the pipeline to finish", || {
-        worker.is_finished().then_some(()).ok_or(format!(
-            "{} records committed",
-            progress.load(Ordering::SeqCst)
+        if worker.is_finished() {
+            return Ok(());
+        }
+        Err(format!(
+            "{} records committed; {} errors, the last: {:?}",
+            shared.progress.load(Ordering::SeqCst),
+            shared.error_count(),
+            shared.last_error()
         ))
     });
     let outcome = match worker.join() {
-        Ok(o) => o,
+        Ok(Some(o)) => o,
+        Ok(None) => panic!(
+            "the pipeline ran out of time; errors: {:#?}",
+            shared.errors.lock().unwrap()
+        ),
         Err(e) => std::panic::resume_unwind(e),
     };
     eprintln!(
@@ -841,7 +944,7 @@ async fn a_transactional_pipeline_keeps_running_through_a_coordinator_kill() {
         outcome.aborted.len(),
         outcome.unknown.len(),
         outcome.recreated,
-        outcome.errors
+        shared.errors.lock().unwrap()
     );
 
     // The output, read_committed: each input record once, transformed, in
@@ -899,7 +1002,7 @@ async fn a_transactional_pipeline_keeps_running_through_a_coordinator_kill() {
     drop(reader);
     let group_reader: BaseConsumer = group_client_config(
         &bootstrap_of(&c, &survivors),
-        PIPE_GROUP,
+        &group,
         &[("isolation.level", "read_committed")],
     )
     .create()

@@ -47,11 +47,24 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
         return c;
     }
     let id = req.transactional_id.0.to_string();
+    let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let owner = match txn_owner(shard, &id) {
         Ok(o) => o,
+        Err(crate::error::CoordinatorLookupError::NotCoordinator { leader, .. }) if leader >= 0 => {
+            return crate::replication::remote::verify_partition(
+                shard,
+                leader,
+                &id,
+                pid,
+                epoch,
+                OFFSETS_TOPIC,
+                p,
+            )
+            .await
+            .unwrap_or_else(|e| VerificationError::from(e).code());
+        }
         Err(e) => return VerificationError::from(e).code(),
     };
-    let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let tp = (OFFSETS_TOPIC.to_string(), p);
     shard
         .invoke_on(owner, move |s| async move {

@@ -123,14 +123,21 @@ pub async fn append_encoded(
 
 /// Reads `part` from its log start to its log end and calls `f` with every
 /// record (start-up replay of an internal topic, before the shard serves
-/// requests). Stops at the first unreadable batch, logging why. Gives the
-/// number of records read.
+/// requests, or when this broker becomes its leader). The whole log, not
+/// only below the high watermark, as Kafka's coordinators load with
+/// `FetchIsolation.LOG_END`: a follower just made leader has every
+/// acknowledged write while its high watermark may still lag. Stops at the
+/// first unreadable batch, logging why. Gives the number of records read.
 pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
     let (mut offset, end) = (part.log_start_offset(), part.log_end_offset());
     let mut seen = 0usize;
     while offset < end {
-        let read = match part.read(offset, 1 << 20, true) {
-            Ok(r) => r,
+        let read = match part.read_replica_in(
+            offset,
+            1 << 20,
+            crate::storage::segment::ReadMode::Blocking,
+        ) {
+            Ok(r) => r.read,
             Err(e) => {
                 log::error!("loading {}-{}: {e}", part.topic(), part.index());
                 return seen;

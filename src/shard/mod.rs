@@ -332,6 +332,13 @@ impl Shard {
                     if became_leader {
                         // The coordinators follow their partition's leadership.
                         self.load_coordinator(&existing);
+                        // Transactions caught half-way through their
+                        // commit or abort are finished by the new leader.
+                        if &**existing.topic() == TRANSACTION_STATE_TOPIC {
+                            if let Ok(me) = current() {
+                                TransactionCoordinator::resume(&me);
+                            }
+                        }
                     }
                     continue;
                 }
