@@ -472,26 +472,7 @@ pub fn validate_batches(
                 len: rest.len(),
             }));
         }
-        let magic = rest[MAGIC_OFFSET] as i8;
-        if magic < CURRENT_MAGIC {
-            return Err(BatchError::LegacyMagic(magic));
-        }
-        if magic > CURRENT_MAGIC {
-            return Err(BatchError::UnknownMagic(magic));
-        }
-        let batch_length = be_i32(rest, 8);
-        if batch_length < MIN_BATCH_LENGTH {
-            return Err(BatchError::CorruptMessage(
-                Corruption::BatchLengthTooSmall {
-                    position: pos,
-                    batch_length,
-                },
-            ));
-        }
-        // batch_length >= 49 so the conversion cannot fail on 32/64-bit targets.
-        let size = usize::try_from(batch_length)
-            .map_err(|_| BatchError::CorruptMessage(Corruption::BatchLengthOverflow))?
-            + LOG_OVERHEAD_BYTES;
+        let size = batch_size_at(rest, pos)?;
         if size > max_message_bytes {
             return Err(BatchError::MessageTooLarge {
                 size,
@@ -505,15 +486,7 @@ pub fn validate_batches(
                 remaining: rest.len(),
             }));
         };
-        let header = BatchHeader::parse(batch)?;
-        let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
-        if computed != header.crc {
-            return Err(BatchError::CorruptMessage(Corruption::CrcMismatch {
-                position: pos,
-                stored: header.crc,
-                computed,
-            }));
-        }
+        let header = checked_header(batch, pos)?;
         if header.compression() > 4 {
             return Err(BatchError::CorruptMessage(Corruption::UnknownCompression {
                 codec: header.compression(),
@@ -550,6 +523,49 @@ pub fn validate_batches(
     Ok(out)
 }
 
+/// Takes the bytes from a batch's start (at least its magic byte) and the
+/// batch's position (for errors); gives the batch's total size from its
+/// length field. Errors: magic below 2 → `LegacyMagic`, above →
+/// `UnknownMagic`, batchLength below 49 → `CorruptMessage`.
+fn batch_size_at(rest: &[u8], pos: usize) -> Result<usize, BatchError> {
+    let magic = rest[MAGIC_OFFSET] as i8;
+    if magic < CURRENT_MAGIC {
+        return Err(BatchError::LegacyMagic(magic));
+    }
+    if magic > CURRENT_MAGIC {
+        return Err(BatchError::UnknownMagic(magic));
+    }
+    let batch_length = be_i32(rest, 8);
+    if batch_length < MIN_BATCH_LENGTH {
+        return Err(BatchError::CorruptMessage(
+            Corruption::BatchLengthTooSmall {
+                position: pos,
+                batch_length,
+            },
+        ));
+    }
+    // batch_length >= 49 so the conversion cannot fail on 32/64-bit targets.
+    Ok(usize::try_from(batch_length)
+        .map_err(|_| BatchError::CorruptMessage(Corruption::BatchLengthOverflow))?
+        + LOG_OVERHEAD_BYTES)
+}
+
+/// Takes one whole batch and its position (for errors); gives its header
+/// once its CRC32C (bytes 21..end) matches. Errors: a short or bad header,
+/// a CRC mismatch → `CorruptMessage`.
+fn checked_header(batch: &[u8], pos: usize) -> Result<BatchHeader, BatchError> {
+    let header = BatchHeader::parse(batch)?;
+    let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+    if computed != header.crc {
+        return Err(BatchError::CorruptMessage(Corruption::CrcMismatch {
+            position: pos,
+            stored: header.crc,
+            computed,
+        }));
+    }
+    Ok(header)
+}
+
 /// Takes the records of one partition of a follower's Fetch response (the
 /// leader's stored batches) and gives the whole batches in it, checked as a
 /// follower must before it appends them byte for byte (Kafka
@@ -564,38 +580,11 @@ pub fn replica_batches(records: &[u8]) -> Result<Vec<ValidatedBatch>, BatchError
     let mut pos = 0usize;
     while records.len() - pos > MAGIC_OFFSET {
         let rest = &records[pos..];
-        let magic = rest[MAGIC_OFFSET] as i8;
-        if magic != CURRENT_MAGIC {
-            return Err(if magic < CURRENT_MAGIC {
-                BatchError::LegacyMagic(magic)
-            } else {
-                BatchError::UnknownMagic(magic)
-            });
-        }
-        let batch_length = be_i32(rest, 8);
-        if batch_length < MIN_BATCH_LENGTH {
-            return Err(BatchError::CorruptMessage(
-                Corruption::BatchLengthTooSmall {
-                    position: pos,
-                    batch_length,
-                },
-            ));
-        }
-        let size = usize::try_from(batch_length)
-            .map_err(|_| BatchError::CorruptMessage(Corruption::BatchLengthOverflow))?
-            + LOG_OVERHEAD_BYTES;
+        let size = batch_size_at(rest, pos)?;
         let Some(batch) = rest.get(..size) else {
             break;
         };
-        let header = BatchHeader::parse(batch)?;
-        let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
-        if computed != header.crc {
-            return Err(BatchError::CorruptMessage(Corruption::CrcMismatch {
-                position: pos,
-                stored: header.crc,
-                computed,
-            }));
-        }
+        let header = checked_header(batch, pos)?;
         out.push(ValidatedBatch {
             position: pos,
             size,

@@ -704,16 +704,33 @@ impl Quorum {
                 if records.is_empty() {
                     continue;
                 }
-                let timeout = q.settings.request_timeout;
-                let Some(raft) = q.raft.as_ref() else { break };
-                match within(timeout, raft.client_write(MetadataEntry { records })).await {
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => log::warn!("fencing brokers failed: {e}"),
-                    None => log::warn!("fencing brokers: not committed within {timeout:?}"),
+                if !q.commit_own(records, "fencing brokers").await {
+                    break;
                 }
             }
         })
         .detach();
+    }
+
+    /// On the active controller: commits `records` it decided itself
+    /// (`what` names them in the log), within
+    /// `controller.quorum.request.timeout.ms`; a failure is logged and the
+    /// next period tries again. Gives false once there is no Raft node.
+    async fn commit_own(
+        &self,
+        records: Vec<crate::cluster::records::MetadataRecord>,
+        what: &str,
+    ) -> bool {
+        let timeout = self.settings.request_timeout;
+        let Some(raft) = self.raft.as_ref() else {
+            return false;
+        };
+        match within(timeout, raft.client_write(MetadataEntry { records })).await {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => log::warn!("{what} failed: {e}"),
+            None => log::warn!("{what}: not committed within {timeout:?}"),
+        }
+        true
     }
 
     /// On the active controller, every `leader.imbalance.check.interval.seconds`
@@ -747,14 +764,8 @@ impl Quorum {
                     "{} partition(s) not led by their preferred replica: electing it",
                     records.len()
                 );
-                let timeout = q.settings.request_timeout;
-                let Some(raft) = q.raft.as_ref() else { break };
-                match within(timeout, raft.client_write(MetadataEntry { records })).await {
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => log::warn!("preferred-leader elections failed: {e}"),
-                    None => {
-                        log::warn!("preferred-leader elections: not committed within {timeout:?}")
-                    }
+                if !q.commit_own(records, "preferred-leader elections").await {
+                    break;
                 }
             }
         })

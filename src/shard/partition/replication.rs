@@ -282,15 +282,7 @@ impl Partition {
         }
         let mut new_isr = r.isr.clone();
         new_isr.push(broker);
-        r.pending = Some(new_isr.clone());
-        Some(IsrChange {
-            topic_id: self.topic_id,
-            topic: self.topic.clone(),
-            partition: self.index,
-            leader_epoch: self.leader_epoch(),
-            partition_epoch: r.partition_epoch,
-            new_isr,
-        })
+        Some(self.propose_isr(&mut r, new_isr))
     }
 
     /// Leader: takes the broker time (ms) and `replica.lag.time.max.ms`;
@@ -323,15 +315,20 @@ impl Partition {
             return None;
         }
         let new_isr: Vec<i32> = r.isr.iter().copied().filter(|b| !out.contains(b)).collect();
+        Some(self.propose_isr(&mut r, new_isr))
+    }
+
+    /// Marks `new_isr` pending and gives the change to send for it.
+    fn propose_isr(&self, r: &mut Replication, new_isr: Vec<i32>) -> IsrChange {
         r.pending = Some(new_isr.clone());
-        Some(IsrChange {
+        IsrChange {
             topic_id: self.topic_id,
             topic: self.topic.clone(),
             partition: self.index,
             leader_epoch: self.leader_epoch(),
             partition_epoch: r.partition_epoch,
             new_isr,
-        })
+        }
     }
 
     /// The controller refused or did not answer an ISR change: forget it so

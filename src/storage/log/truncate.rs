@@ -50,19 +50,7 @@ impl PartitionLog {
     /// after which the log takes no appends until restart (recovery then
     /// cuts what was left half done).
     pub fn truncate_to(&mut self, offset: i64) -> Result<i64, StorageError> {
-        if self.has_pending() {
-            return Err(StorageError::Inconsistent {
-                path: Some(self.dir.clone()),
-                what: Inconsistency::TruncateWithPendingAppends {
-                    offset,
-                    log_end_offset: self.log_end_offset,
-                    next_offset: self.next_offset,
-                },
-            });
-        }
-        if offset < 0 {
-            return Err(self.out_of_range(offset));
-        }
+        self.check_truncatable(offset)?;
         if offset >= self.log_end_offset {
             if self.epochs.truncate_from_end(self.log_end_offset) {
                 self.epochs.write()?;
@@ -91,6 +79,19 @@ impl PartitionLog {
     /// [`Self::truncate_to`]; errors as it (pending appends, `offset` < 0,
     /// I/O, after which the log takes no appends until restart).
     pub fn restart_at(&mut self, offset: i64) -> Result<i64, StorageError> {
+        self.check_truncatable(offset)?;
+        let r = self.truncate_fully_and_start_at(offset);
+        if let Err(e) = &r {
+            self.failed
+                .get_or_insert_with(|| format!("restart at {offset} failed: {e}"));
+        }
+        r
+    }
+
+    /// Refuses a truncation to `offset` while appends are reserved and not
+    /// committed (`Inconsistent`) or for a negative offset
+    /// (`OffsetOutOfRange`).
+    fn check_truncatable(&self, offset: i64) -> Result<(), StorageError> {
         if self.has_pending() {
             return Err(StorageError::Inconsistent {
                 path: Some(self.dir.clone()),
@@ -104,12 +105,7 @@ impl PartitionLog {
         if offset < 0 {
             return Err(self.out_of_range(offset));
         }
-        let r = self.truncate_fully_and_start_at(offset);
-        if let Err(e) = &r {
-            self.failed
-                .get_or_insert_with(|| format!("restart at {offset} failed: {e}"));
-        }
-        r
+        Ok(())
     }
 
     /// [`Self::truncate_to`] for log start < `offset` < LEO.
