@@ -499,12 +499,25 @@ impl PartitionLog {
     /// trusts the files (only the tail is checked) and deletes the marker.
     /// The log takes no append after it (a task still holding the
     /// partition at shutdown, such as a replica fetcher, gets `Io`).
+    /// Appends reserved and not committed (their writes done or not, never
+    /// answered) are cut off first, so the marked log ends at its LEO; when
+    /// they reach into a segment after the active one's start cannot be
+    /// told, the close is refused (`Io`) and the next start recovers.
     pub fn close(&mut self) -> Result<(), StorageError> {
         if self.has_pending() {
-            return Err(StorageError::Io(std::io::Error::other(format!(
-                "{}: appends still in flight at close",
-                self.dir.display()
-            ))));
+            if self.log_end_offset < self.active.base_offset() {
+                return Err(StorageError::Io(std::io::Error::other(format!(
+                    "{}: appends in flight across a segment roll at close",
+                    self.dir.display()
+                ))));
+            }
+            let committed = self.active.size();
+            self.active.truncate_tail(committed, self.log_end_offset)?;
+            self.next_offset = self.log_end_offset;
+            self.active_reserved = committed;
+            if self.epochs.truncate_from_end(self.log_end_offset) {
+                self.epochs.write()?;
+            }
         }
         self.failed
             .get_or_insert_with(|| "the log was closed at shutdown".to_string());

@@ -632,3 +632,23 @@ fn a_replica_append_copies_the_leaders_batches_byte_for_byte() {
     follower.set_replicated(false);
     assert_eq!(follower.high_watermark(), 11);
 }
+
+/// A clean close with appends reserved (and written) but not committed —
+/// a replica fetcher's append in flight at shutdown — cuts them off and
+/// still marks the log clean: the next open ends at the committed LEO.
+#[test]
+fn close_cuts_uncommitted_appends_and_marks_the_log_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = PartitionLog::open(dir.path(), cfg()).unwrap();
+    append_batches(&mut log, &[3, 2], 0, 10, 0);
+    let buf = bytes::Bytes::from(build_batch(0, 4, 100, 10));
+    let v = validate_batches(&buf, usize::MAX).unwrap();
+    let (write, _ticket) = log.reserve(&buf, &v, 1, 0).unwrap();
+    write.unwrap().write_now().unwrap();
+    assert!(log.has_pending());
+    log.close().unwrap();
+    assert!(dir.path().join(".clean_shutdown").exists());
+    let log = PartitionLog::open(dir.path(), cfg()).unwrap();
+    assert_eq!(log.log_end_offset(), 5);
+    assert_eq!(log.latest_epoch(), Some(0));
+}
