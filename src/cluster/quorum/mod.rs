@@ -687,10 +687,57 @@ impl Quorum {
 
     /// On the active controller: fences brokers whose session expired.
     fn expire_sessions_periodically(self: Rc<Self>) {
-        let me = Rc::downgrade(&self);
         let every = (self.settings.session_timeout / 8).max(Duration::from_millis(50));
+        self.decide_periodically("broker sessions", "fencing brokers", every, |q, image| {
+            expire_sessions(image, &q.liveness.borrow(), Instant::now(), &q.rules)
+        });
+    }
+
+    /// On the active controller, every `leader.imbalance.check.interval.seconds`
+    /// (with `auto.leader.rebalance.enable`): preferred-leader elections
+    /// for every partition whose first replica is an alive ISR member that
+    /// does not lead it (KRaft's `maybeBalancePartitionLeaders`).
+    fn rebalance_leaders_periodically(self: Rc<Self>) {
+        let Some(every) = self.settings.leader_rebalance_every else {
+            return;
+        };
+        self.decide_periodically(
+            "leader rebalance",
+            "preferred-leader elections",
+            every,
+            |_, image| {
+                let (records, _) = crate::cluster::election::elect_leaders(
+                    image,
+                    crate::cluster::election::ElectionType::Preferred,
+                    None,
+                );
+                if !records.is_empty() {
+                    log::info!(
+                        "{} partition(s) not led by their preferred replica: electing it",
+                        records.len()
+                    );
+                }
+                records
+            },
+        );
+    }
+
+    /// Every `every`, while this node is the active controller: under the
+    /// decision lock, `decide` gives records from the current image, and
+    /// they are committed (`what` names them in the log; a failure waits
+    /// for the next period). Runs on a task named `label` until the quorum
+    /// is gone.
+    fn decide_periodically(
+        self: Rc<Self>,
+        label: &'static str,
+        what: &'static str,
+        every: Duration,
+        decide: impl Fn(&Quorum, &MetadataImage) -> Vec<crate::cluster::records::MetadataRecord>
+            + 'static,
+    ) {
+        let me = Rc::downgrade(&self);
         drop(self);
-        crate::stall::spawn_local("broker sessions", async move {
+        crate::stall::spawn_local(label, async move {
             loop {
                 glommio::timer::sleep(every).await;
                 let Some(q) = me.upgrade() else { break };
@@ -698,13 +745,11 @@ impl Quorum {
                     continue;
                 }
                 let _g = q.lock_deciding().await;
-                let image = q.state.image();
-                let records =
-                    expire_sessions(&image, &q.liveness.borrow(), Instant::now(), &q.rules);
+                let records = decide(&q, &q.state.image());
                 if records.is_empty() {
                     continue;
                 }
-                if !q.commit_own(records, "fencing brokers").await {
+                if !q.commit_own(records, what).await {
                     break;
                 }
             }
@@ -731,45 +776,6 @@ impl Quorum {
             None => log::warn!("{what}: not committed within {timeout:?}"),
         }
         true
-    }
-
-    /// On the active controller, every `leader.imbalance.check.interval.seconds`
-    /// (with `auto.leader.rebalance.enable`): preferred-leader elections
-    /// for every partition whose first replica is an alive ISR member that
-    /// does not lead it (KRaft's `maybeBalancePartitionLeaders`).
-    fn rebalance_leaders_periodically(self: Rc<Self>) {
-        let Some(every) = self.settings.leader_rebalance_every else {
-            return;
-        };
-        let me = Rc::downgrade(&self);
-        drop(self);
-        crate::stall::spawn_local("leader rebalance", async move {
-            loop {
-                glommio::timer::sleep(every).await;
-                let Some(q) = me.upgrade() else { break };
-                if !q.is_leader() {
-                    continue;
-                }
-                let _g = q.lock_deciding().await;
-                let image = q.state.image();
-                let (records, _) = crate::cluster::election::elect_leaders(
-                    &image,
-                    crate::cluster::election::ElectionType::Preferred,
-                    None,
-                );
-                if records.is_empty() {
-                    continue;
-                }
-                log::info!(
-                    "{} partition(s) not led by their preferred replica: electing it",
-                    records.len()
-                );
-                if !q.commit_own(records, "preferred-leader elections").await {
-                    break;
-                }
-            }
-        })
-        .detach();
     }
 
     /// Stops the Raft node (shutdown).
