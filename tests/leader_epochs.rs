@@ -17,7 +17,7 @@ mod common;
 
 use std::net::TcpStream;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::*;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -32,9 +32,6 @@ use kafka_protocol::messages::{
     MetadataRequest, OffsetForLeaderEpochRequest, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use rdkafka::consumer::Consumer;
 use rdkafka::Message;
 use rdkafka::{Offset, TopicPartitionList};
@@ -50,28 +47,7 @@ fn sb(s: &str) -> StrBytes {
 
 /// One record batch of one record with timestamp `ts`.
 fn batch(ts: i64) -> Bytes {
-    let rec = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: ts,
-        key: None,
-        value: Some(Bytes::from_static(b"v")),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [rec].iter(), &opts).expect("encode batch");
-    buf.freeze()
+    one_record_batch(Bytes::from_static(b"v"), ts)
 }
 
 fn produce(s: &mut TcpStream, topic: &str, ts: i64, cid: i32) -> i64 {

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use common::cluster::{try_kp_call, Cluster};
 use common::layout::{admin, layout_on, wait_topic};
 use common::proxy::Fault;
@@ -30,9 +30,6 @@ use kafka_protocol::messages::{
     ElectLeadersRequest, ElectLeadersResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -191,27 +188,7 @@ fn read_all(c: &Cluster, topic: &str, count: usize) -> Vec<(i64, String)> {
 /// An acks=all Produce of one record to `topic`-0 on node `id`: the
 /// partition's error code.
 fn produce_raw(c: &Cluster, id: i32, topic: &str, value: &'static [u8]) -> i16 {
-    let rec = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::now_ms(),
-        key: None,
-        value: Some(Bytes::from_static(value)),
-        headers: Default::default(),
-    };
-    let mut buf = BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, [rec].iter(), &opts).expect("encode batch");
+    let batch = common::one_record_batch(Bytes::from_static(value), common::now_ms());
     let req = ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(5_000)
@@ -219,7 +196,7 @@ fn produce_raw(c: &Cluster, id: i32, topic: &str, value: &'static [u8]) -> i16 {
             .with_name(TopicName(StrBytes::from_string(topic.to_string())))
             .with_partition_data(vec![PartitionProduceData::default()
                 .with_index(0)
-                .with_records(Some(buf.freeze()))])]);
+                .with_records(Some(batch))])]);
     let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).unwrap();

@@ -836,3 +836,34 @@ pub async fn send_to_partitions(
     }
     out
 }
+
+/// One RecordBatch v2 of one uncompressed record: no key, `value`,
+/// CreateTime `timestamp` (ms), no producer id (what a plain producer sends
+/// in a raw Produce request).
+pub fn one_record_batch(value: bytes::Bytes, timestamp: i64) -> bytes::Bytes {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    let rec = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp,
+        key: None,
+        value: Some(value),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, [rec].iter(), &opts).expect("encode batch");
+    buf.freeze()
+}
