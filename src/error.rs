@@ -369,6 +369,17 @@ impl KafkaCode for crate::shard::error::ReplicationWaitError {
     }
 }
 
+impl KafkaCode for crate::shard::fetch_session::FetchSessionError {
+    fn code(&self) -> i16 {
+        use crate::shard::fetch_session::FetchSessionError as F;
+        match self {
+            F::SessionIdNotFound(_) => E::FetchSessionIdNotFound.code(),
+            F::InvalidSessionEpoch { .. } => E::InvalidFetchSessionEpoch.code(),
+            F::TopicIdUsage(_) => E::FetchSessionTopicIdError.code(),
+        }
+    }
+}
+
 impl KafkaCode for FlushError {
     fn code(&self) -> i16 {
         match self {
@@ -770,6 +781,24 @@ mod partition_owner_tests {
             ),
             (W::TimedOut, 7),
             (W::NotLeader, 6),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    #[test]
+    fn fetch_session_error_codes() {
+        use crate::shard::fetch_session::FetchSessionError as F;
+        let table = [
+            (F::SessionIdNotFound(3), 70),
+            (
+                F::InvalidSessionEpoch {
+                    session_id: 3,
+                    expected: 2,
+                    got: 5,
+                },
+                71,
+            ),
+            (F::TopicIdUsage(3), 106),
         ];
         crate::error::code_tables::table(&table);
     }

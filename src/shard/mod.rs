@@ -5,6 +5,7 @@
 
 pub mod controller_call;
 pub mod error;
+pub mod fetch_session;
 pub mod fault;
 pub mod internal;
 pub mod io;
@@ -88,6 +89,8 @@ pub struct Shard {
     remote: RefCell<Option<Rc<dyn remote::RemoteBrokers>>>,
     /// This broker's block of producer ids (shard 0): next, end (exclusive).
     producer_ids: std::cell::Cell<(i64, i64)>,
+    /// The fetch sessions (KIP-227) of the connections on this shard.
+    pub fetch_sessions: RefCell<fetch_session::FetchSessionCache>,
     senders: Senders<Task>,
 }
 
@@ -113,6 +116,17 @@ impl Shard {
     ) -> Rc<Shard> {
         let id = senders.peer_id();
         let shards = senders.nr_consumers();
+        let fetch_sessions = fetch_session::FetchSessionCache::new(
+            id,
+            shards,
+            fetch_session::slots_per_shard(
+                config.max_incremental_fetch_session_cache_slots,
+                shards,
+            ),
+            // Session ids need only be unique: start from the clock so that
+            // a restarted broker does not hand out the ids it had before.
+            (now_ms() as u32) >> 3,
+        );
         let shard = Rc::new(Shard {
             id,
             shards,
@@ -132,6 +146,7 @@ impl Shard {
             quorum: RefCell::new(None),
             remote: RefCell::new(None),
             producer_ids: std::cell::Cell::new((0, 0)),
+            fetch_sessions: RefCell::new(fetch_sessions),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
