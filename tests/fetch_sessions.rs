@@ -1,0 +1,297 @@
+//! Fetch sessions (KIP-227) over TCP with raw requests: a full request
+//! (epoch 0) creates a session; incremental requests name only changed
+//! partitions and get only partitions with something new (records, a moved
+//! high watermark); a long poll of a session waits for data of a partition
+//! the request does not name; `forgotten_topics_data` drops partitions; a
+//! wrong epoch gets INVALID_FETCH_SESSION_EPOCH without harming the session;
+//! epoch -1 closes it (FETCH_SESSION_ID_NOT_FOUND afterwards). Both by topic
+//! name (v12) and by topic id (v13+).
+
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, FetchRequest, FetchResponse, MetadataRequest, ProduceRequest,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
+
+const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+
+fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// Raw requests on one connection, with a running correlation id.
+struct Conn {
+    s: TcpStream,
+    cid: i32,
+}
+
+impl Conn {
+    fn new(addr: &str) -> Conn {
+        Conn {
+            s: connect(addr),
+            cid: 1,
+        }
+    }
+
+    fn next(&mut self) -> i32 {
+        self.cid += 1;
+        self.cid
+    }
+
+    fn produce(&mut self, topic: &str, partition: i32, value: &str) {
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(sb(topic)))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(one_record_batch(
+                        bytes::Bytes::from(value.to_string()),
+                        now_ms(),
+                    )))])]);
+        let cid = self.next();
+        let resp = kp_call(&mut self.s, 8, cid, &req);
+        let pr = &resp.responses[0].partition_responses[0];
+        assert_eq!(pr.error_code, 0, "{:?}", pr.error_message);
+    }
+}
+
+/// How the test names its topic: by name (Fetch v12) or by id (v13+).
+#[derive(Clone)]
+struct Topic {
+    name: String,
+    id: Uuid,
+    version: i16,
+}
+
+impl Topic {
+    fn fetch_topic(&self, parts: &[(i32, i64)]) -> FetchTopic {
+        let t = if self.version >= 13 {
+            FetchTopic::default().with_topic_id(self.id)
+        } else {
+            FetchTopic::default().with_topic(TopicName(sb(&self.name)))
+        };
+        t.with_partitions(
+            parts
+                .iter()
+                .map(|(p, offset)| {
+                    FetchPartition::default()
+                        .with_partition(*p)
+                        .with_fetch_offset(*offset)
+                        .with_partition_max_bytes(1 << 20)
+                })
+                .collect(),
+        )
+    }
+
+    fn forgotten(&self, parts: &[i32]) -> ForgottenTopic {
+        let t = if self.version >= 13 {
+            ForgottenTopic::default().with_topic_id(self.id)
+        } else {
+            ForgottenTopic::default().with_topic(TopicName(sb(&self.name)))
+        };
+        t.with_partitions(parts.to_vec())
+    }
+}
+
+/// One Fetch of a session: (`session_id`, `epoch`), the partitions named
+/// (index, fetch offset), the forgotten ones, `min_bytes` and `max_wait_ms`.
+fn request(
+    t: &Topic,
+    session: (i32, i32),
+    parts: &[(i32, i64)],
+    forget: &[i32],
+    wait: (i32, i32),
+) -> FetchRequest {
+    FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_min_bytes(wait.0)
+        .with_max_wait_ms(wait.1)
+        .with_max_bytes(1 << 20)
+        .with_session_id(session.0)
+        .with_session_epoch(session.1)
+        .with_topics(if parts.is_empty() {
+            vec![]
+        } else {
+            vec![t.fetch_topic(parts)]
+        })
+        .with_forgotten_topics_data(if forget.is_empty() {
+            vec![]
+        } else {
+            vec![t.forgotten(forget)]
+        })
+}
+
+fn fetch(
+    c: &mut Conn,
+    t: &Topic,
+    session: (i32, i32),
+    parts: &[(i32, i64)],
+    forget: &[i32],
+) -> FetchResponse {
+    let req = request(t, session, parts, forget, (0, 0));
+    let cid = c.next();
+    kp_call(&mut c.s, t.version, cid, &req)
+}
+
+/// (partition, high watermark, record bytes) of each partition answered,
+/// in answer order.
+fn answered(resp: &FetchResponse) -> Vec<(i32, i64, usize)> {
+    assert_eq!(resp.error_code, 0, "top-level error");
+    resp.responses
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| {
+            assert_eq!(p.error_code, 0, "partition {}", p.partition_index);
+            (
+                p.partition_index,
+                p.high_watermark,
+                p.records.as_ref().map_or(0, |r| r.len()),
+            )
+        })
+        .collect()
+}
+
+fn indices(resp: &FetchResponse) -> Vec<i32> {
+    answered(resp).into_iter().map(|(p, _, _)| p).collect()
+}
+
+fn create_topic(c: &mut Conn, name: &str, parts: i32) -> Uuid {
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![CreatableTopic::default()
+            .with_name(TopicName(sb(name)))
+            .with_num_partitions(parts)
+            .with_replication_factor(1)]);
+    let cid = c.next();
+    assert_eq!(kp_call(&mut c.s, 4, cid, &create).topics[0].error_code, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let md = MetadataRequest::default().with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(TopicName(sb(name)))),
+        ]));
+        let cid = c.next();
+        let resp = kp_call(&mut c.s, 12, cid, &md);
+        let t = &resp.topics[0];
+        if t.error_code == 0 && t.partitions.len() == parts as usize && !t.topic_id.is_nil() {
+            return t.topic_id;
+        }
+        assert!(Instant::now() < deadline, "topic {name} not ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn session_scenario(addr: &str, t: &Topic) {
+    let mut c = Conn::new(addr);
+    let mut producer = Conn::new(addr);
+    for p in 0..3 {
+        producer.produce(&t.name, p, "first");
+    }
+
+    // Full request, epoch 0: a session, every partition with its record.
+    let resp = fetch(&mut c, t, (0, 0), &[(0, 0), (1, 0), (2, 0)], &[]);
+    let id = resp.session_id;
+    assert!(id > 0, "a full request with epoch 0 creates a session");
+    let full = answered(&resp);
+    assert_eq!(indices(&resp), vec![0, 1, 2]);
+    assert!(full.iter().all(|(_, hw, bytes)| *hw == 1 && *bytes > 0));
+
+    // Epoch 1 moves every fetch offset to the end: nothing is new.
+    let resp = fetch(&mut c, t, (id, 1), &[(0, 1), (1, 1), (2, 1)], &[]);
+    assert_eq!(resp.session_id, id);
+    assert_eq!(answered(&resp), vec![], "nothing changed since the last answer");
+
+    // A record on partition 1 only: epoch 2, naming no partition, gets it.
+    producer.produce(&t.name, 1, "second");
+    let resp = fetch(&mut c, t, (id, 2), &[], &[]);
+    let got = answered(&resp);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (1, 2));
+    assert!(got[0].2 > 0, "partition 1 carries its new record");
+
+    // A wrong epoch fails the request, not the session.
+    let resp = fetch(&mut c, t, (id, 7), &[], &[]);
+    assert_eq!(resp.error_code, INVALID_FETCH_SESSION_EPOCH);
+
+    // A long poll of the session (epoch 3) waits for data on a partition
+    // the request does not name.
+    let req = request(t, (id, 3), &[(1, 2)], &[], (1, 20_000));
+    let cid = c.next();
+    let sent = Instant::now();
+    kp_send(&mut c.s, t.version, cid, &req);
+    producer.produce(&t.name, 2, "third");
+    c.s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let resp: FetchResponse = kp_recv::<FetchRequest>(&mut c.s, t.version, cid);
+    let got = answered(&resp);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (2, 2), "partition 2's record woke the poll");
+    assert!(got[0].2 > 0);
+    assert!(sent.elapsed() < Duration::from_secs(15), "answered on the append");
+
+    // Forgetting partition 2: its records no longer come.
+    let resp = fetch(&mut c, t, (id, 4), &[(2, 2)], &[2]);
+    assert_eq!(answered(&resp), vec![]);
+    producer.produce(&t.name, 2, "fourth");
+    producer.produce(&t.name, 0, "fourth");
+    let resp = fetch(&mut c, t, (id, 5), &[], &[]);
+    assert_eq!(indices(&resp), vec![0], "partition 2 is forgotten");
+
+    // Epoch -1 closes the session and is answered sessionless.
+    let resp = fetch(&mut c, t, (id, -1), &[(0, 0)], &[]);
+    assert_eq!(resp.session_id, 0);
+    assert_eq!(indices(&resp), vec![0]);
+    let resp = fetch(&mut c, t, (id, 6), &[], &[]);
+    assert_eq!(resp.error_code, FETCH_SESSION_ID_NOT_FOUND);
+
+    // Sessionless requests (id 0, epoch -1) never create one.
+    let resp = fetch(&mut c, t, (0, -1), &[(0, 0)], &[]);
+    assert_eq!(resp.session_id, 0);
+    assert_eq!(indices(&resp), vec![0]);
+}
+
+#[test]
+fn incremental_fetches_carry_only_changed_partitions() {
+    let broker = Broker::start();
+    let mut admin = Conn::new(&broker.bootstrap());
+    for (name, version) in [("by-name", 12), ("by-id", 13), ("by-id-v16", 16)] {
+        let id = create_topic(&mut admin, name, 3);
+        let t = Topic {
+            name: name.to_string(),
+            id,
+            version,
+        };
+        session_scenario(&broker.bootstrap(), &t);
+    }
+}
+
+#[test]
+fn zero_cache_slots_serve_every_fetch_sessionless() {
+    let broker = Broker::start_with(&["max.incremental.fetch.session.cache.slots=0"]);
+    let mut c = Conn::new(&broker.bootstrap());
+    let id = create_topic(&mut c, "t", 1);
+    let t = Topic {
+        name: "t".into(),
+        id,
+        version: 12,
+    };
+    let resp = fetch(&mut c, &t, (0, 0), &[(0, 0)], &[]);
+    assert_eq!(resp.session_id, 0);
+    assert_eq!(indices(&resp), vec![0]);
+}
