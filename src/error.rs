@@ -285,6 +285,15 @@ pub mod codes {
     /// OFFSET_OUT_OF_RANGE (1): a fetch offset outside the log (a
     /// follower's replica fetcher reacts to it).
     pub const OFFSET_OUT_OF_RANGE: i16 = E::OffsetOutOfRange.code();
+    /// FETCH_SESSION_ID_NOT_FOUND (70): the leader holds no such fetch
+    /// session (KIP-227); a replica fetcher starts a new one.
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = E::FetchSessionIdNotFound.code();
+    /// INVALID_FETCH_SESSION_EPOCH (71): not the session's next epoch
+    /// (KIP-227); a replica fetcher starts a new session.
+    pub const INVALID_FETCH_SESSION_EPOCH: i16 = E::InvalidFetchSessionEpoch.code();
+    /// FETCH_SESSION_TOPIC_ID_ERROR (106): topic ids used otherwise than
+    /// when the session was created; a replica fetcher starts a new one.
+    pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = E::FetchSessionTopicIdError.code();
 }
 
 // ---- answers ----
