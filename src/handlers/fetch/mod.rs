@@ -15,7 +15,15 @@
 //! ([`read_partition`]). When the response holds fewer than `min_bytes`,
 //! wait on the owners' append signals (no polling) until data arrives or
 //! `max_wait_ms` expires, then read again.
-//! Fetch sessions (KIP-227) are answered sessionless (session id 0).
+//!
+//! Fetch sessions (KIP-227): the session cache of the connection's shard
+//! (`shard::fetch_session`) decides what is read (the request's partitions,
+//! or all of an incremental request's session) and, once read, which
+//! partitions an incremental answer carries (records, an error, a moved
+//! high watermark / LSO / log start offset); the long poll waits on every
+//! partition read, as for a full request. A refused session (unknown id,
+//! also one of another shard; wrong epoch) fails the whole request with
+//! its top-level code. See docs/decisions/fetch-sessions.md.
 //!
 //! Only the partition's leader serves a fetch, decided on the owner
 //! (`Shard::serving`): a follower or a broker without a replica answers
