@@ -431,6 +431,8 @@ fn sync_write_stats(stats: &ShardStallStats) {
         }
         stats.leader_partitions.store(led, Relaxed);
         stats.under_replicated_partitions.store(under, Relaxed);
+        let sessions = shard.fetch_sessions.borrow().len() as u64;
+        stats.incremental_fetch_sessions.store(sessions, Relaxed);
     }
 }
 

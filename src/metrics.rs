@@ -65,6 +65,12 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         &|s| s.under_replicated_partitions.load(Relaxed),
     );
     family(
+        "fjord_incremental_fetch_sessions",
+        "gauge",
+        "Fetch sessions (KIP-227) this shard holds for consumers and followers (refreshed about once a second).",
+        &|s| s.incremental_fetch_sessions.load(Relaxed),
+    );
+    family(
         "fjord_sendfile_fallback_bytes_total",
         "counter",
         "Bytes copied through user space because the socket was full (refreshed about once a second).",

@@ -51,6 +51,9 @@ pub struct ShardStallStats {
     /// Partitions this shard leads whose ISR is smaller than their replica
     /// set (Kafka's UnderReplicatedPartitions), same refresh.
     pub under_replicated_partitions: AtomicU64,
+    /// Fetch sessions (KIP-227) this shard holds (Kafka's
+    /// NumIncrementalFetchSessions), same refresh.
+    pub incremental_fetch_sessions: AtomicU64,
 }
 
 impl ShardStallStats {

@@ -5,7 +5,10 @@
 //! the request does not name; `forgotten_topics_data` drops partitions; a
 //! wrong epoch gets INVALID_FETCH_SESSION_EPOCH without harming the session;
 //! epoch -1 closes it (FETCH_SESSION_ID_NOT_FOUND afterwards). Both by topic
-//! name (v12) and by topic id (v13+).
+//! name (v12) and by topic id (v13+). And on a three-node cluster, the
+//! replica fetchers' sessions: the leaders hold them, acks=all with
+//! `min.insync.replicas=3` goes on, and partitions no request names (idle
+//! ones) keep their followers in the ISR.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -16,16 +19,20 @@ mod common;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use common::cluster::{try_kp_call, Cluster};
+use common::layout::{admin, layout_on, wait_topic};
 use common::*;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::ProduceResponse;
 use kafka_protocol::messages::{
     BrokerId, CreateTopicsRequest, FetchRequest, FetchResponse, MetadataRequest, ProduceRequest,
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{NewTopic, TopicReplication};
 use uuid::Uuid;
 
 const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
@@ -184,9 +191,10 @@ fn create_topic(c: &mut Conn, name: &str, parts: i32) -> Uuid {
     assert_eq!(kp_call(&mut c.s, 4, cid, &create).topics[0].error_code, 0);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let md = MetadataRequest::default().with_topics(Some(vec![
-            MetadataRequestTopic::default().with_name(Some(TopicName(sb(name)))),
-        ]));
+        let md =
+            MetadataRequest::default().with_topics(Some(vec![
+                MetadataRequestTopic::default().with_name(Some(TopicName(sb(name))))
+            ]));
         let cid = c.next();
         let resp = kp_call(&mut c.s, 12, cid, &md);
         let t = &resp.topics[0];
@@ -216,7 +224,11 @@ fn session_scenario(addr: &str, t: &Topic) {
     // Epoch 1 moves every fetch offset to the end: nothing is new.
     let resp = fetch(&mut c, t, (id, 1), &[(0, 1), (1, 1), (2, 1)], &[]);
     assert_eq!(resp.session_id, id);
-    assert_eq!(answered(&resp), vec![], "nothing changed since the last answer");
+    assert_eq!(
+        answered(&resp),
+        vec![],
+        "nothing changed since the last answer"
+    );
 
     // A record on partition 1 only: epoch 2, naming no partition, gets it.
     producer.produce(&t.name, 1, "second");
@@ -241,9 +253,16 @@ fn session_scenario(addr: &str, t: &Topic) {
     let resp: FetchResponse = kp_recv::<FetchRequest>(&mut c.s, t.version, cid);
     let got = answered(&resp);
     assert_eq!(got.len(), 1, "{got:?}");
-    assert_eq!((got[0].0, got[0].1), (2, 2), "partition 2's record woke the poll");
+    assert_eq!(
+        (got[0].0, got[0].1),
+        (2, 2),
+        "partition 2's record woke the poll"
+    );
     assert!(got[0].2 > 0);
-    assert!(sent.elapsed() < Duration::from_secs(15), "answered on the append");
+    assert!(
+        sent.elapsed() < Duration::from_secs(15),
+        "answered on the append"
+    );
 
     // Forgetting partition 2: its records no longer come.
     let resp = fetch(&mut c, t, (id, 4), &[(2, 2)], &[2]);
@@ -294,4 +313,119 @@ fn zero_cache_slots_serve_every_fetch_sessionless() {
     let resp = fetch(&mut c, &t, (0, 0), &[(0, 0)], &[]);
     assert_eq!(resp.session_id, 0);
     assert_eq!(indices(&resp), vec![0]);
+}
+
+/// The metrics address node `id` logged.
+fn metrics_address(c: &Cluster, id: i32) -> Option<String> {
+    let text = c.stderr_text(id);
+    let line = text
+        .lines()
+        .find(|l| l.contains("metrics endpoint on http://"))?;
+    let rest = line.split("http://").nth(1)?;
+    Some(rest.trim_end_matches("/metrics").trim().to_string())
+}
+
+/// The sum over the shards of node `id` of the metric `name`.
+fn metric_sum(c: &Cluster, id: i32, name: &str) -> f64 {
+    let Some(addr) = metrics_address(c, id) else {
+        return 0.0;
+    };
+    let Ok((200, body)) = fjord::metrics::fetch(&addr, "/metrics") else {
+        return 0.0;
+    };
+    fjord::metrics::parse(&body)
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| s.value)
+        .sum()
+}
+
+/// An acks=all Produce of one record to `topic`-`partition` on node `id`:
+/// the partition's error code.
+fn produce_on(c: &Cluster, id: i32, topic: &str, partition: i32) -> i16 {
+    let batch = one_record_batch(bytes::Bytes::from_static(b"v"), now_ms());
+    let req = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(sb(topic)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(batch))])]);
+    let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).unwrap();
+    resp.responses[0].partition_responses[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_fetch_in_sessions_and_idle_partitions_stay_in_sync() {
+    let c = Cluster::start(
+        3,
+        &[
+            "replica.lag.time.max.ms=2000",
+            "metrics.listener=127.0.0.1:0",
+        ],
+    );
+    let topic = "sessions";
+    let a = admin(&c, &c.bootstrap_all());
+    let t = NewTopic::new(topic, 4, TopicReplication::Fixed(3)).set("min.insync.replicas", "3");
+    let r = a.create_topics(&[t], &admin_opts()).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let all = c.ids();
+    let full: Vec<i32> = all.clone();
+    // Every partition led and with its full ISR on every node.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let layout = loop {
+        let l = wait_topic(&c, &all, topic, 4);
+        let in_sync = l.parts.values().all(|p| {
+            let mut isr = p.isr.clone();
+            isr.sort();
+            p.leader >= 0 && isr == full
+        });
+        if in_sync {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "ISR never full: {:?}", l.parts);
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // acks=all with min.insync.replicas=3 on every partition: each needs
+    // both followers' fetch offsets to move the high watermark.
+    for (p, part) in &layout.parts {
+        assert_eq!(produce_on(&c, part.leader, topic, *p), 0, "partition {p}");
+    }
+    // Then only partition 0 gets records, for three times
+    // replica.lag.time.max.ms: the followers' requests name partition 0
+    // alone, and the others stay in the ISR only if the leader learns the
+    // followers' LEO from the session's partitions the requests leave out.
+    let leader0 = layout.parts[&0].leader;
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
+        assert_eq!(produce_on(&c, leader0, topic, 0), 0);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for id in &all {
+        let l = layout_on(&c, *id, topic).unwrap().unwrap();
+        for (p, part) in &l.parts {
+            let mut isr = part.isr.clone();
+            isr.sort();
+            assert_eq!(isr, full, "partition {p} as node {id} shows it");
+        }
+    }
+    for (p, part) in &layout.parts {
+        assert_eq!(produce_on(&c, part.leader, topic, *p), 0, "partition {p}");
+    }
+    // The leader of partition 0 holds a session for each follower broker.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let n = metric_sum(&c, leader0, "fjord_incremental_fetch_sessions");
+        if n >= 2.0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {leader0} holds {n} fetch sessions"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

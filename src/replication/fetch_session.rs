@@ -193,7 +193,11 @@ mod tests {
     #[test]
     fn first_request_is_full_then_only_changes_are_sent() {
         let mut s = FollowerSession::default();
-        let b0 = s.build(vec![(a(), part(0, 5, 1)), (a(), part(1, 7, 1)), (b(), part(0, 0, 3))]);
+        let b0 = s.build(vec![
+            (a(), part(0, 5, 1)),
+            (a(), part(1, 7, 1)),
+            (b(), part(0, 0, 3)),
+        ]);
         assert_eq!((b0.session_id, b0.epoch), (0, 0));
         assert_eq!(named(&b0), vec![(1, 0, 5), (1, 1, 7), (2, 0, 0)]);
         assert!(b0.forgotten.is_empty());
@@ -201,14 +205,22 @@ mod tests {
         assert!(!s.is_full());
 
         // Only a-1 moved: epoch 1 names it alone.
-        let b1 = s.build(vec![(a(), part(0, 5, 1)), (a(), part(1, 9, 1)), (b(), part(0, 0, 3))]);
+        let b1 = s.build(vec![
+            (a(), part(0, 5, 1)),
+            (a(), part(1, 9, 1)),
+            (b(), part(0, 0, 3)),
+        ]);
         assert_eq!((b1.session_id, b1.epoch), (42, 1));
         assert_eq!(named(&b1), vec![(1, 1, 9)]);
         assert!(b1.forgotten.is_empty());
         s.answered(b1, 0, 42);
 
         // Nothing moved: an empty request (the leader reads the session).
-        let b2 = s.build(vec![(a(), part(0, 5, 1)), (a(), part(1, 9, 1)), (b(), part(0, 0, 3))]);
+        let b2 = s.build(vec![
+            (a(), part(0, 5, 1)),
+            (a(), part(1, 9, 1)),
+            (b(), part(0, 0, 3)),
+        ]);
         assert_eq!(b2.epoch, 2);
         assert!(named(&b2).is_empty());
         s.answered(b2, 0, 42);
@@ -221,7 +233,11 @@ mod tests {
         assert_eq!(forgotten(&b3), vec![(1, 1), (2, 0)]);
         s.answered(b3, 0, 42);
         // A partition forgotten and wanted again is named in full.
-        let b4 = s.build(vec![(a(), part(0, 5, 2)), (a(), part(1, 9, 1)), (b(), part(1, 0, 3))]);
+        let b4 = s.build(vec![
+            (a(), part(0, 5, 2)),
+            (a(), part(1, 9, 1)),
+            (b(), part(1, 0, 3)),
+        ]);
         assert_eq!(named(&b4), vec![(1, 1, 9)]);
         assert!(b4.forgotten.is_empty());
     }

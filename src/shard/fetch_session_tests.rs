@@ -77,7 +77,9 @@ fn incremental_carries_only_changed_partitions() {
 
     // Epoch 1 changes a-1's offset only; all three are read (a-0 and b-0
     // with the offsets of the full request).
-    let b = c.begin(id, 1, false, vec![(key("a", 1), params(4))], &[]).unwrap();
+    let b = c
+        .begin(id, 1, false, vec![(key("a", 1), params(4))], &[])
+        .unwrap();
     assert_eq!(b.mode, Mode::Incremental { session_id: id });
     assert_eq!(
         keys(&b),

@@ -5,8 +5,8 @@
 
 pub mod controller_call;
 pub mod error;
-pub mod fetch_session;
 pub mod fault;
+pub mod fetch_session;
 pub mod internal;
 pub mod io;
 pub mod notify;
