@@ -21,7 +21,7 @@
 //! split evenly over the shards ([`slots_per_shard`]); a full cache evicts
 //! its least recently used session. See docs/decisions/fetch-sessions.md.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -296,17 +296,11 @@ impl FetchSessionCache {
         }
         session.next_epoch = next_epoch(epoch);
         session.last_used = tick;
-        for (key, params) in request {
-            match session.partitions.iter_mut().find(|p| p.key == key) {
-                Some(p) => p.params = params,
-                None => session.partitions.push(CachedPartition {
-                    key,
-                    params,
-                    sent: None,
-                }),
-            }
+        upsert(&mut session.partitions, request);
+        if !forgotten.is_empty() {
+            let forgotten: HashSet<&SessionKey> = forgotten.iter().collect();
+            session.partitions.retain(|p| !forgotten.contains(&p.key));
         }
-        session.partitions.retain(|p| !forgotten.contains(&p.key));
         Ok(Begun {
             mode: Mode::Incremental { session_id },
             partitions: session
@@ -334,12 +328,37 @@ impl FetchSessionCache {
         let Some(session) = self.sessions.get_mut(&session_id) else {
             return vec![true; answers.len()];
         };
+        // The answers come in the session's order unless the session
+        // changed meanwhile; look keys up only then.
+        let aligned = session.partitions.len() == answers.len()
+            && session
+                .partitions
+                .iter()
+                .zip(answers)
+                .all(|(p, (k, _))| &p.key == k);
+        let index: HashMap<SessionKey, usize> = if aligned {
+            HashMap::new()
+        } else {
+            session
+                .partitions
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.key.clone(), i))
+                .collect()
+        };
         let mut carried = Vec::with_capacity(answers.len());
-        let mut moved = Vec::new();
-        for (key, a) in answers {
-            let Some(i) = session.partitions.iter().position(|p| &p.key == key) else {
-                carried.push(true);
-                continue;
+        let mut moved = vec![false; session.partitions.len()];
+        for (n, (key, a)) in answers.iter().enumerate() {
+            let i = if aligned {
+                n
+            } else {
+                match index.get(key) {
+                    Some(i) => *i,
+                    None => {
+                        carried.push(true);
+                        continue;
+                    }
+                }
             };
             let cached = &mut session.partitions[i];
             let now = Sent {
@@ -350,17 +369,16 @@ impl FetchSessionCache {
             let changed = cached.sent != Some(now);
             let carry = full || a.failed || a.has_records || a.must_send || changed;
             cached.sent = (!a.failed).then_some(now);
-            if carry && !full {
-                moved.push(key.clone());
-            }
+            moved[i] = carry && !full;
             carried.push(carry);
         }
-        // Answered partitions go to the end, in the order answered.
-        for key in moved {
-            if let Some(i) = session.partitions.iter().position(|p| p.key == key) {
-                let p = session.partitions.remove(i);
-                session.partitions.push(p);
-            }
+        // Answered partitions go to the end, in session order.
+        if moved.iter().any(|m| *m) {
+            let (stay, go): (Vec<_>, Vec<_>) = std::mem::take(&mut session.partitions)
+                .into_iter()
+                .zip(moved)
+                .partition(|(_, m)| !m);
+            session.partitions = stay.into_iter().chain(go).map(|(p, _)| p).collect();
         }
         carried
     }
@@ -380,17 +398,7 @@ impl FetchSessionCache {
         }
         let id = self.new_id();
         let mut partitions: Vec<CachedPartition> = Vec::with_capacity(request.len());
-        for (key, params) in request {
-            // A partition named twice keeps its last fields.
-            match partitions.iter_mut().find(|p| &p.key == key) {
-                Some(p) => p.params = *params,
-                None => partitions.push(CachedPartition {
-                    key: key.clone(),
-                    params: *params,
-                    sent: None,
-                }),
-            }
-        }
+        upsert(&mut partitions, request.to_vec());
         self.sessions.insert(
             id,
             Session {
@@ -416,6 +424,33 @@ impl FetchSessionCache {
             let id = (n as usize * self.shards + self.shard) as i32;
             if id > 0 && !self.sessions.contains_key(&id) {
                 return id;
+            }
+        }
+    }
+}
+
+/// Adds `request`'s partitions to `partitions` (in request order) or
+/// updates the fields of those already there; a partition named twice
+/// keeps its last fields.
+fn upsert(partitions: &mut Vec<CachedPartition>, request: Vec<(SessionKey, FetchParams)>) {
+    if request.is_empty() {
+        return;
+    }
+    let mut index: HashMap<SessionKey, usize> = partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.key.clone(), i))
+        .collect();
+    for (key, params) in request {
+        match index.get(&key) {
+            Some(&i) => partitions[i].params = params,
+            None => {
+                index.insert(key.clone(), partitions.len());
+                partitions.push(CachedPartition {
+                    key,
+                    params,
+                    sent: None,
+                });
             }
         }
     }

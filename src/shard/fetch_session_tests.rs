@@ -92,7 +92,7 @@ fn incremental_carries_only_changed_partitions() {
         (key("b", 0), answer(11, false)),
     ];
     assert_eq!(c.answered(b.mode, &answers), vec![false, true, true]);
-    // Answered partitions moved to the end, in answer order.
+    // Answered partitions moved to the end, in session order.
     let b = c.begin(id, 2, false, vec![], &[]).unwrap();
     assert_eq!(
         keys(&b),
@@ -310,4 +310,43 @@ fn slots_split_over_shards_and_ids_name_their_shard() {
     }
     assert_eq!(next_epoch(i32::MAX), 1);
     assert_eq!(next_epoch(1), 2);
+}
+
+#[test]
+fn a_session_changed_during_a_long_poll_is_answered_by_key() {
+    let mut c = FetchSessionCache::new(0, 1, 10, 1);
+    let (id, b) = created(&mut c, &[("a", 0, 0), ("a", 1, 0)]);
+    let full: Vec<_> = b
+        .partitions
+        .iter()
+        .map(|(k, _)| (k.clone(), answer(1, false)))
+        .collect();
+    c.answered(b.mode, &full);
+    let polling = c.begin(id, 1, false, vec![], &[]).unwrap();
+    // The next epoch arrives first (a fetcher that gave up waiting) and
+    // forgets a-0, adds b-0.
+    c.begin(id, 2, false, vec![(key("b", 0), params(0))], &[key("a", 0)])
+        .unwrap();
+    let late = vec![
+        (key("a", 0), answer(2, false)),
+        (key("a", 1), answer(2, false)),
+    ];
+    // a-0 left the session: carried; a-1 moved: carried and recorded.
+    assert_eq!(c.answered(polling.mode, &late), vec![true, true]);
+    let b = c.begin(id, 3, false, vec![], &[]).unwrap();
+    assert_eq!(keys(&b), vec![(key("b", 0), 0), (key("a", 1), 0)]);
+    let now = vec![
+        (key("b", 0), answer(0, false)),
+        (key("a", 1), answer(2, false)),
+    ];
+    assert_eq!(c.answered(b.mode, &now), vec![true, false]);
+}
+
+#[test]
+fn a_partition_named_twice_keeps_its_last_fields() {
+    let mut c = FetchSessionCache::new(0, 1, 10, 1);
+    let (id, b) = created(&mut c, &[("a", 0, 3), ("a", 0, 8)]);
+    assert_eq!(b.partitions.len(), 2, "the request is read as sent");
+    let b = c.begin(id, 1, false, vec![], &[]).unwrap();
+    assert_eq!(keys(&b), vec![(key("a", 0), 8)]);
 }

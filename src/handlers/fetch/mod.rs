@@ -41,7 +41,7 @@
 
 mod encode;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -392,7 +392,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 
     let requester = requester(&req, version);
     // Topics of the response, in the order first read.
-    let mut topics_out: Vec<(TopicRef, Option<Arc<str>>, Uuid)> = Vec::new();
+    let mut topics_out: Vec<(Option<Arc<str>>, Uuid)> = Vec::new();
+    let mut topic_index_of: HashMap<TopicRef, usize> = HashMap::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut keys: Vec<SessionKey> = Vec::with_capacity(begun.partitions.len());
     for (key, p) in begun.partitions {
@@ -400,14 +401,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             TopicRef::Id(id) => (image.topic_by_id(id), codes::UNKNOWN_TOPIC_ID),
             TopicRef::Name(n) => (image.topic(n), codes::UNKNOWN_TOPIC_OR_PARTITION),
         };
-        let topic_index = match topics_out.iter().position(|(t, _, _)| *t == key.topic) {
-            Some(i) => i,
+        let topic_index = match topic_index_of.get(&key.topic) {
+            Some(i) => *i,
             None => {
                 let (name, id) = match &key.topic {
                     TopicRef::Id(id) => (meta.map(|m| m.name.clone()), *id),
                     TopicRef::Name(n) => (Some(n.clone()), Uuid::nil()),
                 };
-                topics_out.push((key.topic.clone(), name, id));
+                topics_out.push((name, id));
+                topic_index_of.insert(key.topic.clone(), topics_out.len() - 1);
                 topics_out.len() - 1
             }
         };
@@ -478,7 +480,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 
     let mut topics: Vec<FetchTopicOut> = topics_out
         .into_iter()
-        .map(|(_, name, id)| FetchTopicOut {
+        .map(|(name, id)| FetchTopicOut {
             name,
             topic_id: id,
             partitions: Vec::new(),
