@@ -54,7 +54,9 @@ use crate::cluster::leadership::{self, Requester};
 use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
-use crate::shard::fetch_session::{FetchParams, Mode, PartitionAnswer, SessionKey, TopicRef};
+use crate::shard::fetch_session::{
+    FetchParams, Mode, PartitionAnswer, SessionKey, TopicRef, FINAL_EPOCH,
+};
 use crate::shard::notify::any_changed;
 use crate::shard::write_stats::WRITE_STATS;
 use crate::shard::{now_ms, Shard};
@@ -364,10 +366,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 
     // KIP-227: the session cache of this shard decides what to read (the
     // request's partitions, or all of its session's) and how to answer.
+    // Before v7 a request has no session fields: sessionless.
+    let (session_id, epoch) = if version >= 7 {
+        (req.session_id, req.session_epoch)
+    } else {
+        (0, FINAL_EPOCH)
+    };
     let (wanted, forgotten) = session_request(&req, version);
     let begun = shard.fetch_sessions.borrow_mut().begin(
-        req.session_id,
-        req.session_epoch,
+        session_id,
+        epoch,
         version >= 13,
         wanted,
         &forgotten,
