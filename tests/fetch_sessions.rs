@@ -447,3 +447,45 @@ async fn followers_fetch_in_sessions_and_idle_partitions_stay_in_sync() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// Each shard keeps its own sessions and a session id names its shard: a
+/// new connection that the kernel hands to the other shard (connections
+/// spread over the shards' SO_REUSEPORT listeners by their source port) gets
+/// FETCH_SESSION_ID_NOT_FOUND for a session of the first, which stays
+/// usable; one on the same shard may go on with it.
+#[test]
+fn a_session_lives_on_the_shard_of_its_connection() {
+    let broker = Broker::start();
+    let addr = broker.bootstrap();
+    let mut c = Conn::new(&addr);
+    let id = create_topic(&mut c, "t", 1);
+    let t = Topic {
+        name: "t".into(),
+        id,
+        version: 13,
+    };
+    let resp = fetch(&mut c, &t, (0, 0), &[(0, 0)], &[]);
+    let session = resp.session_id;
+    assert!(session > 0);
+    let mut epoch = 1;
+    let mut refused = 0;
+    // 64 connections: the chance that all land on the same of 2 shards is
+    // 2^-63.
+    for _ in 0..64 {
+        let mut other = Conn::new(&addr);
+        let resp = fetch(&mut other, &t, (session, epoch), &[], &[]);
+        match resp.error_code {
+            0 => epoch += 1,
+            FETCH_SESSION_ID_NOT_FOUND => refused += 1,
+            code => panic!("error {code}"),
+        }
+        if refused > 0 && epoch > 1 {
+            break;
+        }
+    }
+    assert!(refused > 0, "no connection landed on the other shard");
+    // The session is untouched by the refusals.
+    let resp = fetch(&mut c, &t, (session, epoch), &[], &[]);
+    assert_eq!(resp.error_code, 0);
+    assert_eq!(resp.session_id, session);
+}
