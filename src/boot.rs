@@ -605,6 +605,7 @@ async fn shard_main(
     shard.start_retention();
     shard.start_cleaner();
     shard.start_producer_expiration();
+    shard.start_hw_checkpoint();
     crate::replication::remote::Remote::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
