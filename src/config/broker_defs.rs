@@ -571,8 +571,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 53 own settings, read-only.
-        assert_eq!(own.len(), 53);
+        // Today's broker resource: 54 own settings, read-only.
+        assert_eq!(own.len(), 54);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
