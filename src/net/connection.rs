@@ -258,9 +258,11 @@ async fn serve_from(
                     return;
                 }
             };
-            if let Some(raw) = raw {
-                may_move = false;
-                if let Some(target) = super::handoff::replica_fetch_owner(&shard, &request) {
+            if let Some(raw) = raw.filter(|_| inflight.0.is_empty()) {
+                use super::handoff::Placement;
+                let placement = super::handoff::replica_fetch_owner(&shard, &request);
+                may_move = placement == Placement::Undecided;
+                if let Placement::Move(target) = placement {
                     let rest = std::mem::take(&mut buf);
                     match super::handoff::move_connection(&shard, target, stream, peer, raw, rest)
                         .await

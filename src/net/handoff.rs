@@ -15,7 +15,9 @@
 //! shard moves the connection there — the socket is duplicated, the request
 //! and any bytes read after it go along over the channel mesh, and that
 //! shard serves the connection from then on (this shard closes its copy of
-//! the descriptor). Later fetches, the follower-state updates, the
+//! the descriptor). A follower fetch that cannot tell yet (a topic id the
+//! leader's image does not have yet, or no partition named) leaves the
+//! decision to the connection's next request. Later fetches, the follower-state updates, the
 //! high-watermark moves and the acks=all wake-ups they cause all stay on
 //! the owner shard. A connection whose partitions span shards (different
 //! shard counts, or a client that is not a Fjord follower) stays where it
@@ -34,16 +36,31 @@ use crate::protocol::RequestFrame;
 use crate::shard::write_stats::WRITE_STATS;
 use crate::shard::Shard;
 
-/// Takes a request (the first of its connection); gives the shard its
-/// connection should move to: the one owning every partition of a follower
-/// Fetch, when that is not this shard; None for anything else (one shard,
-/// another API, a consumer fetch, an undecodable request — the handler
-/// answers those —, partitions on several shards or on this one).
-pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Option<usize> {
+/// Where a connection's request says the connection belongs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// A follower fetch whose partitions all belong to this other shard.
+    Move(usize),
+    /// Served where it is: one shard, another API, a consumer fetch, an
+    /// undecodable request (the handler answers it), partitions on several
+    /// shards or on this one.
+    Stay,
+    /// A follower fetch that cannot tell yet: no partition named (an
+    /// incremental fetch with nothing to update) or a topic id this
+    /// broker's image does not have yet (the follower applied the topic
+    /// first). The next request decides.
+    Undecided,
+}
+
+/// Takes a request of a connection not placed yet; gives where the
+/// connection belongs (see [`Placement`]).
+pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Placement {
     if shard.shards < 2 || request.api_key != ApiKey::Fetch {
-        return None;
+        return Placement::Stay;
     }
-    let req: FetchRequest = request.decode().ok()?;
+    let Ok(req) = request.decode::<FetchRequest>() else {
+        return Placement::Stay;
+    };
     let version = request.prefix.api_version;
     let replica_id = if version >= 15 {
         req.replica_state.replica_id.0
@@ -51,24 +68,31 @@ pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Option<usiz
         req.replica_id.0
     };
     if replica_id < 0 {
-        return None;
+        return Placement::Stay;
     }
     let image = shard.metadata();
     let mut owner = None;
     for t in &req.topics {
         let name = if version >= 13 {
-            image.topic_by_id(&t.topic_id)?.name.clone()
+            match image.topic_by_id(&t.topic_id) {
+                Some(meta) => meta.name.clone(),
+                None => return Placement::Undecided,
+            }
         } else {
             std::sync::Arc::from(t.topic.0.as_str())
         };
         for p in &t.partitions {
             let o = shard.owner(&name, p.partition);
             if *owner.get_or_insert(o) != o {
-                return None;
+                return Placement::Stay;
             }
         }
     }
-    owner.filter(|o| *o != shard.id)
+    match owner {
+        None => Placement::Undecided,
+        Some(o) if o == shard.id => Placement::Stay,
+        Some(o) => Placement::Move(o),
+    }
 }
 
 /// Takes the connection, its peer, the target shard, the first request's

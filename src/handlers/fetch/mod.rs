@@ -456,11 +456,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
 
     if matches!(requester, Requester::Follower { .. }) {
-        // Shard-local replication (net::handoff): what still crosses cores.
-        let remote = slots.iter().filter(|s| s.owner != shard.id).count() as u64;
+        // Shard-local replication (net::handoff): what still crosses cores
+        // (reads only: a partition answered with an error reads nothing).
+        let reads = slots.iter().filter(|s| s.error_code == codes::NONE);
+        let (total, remote) = reads.fold((0u64, 0u64), |(t, r), s| {
+            (t + 1, r + u64::from(s.owner != shard.id))
+        });
         crate::shard::write_stats::WRITE_STATS.with(|w| {
-            w.replica_reads
-                .set(w.replica_reads.get() + slots.len() as u64);
+            w.replica_reads.set(w.replica_reads.get() + total);
             w.replica_reads_cross_shard
                 .set(w.replica_reads_cross_shard.get() + remote)
         });
