@@ -28,6 +28,12 @@ pub struct PartitionRegistration {
     /// it was below `min.insync.replicas`, still safe to lead.
     #[serde(default)]
     pub elr: Vec<i32>,
+    /// Last known ELR (KIP-966): ELR members removed from the ELR because
+    /// they came back from an unclean shutdown (their log may miss
+    /// committed records). With the ISR and the ELR empty, a single member
+    /// here is the last known leader, elected when it is alive.
+    #[serde(default)]
+    pub last_known_elr: Vec<i32>,
     /// The leader's broker id, or [`NO_LEADER`].
     pub leader: i32,
     /// Bumped on every leader change (stamped in the batches it appends).
@@ -294,6 +300,7 @@ mod tests {
                 replicas: vec![1],
                 isr: vec![1],
                 elr: vec![],
+                last_known_elr: Vec::new(),
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -356,6 +363,7 @@ mod tests {
             replicas: vec![1, 2, 3],
             isr: vec![1, 3],
             elr: vec![],
+            last_known_elr: Vec::new(),
             leader: 1,
             leader_epoch: 4,
             partition_epoch: 7,

@@ -51,6 +51,7 @@ async fn register(q: &Quorum, incarnation: Uuid) -> Step {
         cluster_id: q.settings.cluster_id.clone(),
         endpoints: q.settings.endpoints.clone(),
         rack: q.settings.rack.clone(),
+        previous_broker_epoch: q.settings.previous_broker_epoch,
     };
     match q.submit(req).await {
         Ok(a) => match a.reply {
