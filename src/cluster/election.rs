@@ -482,17 +482,14 @@ mod elr_tests {
         let p0 = img3.partition("t", 0).unwrap();
         assert_eq!(
             (p0.elr.clone(), p0.last_known_elr.clone(), p0.leader),
-            (vec![], vec![1], 2)
+            (vec![], vec![], 2)
         );
         assert_eq!(
             p0.leader_epoch, p.leader_epoch,
             "an ELR change alone keeps the epoch"
         );
         let p1 = img3.partition("t", 1).unwrap();
-        assert_eq!(
-            (p1.elr.clone(), p1.last_known_elr.clone()),
-            (vec![], vec![1])
-        );
+        assert_eq!((p1.elr.clone(), p1.leader), (vec![], NO_LEADER));
     }
 
     #[test]

@@ -12,16 +12,18 @@
 //!   `min.insync.replicas`, so an ELR member holds every committed record.
 //! - A replica that rejoins the ISR leaves the ELR. A broker that comes
 //!   back after an unclean shutdown leaves every ELR (its log may have lost
-//!   committed records) and is kept in the last known ELR.
+//!   committed records).
 //! - The ISR may become empty: a partition whose last ISR member is fenced
-//!   has no leader, and that member waits in the ELR.
+//!   has no leader, and that member waits in the ELR. The last known ELR
+//!   then holds the leader of that moment (the last known leader), until
+//!   the partition has a leader again (Kafka 4's `lastKnownElr`).
 //! - Elections take an alive ISR member (in replica order), else an alive
-//!   ELR member (which becomes the whole ISR), else the last known leader
-//!   (the only member of the last known ELR, with the ISR and the ELR
-//!   empty) when it is alive, else, only with
-//!   `unclean.leader.election.enable` (or an unclean ElectLeaders), any
-//!   alive replica. The last two are unclean: the new leader is the whole
-//!   ISR and the ELR is cleared.
+//!   ELR member (which becomes the whole ISR), else, with the ISR and the
+//!   ELR empty, the last known leader when it is alive (what Kafka did
+//!   before ELR: the last ISR member leads again when it comes back), else,
+//!   only with `unclean.leader.election.enable` (or an unclean
+//!   ElectLeaders), any alive replica. The last two are unclean: the new
+//!   leader is the whole ISR and the ELR is cleared.
 
 use super::metadata::{MetadataImage, PartitionRegistration, TopicMeta, NO_LEADER};
 use super::records::MetadataRecord;
@@ -223,22 +225,32 @@ impl<'a> ChangeBuilder<'a> {
         self
     }
 
-    /// The ELR and last known ELR for ISR `isr`, from those of `p`.
-    fn track(&self, p: &PartitionRegistration, isr: &[i32]) -> (Vec<i32>, Vec<i32>) {
+    /// The ELR for ISR `isr`, from the ISR and ELR of `p`: empty at or
+    /// above min ISR, else every member of both that is not in `isr` (and
+    /// did not come back from an unclean shutdown).
+    fn track(&self, p: &PartitionRegistration, isr: &[i32]) -> Vec<i32> {
         if isr.len() >= self.min_isr {
-            return (Vec::new(), Vec::new());
+            return Vec::new();
         }
-        let was_eligible = |r: i32| p.isr.contains(&r) || p.elr.contains(&r);
-        let unclean = |r: i32| self.unclean_shutdown == Some(r);
-        let elr = in_replica_order(&p.replicas, |r| {
-            was_eligible(r) && !isr.contains(&r) && !unclean(r)
-        });
-        let lke = in_replica_order(&p.replicas, |r| {
-            (p.last_known_elr.contains(&r) || (was_eligible(r) && unclean(r)))
-                && !elr.contains(&r)
+        in_replica_order(&p.replicas, |r| {
+            (p.isr.contains(&r) || p.elr.contains(&r))
                 && !isr.contains(&r)
-        });
-        (elr, lke)
+                && self.unclean_shutdown != Some(r)
+        })
+    }
+
+    /// The last known ELR for ISR `isr` and leader `leader`: cleared while
+    /// the partition has a leader; the leader of the moment when the ISR
+    /// becomes empty; else unchanged.
+    fn last_known(&self, isr: &[i32], leader: i32) -> Vec<i32> {
+        let p = self.p;
+        if leader != NO_LEADER {
+            Vec::new()
+        } else if isr.is_empty() && !p.isr.is_empty() && p.leader != NO_LEADER {
+            vec![p.leader]
+        } else {
+            p.last_known_elr.clone()
+        }
     }
 
     /// Takes which brokers may lead (alive: unfenced, not shutting down);
@@ -247,22 +259,16 @@ impl<'a> ChangeBuilder<'a> {
     pub fn build(self, alive: impl Fn(i32) -> bool) -> Target {
         let alive = |r: i32| Some(r) != self.excluded && alive(r);
         let p = self.p;
-        let (elr, lke) = self.track(p, &self.isr);
-        let cleared = |isr: Vec<i32>, leader: i32, choice: LeaderChoice| Target {
+        let elr = self.track(p, &self.isr);
+        let clean = |isr: Vec<i32>, elr: Vec<i32>, leader: i32, choice: LeaderChoice| Target {
+            last_known_elr: self.last_known(&isr, leader),
             isr,
-            elr: Vec::new(),
-            last_known_elr: Vec::new(),
+            elr,
             leader,
             choice,
         };
         if p.leader != NO_LEADER && self.isr.contains(&p.leader) && alive(p.leader) {
-            return Target {
-                isr: self.isr,
-                elr,
-                last_known_elr: lke,
-                leader: p.leader,
-                choice: LeaderChoice::Kept,
-            };
+            return clean(self.isr.clone(), elr, p.leader, LeaderChoice::Kept);
         }
         if let Some(l) = p
             .replicas
@@ -270,43 +276,32 @@ impl<'a> ChangeBuilder<'a> {
             .copied()
             .find(|r| self.isr.contains(r) && alive(*r))
         {
-            return Target {
-                isr: self.isr,
-                elr,
-                last_known_elr: lke,
-                leader: l,
-                choice: LeaderChoice::Isr,
-            };
+            return clean(self.isr.clone(), elr, l, LeaderChoice::Isr);
         }
         if let Some(l) = elr.iter().copied().find(|r| alive(*r)) {
             // The ELR member becomes the ISR; the members of the old ISR
             // (none alive) wait in the ELR with the rest.
-            let isr = vec![l];
             let merged = PartitionRegistration {
                 isr: self.isr.clone(),
-                elr: elr.clone(),
-                last_known_elr: lke.clone(),
+                elr,
                 ..p.clone()
             };
-            let (elr, lke) = self.track(&merged, &isr);
-            return Target {
-                isr,
-                elr,
-                last_known_elr: lke,
-                leader: l,
-                choice: LeaderChoice::Elr,
-            };
+            let elr = self.track(&merged, &[l]);
+            return clean(vec![l], elr, l, LeaderChoice::Elr);
         }
+        let lke = self.last_known(&self.isr, NO_LEADER);
+        // The last known leader and an unclean election: the new leader is
+        // the whole ISR, and the ELR is cleared.
         if self.isr.is_empty() && elr.is_empty() {
             if let [l] = lke[..] {
                 if alive(l) {
-                    return cleared(vec![l], l, LeaderChoice::LastKnownLeader);
+                    return clean(vec![l], Vec::new(), l, LeaderChoice::LastKnownLeader);
                 }
             }
         }
         if self.unclean_allowed {
             if let Some(l) = p.replicas.iter().copied().find(|r| alive(*r)) {
-                return cleared(vec![l], l, LeaderChoice::Unclean);
+                return clean(vec![l], Vec::new(), l, LeaderChoice::Unclean);
             }
         }
         Target {
@@ -392,7 +387,7 @@ mod tests {
         let p = reg(&[1], &[2], &[], 1);
         let alive = |r: i32| r == 3;
         let t = ChangeBuilder::new(&p, 2, false).without(1).build(alive);
-        assert_eq!(state(&t), (vec![], vec![1, 2], vec![], NO_LEADER));
+        assert_eq!(state(&t), (vec![], vec![1, 2], vec![1], NO_LEADER));
         assert_eq!(t.choice, LeaderChoice::None);
         // With broker 2 alive, the ELR member leads and becomes the ISR.
         let t = ChangeBuilder::new(&p, 2, false)
@@ -411,17 +406,18 @@ mod tests {
         assert_eq!(state(&t), (vec![3], vec![1], vec![], 3));
         assert_eq!(t.choice, LeaderChoice::Isr);
         // Only broker 3 alive, outside ISR and ELR.
-        let p = reg(&[], &[1, 2], &[], NO_LEADER);
+        let p = reg(&[], &[1, 2], &[1], NO_LEADER);
         let t = ChangeBuilder::new(&p, 2, false).build(|r| r == 3);
-        assert_eq!(state(&t), (vec![], vec![1, 2], vec![], NO_LEADER));
+        assert_eq!(state(&t), (vec![], vec![1, 2], vec![1], NO_LEADER));
         let t = ChangeBuilder::new(&p, 2, true).build(|r| r == 3);
         assert_eq!(state(&t), (vec![3], vec![], vec![], 3));
         assert_eq!(t.choice, LeaderChoice::Unclean);
     }
 
     #[test]
-    fn an_unclean_shutdown_leaves_the_elr_for_the_last_known_elr() {
-        let p = reg(&[], &[1, 2], &[], NO_LEADER);
+    fn an_unclean_shutdown_leaves_the_elr_and_the_last_known_leader_waits() {
+        // KIP-966's "last replica standing": 1 led alone, 2 is in the ELR.
+        let p = reg(&[], &[1, 2], &[1], NO_LEADER);
         let t = ChangeBuilder::new(&p, 2, false)
             .unclean_shutdown(1)
             .build(|_| false);
@@ -430,15 +426,20 @@ mod tests {
         let p = reg(&[], &[2], &[1], NO_LEADER);
         let t = ChangeBuilder::new(&p, 2, false).build(|r| r == 1);
         assert_eq!(t.choice, LeaderChoice::None);
-        // Broker 2 back: it leads; 1 stays in the last known ELR.
+        // Broker 2 back: it leads, the last known ELR is cleared.
         let t = ChangeBuilder::new(&p, 2, false).build(all);
-        assert_eq!(state(&t), (vec![2], vec![], vec![1], 2));
+        assert_eq!(state(&t), (vec![2], vec![], vec![], 2));
     }
 
     #[test]
     fn the_last_known_leader_leads_when_the_isr_and_elr_are_empty() {
-        // One replica, min ISR 1: a kill -9 of its broker.
-        let mut p = reg(&[], &[1], &[], NO_LEADER);
+        // One replica, min ISR 1: its broker fenced, then back after a
+        // kill -9.
+        let mut p = reg(&[1], &[], &[], 1);
+        p.replicas = vec![1];
+        let t = ChangeBuilder::new(&p, 1, false).without(1).build(all);
+        assert_eq!(state(&t), (vec![], vec![1], vec![1], NO_LEADER));
+        let mut p = reg(&[], &[1], &[1], NO_LEADER);
         p.replicas = vec![1];
         let t = ChangeBuilder::new(&p, 1, false)
             .unclean_shutdown(1)
@@ -449,9 +450,8 @@ mod tests {
         let t = ChangeBuilder::new(&p, 1, false).build(all);
         assert_eq!(state(&t), (vec![1], vec![], vec![], 1));
         assert_eq!(t.choice, LeaderChoice::LastKnownLeader);
-        // Two last known ELR members: nobody knows which is ahead.
-        let p = reg(&[], &[], &[1, 2], NO_LEADER);
-        let t = ChangeBuilder::new(&p, 2, false).build(all);
+        // Not alive: nobody leads.
+        let t = ChangeBuilder::new(&p, 1, false).build(|_| false);
         assert_eq!(t.choice, LeaderChoice::None);
     }
 

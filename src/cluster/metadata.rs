@@ -28,10 +28,9 @@ pub struct PartitionRegistration {
     /// it was below `min.insync.replicas`, still safe to lead.
     #[serde(default)]
     pub elr: Vec<i32>,
-    /// Last known ELR (KIP-966): ELR members removed from the ELR because
-    /// they came back from an unclean shutdown (their log may miss
-    /// committed records). With the ISR and the ELR empty, a single member
-    /// here is the last known leader, elected when it is alive.
+    /// Last known ELR (KIP-966, as Kafka 4 keeps it): the leader of the
+    /// moment the ISR became empty, while the partition has no leader; it
+    /// leads again when it is alive and the ISR and the ELR are empty.
     #[serde(default)]
     pub last_known_elr: Vec<i32>,
     /// The leader's broker id, or [`NO_LEADER`].
