@@ -702,10 +702,23 @@ pub fn decide(
             configs,
             validate_only,
         } => match alter_configs(image, topic, configs) {
-            Ok(records) => Decision {
-                records: if *validate_only { Vec::new() } else { records },
-                reply: ControllerReply::AlterTopicConfigs(Ok(())),
-            },
+            Ok(mut records) => {
+                // A new `min.insync.replicas` at or below the ISR clears the
+                // ELR (KIP-966); `unclean.leader.election.enable` turned on
+                // elects a leader where nothing else can (as Kafka does).
+                if !records.is_empty() {
+                    let after = image.apply(image.offset, &records);
+                    records.extend(election::on_topic_config_change(
+                        &after,
+                        &rules.election,
+                        topic,
+                    ));
+                }
+                Decision {
+                    records: if *validate_only { Vec::new() } else { records },
+                    reply: ControllerReply::AlterTopicConfigs(Ok(())),
+                }
+            }
             Err(e) => Decision {
                 records: Vec::new(),
                 reply: ControllerReply::AlterTopicConfigs(Err(e)),

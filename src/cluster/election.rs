@@ -108,6 +108,31 @@ pub fn on_unclean_shutdown(
     })
 }
 
+/// Takes the image with a topic's new configs, the election rules and the
+/// topic's name; gives the changes its partitions need under them: the ELR
+/// cleared where the ISR now reaches `min.insync.replicas` (KIP-966), a
+/// leader for leaderless partitions that can have one now (an unclean one
+/// when `unclean.leader.election.enable` was turned on).
+pub fn on_topic_config_change(
+    image: &MetadataImage,
+    rules: &ElectionRules,
+    topic: &str,
+) -> Vec<MetadataRecord> {
+    let alive = |id: i32| image.is_alive(id);
+    let Some(t) = image.topic(topic) else {
+        return Vec::new();
+    };
+    t.assignments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            ChangeBuilder::for_topic(image, rules, t, p)
+                .build(alive)
+                .record(t.id, i as i32, p)
+        })
+        .collect()
+}
+
 /// ElectLeaders' two elections (KIP-460).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ElectionType {

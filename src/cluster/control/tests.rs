@@ -776,3 +776,49 @@ fn a_leader_shrink_below_min_isr_fills_the_elr_and_an_expansion_empties_it() {
     assert_eq!((p.isr.len(), p.elr.clone()), (3, vec![]));
     assert_eq!(p.leader, l);
 }
+
+#[test]
+fn lowering_min_isr_to_the_isr_clears_the_elr_and_unclean_elects() {
+    let mut c = Cluster::alive(&[1, 2, 3]);
+    c.create_with("t", 1, 3, &[("min.insync.replicas", "3")])
+        .unwrap();
+    let p = only_partition(&c, "t");
+    let (l, b) = (p.replicas[0], p.replicas[2]);
+    expire(&mut c, &[b]);
+    assert_eq!(only_partition(&c, "t").elr, vec![b]);
+    let alter = |c: &mut Cluster, configs: &[(&str, &str)]| {
+        let req = ControllerRequest::AlterTopicConfigs {
+            topic: "t".into(),
+            configs: configs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            validate_only: false,
+        };
+        c.run(req).0
+    };
+    alter(&mut c, &[("min.insync.replicas", "2")]);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.elr.clone(), p.leader), (vec![], l));
+    // Every replica fenced: no leader. `b` (out of the ISR and ELR) comes
+    // back after a crash: not eligible, until unclean elections are on.
+    expire(&mut c, &[1, 2, 3]);
+    assert_eq!(only_partition(&c, "t").leader, NO_LEADER);
+    c.register_with(b, 900, None, None);
+    c.heartbeat(b, false);
+    assert_eq!(
+        only_partition(&c, "t").leader,
+        NO_LEADER,
+        "{:?}",
+        only_partition(&c, "t")
+    );
+    alter(
+        &mut c,
+        &[
+            ("min.insync.replicas", "2"),
+            ("unclean.leader.election.enable", "true"),
+        ],
+    );
+    let p = only_partition(&c, "t");
+    assert_eq!((p.leader, p.isr.clone()), (b, vec![b]));
+}
