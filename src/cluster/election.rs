@@ -383,7 +383,7 @@ mod tests {
                 (&[1, 3], &[1], NO_LEADER),
             ],
         );
-        let asked = vec![
+        let asked = [
             ("t".to_string(), 0),
             ("t".to_string(), 1),
             ("t".to_string(), 2),

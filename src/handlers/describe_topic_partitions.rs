@@ -184,9 +184,10 @@ mod tests {
         img
     }
 
-    fn shape(
-        r: &DescribeTopicPartitionsResponse,
-    ) -> (Vec<(String, Vec<i32>)>, Option<(String, i32)>) {
+    /// (topic, partition indexes) of each topic, and the next cursor.
+    type Shape = (Vec<(String, Vec<i32>)>, Option<(String, i32)>);
+
+    fn shape(r: &DescribeTopicPartitionsResponse) -> Shape {
         (
             r.topics
                 .iter()
