@@ -228,3 +228,74 @@ async fn the_elr_fills_below_min_isr_and_its_member_takes_over_from_a_killed_lea
     let read = read_all(&c, f1, topic, acked.len());
     assert_eq!(read, acked, "every acknowledged record, in order");
 }
+
+/// A follower stopped cleanly (SIGTERM: controlled shutdown) while the ISR
+/// is at `min.insync.replicas` joins the ELR and stays in it across its
+/// clean restart (its clean-shutdown marker carries its broker epoch); the
+/// same follower killed with SIGKILL and started again leaves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_restart_keeps_a_replica_in_the_elr_and_a_kill_removes_it() {
+    let mut c = Cluster::start_with_proxies(
+        3,
+        &[
+            "replica.lag.time.max.ms=2000",
+            "replica.socket.timeout.ms=2000",
+            "replica.fetch.backoff.ms=200",
+        ],
+    );
+    let topic = "elr-restart";
+    let a = admin(&c, &c.bootstrap_all());
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(3)).set("min.insync.replicas", "2");
+    let r = a.create_topics(&[t], &admin_opts()).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    wait_topic(&c, &c.ids(), topic, 1);
+    let all = c.ids();
+    let d = wait_described(&c, &all, topic, "ISR of three", |d| {
+        d.leader > 0 && d.isr == all
+    });
+    let leader = d.leader;
+    let followers: Vec<i32> = all.iter().copied().filter(|&id| id != leader).collect();
+    let (f1, f2) = (followers[0], followers[1]);
+    assert_eq!(produce_raw(&c, leader, topic, "before".into()), 0);
+
+    // f2 falls behind (ISR at min ISR, no ELR), then f1 stops cleanly.
+    c.set_data_link(f2, leader, Fault::BlackHole);
+    let mut two = vec![leader, f1];
+    two.sort_unstable();
+    wait_described(&c, &all, topic, "ISR without f2", |d| {
+        d.isr == two && d.elr.is_empty()
+    });
+    c.stop(f1);
+    let up = [leader, f2];
+    wait_described(&c, &up, topic, "f1 in the ELR", |d| {
+        d.isr == [leader] && d.elr == [f1] && d.leader == leader
+    });
+
+    // Clean restart, kept from catching up: still eligible once alive.
+    c.set_data_link(f1, leader, Fault::BlackHole);
+    c.start_node(f1);
+    c.wait_brokers(&all, DEADLINE);
+    let d = describe(&c, leader, topic).unwrap();
+    assert_eq!(
+        (d.isr.clone(), d.elr.clone()),
+        (vec![leader], vec![f1]),
+        "{d:?}"
+    );
+
+    // SIGKILL and start again: no clean-shutdown marker, out of the ELR.
+    c.kill9(f1);
+    c.start_node(f1);
+    c.wait_brokers(&all, DEADLINE);
+    wait_described(&c, &all, topic, "f1 out of the ELR", |d| {
+        d.isr == [leader] && d.elr.is_empty()
+    });
+
+    // Healed: back to an ISR of three, nothing lost.
+    c.set_data_link(f1, leader, Fault::Pass);
+    c.set_data_link(f2, leader, Fault::Pass);
+    wait_described(&c, &all, topic, "ISR of three again", |d| {
+        d.isr == all && d.elr.is_empty()
+    });
+    assert_eq!(produce_raw(&c, leader, topic, "after".into()), 0);
+    assert_eq!(read_all(&c, f1, topic, 2), ["before", "after"]);
+}
