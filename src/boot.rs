@@ -687,7 +687,9 @@ async fn shard_main(
         // Move leadership away first (controlled shutdown), then stop Raft.
         crate::cluster::quorum::lifecycle::controlled_shutdown(&q, Duration::from_secs(5)).await;
         q.stop().await;
-        if let Some(epoch) = q.broker_epoch() {
+        // A run that never registered leaves the registration (and its
+        // epoch) of the run before it in place.
+        if let Some(epoch) = q.broker_epoch().or(q.settings().previous_broker_epoch) {
             LAST_BROKER_EPOCH.store(epoch, std::sync::atomic::Ordering::SeqCst);
         }
     }
