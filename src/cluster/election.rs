@@ -12,7 +12,7 @@
 //! - A broker that is unfenced leads the leaderless partitions it can lead
 //!   by the same order.
 //! - A broker that registers after an unclean shutdown leaves every ELR
-//!   (it joins the last known ELR).
+//!   (its log may have lost acknowledged records).
 //!
 //! Each decision is a `PartitionChange` record; applying it bumps the leader
 //! epoch when the leader changes ([`super::image_apply`]).
@@ -88,8 +88,8 @@ pub fn on_broker_back(
 
 /// Takes the image, the election rules and a broker that registers after
 /// an unclean shutdown (KIP-966: its `previous_broker_epoch` is not its
-/// registered epoch); gives the changes removing it from every ISR and ELR
-/// (it joins the last known ELR).
+/// registered epoch); gives the changes removing it from every ISR and
+/// ELR.
 pub fn on_unclean_shutdown(
     image: &MetadataImage,
     rules: &ElectionRules,
