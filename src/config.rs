@@ -165,6 +165,10 @@ pub struct ClusterConfig {
     /// unanswered beyond `replica.fetch.wait.max.ms` before the connection
     /// is dropped and made again (ms). Default 30000.
     pub replica_socket_timeout_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms`: how often each
+    /// shard writes its partitions' high watermarks to its
+    /// `replication-offset-checkpoint` file (ms). Default 5000.
+    pub replica_high_watermark_checkpoint_interval_ms: u64,
 }
 
 /// Typed broker configuration. Field docs name the Kafka property.

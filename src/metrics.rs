@@ -70,6 +70,24 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         "Bytes copied through user space because the socket was full (refreshed about once a second).",
         &|s| s.sendfile_fallback_bytes.load(Relaxed),
     );
+    family(
+        "fjord_replica_fetch_connections_moved_total",
+        "counter",
+        "Follower fetch connections accepted here and handed to the shard owning their partitions (refreshed about once a second).",
+        &|s| s.replica_connections_moved.load(Relaxed),
+    );
+    family(
+        "fjord_replica_fetch_partitions_total",
+        "counter",
+        "Partitions of follower fetches served on this shard's connections (refreshed about once a second).",
+        &|s| s.replica_reads.load(Relaxed),
+    );
+    family(
+        "fjord_replica_fetch_cross_shard_partitions_total",
+        "counter",
+        "Of those, the partitions read on another shard than their connection's (refreshed about once a second).",
+        &|s| s.replica_reads_cross_shard.load(Relaxed),
+    );
     let name = "fjord_reactor_stalls_over_ms";
     let _ = writeln!(
         out,

@@ -51,6 +51,15 @@ pub struct ShardStallStats {
     /// Partitions this shard leads whose ISR is smaller than their replica
     /// set (Kafka's UnderReplicatedPartitions), same refresh.
     pub under_replicated_partitions: AtomicU64,
+    /// Follower fetch connections this shard handed to the shard owning
+    /// their partitions (`net::handoff`), same refresh.
+    pub replica_connections_moved: AtomicU64,
+    /// Partitions of follower fetches served on this shard's connections,
+    /// same refresh.
+    pub replica_reads: AtomicU64,
+    /// Of those, the partitions read on another shard than the
+    /// connection's, same refresh.
+    pub replica_reads_cross_shard: AtomicU64,
 }
 
 impl ShardStallStats {

@@ -404,6 +404,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "replica.fetch.max.bytes", ty: T::Int, default: Some("1048576"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_max_bytes = to_u64(v) }, doc: "A follower fetch's limit per partition (bytes); the first batch is sent even if larger.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_max_bytes) },
     BrokerConfigDef { name: "replica.fetch.response.max.bytes", ty: T::Int, default: Some("10485760"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_response_max_bytes = to_u64(v) }, doc: "A follower fetch's limit for the whole response (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_response_max_bytes) },
     BrokerConfigDef { name: "replica.fetch.wait.max.ms", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_wait_max_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch waits at the leader for new data; below replica.lag.time.max.ms.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_wait_max_ms) },
+    BrokerConfigDef { name: "replica.high.watermark.checkpoint.interval.ms", ty: T::Long, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_high_watermark_checkpoint_interval_ms = to_u64(v) }, doc: "How often (ms) each shard writes its partitions' high watermarks to its replication-offset-checkpoint file (also written at shutdown).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_high_watermark_checkpoint_interval_ms) },
     BrokerConfigDef { name: "replica.lag.time.max.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_lag_time_max_ms = to_u64(v) }, doc: "A follower that has not caught up with the leader's log end for this long (ms) leaves the ISR.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_lag_time_max_ms) },
     BrokerConfigDef { name: "replica.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch may go unanswered beyond replica.fetch.wait.max.ms before its connection is made again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_timeout_ms) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
@@ -570,8 +571,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 53 own settings, read-only.
-        assert_eq!(own.len(), 53);
+        // Today's broker resource: 54 own settings, read-only.
+        assert_eq!(own.len(), 54);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -581,7 +582,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 53] = [
+        let want: [(&str, Option<&str>); 54] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -627,6 +628,10 @@ mod tests {
             ("replica.fetch.max.bytes", Some("1048576")),
             ("replica.fetch.response.max.bytes", Some("10485760")),
             ("replica.fetch.wait.max.ms", Some("500")),
+            (
+                "replica.high.watermark.checkpoint.interval.ms",
+                Some("5000"),
+            ),
             ("replica.lag.time.max.ms", Some("30000")),
             ("replica.socket.timeout.ms", Some("30000")),
             ("socket.request.max.bytes", Some("104857600")),

@@ -417,6 +417,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
 
+    if matches!(requester, Requester::Follower { .. }) {
+        // Shard-local replication (net::handoff): what still crosses cores.
+        let remote = slots.iter().filter(|s| s.owner != shard.id).count() as u64;
+        crate::shard::write_stats::WRITE_STATS.with(|w| {
+            w.replica_reads
+                .set(w.replica_reads.get() + slots.len() as u64);
+            w.replica_reads_cross_shard
+                .set(w.replica_reads_cross_shard.get() + remote)
+        });
+    }
     let max_bytes = if req.max_bytes <= 0 {
         i32::MAX as u64
     } else {
