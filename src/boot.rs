@@ -268,6 +268,8 @@ pub fn run(config: Config) -> Result<(), BootError> {
             .cluster
             .auto_leader_rebalance_enable
             .then(|| Duration::from_secs(config.cluster.leader_imbalance_check_interval_s.max(1))),
+        election: election_rules(&config),
+        previous_broker_epoch: crate::cluster::controller::take_clean_shutdown(&data_dir),
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.
@@ -375,10 +377,20 @@ pub fn run(config: Config) -> Result<(), BootError> {
         SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
         // Each shard notices within one tick, drains, flushes and closes its logs.
         let deadline = Instant::now() + Duration::from_secs(30);
+        let mut clean = true;
         for h in handles {
-            let _ = h.join();
+            clean &= h.join().is_ok();
             if Instant::now() > deadline {
+                clean = false;
                 break;
+            }
+        }
+        // Every shard closed its logs: the next registration tells the
+        // controller this was a clean shutdown (KIP-966).
+        let epoch = LAST_BROKER_EPOCH.load(std::sync::atomic::Ordering::SeqCst);
+        if clean && epoch >= 0 {
+            if let Err(e) = crate::cluster::controller::write_clean_shutdown(&data_dir, epoch) {
+                log::warn!("cannot write the clean-shutdown marker: {e}");
             }
         }
         print_stall_summary(&config, &stalls);
@@ -440,6 +452,26 @@ fn sync_write_stats(stats: &ShardStallStats) {
         stats.under_replicated_partitions.store(under, Relaxed);
         let sessions = shard.fetch_sessions.borrow().len() as u64;
         stats.incremental_fetch_sessions.store(sessions, Relaxed);
+    }
+}
+
+/// This broker's epoch when shard 0 stopped its quorum member (-1: never
+/// registered), written into the clean-shutdown marker.
+static LAST_BROKER_EPOCH: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+
+/// The cluster-level election settings from the static configuration:
+/// `min.insync.replicas` and `unclean.leader.election.enable` as set in
+/// `server.properties` (Kafka's defaults 1 and false).
+fn election_rules(config: &Config) -> crate::cluster::elr::ElectionRules {
+    let d = crate::cluster::elr::ElectionRules::default();
+    let get = |k: &str| config.topic_defaults.get(k).map(|v| v.trim().to_string());
+    crate::cluster::elr::ElectionRules {
+        min_insync_replicas: get("min.insync.replicas")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d.min_insync_replicas),
+        unclean_leader_election: get("unclean.leader.election.enable")
+            .map(|v| v.eq_ignore_ascii_case("true"))
+            .unwrap_or(d.unclean_leader_election),
     }
 }
 
@@ -665,6 +697,11 @@ async fn shard_main(
         // Move leadership away first (controlled shutdown), then stop Raft.
         crate::cluster::quorum::lifecycle::controlled_shutdown(&q, Duration::from_secs(5)).await;
         q.stop().await;
+        // A run that never registered leaves the registration (and its
+        // epoch) of the run before it in place.
+        if let Some(epoch) = q.broker_epoch().or(q.settings().previous_broker_epoch) {
+            LAST_BROKER_EPOCH.store(epoch, std::sync::atomic::Ordering::SeqCst);
+        }
     }
     // Let in-flight appends finish (their futures run on this executor).
     glommio::timer::sleep(SHUTDOWN_TICK).await;

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::elr::{ChangeBuilder, ElectionRules};
 use super::metadata::MetadataImage;
 use super::records::MetadataRecord;
 
@@ -87,12 +88,16 @@ pub struct IsrAsk {
     pub new_isr: Vec<i32>,
 }
 
-/// Takes the image and a leader's [`IsrAsk`]; gives the `PartitionChange`
-/// record to commit (none when the ISR is already that), or why not. A
-/// member the leader adds must be alive; a member it keeps may be fenced
-/// meanwhile (the fence's own change removes it).
+/// Takes the image, the election rules and a leader's [`IsrAsk`]; gives
+/// the `PartitionChange` record to commit (none when the ISR is already
+/// that), or why not. A member the leader adds must be alive; a member it
+/// keeps may be fenced meanwhile (the fence's own change removes it). The
+/// ELR follows the ISR (KIP-966, [`super::elr`]): members removed below the
+/// effective `min.insync.replicas` join it, members added leave it, an ISR
+/// back at min ISR clears it.
 pub fn decide(
     image: &MetadataImage,
+    rules: &ElectionRules,
     ask: &IsrAsk,
 ) -> Result<Vec<MetadataRecord>, AlterPartitionError> {
     let IsrAsk {
@@ -146,24 +151,15 @@ pub fn decide(
             return Err(AlterPartitionError::IneligibleReplica { broker: *r });
         }
     }
-    // In replica order, without duplicates, as Kafka lists an ISR.
-    let isr: Vec<i32> = p
-        .replicas
-        .iter()
-        .copied()
-        .filter(|r| new_isr.contains(r))
-        .collect();
-    if isr == p.isr {
+    // In replica order, without duplicates, as Kafka lists an ISR; the
+    // asking leader stays leader (it is in the new ISR).
+    let target = ChangeBuilder::for_topic(image, rules, topic, p)
+        .with_isr(new_isr)
+        .build(|r| r == broker || image.is_alive(r));
+    if target.isr == p.isr {
         return Ok(Vec::new());
     }
-    Ok(vec![MetadataRecord::PartitionChange {
-        topic_id,
-        partition_id: partition,
-        isr: Some(isr),
-        elr: None,
-        leader: None,
-        replicas: None,
-    }])
+    Ok(target.record(topic_id, partition, p).into_iter().collect())
 }
 
 #[cfg(test)]
@@ -205,6 +201,7 @@ mod tests {
                 replicas: vec![1, 2, 3],
                 isr: vec![1, 2],
                 elr: vec![],
+                last_known_elr: Vec::new(),
                 leader: 1,
                 leader_epoch: 4,
                 partition_epoch: 9,
@@ -233,7 +230,7 @@ mod tests {
             partition_epoch,
             new_isr: new_isr.to_vec(),
         };
-        decide(img, &a)
+        decide(img, &ElectionRules::default(), &a)
     }
 
     fn isr_of(records: &[MetadataRecord]) -> Option<Vec<i32>> {

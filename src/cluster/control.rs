@@ -181,6 +181,12 @@ pub enum ControllerRequest {
         endpoints: Vec<Endpoint>,
         /// `broker.rack`.
         rack: Option<String>,
+        /// The broker epoch this broker had when it last shut down cleanly
+        /// (KIP-966's `PreviousBrokerEpoch`); None after an unclean
+        /// shutdown (or a first start). Another value than the registered
+        /// epoch removes the broker from every ELR.
+        #[serde(default)]
+        previous_broker_epoch: Option<i64>,
     },
     /// AlterPartition: a leader's ISR change (KIP-497).
     AlterPartition(super::alter_partition::IsrAsk),
@@ -308,6 +314,9 @@ pub struct Rules {
     /// Open-files limit (`ulimit -n`) partitions are checked against; None:
     /// not checked.
     pub open_files_limit: Option<i64>,
+    /// The cluster-level `min.insync.replicas` and
+    /// `unclean.leader.election.enable` elections and the ELR follow.
+    pub election: super::elr::ElectionRules,
 }
 
 fn candidates(image: &MetadataImage) -> Vec<Candidate> {
@@ -365,6 +374,7 @@ fn registration(replicas: Vec<i32>, image: &MetadataImage) -> PartitionRegistrat
         isr: replicas.clone(),
         replicas,
         elr: Vec::new(),
+        last_known_elr: Vec::new(),
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
@@ -692,10 +702,23 @@ pub fn decide(
             configs,
             validate_only,
         } => match alter_configs(image, topic, configs) {
-            Ok(records) => Decision {
-                records: if *validate_only { Vec::new() } else { records },
-                reply: ControllerReply::AlterTopicConfigs(Ok(())),
-            },
+            Ok(mut records) => {
+                // A new `min.insync.replicas` at or below the ISR clears the
+                // ELR (KIP-966); `unclean.leader.election.enable` turned on
+                // elects a leader where nothing else can (as Kafka does).
+                if !records.is_empty() {
+                    let after = image.apply(image.offset, &records);
+                    records.extend(election::on_topic_config_change(
+                        &after,
+                        &rules.election,
+                        topic,
+                    ));
+                }
+                Decision {
+                    records: if *validate_only { Vec::new() } else { records },
+                    reply: ControllerReply::AlterTopicConfigs(Ok(())),
+                }
+            }
             Err(e) => Decision {
                 records: Vec::new(),
                 reply: ControllerReply::AlterTopicConfigs(Err(e)),
@@ -725,7 +748,7 @@ pub fn decide(
             }
         },
         ControllerRequest::AlterPartition(ask) => {
-            match super::alter_partition::decide(image, ask) {
+            match super::alter_partition::decide(image, &rules.election, ask) {
                 Ok(records) => Decision {
                     records,
                     reply: ControllerReply::AlterPartition(Ok(())),
@@ -737,7 +760,8 @@ pub fn decide(
             }
         }
         ControllerRequest::ElectLeaders { kind, partitions } => {
-            let (records, outcomes) = election::elect_leaders(image, *kind, partitions.as_deref());
+            let (records, outcomes) =
+                election::elect_leaders(image, &rules.election, *kind, partitions.as_deref());
             Decision {
                 records,
                 reply: ControllerReply::ElectLeaders(outcomes),
@@ -761,6 +785,7 @@ pub fn decide(
             cluster_id,
             endpoints,
             rack,
+            previous_broker_epoch,
         } => {
             if *cluster_id != image.cluster_id {
                 return Decision {
@@ -797,11 +822,28 @@ pub fn decide(
             }
             liveness.beat(*broker_id, now);
             // A re-registration replaces a live-looking old one: it leaves
-            // the partitions it led first.
-            let mut records = match image.registrations.get(broker_id) {
-                Some(b) if b.is_alive() => election::on_broker_gone(image, *broker_id),
-                _ => Vec::new(),
-            };
+            // the partitions it led first. After an unclean shutdown
+            // (KIP-966: the previous epoch is not the registered one) it
+            // also leaves every ELR.
+            let mut records = Vec::new();
+            if let Some(b) = image.registrations.get(broker_id) {
+                let mut after = image.clone();
+                if b.is_alive() {
+                    records = election::on_broker_gone(image, &rules.election, *broker_id);
+                    after = after.apply(after.offset, &records);
+                }
+                if *previous_broker_epoch != Some(b.epoch) {
+                    log::info!(
+                        "broker {broker_id} registers after an unclean shutdown (previous broker epoch {previous_broker_epoch:?}, registered {}): it leaves every ELR",
+                        b.epoch
+                    );
+                    records.extend(election::on_unclean_shutdown(
+                        &after,
+                        &rules.election,
+                        *broker_id,
+                    ));
+                }
+            }
             records.insert(
                 0,
                 MetadataRecord::RegisterBroker {
@@ -849,7 +891,7 @@ pub fn decide(
                         broker_id: *broker_id,
                         epoch,
                     });
-                    records.extend(election::on_broker_gone(image, *broker_id));
+                    records.extend(election::on_broker_gone(image, &rules.election, *broker_id));
                 }
             } else if *want_fence {
                 if !b.fenced {
@@ -857,7 +899,7 @@ pub fn decide(
                         broker_id: *broker_id,
                         epoch,
                     });
-                    records.extend(election::on_broker_gone(image, *broker_id));
+                    records.extend(election::on_broker_gone(image, &rules.election, *broker_id));
                     fenced = true;
                 }
             } else if b.fenced && caught_up {
@@ -869,7 +911,11 @@ pub fn decide(
                 if let Some(r) = after.registrations.get_mut(broker_id) {
                     r.fenced = false;
                 }
-                records.extend(election::on_broker_back(&after, *broker_id));
+                records.extend(election::on_broker_back(
+                    &after,
+                    &rules.election,
+                    *broker_id,
+                ));
                 fenced = false;
             }
             Decision {
@@ -908,7 +954,7 @@ pub fn expire_sessions(
             epoch: b.epoch,
         };
         after = after.apply(after.offset, std::slice::from_ref(&fence));
-        let moves = election::on_broker_gone(&after, b.node_id);
+        let moves = election::on_broker_gone(&after, &rules.election, b.node_id);
         after = after.apply(after.offset, &moves);
         records.push(fence);
         records.extend(moves);

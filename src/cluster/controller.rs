@@ -207,6 +207,39 @@ pub fn remove_topic_file(data_dir: &Path, name: &str) -> std::io::Result<()> {
     }
 }
 
+/// The broker's clean-shutdown marker in the data directory: written with
+/// the broker epoch once every shard closed its logs cleanly, read and
+/// removed at the next start (Kafka's `.kafka_cleanshutdown`, whose epoch
+/// is KIP-966's `PreviousBrokerEpoch`).
+pub const BROKER_CLEAN_SHUTDOWN_FILE: &str = ".broker_clean_shutdown";
+
+/// Takes the data directory and this broker's last epoch; writes the
+/// clean-shutdown marker (`broker.epoch=<n>`, fsynced).
+pub fn write_clean_shutdown(data_dir: &Path, broker_epoch: i64) -> std::io::Result<()> {
+    write_atomic(
+        &data_dir.join(BROKER_CLEAN_SHUTDOWN_FILE),
+        format!("broker.epoch={broker_epoch}\n").as_bytes(),
+    )
+}
+
+/// Takes the data directory; gives the broker epoch of the last clean
+/// shutdown and removes the marker (a crash from now on is unclean), or
+/// None when there is no readable marker or it cannot be removed.
+pub fn take_clean_shutdown(data_dir: &Path) -> Option<i64> {
+    let path = data_dir.join(BROKER_CLEAN_SHUTDOWN_FILE);
+    let text = std::fs::read_to_string(&path).ok()?;
+    if let Err(e) = std::fs::remove_file(&path) {
+        log::warn!(
+            "cannot remove {}: {e}; this start counts as after an unclean shutdown",
+            path.display()
+        );
+        return None;
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("broker.epoch="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +292,18 @@ mod tests {
             }
             other => panic!("expected a cluster id mismatch, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_clean_shutdown_marker_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(take_clean_shutdown(dir.path()), None);
+        write_clean_shutdown(dir.path(), 42).unwrap();
+        assert_eq!(take_clean_shutdown(dir.path()), Some(42));
+        assert_eq!(
+            take_clean_shutdown(dir.path()),
+            None,
+            "a crash after a start is unclean"
+        );
     }
 }

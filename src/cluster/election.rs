@@ -1,64 +1,31 @@
 //! Leader elections the controller makes when a broker goes away or comes
-//! back, as KRaft does on `FenceBroker` / `UnfenceBroker` and controlled
-//! shutdown:
+//! back, as KRaft does on `FenceBroker` / `UnfenceBroker`, controlled
+//! shutdown and a registration after an unclean shutdown, with Eligible
+//! Leader Replicas (KIP-966, see [`super::elr`] for the rules):
 //!
 //! - A broker that is fenced or shuts down leaves the ISR of every partition
-//!   it is in, unless it is the last member (the ISR then keeps it, so the
-//!   partition can come back with it). Partitions it led get the first
-//!   alive ISR member (in replica order) as leader, or no leader at all
-//!   (`unclean.leader.election.enable=false`: a replica outside the ISR
-//!   never leads).
-//! - A broker that is unfenced becomes the leader of every leaderless
-//!   partition whose ISR holds it.
+//!   it is in (the ISR may become empty); below the topic's effective
+//!   `min.insync.replicas` it joins the ELR. Partitions it led get an alive
+//!   ISR member (in replica order), else an alive ELR member, else the last
+//!   known leader, else (`unclean.leader.election.enable` only) any alive
+//!   replica, else no leader.
+//! - A broker that is unfenced leads the leaderless partitions it can lead
+//!   by the same order.
+//! - A broker that registers after an unclean shutdown leaves every ELR
+//!   (its log may have lost acknowledged records).
 //!
 //! Each decision is a `PartitionChange` record; applying it bumps the leader
 //! epoch when the leader changes ([`super::image_apply`]).
 
+use super::elr::{ChangeBuilder, ElectionRules};
 use super::error::ElectionError;
-use super::metadata::{MetadataImage, PartitionRegistration, NO_LEADER};
+use super::metadata::{MetadataImage, PartitionRegistration, TopicMeta, NO_LEADER};
 use super::records::MetadataRecord;
-
-/// The record moving `p` of topic `topic_id` away from `broker`, if any.
-fn without_broker(
-    topic_id: uuid::Uuid,
-    index: i32,
-    p: &PartitionRegistration,
-    broker: i32,
-    alive: impl Fn(i32) -> bool,
-) -> Option<MetadataRecord> {
-    if !p.isr.contains(&broker) && p.leader != broker {
-        return None;
-    }
-    let rest: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker).collect();
-    let isr = if rest.is_empty() { p.isr.clone() } else { rest };
-    let leader = if p.leader == broker {
-        Some(
-            p.replicas
-                .iter()
-                .copied()
-                .find(|r| *r != broker && isr.contains(r) && alive(*r))
-                .unwrap_or(NO_LEADER),
-        )
-    } else {
-        None
-    };
-    if isr == p.isr && leader.is_none() {
-        return None;
-    }
-    Some(MetadataRecord::PartitionChange {
-        topic_id,
-        partition_id: index,
-        isr: (isr != p.isr).then_some(isr),
-        elr: None,
-        leader,
-        replicas: None,
-    })
-}
 
 /// The record `change` gives for each partition of every topic, in order.
 fn each_partition(
     image: &MetadataImage,
-    change: impl Fn(uuid::Uuid, i32, &PartitionRegistration) -> Option<MetadataRecord>,
+    change: impl Fn(&TopicMeta, i32, &PartitionRegistration) -> Option<MetadataRecord>,
 ) -> Vec<MetadataRecord> {
     image
         .topics
@@ -67,35 +34,103 @@ fn each_partition(
             t.assignments
                 .iter()
                 .enumerate()
-                .filter_map(|(i, p)| change(t.id, i as i32, p))
+                .filter_map(|(i, p)| change(t, i as i32, p))
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
-/// The changes when `broker` stops being available (fenced, shutting down).
-pub fn on_broker_gone(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord> {
+/// Takes the image, the election rules and a broker that stops being
+/// available (fenced, shutting down); gives the changes: it leaves every
+/// ISR, joins the ELR where the ISR falls below min ISR, and the partitions
+/// it led get a new leader (or none).
+pub fn on_broker_gone(
+    image: &MetadataImage,
+    rules: &ElectionRules,
+    broker: i32,
+) -> Vec<MetadataRecord> {
     let alive = |id: i32| id != broker && image.is_alive(id);
-    each_partition(image, |topic_id, i, p| {
-        without_broker(topic_id, i, p, broker, alive)
+    each_partition(image, |t, i, p| {
+        if !p.isr.contains(&broker) && p.leader != broker {
+            return None;
+        }
+        ChangeBuilder::for_topic(image, rules, t, p)
+            .without(broker)
+            .build(alive)
+            .record(t.id, i, p)
     })
 }
 
-/// The changes when `broker` becomes available (unfenced): it leads the
-/// leaderless partitions whose ISR holds it.
-pub fn on_broker_back(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord> {
-    each_partition(image, |topic_id, i, p| {
-        (p.leader == NO_LEADER && p.isr.contains(&broker)).then_some(
-            MetadataRecord::PartitionChange {
-                topic_id,
-                partition_id: i,
-                isr: None,
-                elr: None,
-                leader: Some(broker),
-                replicas: None,
-            },
-        )
+/// Takes the image (with `broker` alive in it), the election rules and a
+/// broker that became available (unfenced); gives the elections of the
+/// leaderless partitions it may lead (ISR, ELR, last known leader, or any
+/// replica where unclean elections are allowed).
+pub fn on_broker_back(
+    image: &MetadataImage,
+    rules: &ElectionRules,
+    broker: i32,
+) -> Vec<MetadataRecord> {
+    let alive = |id: i32| image.is_alive(id);
+    each_partition(image, |t, i, p| {
+        let involved = p.isr.contains(&broker)
+            || p.elr.contains(&broker)
+            || p.last_known_elr.contains(&broker)
+            || (p.replicas.contains(&broker) && rules.unclean_allowed(image, t));
+        if p.leader != NO_LEADER || !involved {
+            return None;
+        }
+        let target = ChangeBuilder::for_topic(image, rules, t, p).build(alive);
+        (target.leader != NO_LEADER)
+            .then(|| target.record(t.id, i, p))
+            .flatten()
     })
+}
+
+/// Takes the image, the election rules and a broker that registers after
+/// an unclean shutdown (KIP-966: its `previous_broker_epoch` is not its
+/// registered epoch); gives the changes removing it from every ISR and
+/// ELR.
+pub fn on_unclean_shutdown(
+    image: &MetadataImage,
+    rules: &ElectionRules,
+    broker: i32,
+) -> Vec<MetadataRecord> {
+    let alive = |id: i32| id != broker && image.is_alive(id);
+    each_partition(image, |t, i, p| {
+        if !p.isr.contains(&broker) && !p.elr.contains(&broker) {
+            return None;
+        }
+        ChangeBuilder::for_topic(image, rules, t, p)
+            .without(broker)
+            .unclean_shutdown(broker)
+            .build(alive)
+            .record(t.id, i, p)
+    })
+}
+
+/// Takes the image with a topic's new configs, the election rules and the
+/// topic's name; gives the changes its partitions need under them: the ELR
+/// cleared where the ISR now reaches `min.insync.replicas` (KIP-966), a
+/// leader for leaderless partitions that can have one now (an unclean one
+/// when `unclean.leader.election.enable` was turned on).
+pub fn on_topic_config_change(
+    image: &MetadataImage,
+    rules: &ElectionRules,
+    topic: &str,
+) -> Vec<MetadataRecord> {
+    let alive = |id: i32| image.is_alive(id);
+    let Some(t) = image.topic(topic) else {
+        return Vec::new();
+    };
+    t.assignments
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            ChangeBuilder::for_topic(image, rules, t, p)
+                .build(alive)
+                .record(t.id, i as i32, p)
+        })
+        .collect()
 }
 
 /// ElectLeaders' two elections (KIP-460).
@@ -103,27 +138,31 @@ pub fn on_broker_back(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord>
 pub enum ElectionType {
     /// The first replica leads again when it is an alive ISR member.
     Preferred,
-    /// A leaderless partition takes an alive ISR member, or else any alive
-    /// replica (which then is the whole ISR), accepting the loss of what
-    /// only the old ISR had.
+    /// A leaderless partition takes an alive ISR member, else an alive ELR
+    /// member, else the last known leader, else any alive replica (which
+    /// then is the whole ISR), accepting the loss of what only the old ISR
+    /// had.
     Unclean,
 }
 
-/// The record ElectLeaders gives partition `index` of topic `topic_id`
-/// under `kind`, or why none (see [`ElectionError`]).
+/// The record ElectLeaders gives partition `index` of topic `t` under
+/// `kind`, or why none (see [`ElectionError`]).
 pub fn elect(
     image: &MetadataImage,
-    topic_id: uuid::Uuid,
+    rules: &ElectionRules,
+    t: &TopicMeta,
     index: i32,
     p: &PartitionRegistration,
     kind: ElectionType,
 ) -> Result<MetadataRecord, ElectionError> {
+    let topic_id = t.id;
     let alive = |id: i32| image.is_alive(id);
-    let change = |leader: i32, isr: Option<Vec<i32>>| MetadataRecord::PartitionChange {
+    let change = |leader: i32| MetadataRecord::PartitionChange {
         topic_id,
         partition_id: index,
-        isr,
+        isr: None,
         elr: None,
+        last_known_elr: None,
         leader: Some(leader),
         replicas: None,
     };
@@ -136,24 +175,21 @@ pub fn elect(
             if preferred == NO_LEADER || !alive(preferred) || !p.isr.contains(&preferred) {
                 return Err(ElectionError::PreferredLeaderNotAvailable { preferred });
             }
-            Ok(change(preferred, None))
+            Ok(change(preferred))
         }
         ElectionType::Unclean => {
             if p.leader != NO_LEADER {
                 return Err(ElectionError::ElectionNotNeeded);
             }
-            if let Some(r) = p
-                .replicas
-                .iter()
-                .copied()
-                .find(|r| p.isr.contains(r) && alive(*r))
-            {
-                return Ok(change(r, None));
+            let target = ChangeBuilder::for_topic(image, rules, t, p)
+                .allow_unclean()
+                .build(alive);
+            if target.leader == NO_LEADER {
+                return Err(ElectionError::EligibleLeadersNotAvailable);
             }
-            match p.replicas.iter().copied().find(|r| alive(*r)) {
-                Some(r) => Ok(change(r, Some(vec![r]))),
-                None => Err(ElectionError::EligibleLeadersNotAvailable),
-            }
+            target
+                .record(topic_id, index, p)
+                .ok_or(ElectionError::EligibleLeadersNotAvailable)
         }
     }
 }
@@ -162,6 +198,7 @@ pub fn elect(
 /// partition's outcome, in order, and the records of those elected.
 pub fn elect_leaders(
     image: &MetadataImage,
+    rules: &ElectionRules,
     kind: ElectionType,
     partitions: Option<&[(String, i32)]>,
 ) -> (Vec<MetadataRecord>, Vec<ElectionOutcome>) {
@@ -179,9 +216,9 @@ pub fn elect_leaders(
         .map(|(topic, index)| {
             let result = image
                 .topic(&topic)
-                .and_then(|t| t.partition(index).map(|p| (t.id, p)))
+                .and_then(|t| t.partition(index).map(|p| (t, p)))
                 .ok_or(ElectionError::UnknownTopicOrPartition)
-                .and_then(|(id, p)| elect(image, id, index, p, kind))
+                .and_then(|(t, p)| elect(image, rules, t, index, p, kind))
                 .map(|r| records.push(r));
             ElectionOutcome {
                 topic,
@@ -238,6 +275,7 @@ mod tests {
                 replicas: replicas.to_vec(),
                 isr: isr.to_vec(),
                 elr: vec![],
+                last_known_elr: Vec::new(),
                 leader: *leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -263,7 +301,7 @@ mod tests {
                 (&[2, 3], &[2, 3], 2),
             ],
         );
-        let changes = on_broker_gone(&img, 1);
+        let changes = on_broker_gone(&img, &ElectionRules::default(), 1);
         assert_eq!(changes.len(), 2, "{changes:?}");
         let img2 = img.apply(10, &changes);
         let p0 = img2.partition("t", 0).unwrap();
@@ -281,24 +319,24 @@ mod tests {
     }
 
     #[test]
-    fn the_last_isr_member_stays_and_the_partition_waits_for_it() {
+    fn the_last_isr_member_waits_in_the_elr_and_the_partition_for_it() {
         let (img, _) = image(&[2, 3], &[(&[1, 2], &[1], 1)]);
-        let img2 = img.apply(10, &on_broker_gone(&img, 1));
+        let img2 = img.apply(10, &on_broker_gone(&img, &ElectionRules::default(), 1));
         let p = img2.partition("t", 0).unwrap();
         assert_eq!(
-            (p.leader, p.isr.clone()),
-            (NO_LEADER, vec![1]),
-            "no unclean election"
+            (p.leader, p.isr.clone(), p.elr.clone()),
+            (NO_LEADER, vec![], vec![1]),
+            "no unclean election; the ISR may be empty (KIP-966)"
         );
         // Broker 1 comes back: it leads again.
         let mut img3 = img2.clone();
         if let Some(b) = img3.registrations.get_mut(&1) {
             b.fenced = false;
         }
-        let img4 = img3.apply(11, &on_broker_back(&img3, 1));
+        let img4 = img3.apply(11, &on_broker_back(&img3, &ElectionRules::default(), 1));
         let p = img4.partition("t", 0).unwrap();
         assert_eq!((p.leader, p.leader_epoch), (1, 2));
-        assert!(on_broker_back(&img4, 1).is_empty());
+        assert!(on_broker_back(&img4, &ElectionRules::default(), 1).is_empty());
     }
 
     fn leader_of(r: &MetadataRecord) -> Option<(i32, Option<Vec<i32>>)> {
@@ -318,7 +356,12 @@ mod tests {
                 (&[3, 1, 2], &[1, 2], 1),
             ],
         );
-        let (records, out) = elect_leaders(&img, ElectionType::Preferred, None);
+        let (records, out) = elect_leaders(
+            &img,
+            &ElectionRules::default(),
+            ElectionType::Preferred,
+            None,
+        );
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].result, Ok(()));
         assert_eq!(out[1].result, Err(ElectionError::ElectionNotNeeded));
@@ -340,13 +383,18 @@ mod tests {
                 (&[1, 3], &[1], NO_LEADER),
             ],
         );
-        let asked = vec![
+        let asked = [
             ("t".to_string(), 0),
             ("t".to_string(), 1),
             ("t".to_string(), 2),
             ("nope".to_string(), 0),
         ];
-        let (records, out) = elect_leaders(&img, ElectionType::Unclean, Some(&asked));
+        let (records, out) = elect_leaders(
+            &img,
+            &ElectionRules::default(),
+            ElectionType::Unclean,
+            Some(&asked[..]),
+        );
         assert_eq!(out[0].result, Ok(()));
         assert_eq!(out[1].result, Err(ElectionError::ElectionNotNeeded));
         assert_eq!(
@@ -356,5 +404,147 @@ mod tests {
         assert_eq!(out[3].result, Err(ElectionError::UnknownTopicOrPartition));
         // Outside the ISR: the new leader is the whole ISR.
         assert_eq!(leader_of(&records[0]), Some((2, Some(vec![2]))));
+    }
+}
+
+#[cfg(test)]
+mod elr_tests {
+    use super::*;
+    use crate::cluster::metadata::{BrokerRegistration, Endpoint, TopicMeta};
+    use std::sync::Arc;
+    use uuid::Uuid;
+
+    /// Brokers 1..=3 (`alive` unfenced), one topic with `min.insync.replicas`
+    /// `min_isr`, partitions given as (ISR, ELR, leader) over replicas
+    /// [1, 2, 3].
+    fn image(alive: &[i32], min_isr: &str, parts: &[(&[i32], &[i32], i32)]) -> MetadataImage {
+        let mut img = MetadataImage::empty("c".into());
+        for id in 1..=3 {
+            img.registrations.insert(
+                id,
+                BrokerRegistration {
+                    node_id: id,
+                    incarnation_id: Uuid::nil(),
+                    epoch: 1,
+                    endpoints: vec![Endpoint {
+                        listener: "PLAINTEXT".into(),
+                        host: "h".into(),
+                        port: 1,
+                    }],
+                    rack: None,
+                    fenced: !alive.contains(&id),
+                    in_controlled_shutdown: false,
+                },
+            );
+        }
+        let assignments = parts
+            .iter()
+            .map(|(isr, elr, leader)| PartitionRegistration {
+                replicas: vec![1, 2, 3],
+                isr: isr.to_vec(),
+                elr: elr.to_vec(),
+                last_known_elr: vec![],
+                leader: *leader,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            })
+            .collect::<Vec<_>>();
+        let mut configs = std::collections::BTreeMap::new();
+        configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
+        img.with_topic(TopicMeta {
+            name: Arc::from("t"),
+            id: Uuid::from_u128(9),
+            partitions: assignments.len() as i32,
+            configs,
+            assignments,
+        })
+    }
+
+    fn fence(img: &MetadataImage, b: i32) -> MetadataImage {
+        let mut next = img.clone();
+        if let Some(r) = next.registrations.get_mut(&b) {
+            r.fenced = true;
+        }
+        let changes = on_broker_gone(&next, &ElectionRules::default(), b);
+        next.apply(next.offset + 1, &changes)
+    }
+
+    #[test]
+    fn fencing_below_min_isr_keeps_the_fenced_members_eligible() {
+        let img = image(&[1, 2, 3], "2", &[(&[1, 2, 3], &[], 1)]);
+        let img = fence(&img, 3);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.isr.clone(), p.elr.clone()), (vec![1, 2], vec![]));
+        let img = fence(&img, 2);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!((p.isr.clone(), p.elr.clone()), (vec![1], vec![2]));
+        let img = fence(&img, 1);
+        let p = img.partition("t", 0).unwrap();
+        assert_eq!(
+            (p.isr.clone(), p.elr.clone(), p.leader, p.leader_epoch),
+            (vec![], vec![1, 2], NO_LEADER, 1)
+        );
+    }
+
+    #[test]
+    fn an_unfenced_elr_member_leads_and_an_unclean_one_leaves_the_elr() {
+        let img = image(
+            &[2],
+            "2",
+            &[(&[], &[1, 2], NO_LEADER), (&[], &[1], NO_LEADER)],
+        );
+        let rules = ElectionRules::default();
+        let changes = on_broker_back(&img, &rules, 2);
+        assert_eq!(changes.len(), 1, "only the partition 2 is eligible in");
+        let img2 = img.apply(5, &changes);
+        let p = img2.partition("t", 0).unwrap();
+        assert_eq!(
+            (p.leader, p.isr.clone(), p.elr.clone()),
+            (2, vec![2], vec![1])
+        );
+        // Broker 1 registers after a kill -9.
+        let img3 = img2.apply(6, &on_unclean_shutdown(&img2, &rules, 1));
+        let p0 = img3.partition("t", 0).unwrap();
+        assert_eq!(
+            (p0.elr.clone(), p0.last_known_elr.clone(), p0.leader),
+            (vec![], vec![], 2)
+        );
+        assert_eq!(
+            p0.leader_epoch, p.leader_epoch,
+            "an ELR change alone keeps the epoch"
+        );
+        let p1 = img3.partition("t", 1).unwrap();
+        assert_eq!((p1.elr.clone(), p1.leader), (vec![], NO_LEADER));
+    }
+
+    #[test]
+    fn unclean_elect_leaders_prefers_the_elr_and_reports_no_eligible_leader() {
+        let img = image(
+            &[2, 3],
+            "2",
+            &[(&[], &[1, 2], NO_LEADER), (&[], &[1], NO_LEADER)],
+        );
+        let rules = ElectionRules::default();
+        let (records, out) = elect_leaders(&img, &rules, ElectionType::Unclean, None);
+        assert_eq!(out[0].result, Ok(()));
+        assert_eq!(out[1].result, Ok(()));
+        let img2 = img.apply(5, &records);
+        let p0 = img2.partition("t", 0).unwrap();
+        assert_eq!(
+            (p0.leader, p0.isr.clone()),
+            (2, vec![2]),
+            "the ELR member, clean"
+        );
+        let p1 = img2.partition("t", 1).unwrap();
+        assert_eq!(
+            (p1.leader, p1.isr.clone(), p1.elr.clone()),
+            (2, vec![2], vec![])
+        );
+        let img = image(&[], "2", &[(&[], &[1], NO_LEADER)]);
+        let (_, out) = elect_leaders(&img, &rules, ElectionType::Unclean, None);
+        assert_eq!(
+            out[0].result,
+            Err(ElectionError::EligibleLeadersNotAvailable)
+        );
     }
 }

@@ -106,6 +106,7 @@ impl MetadataImage {
                 partition_id,
                 isr,
                 elr,
+                last_known_elr,
                 leader,
                 replicas,
             } => self.edit_topic(offset, topic_id, |t| {
@@ -124,6 +125,9 @@ impl MetadataImage {
                 }
                 if let Some(elr) = elr {
                     p.elr = elr.clone();
+                }
+                if let Some(lke) = last_known_elr {
+                    p.last_known_elr = lke.clone();
                 }
                 if let Some(replicas) = replicas {
                     p.replicas = replicas.clone();
@@ -226,6 +230,7 @@ mod tests {
                 replicas: replicas.to_vec(),
                 isr: replicas.to_vec(),
                 elr: vec![],
+                last_known_elr: Vec::new(),
                 leader: replicas[0],
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -307,6 +312,7 @@ mod tests {
             partition_id: 0,
             isr,
             elr: None,
+            last_known_elr: None,
             leader,
             replicas: None,
         };

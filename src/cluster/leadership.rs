@@ -228,6 +228,7 @@ mod tests {
             isr: replicas.clone(),
             replicas,
             elr: vec![],
+            last_known_elr: Vec::new(),
             leader,
             leader_epoch,
             partition_epoch: 0,

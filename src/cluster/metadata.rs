@@ -28,6 +28,11 @@ pub struct PartitionRegistration {
     /// it was below `min.insync.replicas`, still safe to lead.
     #[serde(default)]
     pub elr: Vec<i32>,
+    /// Last known ELR (KIP-966, as Kafka 4 keeps it): the leader of the
+    /// moment the ISR became empty, while the partition has no leader; it
+    /// leads again when it is alive and the ISR and the ELR are empty.
+    #[serde(default)]
+    pub last_known_elr: Vec<i32>,
     /// The leader's broker id, or [`NO_LEADER`].
     pub leader: i32,
     /// Bumped on every leader change (stamped in the batches it appends).
@@ -302,6 +307,7 @@ mod tests {
                 replicas: vec![1],
                 isr: vec![1],
                 elr: vec![],
+                last_known_elr: Vec::new(),
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
@@ -364,6 +370,7 @@ mod tests {
             replicas: vec![1, 2, 3],
             isr: vec![1, 3],
             elr: vec![],
+            last_known_elr: Vec::new(),
             leader: 1,
             leader_epoch: 4,
             partition_epoch: 7,

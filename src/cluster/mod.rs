@@ -12,6 +12,7 @@ pub mod alter_partition;
 pub mod control;
 pub mod controller;
 pub mod election;
+pub mod elr;
 pub mod error;
 pub mod format;
 pub mod image_apply;

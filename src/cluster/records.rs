@@ -92,8 +92,12 @@ pub enum MetadataRecord {
         partition_id: i32,
         /// The new ISR, when it changes.
         isr: Option<Vec<i32>>,
-        /// The new ELR, when it changes.
+        /// The new ELR (KIP-966), when it changes.
+        #[serde(default)]
         elr: Option<Vec<i32>>,
+        /// The new last known ELR (KIP-966), when it changes.
+        #[serde(default)]
+        last_known_elr: Option<Vec<i32>>,
         /// The new leader ([`super::metadata::NO_LEADER`] for none), when it
         /// changes.
         leader: Option<i32>,

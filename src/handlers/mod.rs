@@ -17,6 +17,7 @@ mod describe_groups;
 mod describe_log_dirs;
 mod describe_producers;
 mod describe_quorum;
+mod describe_topic_partitions;
 mod describe_transactions;
 mod elect_leaders;
 mod end_txn;
@@ -157,6 +158,7 @@ dispatch_table! { shard, frame, produce_dispatched;
     ApiVersions => api_versions::handle(frame),
     Metadata => metadata::handle(shard, frame).await,
     DescribeCluster => describe_cluster::handle(shard, frame),
+    DescribeTopicPartitions => describe_topic_partitions::handle(shard, frame),
     DescribeQuorum => describe_quorum::handle(shard, frame).await,
     CreateTopics => create_topics::handle(shard, frame).await,
     DeleteTopics => delete_topics::handle(shard, frame).await,

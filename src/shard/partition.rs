@@ -354,10 +354,13 @@ impl Partition {
         self.settings.borrow().clone()
     }
 
-    /// Replaces the settings (topic config change).
+    /// Replaces the settings (topic config change); a leader whose
+    /// `min.insync.replicas` dropped to its ISR size moves its high
+    /// watermark again.
     pub fn set_settings(&self, s: TopicSettings) {
         self.log.borrow_mut().set_config(s.log.clone());
         *self.settings.borrow_mut() = s;
+        self.maybe_advance_high_watermark();
     }
 
     /// True when a flush policy (`flush.messages` / `flush.ms`) is configured.

@@ -24,6 +24,7 @@ fn rules() -> Rules {
     Rules {
         session_timeout: SESSION,
         open_files_limit: None,
+        election: crate::cluster::elr::ElectionRules::default(),
     }
 }
 
@@ -69,7 +70,19 @@ impl Cluster {
         (reply, n)
     }
 
+    /// Registers broker `id` after a clean shutdown (or a first start).
     fn register(&mut self, id: i32, incarnation: u128, rack: Option<&str>) -> ControllerReply {
+        let previous = self.image.registrations.get(&id).map(|b| b.epoch);
+        self.register_with(id, incarnation, rack, previous)
+    }
+
+    fn register_with(
+        &mut self,
+        id: i32,
+        incarnation: u128,
+        rack: Option<&str>,
+        previous_broker_epoch: Option<i64>,
+    ) -> ControllerReply {
         self.run(ControllerRequest::RegisterBroker {
             broker_id: id,
             incarnation_id: Uuid::from_u128(incarnation),
@@ -80,6 +93,7 @@ impl Cluster {
                 port: 9090 + id as u16,
             }],
             rack: rack.map(str::to_string),
+            previous_broker_epoch,
         })
         .0
     }
@@ -112,13 +126,26 @@ impl Cluster {
         partitions: i32,
         rf: i16,
     ) -> Result<CreatedTopic, MetadataError> {
+        self.create_with(name, partitions, rf, &[])
+    }
+
+    fn create_with(
+        &mut self,
+        name: &str,
+        partitions: i32,
+        rf: i16,
+        configs: &[(&str, &str)],
+    ) -> Result<CreatedTopic, MetadataError> {
         let req = ControllerRequest::CreateTopics {
             topics: vec![NewTopic {
                 name: name.into(),
                 partitions,
                 replication_factor: rf,
                 assignments: None,
-                configs: BTreeMap::new(),
+                configs: configs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
                 topic_id: None,
             }],
             validate_only: false,
@@ -188,6 +215,7 @@ fn registration_checks_cluster_id_and_live_duplicates() {
         cluster_id: "other".into(),
         endpoints: vec![],
         rack: None,
+        previous_broker_epoch: None,
     });
     assert!(matches!(
         r,
@@ -487,8 +515,8 @@ fn a_broker_that_stops_heartbeating_is_fenced_and_loses_its_leaderships() {
         assert_ne!(p.leader, 1);
         assert!(!p.isr.contains(&1));
     }
-    // A partition whose only replica was broker 1 has no leader now and
-    // keeps 1 in its ISR.
+    // A partition whose only replica was broker 1 has no leader now: its
+    // ISR is empty and 1 waits in the ELR (KIP-966).
     let solo = c.image.topic("solo").unwrap();
     let on_1: Vec<_> = solo
         .assignments
@@ -496,7 +524,10 @@ fn a_broker_that_stops_heartbeating_is_fenced_and_loses_its_leaderships() {
         .filter(|p| p.replicas == [1])
         .collect();
     assert_eq!(on_1.len(), 1);
-    assert_eq!((on_1[0].leader, on_1[0].isr.clone()), (NO_LEADER, vec![1]));
+    assert_eq!(
+        (on_1[0].leader, on_1[0].isr.clone(), on_1[0].elr.clone()),
+        (NO_LEADER, vec![], vec![1])
+    );
     assert!(
         expire_sessions(&c.image, &c.live, c.now, &rules()).is_empty(),
         "fenced once"
@@ -579,4 +610,215 @@ fn racks_get_one_replica_each() {
         let racks: std::collections::BTreeSet<_> = p.replicas.iter().map(|r| rack(*r)).collect();
         assert_eq!(racks.len(), 3, "{:?}", p.replicas);
     }
+}
+
+/// Fences `ids` by letting their sessions expire (the others heartbeat).
+fn expire(c: &mut Cluster, ids: &[i32]) {
+    c.now += SESSION + Duration::from_secs(1);
+    for b in c.image.registrations.keys().copied().collect::<Vec<_>>() {
+        if !ids.contains(&b) {
+            c.live.beat(b, c.now);
+        }
+    }
+    let recs = expire_sessions(&c.image, &c.live, c.now, &rules());
+    c.offset += 1;
+    c.image = c.image.apply(c.offset, &recs);
+}
+
+fn only_partition(c: &Cluster, topic: &str) -> PartitionRegistration {
+    c.image.topic(topic).unwrap().assignments[0].clone()
+}
+
+#[test]
+fn fenced_followers_fill_the_elr_and_an_elr_member_leads_after_the_leader() {
+    let mut c = Cluster::alive(&[1, 2, 3]);
+    c.create_with("t", 1, 3, &[("min.insync.replicas", "2")])
+        .unwrap();
+    let p = only_partition(&c, "t");
+    let (l, a, b) = (p.replicas[0], p.replicas[1], p.replicas[2]);
+    expire(&mut c, &[b]);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.isr.len(), p.elr.clone()),
+        (2, vec![]),
+        "still at min ISR"
+    );
+    expire(&mut c, &[a, b]);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.isr.clone(), p.elr.clone(), p.leader),
+        (vec![l], vec![a], l)
+    );
+    // The leader goes: nobody alive is eligible, the ISR is empty.
+    expire(&mut c, &[l, a, b]);
+    let p = only_partition(&c, "t");
+    assert_eq!(p.leader, NO_LEADER);
+    assert!(p.isr.is_empty());
+    let mut elr = p.elr.clone();
+    elr.sort_unstable();
+    let mut want = vec![l, a];
+    want.sort_unstable();
+    assert_eq!(elr, want);
+    // `b` (out of the ISR while it was at min ISR) comes back: not eligible.
+    c.register(b, 100 + b as u128, None);
+    c.heartbeat(b, false);
+    assert_eq!(only_partition(&c, "t").leader, NO_LEADER);
+    // `a` comes back after a clean shutdown: it leads, the ISR is `a`.
+    c.register(a, 100 + a as u128, None);
+    c.heartbeat(a, false);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (a, vec![a], vec![l])
+    );
+    // The old leader comes back after a kill -9: it leaves the ELR.
+    c.register_with(l, 100 + l as u128, None, None);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.elr.clone(), p.last_known_elr.clone()), (vec![], vec![]));
+    c.heartbeat(l, false);
+    assert_eq!(only_partition(&c, "t").leader, a, "no election needed");
+}
+
+#[test]
+fn an_unclean_restart_of_the_only_elr_member_keeps_it_as_last_known_leader() {
+    let mut c = Cluster::alive(&[1, 2]);
+    // One replica: the effective min ISR is 1 (at most the replication
+    // factor), the single-node case.
+    c.create_with("t", 1, 1, &[("min.insync.replicas", "2")])
+        .unwrap();
+    let l = only_partition(&c, "t").replicas[0];
+    expire(&mut c, &[l]);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (NO_LEADER, vec![], vec![l])
+    );
+    // A clean restart keeps the ELR; an unclean one empties it.
+    let epoch = c.image.registrations[&l].epoch;
+    c.register_with(l, 500, None, Some(epoch));
+    assert_eq!(only_partition(&c, "t").elr, vec![l]);
+    c.register_with(l, 501, None, Some(epoch));
+    let p = only_partition(&c, "t");
+    assert_eq!((p.elr.clone(), p.last_known_elr.clone()), (vec![], vec![l]));
+    // The last known leader leads once alive (the ISR and ELR are empty).
+    c.heartbeat(l, false);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.last_known_elr.clone()),
+        (l, vec![l], vec![])
+    );
+}
+
+#[test]
+fn unclean_leader_election_enable_elects_any_alive_replica() {
+    let mut c = Cluster::alive(&[1, 2, 3]);
+    c.create_with(
+        "t",
+        1,
+        2,
+        &[
+            ("min.insync.replicas", "2"),
+            ("unclean.leader.election.enable", "true"),
+        ],
+    )
+    .unwrap();
+    let p = only_partition(&c, "t");
+    let (l, f) = (p.replicas[0], p.replicas[1]);
+    // The follower leaves the ISR at min ISR... below it: ELR.
+    expire(&mut c, &[f]);
+    expire(&mut c, &[l, f]);
+    assert_eq!(only_partition(&c, "t").leader, NO_LEADER);
+    // The follower crashed: out of the ELR, but unclean elections take it.
+    c.register_with(f, 700, None, None);
+    c.heartbeat(f, false);
+    let p = only_partition(&c, "t");
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (f, vec![f], vec![])
+    );
+}
+
+#[test]
+fn a_leader_shrink_below_min_isr_fills_the_elr_and_an_expansion_empties_it() {
+    let mut c = Cluster::alive(&[1, 2, 3]);
+    c.create_with("t", 1, 3, &[("min.insync.replicas", "3")])
+        .unwrap();
+    let p = only_partition(&c, "t");
+    let t = c.image.topic("t").unwrap().id;
+    let l = p.leader;
+    let ask = |c: &Cluster, isr: Vec<i32>| {
+        let p = only_partition(c, "t");
+        ControllerRequest::AlterPartition(crate::cluster::alter_partition::IsrAsk {
+            broker: l,
+            broker_epoch: c.image.registrations[&l].epoch,
+            topic_id: t,
+            partition: 0,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr: isr,
+        })
+    };
+    let (a, b) = (p.replicas[1], p.replicas[2]);
+    let r = ask(&c, vec![l, a]);
+    c.run(r);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.isr.len(), p.elr.clone()), (2, vec![b]));
+    let r = ask(&c, vec![l]);
+    c.run(r);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.isr.clone(), p.elr.len()), (vec![l], 2));
+    let r = ask(&c, vec![l, b]);
+    c.run(r);
+    assert_eq!(only_partition(&c, "t").elr, vec![a], "b rejoined");
+    let r = ask(&c, vec![l, a, b]);
+    c.run(r);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.isr.len(), p.elr.clone()), (3, vec![]));
+    assert_eq!(p.leader, l);
+}
+
+#[test]
+fn lowering_min_isr_to_the_isr_clears_the_elr_and_unclean_elects() {
+    let mut c = Cluster::alive(&[1, 2, 3]);
+    c.create_with("t", 1, 3, &[("min.insync.replicas", "3")])
+        .unwrap();
+    let p = only_partition(&c, "t");
+    let (l, b) = (p.replicas[0], p.replicas[2]);
+    expire(&mut c, &[b]);
+    assert_eq!(only_partition(&c, "t").elr, vec![b]);
+    let alter = |c: &mut Cluster, configs: &[(&str, &str)]| {
+        let req = ControllerRequest::AlterTopicConfigs {
+            topic: "t".into(),
+            configs: configs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            validate_only: false,
+        };
+        c.run(req).0
+    };
+    alter(&mut c, &[("min.insync.replicas", "2")]);
+    let p = only_partition(&c, "t");
+    assert_eq!((p.elr.clone(), p.leader), (vec![], l));
+    // Every replica fenced: no leader. `b` (out of the ISR and ELR) comes
+    // back after a crash: not eligible, until unclean elections are on.
+    expire(&mut c, &[1, 2, 3]);
+    assert_eq!(only_partition(&c, "t").leader, NO_LEADER);
+    c.register_with(b, 900, None, None);
+    c.heartbeat(b, false);
+    assert_eq!(
+        only_partition(&c, "t").leader,
+        NO_LEADER,
+        "{:?}",
+        only_partition(&c, "t")
+    );
+    alter(
+        &mut c,
+        &[
+            ("min.insync.replicas", "2"),
+            ("unclean.leader.election.enable", "true"),
+        ],
+    );
+    let p = only_partition(&c, "t");
+    assert_eq!((p.leader, p.isr.clone()), (b, vec![b]));
 }

@@ -74,6 +74,7 @@ async fn register(q: &Quorum, incarnation: Uuid) -> Step {
         cluster_id: q.settings.cluster_id.clone(),
         endpoints: q.settings.endpoints.clone(),
         rack: q.settings.rack.clone(),
+        previous_broker_epoch: q.settings.previous_broker_epoch,
     };
     let answer = q.submit(req).await;
     if answer.is_ok() {

@@ -85,6 +85,14 @@ pub struct QuorumSettings {
     /// `auto.leader.rebalance.enable` is true; None: no automatic
     /// preferred-leader elections.
     pub leader_rebalance_every: Option<Duration>,
+    /// The cluster-level `min.insync.replicas` and
+    /// `unclean.leader.election.enable` (static configs) the controller's
+    /// elections and ELR follow.
+    pub election: crate::cluster::elr::ElectionRules,
+    /// The broker epoch of this node's last clean shutdown (the
+    /// clean-shutdown marker, KIP-966's `PreviousBrokerEpoch`); None after
+    /// an unclean one.
+    pub previous_broker_epoch: Option<i64>,
 }
 
 /// Publishes images in order: each one a version above the last, with the
@@ -285,6 +293,7 @@ impl Quorum {
             rules: Rules {
                 session_timeout: settings.session_timeout,
                 open_files_limit: open_files_limit(),
+                election: settings.election,
             },
             peers: Peers::new(settings.cluster_id.clone()),
             settings,
@@ -705,9 +714,10 @@ impl Quorum {
             "leader rebalance",
             "preferred-leader elections",
             every,
-            |_, image| {
+            |q, image| {
                 let (records, _) = crate::cluster::election::elect_leaders(
                     image,
+                    &q.rules.election,
                     crate::cluster::election::ElectionType::Preferred,
                     None,
                 );

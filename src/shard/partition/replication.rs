@@ -205,14 +205,19 @@ impl Partition {
     /// Leader: moves the high watermark up to the smallest LEO over the
     /// maximal ISR (this replica's LEO included); gives whether it moved
     /// (and wakes the waiters). A partition with one replica, or a
-    /// follower, moves nothing here.
+    /// follower, moves nothing here. While the committed ISR is below the
+    /// effective `min.insync.replicas` (at most the replica count) the high
+    /// watermark stays (KIP-966's strict min ISR rule: what the controller
+    /// keeps in the ELR then holds every committed record).
     pub fn maybe_advance_high_watermark(&self) -> bool {
         if !self.is_leader() {
             return false;
         }
+        let min_isr =
+            usize::try_from(self.settings.borrow().min_insync_replicas.max(1)).unwrap_or(1);
         let target = {
             let r = self.replication.borrow();
-            if !r.replicated() {
+            if !r.replicated() || r.isr.len() < min_isr.min(r.replicas.len()) {
                 return false;
             }
             let mut hw = self.log_end_offset();

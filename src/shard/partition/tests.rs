@@ -477,6 +477,49 @@ fn a_replica_append_keeps_offsets_and_rebuilds_producer_state() {
     );
 }
 
+/// KIP-966: a leader's high watermark moves only while the ISR is at least
+/// the effective `min.insync.replicas`, and again once it is.
+#[test]
+fn the_high_watermark_waits_while_the_isr_is_below_min_isr() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = open(dir.path(), 1 << 20);
+    let mut s = p.settings();
+    s.min_insync_replicas = 2;
+    p.set_settings(s);
+    let reg = |isr: &[i32], partition_epoch: i32| crate::cluster::metadata::PartitionRegistration {
+        replicas: vec![1, 2, 3],
+        isr: isr.to_vec(),
+        elr: vec![],
+        last_known_elr: vec![],
+        leader: 1,
+        leader_epoch: 0,
+        partition_epoch,
+    };
+    p.set_registration(1, &reg(&[1, 2], 0), 0);
+    produce(&p, &batch(-1, -1, -1, 3, false)).unwrap();
+    p.follower_fetched(2, 3, true, 1);
+    assert_eq!(p.high_watermark(), 3, "ISR of 2 at min ISR 2");
+    // The ISR shrinks to the leader alone: appends stay above the HW, even
+    // with a follower that fetched them (it is not in the ISR).
+    p.set_registration(1, &reg(&[1], 1), 2);
+    produce(&p, &batch(-1, -1, -1, 2, false)).unwrap();
+    p.follower_fetched(2, 5, true, 3);
+    p.follower_fetched(3, 5, true, 3);
+    assert_eq!(p.high_watermark(), 3, "below min ISR: the HW waits");
+    // min.insync.replicas 1 lets it move; back at 2 with the follower in
+    // the ISR it moves too.
+    let mut s = p.settings();
+    s.min_insync_replicas = 1;
+    p.set_settings(s.clone());
+    assert_eq!(p.high_watermark(), 5);
+    produce(&p, &batch(-1, -1, -1, 1, false)).unwrap();
+    s.min_insync_replicas = 2;
+    p.set_settings(s);
+    p.set_registration(1, &reg(&[1, 2], 2), 4);
+    p.follower_fetched(2, 6, true, 5);
+    assert_eq!(p.high_watermark(), 6);
+}
+
 /// After a restart a replicated leader's high watermark starts from the
 /// checkpoint, not from the recovered LEO: records above it stay invisible
 /// until a follower's fetch shows it has them (Kafka's
@@ -513,6 +556,7 @@ fn a_restarted_leader_starts_from_the_checkpointed_high_watermark() {
         replicas: vec![1, 2, 3],
         isr: vec![1, 2, 3],
         elr: vec![],
+        last_known_elr: vec![],
         leader: 1,
         leader_epoch: 2,
         partition_epoch: 5,
