@@ -156,14 +156,11 @@ pub fn decide(
     if isr == p.isr {
         return Ok(Vec::new());
     }
-    Ok(vec![MetadataRecord::PartitionChange {
-        topic_id,
-        partition_id: partition,
-        isr: Some(isr),
-        elr: None,
-        leader: None,
-        replicas: None,
-    }])
+    // The change that brings the last target replica into the ISR also
+    // completes an ongoing reassignment (KIP-455).
+    Ok(super::reassignment::isr_change(image, topic_id, partition, p, isr)
+        .into_iter()
+        .collect())
 }
 
 #[cfg(test)]
@@ -208,6 +205,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 4,
                 partition_epoch: 9,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             }],
         };
         (img.with_topic(t), id)

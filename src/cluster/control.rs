@@ -368,6 +368,8 @@ fn registration(replicas: Vec<i32>, image: &MetadataImage) -> PartitionRegistrat
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     }
 }
 

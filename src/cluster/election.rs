@@ -52,6 +52,8 @@ fn without_broker(
         elr: None,
         leader,
         replicas: None,
+        adding_replicas: None,
+        removing_replicas: None,
     })
 }
 
@@ -93,6 +95,8 @@ pub fn on_broker_back(image: &MetadataImage, broker: i32) -> Vec<MetadataRecord>
                 elr: None,
                 leader: Some(broker),
                 replicas: None,
+                adding_replicas: None,
+                removing_replicas: None,
             },
         )
     })
@@ -126,6 +130,8 @@ pub fn elect(
         elr: None,
         leader: Some(leader),
         replicas: None,
+        adding_replicas: None,
+        removing_replicas: None,
     };
     match kind {
         ElectionType::Preferred => {
@@ -241,6 +247,8 @@ mod tests {
                 leader: *leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             })
             .collect::<Vec<_>>();
         let t = TopicMeta {
