@@ -286,13 +286,22 @@ impl Shard {
             return Ok(());
         }
         self.metadata.replace(image.clone());
-        // Topics removed, or re-created under a new id: drop their partitions.
+        // Topics removed, or re-created under a new id, and partitions a
+        // reassignment moved off this broker (Kafka's StopReplica with
+        // delete): drop their partitions and delete their directories.
+        let node = self.config.node_id;
         let gone: Vec<TopicPartition> = self
             .partitions
             .borrow()
             .iter()
             .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
-            .filter(|(t, _, p)| image.topic(t).is_none_or(|m| m.id != p.topic_id()))
+            .filter(|(t, i, p)| match image.topic(t) {
+                None => true,
+                Some(m) if m.id != p.topic_id() => true,
+                Some(m) => m
+                    .partition(**i)
+                    .is_some_and(|reg| !reg.replicas.is_empty() && !reg.replicas.contains(&node)),
+            })
             .map(|(t, i, _)| (t.clone(), *i))
             .collect();
         for (topic, index) in gone {
@@ -309,7 +318,6 @@ impl Shard {
             }
         }
         let mut first_error = None;
-        let node = self.config.node_id;
         for topic in image.topics.values() {
             let settings = topic_config::settings(&self.config, &topic.configs);
             for (p, reg) in topic.assignments.iter().enumerate() {
