@@ -67,7 +67,9 @@ async fn produce(c: &Cluster, topic: &str, prefix: &str, n: usize) {
         let topic = topic.to_string();
         sends.push(tokio::spawn(async move {
             p.send(
-                FutureRecord::<(), _>::to(&topic).partition(0).payload(&value),
+                FutureRecord::<(), _>::to(&topic)
+                    .partition(0)
+                    .payload(&value),
                 Duration::from_secs(60),
             )
             .await
@@ -116,18 +118,26 @@ fn alter(
             .with_name(name(topic))
             .with_partitions(vec![ReassignablePartition::default()
                 .with_partition_index(partition)
-                .with_replicas(replicas.map(|r| r.iter().copied().map(BrokerId).collect()))])]);
+                .with_replicas(
+                    replicas.map(|r| r.iter().copied().map(BrokerId).collect()),
+                )])]);
     let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
     let resp: AlterPartitionReassignmentsResponse = try_kp_call(&mut s, 1, 7, &req).unwrap();
     assert_eq!(resp.error_code, 0, "{resp:?}");
     let p = &resp.responses[0].partitions[0];
-    (p.error_code, p.error_message.as_ref().map(|m| m.to_string()))
+    (
+        p.error_code,
+        p.error_message.as_ref().map(|m| m.to_string()),
+    )
 }
+
+/// One ongoing reassignment: (topic, partition, replicas, adding, removing).
+type Ongoing = (String, i32, Vec<i32>, Vec<i32>, Vec<i32>);
 
 /// ListPartitionReassignments v0 through node `id` (`topic` None: all):
 /// (topic, partition, replicas, adding, removing) of each ongoing one.
-fn list(c: &Cluster, id: i32, topic: Option<&str>) -> Vec<(String, i32, Vec<i32>, Vec<i32>, Vec<i32>)> {
+fn list(c: &Cluster, id: i32, topic: Option<&str>) -> Vec<Ongoing> {
     let req = ListPartitionReassignmentsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(topic.map(|t| {
@@ -172,7 +182,10 @@ fn wait_assignment(c: &Cluster, topic: &str, replicas: &[i32], isr: &[i32]) -> i
             for id in c.ids() {
                 let l = layout_on(c, id, topic)?.ok_or("unknown topic")?;
                 let p = l.parts.get(&0).ok_or("no partition 0")?;
-                if p.replicas != replicas || sorted(&p.isr) != sorted(isr) || !replicas.contains(&p.leader) {
+                if p.replicas != replicas
+                    || sorted(&p.isr) != sorted(isr)
+                    || !replicas.contains(&p.leader)
+                {
                     return Err(format!("node {id}: {p:?}"));
                 }
                 if leader.is_some_and(|l| l != p.leader) {
@@ -215,7 +228,10 @@ async fn a_partition_moves_to_two_other_brokers_with_its_records() {
     assert_eq!(alter(&c, 2, topic, 1, Some(&[2]), true).0, 3);
     assert_eq!(alter(&c, 2, "nope", 0, Some(&[2]), true).0, 3);
     let (code, message) = alter(&c, 2, topic, 0, None, true);
-    assert_eq!((code, message.as_deref()), (85, Some("No partition reassignment is in progress.")));
+    assert_eq!(
+        (code, message.as_deref()),
+        (85, Some("No partition reassignment is in progress."))
+    );
 
     assert_eq!(alter(&c, 2, topic, 0, Some(&[2, 3]), true), (0, None));
     let leader = wait_assignment(&c, topic, &[2, 3], &[2, 3]);

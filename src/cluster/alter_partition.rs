@@ -158,9 +158,11 @@ pub fn decide(
     }
     // The change that brings the last target replica into the ISR also
     // completes an ongoing reassignment (KIP-455).
-    Ok(super::reassignment::isr_change(image, topic_id, partition, p, isr)
-        .into_iter()
-        .collect())
+    Ok(
+        super::reassignment::isr_change(image, topic_id, partition, p, isr)
+            .into_iter()
+            .collect(),
+    )
 }
 
 #[cfg(test)]

@@ -299,12 +299,13 @@ pub fn alter_one(
         .ok_or_else(|| ReassignmentError::UnknownTopic {
             topic: target.topic.clone(),
         })?;
-    let p = topic
-        .partition(target.partition)
-        .ok_or_else(|| ReassignmentError::UnknownPartition {
-            topic: target.topic.clone(),
-            partition: target.partition,
-        })?;
+    let p =
+        topic
+            .partition(target.partition)
+            .ok_or_else(|| ReassignmentError::UnknownPartition {
+                topic: target.topic.clone(),
+                partition: target.partition,
+            })?;
     let Some(wanted) = &target.replicas else {
         if !p.is_reassigning() {
             return Err(ReassignmentError::NoReassignmentInProgress);
@@ -384,7 +385,10 @@ pub fn alter(
 /// (topic, partitions) pairs, or of every partition with `None`, by topic
 /// name then partition. Unknown topics and partitions are left out (as
 /// Kafka's controller does).
-pub fn list(image: &MetadataImage, asked: Option<&[(String, Vec<i32>)]>) -> Vec<OngoingReassignment> {
+pub fn list(
+    image: &MetadataImage,
+    asked: Option<&[(String, Vec<i32>)]>,
+) -> Vec<OngoingReassignment> {
     let ongoing = |topic: &str, i: i32, p: &PartitionRegistration| {
         p.is_reassigning().then(|| OngoingReassignment {
             topic: topic.to_string(),
@@ -412,7 +416,10 @@ pub fn list(image: &MetadataImage, asked: Option<&[(String, Vec<i32>)]>) -> Vec<
                 let t = image.topic(name);
                 parts
                     .iter()
-                    .filter_map(|i| t.and_then(|t| t.partition(*i)).and_then(|p| ongoing(name, *i, p)))
+                    .filter_map(|i| {
+                        t.and_then(|t| t.partition(*i))
+                            .and_then(|p| ongoing(name, *i, p))
+                    })
                     .collect::<Vec<_>>()
             })
             .collect(),

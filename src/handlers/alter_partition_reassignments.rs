@@ -15,7 +15,9 @@ use std::rc::Rc;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
     ReassignablePartitionResponse, ReassignableTopicResponse,
 };
-use kafka_protocol::messages::{AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{ask_controller, respond, HandlerResult};

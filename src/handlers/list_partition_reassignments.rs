@@ -36,7 +36,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             .collect()
     });
     let mut resp = ListPartitionReassignmentsResponse::default();
-    let ongoing = match ask_controller(shard, ControllerRequest::ListPartitionReassignments { topics }).await {
+    let ongoing = match ask_controller(
+        shard,
+        ControllerRequest::ListPartitionReassignments { topics },
+    )
+    .await
+    {
         Ok(ControllerReply::ListPartitionReassignments(o)) => o,
         other => {
             let e = match other {

@@ -87,7 +87,11 @@ fn completion_waits_for_every_target_replica_in_the_isr() {
         completion(&[1, 2, 3], &[1, 2, 3], &[], &[3]),
         Some((vec![1, 2], vec![1, 2]))
     );
-    assert_eq!(completion(&[1, 2, 3], &[3], &[], &[3]), None, "an empty ISR waits");
+    assert_eq!(
+        completion(&[1, 2, 3], &[3], &[], &[3]),
+        None,
+        "an empty ISR waits"
+    );
 }
 
 #[test]
@@ -128,7 +132,10 @@ fn a_kept_leader_gets_an_epoch_bump_when_a_follower_is_removed() {
     let img = reassign(&img, Some(&[1, 3]));
     let img = isr(&img, &[1, 3, 2]);
     let p = part(&img);
-    assert_eq!((p.replicas.clone(), p.isr.clone()), (vec![1, 3], vec![1, 3]));
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone()),
+        (vec![1, 3], vec![1, 3])
+    );
     assert_eq!((p.leader, p.leader_epoch), (1, 6));
 }
 
@@ -137,12 +144,18 @@ fn a_reorder_or_a_shrink_the_isr_covers_completes_at_once() {
     let img = image(&[1, 2, 3], &[1, 2, 3], 1);
     let reordered = reassign(&img, Some(&[3, 2, 1]));
     let p = part(&reordered);
-    assert_eq!((p.replicas.clone(), p.is_reassigning()), (vec![3, 2, 1], false));
+    assert_eq!(
+        (p.replicas.clone(), p.is_reassigning()),
+        (vec![3, 2, 1], false)
+    );
     assert_eq!((p.leader, p.leader_epoch), (1, 5), "the leader stays");
 
     let shrunk = reassign(&img, Some(&[1, 2]));
     let p = part(&shrunk);
-    assert_eq!((p.replicas.clone(), p.isr.clone()), (vec![1, 2], vec![1, 2]));
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone()),
+        (vec![1, 2], vec![1, 2])
+    );
     assert!(!p.is_reassigning() && p.leader_epoch == 6);
 
     let (records, _) = alter(&img, &[target(Some(&[1, 2, 3]))], true);
@@ -156,12 +169,18 @@ fn a_cancel_reverts_to_the_original_replicas() {
     let img = isr(&img, &[2, 1]);
     let img = reassign(&img, None);
     let p = part(&img);
-    assert_eq!((p.replicas.clone(), p.isr.clone(), p.leader), (vec![1], vec![1], 1));
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone(), p.leader),
+        (vec![1], vec![1], 1)
+    );
     assert!(!p.is_reassigning());
     assert!(list(&img, None).is_empty());
 
     let (_, results) = alter(&img, &[target(None)], true);
-    assert_eq!(results, vec![Err(ReassignmentError::NoReassignmentInProgress)]);
+    assert_eq!(
+        results,
+        vec![Err(ReassignmentError::NoReassignmentInProgress)]
+    );
 }
 
 #[test]
@@ -248,12 +267,18 @@ fn a_new_target_replaces_an_ongoing_one() {
     let img = reassign(&img, Some(&[3]));
     let p = part(&img);
     assert_eq!(p.replicas, vec![3, 1, 2]);
-    assert_eq!((p.adding_replicas, p.removing_replicas), (vec![3], vec![1, 2]));
+    assert_eq!(
+        (p.adding_replicas, p.removing_replicas),
+        (vec![3], vec![1, 2])
+    );
     // While one runs, the RF is its target's size.
     let (_, results) = alter(&img, &[target(Some(&[1, 2]))], false);
     assert_eq!(
         results,
-        vec![Err(ReassignmentError::ReplicationFactorChange { from: 1, to: 2 })]
+        vec![Err(ReassignmentError::ReplicationFactorChange {
+            from: 1,
+            to: 2
+        })]
     );
 }
 
