@@ -22,9 +22,13 @@ use common::{admin_opts, consume_n, poll_until};
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, BrokerId,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -198,6 +202,27 @@ fn wait_assignment(c: &Cluster, topic: &str, replicas: &[i32], isr: &[i32]) -> i
     )
 }
 
+/// IncrementalAlterConfigs v1 on broker `broker`'s
+/// `leader.replication.throttled.rate` with operation `op` (0 SET, 1
+/// DELETE): the resource's error code.
+fn alter_broker_throttle(c: &Cluster, broker: i32, op: i8) -> i16 {
+    let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(4)
+            .with_resource_name(StrBytes::from_string(broker.to_string()))
+            .with_configs(vec![AlterableConfig::default()
+                .with_name(StrBytes::from_static_str(
+                    "leader.replication.throttled.rate",
+                ))
+                .with_config_operation(op)
+                .with_value((op == 0).then(|| StrBytes::from_static_str("1000")))]),
+    ]);
+    let mut s = TcpStream::connect(c.bootstrap(broker)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    let resp: IncrementalAlterConfigsResponse = try_kp_call(&mut s, 1, 9, &req).unwrap();
+    resp.responses[0].error_code
+}
+
 /// Waits until node `id` holds no directory of `topic`-0.
 fn wait_dir_gone(c: &Cluster, id: i32, topic: &str) {
     let dir = c.data_dir(id).join(format!("{topic}-0"));
@@ -246,6 +271,11 @@ async fn a_partition_moves_to_two_other_brokers_with_its_records() {
     assert!(list(&c, 1, Some(topic)).is_empty());
     wait_dir_gone(&c, 1, topic);
     assert!(c.data_dir(leader).join(format!("{topic}-0")).exists());
+
+    // `kafka-reassign-partitions --verify` then clears the throttles:
+    // deleting them succeeds (nothing was set), setting one is refused.
+    assert_eq!(alter_broker_throttle(&c, 1, 1), 0);
+    assert_eq!(alter_broker_throttle(&c, 1, 0), 42);
 
     produce(&c, topic, "after", 10).await;
     // Sent concurrently: each record once, in any order.
