@@ -766,7 +766,7 @@ class Checks:
         t = f"moved-{self.suffix}"
         boot = ",".join(self.all_addrs().values())
         a = AdminClient({"bootstrap.servers": boot})
-        a.create_topics([NewTopic(t, replica_assignment=[[1]])], operation_timeout=STEP)[t].result(STEP)
+        a.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[[1]])], operation_timeout=STEP)[t].result(STEP)
         self.wait_partition(NODES, t, lambda ldr, isr: ldr == 1, f"{t}-0 led by broker 1")
         p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5})
         values = [f"moved-{i:04d}".encode() for i in range(200)]
