@@ -333,3 +333,31 @@ async fn a_cancel_reverts_a_move_in_flight() {
     want.sort();
     assert_eq!(read, want);
 }
+
+/// A partition moved from broker 1 to broker 2 and back is on broker 1
+/// alone; broker 1 restarts (replaying the metadata log, whose middle says
+/// it is not a replica) and still has every record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_moved_away_and_back_survives_a_restart() {
+    let mut c = Cluster::start(3, &[]);
+    let topic = "returning";
+    create_on(&c, topic, &[1]).await;
+    produce(&c, topic, "first", 20).await;
+    assert_eq!(alter(&c, 1, topic, 0, Some(&[2]), false), (0, None));
+    wait_assignment(&c, topic, &[2], &[2]);
+    wait_dir_gone(&c, 1, topic);
+    produce(&c, topic, "second", 20).await;
+    assert_eq!(alter(&c, 1, topic, 0, Some(&[1]), false), (0, None));
+    assert_eq!(wait_assignment(&c, topic, &[1], &[1]), 1);
+    wait_dir_gone(&c, 2, topic);
+    c.restart(1);
+    wait_assignment(&c, topic, &[1], &[1]);
+    let mut read = read_all(&c, topic, 40);
+    read.sort();
+    let mut want: Vec<String> = (0..20)
+        .map(|i| format!("first-{i}"))
+        .chain((0..20).map(|i| format!("second-{i}")))
+        .collect();
+    want.sort();
+    assert_eq!(read, want);
+}
