@@ -319,3 +319,24 @@ fn records_and_registrations_from_before_reassignment_load() {
         }
     ));
 }
+
+#[test]
+fn the_leaders_alter_partition_completes_the_move() {
+    use crate::cluster::alter_partition::{decide, IsrAsk};
+    let img = reassign(&image(&[1], &[1], 1), Some(&[2]));
+    let p = part(&img);
+    let ask = IsrAsk {
+        broker: 1,
+        broker_epoch: 10,
+        topic_id: T,
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        partition_epoch: p.partition_epoch,
+        new_isr: vec![1, 2],
+    };
+    let records = decide(&img, &ask).unwrap();
+    let img = img.apply(img.offset + 1, &records);
+    let p = part(&img);
+    assert_eq!((p.replicas, p.isr, p.leader), (vec![2], vec![2], 2));
+    assert!(p.adding_replicas.is_empty() && p.removing_replicas.is_empty());
+}
