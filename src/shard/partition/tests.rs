@@ -476,3 +476,32 @@ fn a_replica_append_keeps_offsets_and_rebuilds_producer_state() {
         "the open transaction's first offset"
     );
 }
+
+/// During a reassignment the replication factor (what
+/// UnderReplicatedPartitions compares the ISR with) leaves out the replicas
+/// being added, as Kafka counts it.
+#[test]
+fn replicas_being_added_do_not_count_as_missing_from_the_isr() {
+    use crate::cluster::metadata::PartitionRegistration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        let mut reg = PartitionRegistration {
+            replicas: vec![2, 3, 1],
+            isr: vec![1],
+            elr: vec![],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 1,
+            adding_replicas: vec![2, 3],
+            removing_replicas: vec![1],
+        };
+        p.set_registration(1, &reg, 0);
+        assert_eq!((p.isr_size(), p.replica_count()), (1, 1));
+        reg.adding_replicas.clear();
+        reg.removing_replicas.clear();
+        p.set_registration(1, &reg, 0);
+        assert_eq!((p.isr_size(), p.replica_count()), (1, 3));
+    });
+}
