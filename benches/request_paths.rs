@@ -204,7 +204,7 @@ fn bench_fetch(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(1 << 20));
         g.bench_function(
             BenchmarkId::new("encode response (1 MiB as file regions)", &name),
-            |bench| bench.iter(|| encode_fetch_response(FETCH_V, 7, 0, &t, 0, &[]).len()),
+            |bench| bench.iter(|| encode_fetch_response(FETCH_V, 7, 0, 0, &t, 0, &[]).len()),
         );
     }
     g.finish();

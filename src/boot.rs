@@ -420,6 +420,13 @@ fn sync_write_stats(stats: &ShardStallStats) {
         stats
             .sendfile_fallback_bytes
             .store(w.fallback_bytes.get(), Relaxed);
+        stats
+            .replica_connections_moved
+            .store(w.replica_connections_moved.get(), Relaxed);
+        stats.replica_reads.store(w.replica_reads.get(), Relaxed);
+        stats
+            .replica_reads_cross_shard
+            .store(w.replica_reads_cross_shard.get(), Relaxed);
     });
     if let Ok(shard) = crate::shard::current() {
         let (mut led, mut under) = (0u64, 0u64);
@@ -431,6 +438,8 @@ fn sync_write_stats(stats: &ShardStallStats) {
         }
         stats.leader_partitions.store(led, Relaxed);
         stats.under_replicated_partitions.store(under, Relaxed);
+        let sessions = shard.fetch_sessions.borrow().len() as u64;
+        stats.incremental_fetch_sessions.store(sessions, Relaxed);
     }
 }
 
@@ -605,6 +614,7 @@ async fn shard_main(
     shard.start_retention();
     shard.start_cleaner();
     shard.start_producer_expiration();
+    shard.start_hw_checkpoint();
     crate::replication::remote::Remote::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);

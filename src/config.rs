@@ -165,6 +165,10 @@ pub struct ClusterConfig {
     /// unanswered beyond `replica.fetch.wait.max.ms` before the connection
     /// is dropped and made again (ms). Default 30000.
     pub replica_socket_timeout_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms`: how often each
+    /// shard writes its partitions' high watermarks to its
+    /// `replication-offset-checkpoint` file (ms). Default 5000.
+    pub replica_high_watermark_checkpoint_interval_ms: u64,
 }
 
 /// Typed broker configuration. Field docs name the Kafka property.
@@ -201,6 +205,10 @@ pub struct Config {
     pub message_max_bytes: usize,
     /// `socket.request.max.bytes`: largest request frame (bytes). Default 104857600.
     pub socket_request_max_bytes: usize,
+    /// `max.incremental.fetch.session.cache.slots`: how many fetch sessions
+    /// (KIP-227) the broker keeps, split evenly over the shards; 0 serves
+    /// every fetch sessionless.
+    pub max_incremental_fetch_session_cache_slots: usize,
     /// `log.segment.bytes`: roll a segment at this size (bytes). Default 1 GiB.
     pub log_segment_bytes: u64,
     /// `log.roll.ms` / `log.roll.hours`: roll a segment this old (ms). Default 168 h.
@@ -294,6 +302,7 @@ impl Config {
             auto_create_topics_enable: false,
             message_max_bytes: 0,
             socket_request_max_bytes: 0,
+            max_incremental_fetch_session_cache_slots: 0,
             log_segment_bytes: 0,
             log_roll_ms: 0,
             log_index_interval_bytes: 0,

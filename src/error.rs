@@ -285,6 +285,15 @@ pub mod codes {
     /// OFFSET_OUT_OF_RANGE (1): a fetch offset outside the log (a
     /// follower's replica fetcher reacts to it).
     pub const OFFSET_OUT_OF_RANGE: i16 = E::OffsetOutOfRange.code();
+    /// FETCH_SESSION_ID_NOT_FOUND (70): the leader holds no such fetch
+    /// session (KIP-227); a replica fetcher starts a new one.
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = E::FetchSessionIdNotFound.code();
+    /// INVALID_FETCH_SESSION_EPOCH (71): not the session's next epoch
+    /// (KIP-227); a replica fetcher starts a new session.
+    pub const INVALID_FETCH_SESSION_EPOCH: i16 = E::InvalidFetchSessionEpoch.code();
+    /// FETCH_SESSION_TOPIC_ID_ERROR (106): topic ids used otherwise than
+    /// when the session was created; a replica fetcher starts a new one.
+    pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = E::FetchSessionTopicIdError.code();
 }
 
 // ---- answers ----
@@ -365,6 +374,17 @@ impl KafkaCode for crate::shard::error::ReplicationWaitError {
             W::NotEnoughReplicasAfterAppend { .. } => E::NotEnoughReplicasAfterAppend.code(),
             W::TimedOut => E::RequestTimedOut.code(),
             W::NotLeader => E::NotLeaderOrFollower.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::shard::fetch_session::FetchSessionError {
+    fn code(&self) -> i16 {
+        use crate::shard::fetch_session::FetchSessionError as F;
+        match self {
+            F::SessionIdNotFound(_) => E::FetchSessionIdNotFound.code(),
+            F::InvalidSessionEpoch { .. } => E::InvalidFetchSessionEpoch.code(),
+            F::TopicIdUsage(_) => E::FetchSessionTopicIdError.code(),
         }
     }
 }
@@ -798,6 +818,24 @@ mod partition_owner_tests {
             ),
             (W::TimedOut, 7),
             (W::NotLeader, 6),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    #[test]
+    fn fetch_session_error_codes() {
+        use crate::shard::fetch_session::FetchSessionError as F;
+        let table = [
+            (F::SessionIdNotFound(3), 70),
+            (
+                F::InvalidSessionEpoch {
+                    session_id: 3,
+                    expected: 2,
+                    got: 5,
+                },
+                71,
+            ),
+            (F::TopicIdUsage(3), 106),
         ];
         crate::error::code_tables::table(&table);
     }

@@ -65,10 +65,34 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         &|s| s.under_replicated_partitions.load(Relaxed),
     );
     family(
+        "fjord_incremental_fetch_sessions",
+        "gauge",
+        "Fetch sessions (KIP-227) this shard holds for consumers and followers (refreshed about once a second).",
+        &|s| s.incremental_fetch_sessions.load(Relaxed),
+    );
+    family(
         "fjord_sendfile_fallback_bytes_total",
         "counter",
         "Bytes copied through user space because the socket was full (refreshed about once a second).",
         &|s| s.sendfile_fallback_bytes.load(Relaxed),
+    );
+    family(
+        "fjord_replica_fetch_connections_moved_total",
+        "counter",
+        "Follower fetch connections accepted here and handed to the shard owning their partitions (refreshed about once a second).",
+        &|s| s.replica_connections_moved.load(Relaxed),
+    );
+    family(
+        "fjord_replica_fetch_partitions_total",
+        "counter",
+        "Partitions of follower fetches served on this shard's connections (refreshed about once a second).",
+        &|s| s.replica_reads.load(Relaxed),
+    );
+    family(
+        "fjord_replica_fetch_cross_shard_partitions_total",
+        "counter",
+        "Of those, the partitions read on another shard than their connection's (refreshed about once a second).",
+        &|s| s.replica_reads_cross_shard.load(Relaxed),
     );
     let name = "fjord_reactor_stalls_over_ms";
     let _ = writeln!(

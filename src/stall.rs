@@ -51,6 +51,18 @@ pub struct ShardStallStats {
     /// Partitions this shard leads whose ISR is smaller than their replica
     /// set (Kafka's UnderReplicatedPartitions), same refresh.
     pub under_replicated_partitions: AtomicU64,
+    /// Follower fetch connections this shard handed to the shard owning
+    /// their partitions (`net::handoff`), same refresh.
+    pub replica_connections_moved: AtomicU64,
+    /// Partitions of follower fetches served on this shard's connections,
+    /// same refresh.
+    pub replica_reads: AtomicU64,
+    /// Of those, the partitions read on another shard than the
+    /// connection's, same refresh.
+    pub replica_reads_cross_shard: AtomicU64,
+    /// Fetch sessions (KIP-227) this shard holds (Kafka's
+    /// NumIncrementalFetchSessions), same refresh.
+    pub incremental_fetch_sessions: AtomicU64,
 }
 
 impl ShardStallStats {

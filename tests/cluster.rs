@@ -946,3 +946,30 @@ async fn describe_quorum_reports_voters_and_observers() {
         );
     }
 }
+
+/// With the quorum lost (the active controller and one more voter of three
+/// killed), the survivor's image still lists them alive (nobody can fence
+/// them), so it names itself as the controller once the active controller
+/// has not answered its heartbeats for `broker.session.timeout.ms`: a
+/// client's controller requests (kafka-topics --describe lists
+/// reassignments there) then reach a live broker and get an answer instead
+/// of waiting on a dead one. Back with the quorum, it names the active
+/// controller again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_lost_the_quorum_names_itself_as_controller() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let others: Vec<i32> = c.ids().into_iter().filter(|&i| i != controller).collect();
+    let (survivor, second) = (others[0], others[1]);
+    c.kill9(controller);
+    c.kill9(second);
+    poll_until(FAILOVER_DEADLINE, "the survivor names itself", || {
+        let (ctl, _) = c.view(survivor)?;
+        (ctl == survivor)
+            .then_some(())
+            .ok_or(format!("controller {ctl}"))
+    });
+    c.start_node(second);
+    let back = c.controller_on(&[survivor, second], &[], FAILOVER_DEADLINE);
+    assert!([survivor, second].contains(&back), "controller {back}");
+}

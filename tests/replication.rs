@@ -32,6 +32,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
@@ -274,6 +275,52 @@ async fn a_rolling_restart_under_load_loses_no_acknowledged_record() {
     }
     let acked = w.finish().await;
     check_exactly_once(&c, topic, &acked);
+    // A clean stop writes each broker's high-watermark checkpoint in
+    // Kafka's format (`replication-offset-checkpoint`, one file per shard):
+    // every replica names the partition, none above what was written, and
+    // the leader's covers every acknowledged record.
+    let last_acked = acked.iter().map(|(o, _)| *o).max().unwrap_or(-1);
+    c.stop_many(&all);
+    let mut highest = -1;
+    for id in all {
+        let hw = checkpointed_high_watermark(&c.data_dir(id), topic, 0)
+            .unwrap_or_else(|| panic!("broker {id} checkpointed no high watermark for {topic}-0"));
+        assert!(hw > 0, "broker {id}: high watermark {hw}");
+        highest = highest.max(hw);
+    }
+    assert!(
+        highest > last_acked,
+        "the leader's checkpoint {highest} is below the last acknowledged offset {last_acked}"
+    );
+}
+
+/// The high watermark of `topic`-`partition` in a data directory's
+/// `replication-offset-checkpoint-*` files (version 0, a count, then
+/// `topic partition offset` lines), if any names it.
+fn checkpointed_high_watermark(dir: &std::path::Path, topic: &str, partition: i32) -> Option<i64> {
+    let mut found = None;
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.starts_with("replication-offset-checkpoint") || name.ends_with(".tmp") {
+            continue;
+        }
+        let text = std::fs::read_to_string(e.path()).ok()?;
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("0"), "{name}: version line");
+        let count: usize = lines
+            .next()
+            .and_then(|l| l.parse().ok())
+            .expect("count line");
+        let rest: Vec<&str> = lines.collect();
+        assert_eq!(rest.len(), count, "{name}: {count} entries announced");
+        for l in rest {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() == 3 && f[0] == topic && f[1] == partition.to_string() {
+                found = f[2].parse().ok();
+            }
+        }
+    }
+    found
 }
 
 /// An idempotent acks=all producer writing `r0000000`, `r0000001`, … to
@@ -301,15 +348,36 @@ impl Writer {
                 while !stop.load(Ordering::SeqCst) {
                     let value = format!("r{i:07}");
                     i += 1;
-                    let (p, topic) = (p.clone(), topic.clone());
-                    let (acked, failed) = (acked.clone(), failed.clone());
-                    inflight.push(tokio::spawn(async move {
+                    // Enqueued here, in send order (a spawned task could
+                    // enqueue out of order on a loaded machine); only the
+                    // delivery report is awaited in a task.
+                    let delivery = loop {
                         let rec = FutureRecord::<(), _>::to(&topic)
                             .partition(0)
                             .payload(&value);
-                        match p.send(rec, Duration::from_secs(120)).await {
-                            Ok(d) => acked.lock().unwrap().push((d.offset, value)),
-                            Err((e, _)) => failed.lock().unwrap().push(format!("{value}: {e}")),
+                        match p.send_result(rec) {
+                            Ok(f) => break Ok(f),
+                            Err((
+                                KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull),
+                                _,
+                            )) => tokio::time::sleep(Duration::from_millis(10)).await,
+                            Err((e, _)) => break Err(e),
+                        }
+                    };
+                    let (acked, failed) = (acked.clone(), failed.clone());
+                    inflight.push(tokio::spawn(async move {
+                        match delivery {
+                            Ok(f) => match f.await {
+                                Ok(Ok(d)) => acked.lock().unwrap().push((d.offset, value)),
+                                Ok(Err((e, _))) => {
+                                    failed.lock().unwrap().push(format!("{value}: {e}"))
+                                }
+                                Err(_) => failed
+                                    .lock()
+                                    .unwrap()
+                                    .push(format!("{value}: delivery cancelled")),
+                            },
+                            Err(e) => failed.lock().unwrap().push(format!("{value}: {e}")),
                         }
                     }));
                     if inflight.len() >= 20 {

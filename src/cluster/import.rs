@@ -135,50 +135,7 @@ pub struct FoundTopic {
 /// the data directory beside the partitions.
 pub const KAFKA_LOG_START_CHECKPOINT: &str = "log-start-offset-checkpoint";
 
-/// Parses Kafka's offset checkpoint file format (version 0: a version line,
-/// a count line, then `topic partition offset` lines) into
-/// (topic, partition) → offset. Errors name the file and the line.
-pub fn read_kafka_checkpoint(path: &Path) -> std::io::Result<BTreeMap<(String, i32), i64>> {
-    let text = std::fs::read_to_string(path)?;
-    let bad = |what: String| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{}: {what}", path.display()),
-        )
-    };
-    let mut lines = text.lines();
-    if lines.next().map(str::trim) != Some("0") {
-        return Err(bad("only version 0 is known".into()));
-    }
-    let count: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| bad("no entry count on line 2".into()))?;
-    let mut out = BTreeMap::new();
-    for (i, line) in lines.enumerate().take(count) {
-        let mut f = line.split_whitespace();
-        let (Some(t), Some(p), Some(o), None) = (f.next(), f.next(), f.next(), f.next()) else {
-            return Err(bad(format!(
-                "line {} is not `topic partition offset`",
-                i + 3
-            )));
-        };
-        let (Ok(p), Ok(o)) = (p.parse::<i32>(), o.parse::<i64>()) else {
-            return Err(bad(format!(
-                "line {} is not `topic partition offset`",
-                i + 3
-            )));
-        };
-        out.insert((t.to_string(), p), o);
-    }
-    if out.len() != count {
-        return Err(bad(format!(
-            "{count} entries announced, {} found",
-            out.len()
-        )));
-    }
-    Ok(out)
-}
+pub use crate::storage::checkpoint::read_kafka_checkpoint;
 
 /// Kafka's internal topics, whose records Fjord keeps in its own versions.
 const INTERNAL_TOPICS: [&str; 2] = ["__consumer_offsets", "__transaction_state"];

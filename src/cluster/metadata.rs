@@ -230,10 +230,18 @@ impl MetadataImage {
         self.registrations.get(&id).is_some_and(|b| b.is_alive())
     }
 
-    /// The controller id given to clients (Metadata, DescribeCluster): the
-    /// active controller when it is an alive broker (combined mode), else the
-    /// lowest alive broker, which forwards admin requests; -1 with none.
-    pub fn client_controller_id(&self) -> i32 {
+    /// Takes the answering broker's id and whether the active controller
+    /// answered its heartbeats lately; gives the controller id for clients
+    /// (Metadata, DescribeCluster): the answering broker itself when the
+    /// quorum is out of its reach (the image cannot show who is gone then,
+    /// and a client would wait on a dead node for its controller requests;
+    /// this one answers them at once, with the forwarding error), else the
+    /// active controller when it is an alive broker (combined mode), else
+    /// the lowest alive broker, which forwards admin requests; -1 with none.
+    pub fn client_controller_id(&self, this_broker: i32, controller_reachable: bool) -> i32 {
+        if !controller_reachable {
+            return this_broker;
+        }
         if self.is_alive(self.controller_id) {
             return self.controller_id;
         }
@@ -363,12 +371,12 @@ mod tests {
         assert_eq!(ids, [1, 3]);
         img.controller_id = 2;
         assert_eq!(
-            img.client_controller_id(),
+            img.client_controller_id(1, true),
             1,
             "a fenced controller is not shown"
         );
         img.controller_id = 3;
-        assert_eq!(img.client_controller_id(), 3);
+        assert_eq!(img.client_controller_id(1, true), 3);
         let p = PartitionRegistration {
             replicas: vec![1, 2, 3],
             isr: vec![1, 3],

@@ -386,6 +386,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "log.roll.hours", ty: T::Int, default: Some("168"), field: Field::Int { min: 1, max: 1_000_000, set: |c, v| c.log_roll_ms = to_u64(v * MS_PER_HOUR) }, doc: "Roll a segment this old (hours); log.roll.ms wins when both are set.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_roll_ms / MS_PER_HOUR as u64) },
     BrokerConfigDef { name: "log.roll.ms", ty: T::Long, default: None, field: Field::Int { min: 1, max: I64MAX, set: |c, v| c.log_roll_ms = to_u64(v) }, doc: "Roll a segment this old (ms); unset: log.roll.hours.", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_roll_ms) },
     BrokerConfigDef { name: "log.segment.bytes", ty: T::Int, default: Some("1073741824"), field: Field::Int { min: 14, max: I32MAX, set: |c, v| c.log_segment_bytes = to_u64(v) }, doc: "Roll a segment at this size (bytes).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.log_segment_bytes) },
+    BrokerConfigDef { name: "max.incremental.fetch.session.cache.slots", ty: T::Int, default: Some("1000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.max_incremental_fetch_session_cache_slots = to_usize(v) }, doc: "How many incremental fetch sessions (KIP-227) the broker keeps, split evenly over the shards (each evicts its least recently used session when full); 0 serves every fetch sessionless.", dynamic: false, describe: Describe::Own, get: |c| some(c.max_incremental_fetch_session_cache_slots) },
     BrokerConfigDef { name: "message.max.bytes", ty: T::Int, default: Some("1048588"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.message_max_bytes = to_usize(v) }, doc: "The largest record batch accepted (bytes, after the producer's compression).", dynamic: false, describe: Describe::TopicSynonym, get: |c| some(c.message_max_bytes) },
     BrokerConfigDef { name: "metrics.listener", ty: T::String, default: None, field: Field::Text { allowed: "host:port (port 0 picks a free port), or empty", set: set_metrics_listener }, doc: "Fjord's own: host:port of the Prometheus-text metrics endpoint (GET /metrics); unset or empty: no endpoint.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| get_addr(c.metrics_listener) },
     BrokerConfigDef { name: "node.id", ty: T::Int, default: Some("1"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| { c.node_id = to_i32(v); c.ids_given.0 = Some(to_i32(v)) } }, doc: "This broker's id in Metadata; must match meta.properties in the data directory.", dynamic: false, describe: Describe::Own, get: |c| some(c.node_id) },
@@ -404,6 +405,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "replica.fetch.max.bytes", ty: T::Int, default: Some("1048576"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_max_bytes = to_u64(v) }, doc: "A follower fetch's limit per partition (bytes); the first batch is sent even if larger.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_max_bytes) },
     BrokerConfigDef { name: "replica.fetch.response.max.bytes", ty: T::Int, default: Some("10485760"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_response_max_bytes = to_u64(v) }, doc: "A follower fetch's limit for the whole response (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_response_max_bytes) },
     BrokerConfigDef { name: "replica.fetch.wait.max.ms", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_wait_max_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch waits at the leader for new data; below replica.lag.time.max.ms.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_wait_max_ms) },
+    BrokerConfigDef { name: "replica.high.watermark.checkpoint.interval.ms", ty: T::Long, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_high_watermark_checkpoint_interval_ms = to_u64(v) }, doc: "How often (ms) each shard writes its partitions' high watermarks to its replication-offset-checkpoint file (also written at shutdown).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_high_watermark_checkpoint_interval_ms) },
     BrokerConfigDef { name: "replica.lag.time.max.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_lag_time_max_ms = to_u64(v) }, doc: "A follower that has not caught up with the leader's log end for this long (ms) leaves the ISR.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_lag_time_max_ms) },
     BrokerConfigDef { name: "replica.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch may go unanswered beyond replica.fetch.wait.max.ms before its connection is made again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_timeout_ms) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
@@ -570,8 +572,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 53 own settings, read-only.
-        assert_eq!(own.len(), 53);
+        // Today's broker resource: 55 own settings, read-only.
+        assert_eq!(own.len(), 55);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -581,7 +583,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 53] = [
+        let want: [(&str, Option<&str>); 55] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -612,6 +614,7 @@ mod tests {
             ("log.dirs", Some("./data")),
             ("log.initial.task.delay.ms", Some("30000")),
             ("log.retention.check.interval.ms", Some("300000")),
+            ("max.incremental.fetch.session.cache.slots", Some("1000")),
             ("node.id", Some("1")),
             ("num.partitions", Some("1")),
             ("offset.metadata.max.bytes", Some("4096")),
@@ -627,6 +630,10 @@ mod tests {
             ("replica.fetch.max.bytes", Some("1048576")),
             ("replica.fetch.response.max.bytes", Some("10485760")),
             ("replica.fetch.wait.max.ms", Some("500")),
+            (
+                "replica.high.watermark.checkpoint.interval.ms",
+                Some("5000"),
+            ),
             ("replica.lag.time.max.ms", Some("30000")),
             ("replica.socket.timeout.ms", Some("30000")),
             ("socket.request.max.bytes", Some("104857600")),

@@ -190,6 +190,18 @@ impl Variants for crate::shard::error::ReplicationWaitError {
     }
 }
 
+impl Variants for crate::shard::fetch_session::FetchSessionError {
+    const COUNT: usize = 3;
+    fn index(&self) -> usize {
+        use crate::shard::fetch_session::FetchSessionError as F;
+        match self {
+            F::SessionIdNotFound(_) => 0,
+            F::InvalidSessionEpoch { .. } => 1,
+            F::TopicIdUsage(_) => 2,
+        }
+    }
+}
+
 impl Variants for InternalAppendError {
     const COUNT: usize = 5;
     fn index(&self) -> usize {

@@ -19,7 +19,7 @@ pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let image = shard.metadata();
     let mut resp = DescribeClusterResponse::default();
     resp.cluster_id = StrBytes::from_string(image.cluster_id.clone());
-    resp.controller_id = BrokerId(image.client_controller_id());
+    resp.controller_id = BrokerId(super::client_controller_id(shard, &image));
     resp.endpoint_type = 1;
     resp.cluster_authorized_operations = i32::MIN;
     resp.brokers = image

@@ -194,7 +194,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         })
         .collect();
     resp.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
-    resp.controller_id = BrokerId(image.client_controller_id());
+    resp.controller_id = BrokerId(super::client_controller_id(shard, &image));
     resp.cluster_authorized_operations = i32::MIN;
     if let Some(ids) = ids {
         resp.topics = ids

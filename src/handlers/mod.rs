@@ -380,3 +380,15 @@ mod dispatch_tests {
         }
     }
 }
+
+/// The controller id Metadata and DescribeCluster give (see
+/// `MetadataImage::client_controller_id`): this broker when the active
+/// controller has not answered its heartbeats for `broker.session.timeout.ms`.
+fn client_controller_id(shard: &Shard, image: &crate::cluster::metadata::MetadataImage) -> i32 {
+    let window = i64::try_from(shard.config.cluster.broker_session_timeout_ms).unwrap_or(i64::MAX);
+    let reachable = crate::cluster::quorum::lifecycle::controller_answered_within(
+        crate::shard::now_ms(),
+        window,
+    );
+    image.client_controller_id(shard.config.node_id, reachable)
+}

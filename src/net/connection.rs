@@ -183,11 +183,42 @@ async fn recv_into(
 }
 
 /// Serves one connection until the peer closes it, an I/O error occurs or a
-/// request forces a close.
-pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
+/// request forces a close. A follower's fetch connection may move to the
+/// shard owning its partitions at its first request (`net::handoff`).
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
+    let first = shard.shards > 1;
+    serve_from(
+        shard,
+        stream,
+        peer,
+        BytesMut::with_capacity(64 * 1024),
+        first,
+    )
+    .await;
+}
+
+/// Serves a connection another shard handed to this one (`net::handoff`),
+/// starting with the bytes it had received (its first request, whole, and
+/// anything after it). A panic ends this connection only, as for accepted
+/// ones.
+pub async fn serve_moved(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr, buf: BytesMut) {
+    let conn = std::panic::AssertUnwindSafe(serve_from(shard, stream, peer, buf, false));
+    if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
+        log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
+    }
+}
+
+/// The connection loop: `buf` holds bytes already received; with
+/// `may_move`, the first request may hand the connection to another shard.
+async fn serve_from(
+    shard: Rc<Shard>,
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    mut buf: BytesMut,
+    mut may_move: bool,
+) {
     let max = shard.config.socket_request_max_bytes;
-    let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut inflight = InFlight(VecDeque::new());
     loop {
         // Dispatch every complete frame already buffered.
@@ -216,6 +247,7 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
             }
             buf.advance(4);
             let frame = buf.split_to(size).freeze();
+            let raw = may_move.then(|| frame.clone());
             let request = match RequestFrame::parse(frame) {
                 Ok(mut r) => {
                     r.peer = Some(peer);
@@ -226,6 +258,21 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, peer: SocketAddr) {
                     return;
                 }
             };
+            if let Some(raw) = raw {
+                may_move = false;
+                if let Some(target) = super::handoff::replica_fetch_owner(&shard, &request) {
+                    let rest = std::mem::take(&mut buf);
+                    match super::handoff::move_connection(&shard, target, stream, peer, raw, rest)
+                        .await
+                    {
+                        Ok(()) => return,
+                        Err((back, pending)) => {
+                            // Not moved: served here, from this request.
+                            return Box::pin(serve_from(shard, back, peer, pending, false)).await;
+                        }
+                    }
+                }
+            }
             let api = request.api_key;
             let version = request.prefix.api_version;
             let name = crate::protocol::versions::api_name(api);

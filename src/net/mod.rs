@@ -2,4 +2,5 @@
 //! framing, in-order responses and zero-copy writes of file regions.
 
 pub mod connection;
+pub mod handoff;
 pub mod sendfile;

@@ -16,8 +16,16 @@
 //! The fetchers follow the metadata image: after each applied image the
 //! shard's set of followed partitions is grouped by leader, fetchers start
 //! for new leaders and stop for leaders no partition follows any more.
-//! Fetches are sessionless (full requests, no KIP-227 session; see
-//! docs/decisions/replica-fetch-sessions.md).
+//!
+//! Each fetcher keeps a KIP-227 fetch session on its leader
+//! ([`super::fetch_session`]): the first request is full (epoch 0), the
+//! next ones name only the partitions whose fetch offset, epochs or log
+//! start offset changed and forget the partitions the fetcher dropped (or
+//! holds back after an error); the leader reads every partition of the
+//! session, so it still learns each follower's LEO from every request. A
+//! refused session (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH)
+//! or a new connection starts over with a full request. See
+//! docs/decisions/fetch-sessions.md.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -25,11 +33,13 @@ use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+use kafka_protocol::messages::fetch_request::{FetchPartition, ReplicaState};
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse};
+use uuid::Uuid;
 
 use super::client::BrokerConnection;
+use super::fetch_session::{Built, FollowerSession};
 use crate::cluster::metadata::NO_LEADER;
 use crate::error::codes;
 use crate::shard::notify::{any_changed, Notify};
@@ -152,6 +162,9 @@ fn reconcile(shard: &Rc<Shard>, fetchers: &mut BTreeMap<i32, Rc<Fetcher>>) {
 /// One fetcher's loop: fetch, apply, again, until stopped.
 async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
     let mut conn: Option<BrokerConnection> = None;
+    // The fetch session on the leader, tied to `conn`: a new connection
+    // may land on another shard of the leader, so it starts a new session.
+    let mut session = FollowerSession::default();
     loop {
         if f.stopped.get() {
             log::info!("replica fetcher for leader {} stops", f.leader);
@@ -192,9 +205,11 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
         };
         if conn.as_ref().is_some_and(|c| c.addr() != addr) {
             conn = None;
+            session.reset();
         }
         let socket_timeout = Duration::from_millis(shard.config.cluster.replica_socket_timeout_ms);
         if conn.is_none() {
+            session.reset();
             match BrokerConnection::connect(&addr, socket_timeout).await {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
@@ -209,15 +224,29 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
             }
         }
         let Some(c) = conn.as_mut() else { continue };
-        let Some(req) = request(&shard, &ready) else {
+        let built = session.build(wanted(&shard, &ready));
+        let Some(req) = request(&shard, &built) else {
             drop(shard);
             glommio::timer::sleep(backoff).await;
             continue;
         };
         let wait = Duration::from_millis(shard.config.cluster.replica_fetch_wait_max_ms);
         match c.call(&req, FETCH_VERSION, wait + socket_timeout).await {
-            Ok(resp) => apply(&shard, &f, &ready, resp, backoff).await,
+            Ok(resp) => {
+                let (code, id) = (resp.error_code, resp.session_id);
+                if session.answered(built, code, id) {
+                    log::debug!(
+                        "replica fetch from leader {}: session {} refused ({code}); \
+                         starting a new one",
+                        f.leader,
+                        req.session_id
+                    );
+                    continue;
+                }
+                apply(&shard, &f, &ready, resp, backoff).await
+            }
             Err(e) => {
+                session.reset();
                 log::info!(
                     "replica fetch from leader {} at {addr} failed: {e}",
                     f.leader
@@ -230,36 +259,38 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
     }
 }
 
-/// The Fetch request for `ready`, or None before this broker is
-/// registered.
-fn request(shard: &Shard, ready: &[(Key, Rc<Partition>, i32)]) -> Option<FetchRequest> {
+/// Every partition of `ready` as a follower fetches it: its topic id and
+/// its fields (the LEO as fetch offset, its latest epoch as
+/// `last_fetched_epoch`, the leader epoch it follows, its log start offset
+/// and `replica.fetch.max.bytes`).
+fn wanted(shard: &Shard, ready: &[(Key, Rc<Partition>, i32)]) -> Vec<(Uuid, FetchPartition)> {
+    let max_bytes = as_i32(shard.config.cluster.replica_fetch_max_bytes);
+    ready
+        .iter()
+        .map(|((_, index), part, leader_epoch)| {
+            let partition = FetchPartition::default()
+                .with_partition(*index)
+                .with_current_leader_epoch(*leader_epoch)
+                .with_fetch_offset(part.log_end_offset())
+                .with_last_fetched_epoch(part.latest_epoch().unwrap_or(-1))
+                .with_log_start_offset(part.log_start_offset())
+                .with_partition_max_bytes(max_bytes);
+            (part.topic_id(), partition)
+        })
+        .collect()
+}
+
+fn as_i32(v: u64) -> i32 {
+    i32::try_from(v).unwrap_or(i32::MAX)
+}
+
+/// The Fetch request of `built` (the session's id, epoch, partitions and
+/// forgotten partitions), or None before this broker is registered.
+fn request(shard: &Shard, built: &Built) -> Option<FetchRequest> {
     let image = shard.metadata();
     let node = shard.config.node_id;
     let epoch = image.registrations.get(&node)?.epoch;
     let cfg = &shard.config.cluster;
-    let as_i32 = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for ((topic, index), part, leader_epoch) in ready {
-        let partition = FetchPartition::default()
-            .with_partition(*index)
-            .with_current_leader_epoch(*leader_epoch)
-            .with_fetch_offset(part.log_end_offset())
-            .with_last_fetched_epoch(part.latest_epoch().unwrap_or(-1))
-            .with_log_start_offset(part.log_start_offset())
-            .with_partition_max_bytes(as_i32(cfg.replica_fetch_max_bytes));
-        let id = part.topic_id();
-        match topics.iter_mut().find(|t| t.topic_id == id) {
-            Some(t) => t.partitions.push(partition),
-            None => {
-                let _ = topic;
-                topics.push(
-                    FetchTopic::default()
-                        .with_topic_id(id)
-                        .with_partitions(vec![partition]),
-                )
-            }
-        }
-    }
     Some(
         FetchRequest::default()
             .with_replica_state(
@@ -271,9 +302,10 @@ fn request(shard: &Shard, ready: &[(Key, Rc<Partition>, i32)]) -> Option<FetchRe
             .with_min_bytes(1)
             .with_max_bytes(as_i32(cfg.replica_fetch_response_max_bytes))
             .with_isolation_level(0)
-            .with_session_id(0)
-            .with_session_epoch(-1)
-            .with_topics(topics),
+            .with_session_id(built.session_id)
+            .with_session_epoch(built.epoch)
+            .with_topics(built.topics.clone())
+            .with_forgotten_topics_data(built.forgotten.clone()),
     )
 }
 

@@ -6,6 +6,7 @@
 //! "Replication".
 
 pub mod client;
+pub mod fetch_session;
 pub mod fetcher;
 pub mod isr;
 pub mod remote;

@@ -6,6 +6,8 @@
 pub mod controller_call;
 pub mod error;
 pub mod fault;
+pub mod fetch_session;
+mod hw_checkpoint;
 pub mod internal;
 pub mod io;
 pub mod notify;
@@ -88,6 +90,13 @@ pub struct Shard {
     remote: RefCell<Option<Rc<dyn remote::RemoteBrokers>>>,
     /// This broker's block of producer ids (shard 0): next, end (exclusive).
     producer_ids: std::cell::Cell<(i64, i64)>,
+    /// The fetch sessions (KIP-227) of the connections on this shard.
+    pub fetch_sessions: RefCell<fetch_session::FetchSessionCache>,
+    /// High watermarks read from the checkpoints at start-up, taken by
+    /// each partition as it opens (`hw_checkpoint.rs`).
+    hw_restore: RefCell<HashMap<(String, i32), i64>>,
+    /// What the last high-watermark checkpoint of this shard wrote.
+    hw_written: RefCell<Option<crate::storage::checkpoint::OffsetCheckpoint>>,
     senders: Senders<Task>,
 }
 
@@ -113,6 +122,18 @@ impl Shard {
     ) -> Rc<Shard> {
         let id = senders.peer_id();
         let shards = senders.nr_consumers();
+        let fetch_sessions = fetch_session::FetchSessionCache::new(
+            id,
+            shards,
+            fetch_session::slots_per_shard(
+                config.max_incremental_fetch_session_cache_slots,
+                shards,
+            ),
+            // Session ids need only be unique: start from the clock so that
+            // a restarted broker does not hand out the ids it had before.
+            (now_ms() as u32) >> 3,
+        );
+        let hw_restore = crate::storage::checkpoint::read_hw_checkpoints(&config.data_dir());
         let shard = Rc::new(Shard {
             id,
             shards,
@@ -132,6 +153,9 @@ impl Shard {
             quorum: RefCell::new(None),
             remote: RefCell::new(None),
             producer_ids: std::cell::Cell::new((0, 0)),
+            fetch_sessions: RefCell::new(fetch_sessions),
+            hw_restore: RefCell::new(hw_restore),
+            hw_written: RefCell::new(None),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
@@ -372,8 +396,9 @@ impl Shard {
                     continue;
                 }
                 let dir = self.partition_dir(&topic.name, p);
-                let opened = PartitionLog::open(&dir, settings.log.clone()).and_then(|log| {
+                let opened = PartitionLog::open(&dir, settings.log.clone()).and_then(|mut log| {
                     crate::cluster::import::ensure_partition_metadata(&dir, &topic.id)?;
+                    log.restore_high_watermark(self.take_checkpointed_hw(&topic.name, p));
                     Ok(log)
                 });
                 match opened {
@@ -608,6 +633,7 @@ impl Shard {
             .drain()
             .flat_map(|(_, m)| m.into_values())
             .collect();
+        let mut high_watermarks = crate::storage::checkpoint::OffsetCheckpoint::new();
         for p in parts {
             if let Err(e) = p.write_snapshot() {
                 log::warn!(
@@ -616,6 +642,7 @@ impl Shard {
                     p.index()
                 );
             }
+            high_watermarks.insert((p.topic().to_string(), p.index()), p.high_watermark());
             // Closed in place: a replica fetcher or a waiting request may
             // still hold the partition; it takes no append after this.
             if let Err(e) = p.close() {
@@ -625,5 +652,6 @@ impl Shard {
                 }
             }
         }
+        self.write_hw_checkpoint_at_close(&high_watermarks);
     }
 }

@@ -23,6 +23,14 @@ pub struct WriteStats {
     pub header_warms: Cell<u64>,
     /// Bytes read on the blocking pool for those header warms.
     pub header_bytes_warmed: Cell<u64>,
+    /// Follower (replica) fetch connections this shard accepted and handed
+    /// to the shard that owns the partitions they fetch (`net::handoff`).
+    pub replica_connections_moved: Cell<u64>,
+    /// Partitions of follower fetches served on this shard's connections.
+    pub replica_reads: Cell<u64>,
+    /// Of those, the partitions owned by another shard (each read crossed
+    /// cores once).
+    pub replica_reads_cross_shard: Cell<u64>,
 }
 
 thread_local! {

@@ -115,6 +115,8 @@ pub struct Cluster {
     /// CPUs this test process may use: node `i` is pinned to one of them in
     /// turn, so the nodes do not all share the first.
     cpus: Vec<usize>,
+    /// Shards per node (`--shards`).
+    shards: usize,
 }
 
 impl Cluster {
@@ -122,16 +124,22 @@ impl Cluster {
     /// `overrides` (over [`FAST_SETTINGS`]) and waits until every node
     /// serves and every broker is registered and unfenced.
     pub fn start(n: usize, overrides: &[&str]) -> Cluster {
-        Cluster::start_inner(n, overrides, false)
+        Cluster::start_inner(n, overrides, false, 1)
+    }
+
+    /// [`Cluster::start`] with `shards` shards per node (unpinned when the
+    /// machine has fewer CPUs).
+    pub fn start_sharded(n: usize, shards: usize, overrides: &[&str]) -> Cluster {
+        Cluster::start_inner(n, overrides, false, shards)
     }
 
     /// [`Cluster::start`] with a [`Proxy`] in front of every node's
     /// controller listener, faults settable per link.
     pub fn start_with_proxies(n: usize, overrides: &[&str]) -> Cluster {
-        Cluster::start_inner(n, overrides, true)
+        Cluster::start_inner(n, overrides, true, 1)
     }
 
-    fn start_inner(n: usize, overrides: &[&str], proxied: bool) -> Cluster {
+    fn start_inner(n: usize, overrides: &[&str], proxied: bool, shards: usize) -> Cluster {
         assert!(n >= 1);
         let root = tempfile::Builder::new()
             .prefix("fjord-cluster-")
@@ -199,6 +207,7 @@ impl Cluster {
             data_inbound,
             pids,
             cpus: allowed_cpus(),
+            shards,
         };
         for i in 0..c.nodes.len() {
             c.write_properties(i);
@@ -416,7 +425,7 @@ impl Cluster {
     }
 
     fn spawn(&mut self, i: usize) {
-        let cpu = if self.cpus.is_empty() {
+        let cpu = if self.cpus.is_empty() || self.shards > 1 {
             None
         } else {
             Some(self.cpus[i % self.cpus.len()])
@@ -431,7 +440,7 @@ impl Cluster {
             .arg("--config")
             .arg(n.props())
             .arg("--shards")
-            .arg("1");
+            .arg(self.shards.to_string());
         for o in &overrides {
             cmd.arg("--override").arg(o);
         }

@@ -8,12 +8,35 @@
 //! before the broker stops.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::time::Duration;
 
 use uuid::Uuid;
 
 use super::Quorum;
 use crate::cluster::control::{ControllerReply, ControllerRequest, HeartbeatReply, LifecycleError};
+
+/// Wall-clock time (ms since the Unix epoch) of this node's last registration or heartbeat that the
+/// active controller answered (any answer); 0 before the first. Written by
+/// shard 0's heartbeat loop, read by any shard (Relaxed: a hint for the
+/// controller id given to clients, see [`controller_answered_within`]).
+static CONTROLLER_ANSWERED_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Takes the broker time and a window (ms); gives whether the active
+/// controller answered this node's registration or heartbeat within the
+/// window (the handlers use `broker.session.timeout.ms`): when it did not,
+/// the quorum is out of reach and Metadata names this broker as the
+/// controller rather than one that may be gone.
+pub fn controller_answered_within(now_ms: i64, window_ms: i64) -> bool {
+    now_ms - CONTROLLER_ANSWERED_MS.load(Relaxed) <= window_ms
+}
+
+fn note_controller_answer() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    CONTROLLER_ANSWERED_MS.store(now, Relaxed);
+}
 
 /// Starts the registration and heartbeat loop of this node's broker.
 pub fn start(q: &Rc<Quorum>) {
@@ -52,7 +75,11 @@ async fn register(q: &Quorum, incarnation: Uuid) -> Step {
         endpoints: q.settings.endpoints.clone(),
         rack: q.settings.rack.clone(),
     };
-    match q.submit(req).await {
+    let answer = q.submit(req).await;
+    if answer.is_ok() {
+        note_controller_answer();
+    }
+    match answer {
         Ok(a) => match a.reply {
             ControllerReply::RegisterBroker(Ok(epoch)) => {
                 log::info!(
@@ -98,7 +125,11 @@ async fn heartbeat(q: &Quorum, epoch: i64) -> Step {
         want_fence: false,
         want_shutdown: q.shutting_down.get(),
     };
-    match q.submit(req).await {
+    let answer = q.submit(req).await;
+    if answer.is_ok() {
+        note_controller_answer();
+    }
+    match answer {
         Ok(a) => match a.reply {
             ControllerReply::BrokerHeartbeat(Ok(HeartbeatReply {
                 is_fenced,

@@ -124,11 +124,13 @@ impl Writer {
 /// `aborted_transactions` is sent as a list (empty when None); under 0
 /// (READ_UNCOMMITTED) it is null, as Kafka does. `node_endpoints` (the
 /// leaders named in partitions' `current_leader`) are sent from v16
-/// (KIP-951) when there are any.
+/// (KIP-951) when there are any. `session_id` (v7+, KIP-227) is the fetch
+/// session the response belongs to, 0 when sessionless.
 pub fn encode_fetch_response(
     version: i16,
     correlation_id: i32,
     error_code: i16,
+    session_id: i32,
     topics: &[FetchTopicOut],
     isolation_level: i8,
     node_endpoints: &[BrokerMeta],
@@ -142,7 +144,7 @@ pub fn encode_fetch_response(
     w.buf.put_i32(0); // throttle_time_ms
     if version >= 7 {
         w.buf.put_i16(error_code);
-        w.buf.put_i32(0); // session_id: sessionless
+        w.buf.put_i32(session_id);
     }
     w.array_len(topics.len());
     for t in topics {
@@ -326,7 +328,7 @@ mod tests {
                     },
                 ],
             }];
-            let resp = encode_fetch_response(version, 99, 0, &topics, 0, &[]);
+            let resp = encode_fetch_response(version, 99, 0, 4242, &topics, 0, &[]);
             let mut b = materialize(&resp);
             assert_eq!(b.get_i32() as usize, b.len(), "v{version} size");
             let hv = ApiKey::Fetch.response_header_version(version);
@@ -334,6 +336,9 @@ mod tests {
             assert_eq!(h.correlation_id, 99);
             let r = FetchResponse::decode(&mut b, version).unwrap();
             assert_eq!(b.remaining(), 0, "v{version} trailing bytes");
+            if version >= 7 {
+                assert_eq!(r.session_id, 4242, "v{version} session id");
+            }
             let t = &r.responses[0];
             if version >= 13 {
                 assert_eq!(t.topic_id, Uuid::from_u128(7));
@@ -403,7 +408,7 @@ mod tests {
                     part(2, None),
                 ],
             }];
-            let resp = encode_fetch_response(version, 1, 0, &topics, 0, &nodes);
+            let resp = encode_fetch_response(version, 1, 0, 0, &topics, 0, &nodes);
             let mut b = materialize(&resp);
             assert_eq!(b.get_i32() as usize, b.len());
             let hv = ApiKey::Fetch.response_header_version(version);
@@ -479,7 +484,7 @@ mod tests {
                 ],
             }];
             for isolation in [0i8, 1] {
-                let resp = encode_fetch_response(version, 1, 0, &topics, isolation, &[]);
+                let resp = encode_fetch_response(version, 1, 0, 0, &topics, isolation, &[]);
                 let mut b = materialize(&resp);
                 assert_eq!(b.get_i32() as usize, b.len());
                 let hv = ApiKey::Fetch.response_header_version(version);

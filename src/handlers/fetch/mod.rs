@@ -15,7 +15,15 @@
 //! ([`read_partition`]). When the response holds fewer than `min_bytes`,
 //! wait on the owners' append signals (no polling) until data arrives or
 //! `max_wait_ms` expires, then read again.
-//! Fetch sessions (KIP-227) are answered sessionless (session id 0).
+//!
+//! Fetch sessions (KIP-227): the session cache of the connection's shard
+//! (`shard::fetch_session`) decides what is read (the request's partitions,
+//! or all of an incremental request's session) and, once read, which
+//! partitions an incremental answer carries (records, an error, a moved
+//! high watermark / LSO / log start offset); the long poll waits on every
+//! partition read, as for a full request. A refused session (unknown id,
+//! also one of another shard; wrong epoch) fails the whole request with
+//! its top-level code. See docs/decisions/fetch-sessions.md.
 //!
 //! Only the partition's leader serves a fetch, decided on the owner
 //! (`Shard::serving`): a follower or a broker without a replica answers
@@ -33,13 +41,12 @@
 
 mod encode;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::FetchRequest;
-use kafka_protocol::ResponseError;
 use uuid::Uuid;
 
 use super::{HandlerResult, Outcome};
@@ -47,6 +54,9 @@ use crate::cluster::leadership::{self, Requester};
 use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
+use crate::shard::fetch_session::{
+    FetchParams, Mode, PartitionAnswer, SessionKey, TopicRef, FINAL_EPOCH,
+};
 use crate::shard::notify::any_changed;
 use crate::shard::write_stats::WRITE_STATS;
 use crate::shard::{now_ms, Shard};
@@ -354,69 +364,107 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let version = frame.prefix.api_version;
     let image = shard.metadata();
 
-    // KIP-227: we never create sessions; a request naming one we did not
-    // create gets FETCH_SESSION_ID_NOT_FOUND.
-    if req.session_id != 0 {
-        let resp = encode_fetch_response(
-            version,
-            frame.prefix.correlation_id,
-            ResponseError::FetchSessionIdNotFound.code(),
-            &[],
-            req.isolation_level,
-            &[],
-        );
-        return Ok(Outcome::Respond(resp));
-    }
+    // KIP-227: the session cache of this shard decides what to read (the
+    // request's partitions, or all of its session's) and how to answer.
+    // Before v7 a request has no session fields: sessionless.
+    let (session_id, epoch) = if version >= 7 {
+        (req.session_id, req.session_epoch)
+    } else {
+        (0, FINAL_EPOCH)
+    };
+    let (wanted, forgotten) = session_request(&req, version);
+    let begun = shard.fetch_sessions.borrow_mut().begin(
+        session_id,
+        epoch,
+        version >= 13,
+        wanted,
+        &forgotten,
+    );
+    let begun = match begun {
+        Ok(b) => b,
+        Err(e) => {
+            log::debug!("fetch: {e}");
+            let resp = encode_fetch_response(
+                version,
+                frame.prefix.correlation_id,
+                e.code(),
+                0,
+                &[],
+                req.isolation_level,
+                &[],
+            );
+            return Ok(Outcome::Respond(resp));
+        }
+    };
+    let mode = begun.mode;
 
     let requester = requester(&req, version);
+    // Topics of the response, in the order first read.
     let mut topics_out: Vec<(Option<Arc<str>>, Uuid)> = Vec::new();
+    let mut topic_index_of: HashMap<TopicRef, usize> = HashMap::new();
     let mut slots: Vec<Slot> = Vec::new();
-    for t in &req.topics {
-        let meta = if version >= 13 {
-            image.topic_by_id(&t.topic_id)
-        } else {
-            image.topic(t.topic.0.as_str())
+    let mut keys: Vec<SessionKey> = Vec::with_capacity(begun.partitions.len());
+    for (key, p) in begun.partitions {
+        let (meta, unknown) = match &key.topic {
+            TopicRef::Id(id) => (image.topic_by_id(id), codes::UNKNOWN_TOPIC_ID),
+            TopicRef::Name(n) => (image.topic(n), codes::UNKNOWN_TOPIC_OR_PARTITION),
         };
-        let topic_index = topics_out.len();
-        topics_out.push((
-            meta.map(|m| m.name.clone())
-                .or_else(|| (version < 13).then(|| Arc::from(t.topic.0.as_str()))),
-            t.topic_id,
-        ));
-        for p in &t.partitions {
-            let name: Arc<str> = meta
-                .map(|m| m.name.clone())
-                .unwrap_or_else(|| Arc::from(t.topic.0.as_str()));
-            let error_code = match meta {
-                None if version >= 13 => codes::UNKNOWN_TOPIC_ID,
-                None => codes::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(m) if !(0..m.partitions).contains(&p.partition) => {
-                    codes::UNKNOWN_TOPIC_OR_PARTITION
-                }
-                Some(_) => codes::NONE,
-            };
-            slots.push(Slot {
-                topic_index,
-                owner: shard.owner(&name, p.partition),
-                read: PartitionRead {
-                    topic: name,
-                    partition: p.partition,
-                    fetch_offset: p.fetch_offset,
-                    partition_max_bytes: p.partition_max_bytes.max(0) as u64,
-                    isolation_level: req.isolation_level,
-                    // Kafka `FetchRequest.optionalEpoch`: a negative epoch
-                    // is not checked (the crate gives -1 before v9).
-                    current_leader_epoch: (p.current_leader_epoch >= 0)
-                        .then_some(p.current_leader_epoch),
-                    requester,
-                    last_fetched_epoch: (version >= 12 && p.last_fetched_epoch >= 0)
-                        .then_some(p.last_fetched_epoch),
-                },
-                error_code,
-            });
-        }
+        let topic_index = match topic_index_of.get(&key.topic) {
+            Some(i) => *i,
+            None => {
+                let (name, id) = match &key.topic {
+                    TopicRef::Id(id) => (meta.map(|m| m.name.clone()), *id),
+                    TopicRef::Name(n) => (Some(n.clone()), Uuid::nil()),
+                };
+                topics_out.push((name, id));
+                topic_index_of.insert(key.topic.clone(), topics_out.len() - 1);
+                topics_out.len() - 1
+            }
+        };
+        let name: Arc<str> = match (&key.topic, meta) {
+            (_, Some(m)) => m.name.clone(),
+            (TopicRef::Name(n), None) => n.clone(),
+            (TopicRef::Id(_), None) => Arc::from(""),
+        };
+        let error_code = match meta {
+            None => unknown,
+            Some(m) if !(0..m.partitions).contains(&key.partition) => {
+                codes::UNKNOWN_TOPIC_OR_PARTITION
+            }
+            Some(_) => codes::NONE,
+        };
+        slots.push(Slot {
+            topic_index,
+            owner: shard.owner(&name, key.partition),
+            read: PartitionRead {
+                topic: name,
+                partition: key.partition,
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes.max(0) as u64,
+                isolation_level: req.isolation_level,
+                // Kafka `FetchRequest.optionalEpoch`: a negative epoch
+                // is not checked (the crate gives -1 before v9).
+                current_leader_epoch: (p.current_leader_epoch >= 0)
+                    .then_some(p.current_leader_epoch),
+                requester,
+                last_fetched_epoch: (version >= 12 && p.last_fetched_epoch >= 0)
+                    .then_some(p.last_fetched_epoch),
+            },
+            error_code,
+        });
+        keys.push(key);
     }
 
+    if matches!(requester, Requester::Follower { .. }) {
+        // Shard-local replication (net::handoff): what still crosses cores.
+        let remote = slots.iter().filter(|s| s.owner != shard.id).count() as u64;
+        crate::shard::write_stats::WRITE_STATS.with(|w| {
+            w.replica_reads
+                .set(w.replica_reads.get() + slots.len() as u64);
+            w.replica_reads_cross_shard
+                .set(w.replica_reads_cross_shard.get() + remote)
+        });
+    }
     let max_bytes = if req.max_bytes <= 0 {
         i32::MAX as u64
     } else {
@@ -448,7 +496,6 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     };
 
-    // Group back into topics in request order.
     let mut topics: Vec<FetchTopicOut> = topics_out
         .into_iter()
         .map(|(name, id)| FetchTopicOut {
@@ -463,7 +510,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     // long poll may have waited).
     let now = shard.metadata();
     let mut endpoints = BTreeMap::new();
-    for (slot, r) in slots.iter().zip(results) {
+    let mut outs = Vec::with_capacity(slots.len());
+    let mut answers = Vec::with_capacity(slots.len());
+    for ((slot, r), key) in slots.iter().zip(results).zip(keys) {
         let refused = matches!(
             r.error_code,
             codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
@@ -475,8 +524,20 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }
             (l.leader_id, l.leader_epoch)
         });
-        if let Some(t) = topics.get_mut(slot.topic_index) {
-            t.partitions.push(FetchPartitionOut {
+        answers.push((
+            key,
+            PartitionAnswer {
+                failed: r.error_code != codes::NONE,
+                has_records: r.bytes > 0,
+                must_send: r.diverging_epoch.is_some() || current_leader.is_some(),
+                high_watermark: r.high_watermark,
+                last_stable_offset: r.last_stable_offset,
+                log_start_offset: r.log_start_offset,
+            },
+        ));
+        outs.push((
+            slot.topic_index,
+            FetchPartitionOut {
                 partition: slot.read.partition,
                 error_code: r.error_code,
                 high_watermark: r.high_watermark,
@@ -486,18 +547,77 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 regions: r.regions,
                 current_leader,
                 diverging_epoch: r.diverging_epoch,
-            });
+            },
+        ));
+    }
+    // An incremental answer carries only the partitions with something new
+    // (KIP-227); a full or sessionless one carries all.
+    let carried = shard.fetch_sessions.borrow_mut().answered(mode, &answers);
+    for ((topic_index, out), carry) in outs.into_iter().zip(carried) {
+        if let (true, Some(t)) = (carry, topics.get_mut(topic_index)) {
+            t.partitions.push(out);
         }
+    }
+    if matches!(mode, Mode::Incremental { .. }) {
+        topics.retain(|t| !t.partitions.is_empty());
     }
     let endpoints: Vec<BrokerMeta> = endpoints.into_values().collect();
     Ok(Outcome::Respond(encode_fetch_response(
         version,
         frame.prefix.correlation_id,
         0,
+        mode.session_id(),
         &topics,
         req.isolation_level,
         &endpoints,
     )))
+}
+
+/// Takes a Fetch request and its version; gives its partitions in request
+/// order, keyed as its session keys them (topic ids from v13, names
+/// before), with their fields, and its `forgotten_topics_data` (v7+,
+/// KIP-227) keyed the same way.
+pub fn session_request(
+    req: &FetchRequest,
+    version: i16,
+) -> (Vec<(SessionKey, FetchParams)>, Vec<SessionKey>) {
+    let topic_ref = |id: Uuid, name: &str| {
+        if version >= 13 {
+            TopicRef::Id(id)
+        } else {
+            TopicRef::Name(Arc::from(name))
+        }
+    };
+    let mut wanted = Vec::new();
+    for t in &req.topics {
+        let topic = topic_ref(t.topic_id, t.topic.0.as_str());
+        for p in &t.partitions {
+            wanted.push((
+                SessionKey {
+                    topic: topic.clone(),
+                    partition: p.partition,
+                },
+                FetchParams {
+                    fetch_offset: p.fetch_offset,
+                    partition_max_bytes: p.partition_max_bytes,
+                    current_leader_epoch: p.current_leader_epoch,
+                    last_fetched_epoch: p.last_fetched_epoch,
+                    log_start_offset: p.log_start_offset,
+                },
+            ));
+        }
+    }
+    let mut forgotten = Vec::new();
+    for t in &req.forgotten_topics_data {
+        let topic = topic_ref(t.topic_id, t.topic.0.as_str());
+        for p in &t.partitions {
+            forgotten.push(SessionKey {
+                topic: topic.clone(),
+                partition: *p,
+            });
+        }
+    }
+    (wanted, forgotten)
 }
 
 /// Reads every slot: one concurrent cross-core call per owner shard (the

@@ -505,3 +505,82 @@ fn replicas_being_added_do_not_count_as_missing_from_the_isr() {
         assert_eq!((p.isr_size(), p.replica_count()), (1, 3));
     });
 }
+
+/// After a restart a replicated leader's high watermark starts from the
+/// checkpoint, not from the recovered LEO: records above it stay invisible
+/// until a follower's fetch shows it has them (Kafka's
+/// `replication-offset-checkpoint`); a partition with one replica jumps to
+/// its LEO; one missing from the checkpoint starts at its log start.
+#[test]
+fn a_restarted_leader_starts_from_the_checkpointed_high_watermark() {
+    use crate::cluster::metadata::PartitionRegistration;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let p = open(dir.path(), 1 << 20);
+        for _ in 0..4 {
+            produce(&p, &batch(-1, -1, -1, 5, false)).unwrap();
+        }
+        assert_eq!(p.log_end_offset(), 20);
+        p.close().unwrap();
+    }
+    let reopen = |checkpointed: Option<i64>| {
+        let settings = crate::cluster::topic_config::settings(
+            &crate::config::Config::default(),
+            &BTreeMap::new(),
+        );
+        let mut log = PartitionLog::open(dir.path(), settings.log.clone()).unwrap();
+        log.restore_high_watermark(checkpointed);
+        Rc::new(Partition::new(
+            Arc::from("t"),
+            0,
+            Uuid::nil(),
+            log,
+            settings,
+        ))
+    };
+    let replicated = PartitionRegistration {
+        replicas: vec![1, 2, 3],
+        isr: vec![1, 2, 3],
+        elr: vec![],
+        leader: 1,
+        leader_epoch: 2,
+        partition_epoch: 5,
+        adding_replicas: vec![],
+        removing_replicas: vec![],
+    };
+    glommio::LocalExecutor::default().run(async move {
+        let p = reopen(Some(10));
+        p.set_registration(1, &replicated, 1_000);
+        assert_eq!(p.log_end_offset(), 20);
+        assert_eq!(p.high_watermark(), 10, "not the recovered LEO");
+        p.follower_fetched(2, 20, true, 1_001);
+        assert_eq!(p.high_watermark(), 10, "follower 3 has not fetched");
+        p.follower_fetched(3, 15, true, 1_002);
+        assert_eq!(p.high_watermark(), 15);
+        p.follower_fetched(3, 20, true, 1_003);
+        assert_eq!(p.high_watermark(), 20);
+        p.close().unwrap();
+
+        // A checkpoint above the log end (the log was cut) is clamped.
+        let p = reopen(Some(99));
+        p.set_registration(1, &replicated, 2_000);
+        assert_eq!(p.high_watermark(), 20);
+        p.close().unwrap();
+
+        // Missing from every checkpoint: the log start, as Kafka.
+        let p = reopen(None);
+        p.set_registration(2, &replicated, 3_000);
+        assert_eq!(p.high_watermark(), 0);
+        p.close().unwrap();
+
+        // One replica: the high watermark is the LEO.
+        let single = PartitionRegistration {
+            replicas: vec![1],
+            isr: vec![1],
+            ..replicated.clone()
+        };
+        let p = reopen(Some(10));
+        p.set_registration(1, &single, 4_000);
+        assert_eq!(p.high_watermark(), 20);
+    });
+}

@@ -337,6 +337,19 @@ impl PartitionLog {
         }
     }
 
+    /// Takes the high watermark a checkpoint kept for this partition (None:
+    /// not in any) and starts the high watermark there, clamped to [log
+    /// start offset, LEO]; a partition missing from the checkpoint starts at
+    /// its log start offset, as Kafka starts one missing from
+    /// `replication-offset-checkpoint`. Called once, right after the log is
+    /// opened; a partition with one replica then jumps to its LEO when the
+    /// image says so ([`Self::set_replicated`]), a leader moves it up as its
+    /// followers fetch, a follower takes the leader's.
+    pub fn restore_high_watermark(&mut self, checkpointed: Option<i64>) {
+        let hw = checkpointed.unwrap_or(self.log_start_offset);
+        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset);
+    }
+
     /// Sets the high watermark of a replicated partition (the leader: the
     /// smallest LEO of the ISR; a follower: the leader's, at most its own
     /// LEO), clamped to [log start offset, LEO]; gives the new value.

@@ -1,0 +1,137 @@
+//! Shard-local replication at the leader: a follower's fetch connection is
+//! handed to the shard that owns the partitions it fetches.
+//!
+//! Every broker places a partition on shard `owner_shard(topic, partition,
+//! shards)`, and a follower runs one replica fetcher per (shard, leader
+//! broker) for the partitions that shard owns (`replication::fetcher`). With
+//! the same shard count on both brokers, every partition of one fetcher's
+//! requests is therefore owned by one and the same shard of the leader. The
+//! kernel spreads accepted connections over the shards' SO_REUSEPORT
+//! listeners by address hash, so the fetcher's connection usually lands on
+//! another shard, and each fetch would cross cores twice (the read there,
+//! the answer back). Instead, the first request of a connection is looked
+//! at: a follower Fetch (`replica_state.replica_id` ≥ 0, KIP-903; the
+//! `replica_id` field before v15) whose partitions all belong to one other
+//! shard moves the connection there — the socket is duplicated, the request
+//! and any bytes read after it go along over the channel mesh, and that
+//! shard serves the connection from then on (this shard closes its copy of
+//! the descriptor). Later fetches, the follower-state updates, the
+//! high-watermark moves and the acks=all wake-ups they cause all stay on
+//! the owner shard. A connection whose partitions span shards (different
+//! shard counts, or a client that is not a Fjord follower) stays where it
+//! landed and its reads cross cores as any other fetch does (counted in
+//! `WriteStats::replica_reads_cross_shard`).
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use glommio::net::TcpStream;
+use kafka_protocol::messages::{ApiKey, FetchRequest};
+
+use crate::protocol::RequestFrame;
+use crate::shard::write_stats::WRITE_STATS;
+use crate::shard::Shard;
+
+/// Takes a request (the first of its connection); gives the shard its
+/// connection should move to: the one owning every partition of a follower
+/// Fetch, when that is not this shard; None for anything else (one shard,
+/// another API, a consumer fetch, an undecodable request — the handler
+/// answers those —, partitions on several shards or on this one).
+pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Option<usize> {
+    if shard.shards < 2 || request.api_key != ApiKey::Fetch {
+        return None;
+    }
+    let req: FetchRequest = request.decode().ok()?;
+    let version = request.prefix.api_version;
+    let replica_id = if version >= 15 {
+        req.replica_state.replica_id.0
+    } else {
+        req.replica_id.0
+    };
+    if replica_id < 0 {
+        return None;
+    }
+    let image = shard.metadata();
+    let mut owner = None;
+    for t in &req.topics {
+        let name = if version >= 13 {
+            image.topic_by_id(&t.topic_id)?.name.clone()
+        } else {
+            std::sync::Arc::from(t.topic.0.as_str())
+        };
+        for p in &t.partitions {
+            let o = shard.owner(&name, p.partition);
+            if *owner.get_or_insert(o) != o {
+                return None;
+            }
+        }
+    }
+    owner.filter(|o| *o != shard.id)
+}
+
+/// Takes the connection, its peer, the target shard, the first request's
+/// frame (without its 4-byte size) and the bytes received after it; hands
+/// the connection to `target`, which serves it from that request on. Gives
+/// the stream back with the bytes to serve (the request re-framed, then the
+/// rest) when the hand-off failed (the descriptor could not be duplicated
+/// or the target shard is gone): the caller then serves it here. On success
+/// the caller drops its stream, which closes only its own descriptor.
+pub async fn move_connection(
+    shard: &Rc<Shard>,
+    target: usize,
+    stream: TcpStream,
+    peer: SocketAddr,
+    first: Bytes,
+    rest: BytesMut,
+) -> Result<(), (TcpStream, BytesMut)> {
+    let mut pending = BytesMut::with_capacity(4 + first.len() + rest.len());
+    pending.extend_from_slice(&(first.len() as u32).to_be_bytes());
+    pending.extend_from_slice(&first);
+    pending.extend_from_slice(&rest);
+    // SAFETY: dup(2) of a descriptor this stream owns; the new descriptor
+    // is owned by whoever rebuilds a stream from it below.
+    let fd = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+    if fd < 0 {
+        log::warn!(
+            "connection from {peer} stays on shard {}: dup failed: {}",
+            shard.id,
+            std::io::Error::last_os_error()
+        );
+        return Err((stream, pending));
+    }
+    let from = shard.id;
+    let handed = pending.clone();
+    let moved = shard
+        .invoke_on(target, move |s| async move {
+            // SAFETY: `fd` is the duplicate made above, owned by no one else.
+            let stream = unsafe { TcpStream::from_raw_fd(fd) };
+            log::debug!(
+                "replica fetch connection from {peer} moved from shard {from} to shard {}",
+                s.id
+            );
+            crate::shard::stall::spawn_local("connection", async move {
+                super::connection::serve_moved(s, stream, peer, handed).await;
+            })
+            .detach();
+        })
+        .await;
+    match moved {
+        Ok(()) => {
+            WRITE_STATS.with(|w| {
+                w.replica_connections_moved
+                    .set(w.replica_connections_moved.get() + 1)
+            });
+            Ok(())
+        }
+        Err(e) => {
+            // The target shard is gone (shutdown). The duplicate is left
+            // open rather than closed: whether the task took it cannot be
+            // told here, and closing a descriptor number another file may
+            // have reused would be worse than one descriptor until exit.
+            log::warn!("connection from {peer} stays on shard {from}: {e}");
+            Err((stream, pending))
+        }
+    }
+}
