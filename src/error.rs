@@ -778,6 +778,34 @@ mod partition_owner_tests {
     }
 
     #[test]
+    fn reassignment_error_codes() {
+        use crate::cluster::reassignment::ReassignmentError as R;
+        let table = [
+            (R::UnknownTopic { topic: "t".into() }, 3),
+            (
+                R::UnknownPartition {
+                    topic: "t".into(),
+                    partition: 1,
+                },
+                3,
+            ),
+            (R::EmptyReplicas, 39),
+            (R::UnregisteredBroker { broker: 4 }, 39),
+            (R::DuplicateBroker { broker: 2 }, 39),
+            (R::ReplicationFactorChange { from: 1, to: 2 }, 38),
+            (R::NoReassignmentInProgress, 85),
+            (
+                R::UncleanRevert {
+                    topic: "t".into(),
+                    partition: 0,
+                },
+                39,
+            ),
+        ];
+        crate::error::code_tables::table(&table);
+    }
+
+    #[test]
     fn replication_wait_error_codes() {
         use crate::shard::error::ReplicationWaitError as W;
         let table = [
@@ -1133,6 +1161,23 @@ impl KafkaCode for crate::cluster::error::ElectionError {
             El::ElectionNotNeeded => E::ElectionNotNeeded.code(),
             El::PreferredLeaderNotAvailable { .. } => E::PreferredLeaderNotAvailable.code(),
             El::EligibleLeadersNotAvailable => E::EligibleLeadersNotAvailable.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::cluster::reassignment::ReassignmentError {
+    fn code(&self) -> i16 {
+        use crate::cluster::reassignment::ReassignmentError as R;
+        match self {
+            R::UnknownTopic { .. } | R::UnknownPartition { .. } => {
+                E::UnknownTopicOrPartition.code()
+            }
+            R::EmptyReplicas
+            | R::UnregisteredBroker { .. }
+            | R::DuplicateBroker { .. }
+            | R::UncleanRevert { .. } => E::InvalidReplicaAssignment.code(),
+            R::ReplicationFactorChange { .. } => E::InvalidReplicationFactor.code(),
+            R::NoReassignmentInProgress => E::NoReassignmentInProgress.code(),
         }
     }
 }

@@ -13,6 +13,8 @@ and kafka-python:
   * admin requests (CreateTopics, CreatePartitions, IncrementalAlterConfigs,
     AlterConfigs, DescribeConfigs, DeleteTopics) sent to a node that is not
     the active controller, visible on every node
+  * kafka-reassign-partitions --execute then --verify moves a partition with
+    records to two other brokers; the old broker deletes its copy
 The same checks run against a three-node Apache Kafka 4.4 cluster
 (scripts/peers/kafka, one home per node): a check that fails there is a wrong
 check. The active controller is Metadata's controller id on Fjord; Kafka's
@@ -252,6 +254,9 @@ class FjordCluster:
     def log_path(self, n):
         return os.path.join(self.work, f"n{n}", "fjord.log")
 
+    def data_dir(self, n):
+        return os.path.join(self.work, f"n{n}", "data")
+
     def start(self):
         out = subprocess.run([FJORD_BIN, "random-uuid"], check=True, capture_output=True, text=True)
         self.cluster_id = out.stdout.strip()
@@ -347,6 +352,9 @@ class KafkaCluster:
 
     def bootstrap(self, n):
         return f"127.0.0.1:{self.ports[n][0]}"
+
+    def data_dir(self, n):
+        return os.path.join(self.work, f"n{n}", "data")
 
     def env(self, n):
         return dict(os.environ,
@@ -750,6 +758,68 @@ class Checks:
             raise Failed(f"{len(missing)} of {len(acked)} acknowledged records missing or moved, "
                          f"first {missing[0]!r} (leader {leader} killed, then {new_leader})")
 
+    def reassign_with_the_kafka_tool(self):
+        """A partition with records on broker 1 alone moves to brokers 2 and
+        3 with `kafka-reassign-partitions --execute`; `--verify` reports it
+        completed, every node shows replicas [2, 3] with both in the ISR,
+        broker 1 deleted its copy and every record reads back."""
+        t = f"moved-{self.suffix}"
+        boot = ",".join(self.all_addrs().values())
+        a = AdminClient({"bootstrap.servers": boot})
+        a.create_topics([NewTopic(t, num_partitions=1, replica_assignment=[[1]])], operation_timeout=STEP)[t].result(STEP)
+        self.wait_partition(NODES, t, lambda ldr, isr: ldr == 1, f"{t}-0 led by broker 1")
+        p = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5})
+        values = [f"moved-{i:04d}".encode() for i in range(200)]
+        for v in values:
+            p.produce(t, value=v, partition=0)
+        if p.flush(STEP):
+            raise Failed("records undelivered")
+        plan = os.path.join(tempfile.mkdtemp(prefix="reassign-"), "move.json")
+        with open(plan, "w") as f:
+            f.write('{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[2,3]}]}' % t)
+
+        def tool(action):
+            return subprocess.run([PEER, "tool", "kafka-reassign-partitions", "--bootstrap-server",
+                                   self.c.bootstrap(2), "--reassignment-json-file", plan, action],
+                                  capture_output=True, text=True, timeout=120)
+        out = tool("--execute")
+        if out.returncode != 0 or "Successfully started partition reassignment" not in out.stdout:
+            raise Failed(f"--execute: {out.stdout[-500:]} {out.stderr[-500:]}")
+
+        def verified():
+            out = tool("--verify")
+            return out.returncode == 0 and f"Reassignment of partition {t}-0 is completed" in out.stdout
+        poll(f"--verify reports {t}-0 completed", verified, timeout=STEP * 2)
+
+        def assigned():
+            for n in NODES:
+                _, _, _, topics = node_metadata(self.c.bootstrap(n), [t])
+                err, parts = topics.get(t, (-1, {}))
+                if err != 0 or 0 not in parts:
+                    return None
+                _, leader, replicas, isr = parts[0]
+                if list(replicas) != [2, 3] or sorted(isr) != [2, 3] or leader not in (2, 3):
+                    return None
+            return True
+        poll(f"{t}-0 on brokers [2, 3] on every node", assigned)
+        old = os.path.join(self.c.data_dir(1), f"{t}-0")
+        poll(f"{old} deleted", lambda: not os.path.exists(old) or None, timeout=STEP * 2)
+        c = Consumer({"bootstrap.servers": boot, "group.id": f"unused-{self.suffix}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        try:
+            c.assign([TopicPartition(t, 0, 0)])
+            got = []
+            deadline = time.monotonic() + STEP
+            while len(got) < len(values) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is None or m.error():
+                    continue
+                got.append(m.value())
+        finally:
+            c.close()
+        if got != values:
+            raise Failed(f"read {len(got)} of {len(values)} records back, first {got[:2]}")
+
     def run(self):
         steps = [
             ("Metadata from each node: 3 brokers, one cluster id, a controller", self.metadata_from_each_node),
@@ -773,6 +843,8 @@ class Checks:
              self.confluent_admin_through_non_controller),
             ("acks=all RF 3 min.insync 2: the leader killed mid-stream, every acked record read back, "
              "the broker rejoins the ISR", self.acks_all_survives_the_leader_killed),
+            ("kafka-reassign-partitions moves a partition with records from broker 1 to brokers 2 and 3 "
+             "(--execute, --verify), broker 1 deletes its copy", self.reassign_with_the_kafka_tool),
         ]
         needs_topic = {self.confluent_produce_through_one_node, self.kafka_python_produce_through_one_node,
                        self.confluent_consume_through_another_node,

@@ -159,6 +159,13 @@ pub fn decide(
     if target.isr == p.isr {
         return Ok(Vec::new());
     }
+    // The change that brings the last target replica into the ISR also
+    // completes an ongoing reassignment (KIP-455).
+    if let Some(done) =
+        super::reassignment::isr_change(image, topic_id, partition, p, target.isr.clone())
+    {
+        return Ok(vec![done]);
+    }
     Ok(target.record(topic_id, partition, p).into_iter().collect())
 }
 
@@ -205,6 +212,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 4,
                 partition_epoch: 9,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             }],
         };
         (img.with_topic(t), id)

@@ -197,6 +197,19 @@ pub enum ControllerRequest {
         /// (topic, partition) pairs; None: every partition.
         partitions: Option<Vec<(String, i32)>>,
     },
+    /// AlterPartitionReassignments (KIP-455): each partition's target
+    /// replicas, or None to cancel.
+    AlterPartitionReassignments {
+        /// The partitions, in request order.
+        targets: Vec<super::reassignment::ReassignTarget>,
+        /// v1 (KIP-860): false refuses a target of another length.
+        allow_replication_factor_change: bool,
+    },
+    /// ListPartitionReassignments: (topic, partitions) pairs, None for all.
+    ListPartitionReassignments {
+        /// The asked partitions.
+        topics: Option<Vec<(String, Vec<i32>)>>,
+    },
     /// BrokerHeartbeat.
     BrokerHeartbeat {
         /// Broker id.
@@ -235,6 +248,10 @@ pub enum ControllerReply {
     ElectLeaders(Vec<election::ElectionOutcome>),
     /// The heartbeat's state.
     BrokerHeartbeat(Result<HeartbeatReply, LifecycleError>),
+    /// Each partition's outcome, in request order.
+    AlterPartitionReassignments(Vec<Result<(), super::reassignment::ReassignmentError>>),
+    /// The ongoing reassignments asked for.
+    ListPartitionReassignments(Vec<super::reassignment::OngoingReassignment>),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.
@@ -378,6 +395,8 @@ fn registration(replicas: Vec<i32>, image: &MetadataImage) -> PartitionRegistrat
         leader,
         leader_epoch: 0,
         partition_epoch: 0,
+        adding_replicas: Vec::new(),
+        removing_replicas: Vec::new(),
     }
 }
 
@@ -767,6 +786,24 @@ pub fn decide(
                 reply: ControllerReply::ElectLeaders(outcomes),
             }
         }
+        ControllerRequest::AlterPartitionReassignments {
+            targets,
+            allow_replication_factor_change,
+        } => {
+            let (records, results) =
+                super::reassignment::alter(image, targets, *allow_replication_factor_change);
+            Decision {
+                records,
+                reply: ControllerReply::AlterPartitionReassignments(results),
+            }
+        }
+        ControllerRequest::ListPartitionReassignments { topics } => Decision {
+            records: Vec::new(),
+            reply: ControllerReply::ListPartitionReassignments(super::reassignment::list(
+                image,
+                topics.as_deref(),
+            )),
+        },
         ControllerRequest::ReserveProducerIds { next_producer_id } => Decision {
             records: if *next_producer_id > image.next_producer_id {
                 vec![MetadataRecord::ProducerIds {

@@ -165,6 +165,8 @@ pub fn elect(
         last_known_elr: None,
         leader: Some(leader),
         replicas: None,
+        adding_replicas: None,
+        removing_replicas: None,
     };
     match kind {
         ElectionType::Preferred => {
@@ -279,6 +281,8 @@ mod tests {
                 leader: *leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             })
             .collect::<Vec<_>>();
         let t = TopicMeta {
@@ -447,6 +451,8 @@ mod elr_tests {
                 leader: *leader,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                adding_replicas: vec![],
+                removing_replicas: vec![],
             })
             .collect::<Vec<_>>();
         let mut configs = std::collections::BTreeMap::new();

@@ -151,6 +151,8 @@ impl Target {
             last_known_elr: lke,
             leader,
             replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
         })
     }
 }
@@ -327,6 +329,8 @@ mod tests {
             leader,
             leader_epoch: 0,
             partition_epoch: 0,
+            adding_replicas: vec![],
+            removing_replicas: vec![],
         }
     }
 

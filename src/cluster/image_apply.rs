@@ -109,6 +109,8 @@ impl MetadataImage {
                 last_known_elr,
                 leader,
                 replicas,
+                adding_replicas,
+                removing_replicas,
             } => self.edit_topic(offset, topic_id, |t| {
                 let Some(p) = usize::try_from(*partition_id)
                     .ok()
@@ -129,14 +131,29 @@ impl MetadataImage {
                 if let Some(lke) = last_known_elr {
                     p.last_known_elr = lke.clone();
                 }
+                // A replica list that drops a member bumps the leader epoch
+                // also without a leader change (KRaft's
+                // `PartitionChangeBuilder`): the removed replica's fetches
+                // are fenced from then on.
+                let mut bump = false;
                 if let Some(replicas) = replicas {
+                    bump = p.replicas.iter().any(|r| !replicas.contains(r));
                     p.replicas = replicas.clone();
+                }
+                if let Some(adding) = adding_replicas {
+                    p.adding_replicas = adding.clone();
+                }
+                if let Some(removing) = removing_replicas {
+                    p.removing_replicas = removing.clone();
                 }
                 if let Some(l) = leader {
                     if *l != p.leader {
                         p.leader = *l;
-                        p.leader_epoch += 1;
+                        bump = true;
                     }
+                }
+                if bump {
+                    p.leader_epoch += 1;
                 }
                 p.partition_epoch += 1;
             }),
@@ -234,6 +251,8 @@ mod tests {
                 leader: replicas[0],
                 leader_epoch: 0,
                 partition_epoch: 0,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
         }
     }
@@ -315,6 +334,8 @@ mod tests {
             last_known_elr: None,
             leader,
             replicas: None,
+            adding_replicas: None,
+            removing_replicas: None,
         };
         let img = img.apply(3, &[change(Some(vec![1, 3]), None)]);
         let p = img.partition("t", 0).unwrap().clone();

@@ -232,6 +232,8 @@ mod tests {
             leader,
             leader_epoch,
             partition_epoch: 0,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         };
         let topic = |name: &str, assignments: Vec<PartitionRegistration>| TopicMeta {
             name: name.into(),

@@ -40,12 +40,27 @@ pub struct PartitionRegistration {
     /// Bumped on every change of this registration (the compare-and-set
     /// token of AlterPartition).
     pub partition_epoch: i32,
+    /// Replicas an ongoing reassignment adds (KIP-455; KRaft's
+    /// `PartitionRecord.addingReplicas`): also in `replicas`. Empty when no
+    /// reassignment is in progress (and in logs written before it existed).
+    #[serde(default)]
+    pub adding_replicas: Vec<i32>,
+    /// Replicas an ongoing reassignment removes once every target replica
+    /// is in the ISR (KRaft's `removingReplicas`): also in `replicas`.
+    #[serde(default)]
+    pub removing_replicas: Vec<i32>,
 }
 
 impl PartitionRegistration {
     /// Whether `broker` leads this partition.
     pub fn is_leader(&self, broker: i32) -> bool {
         self.leader == broker && broker != NO_LEADER
+    }
+
+    /// Whether a reassignment (KIP-455) is in progress: some replica is
+    /// being added or removed.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
     }
 }
 
@@ -311,6 +326,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                adding_replicas: vec![],
+                removing_replicas: vec![],
             })
             .collect()
     }
@@ -374,6 +391,8 @@ mod tests {
             leader: 1,
             leader_epoch: 4,
             partition_epoch: 7,
+            adding_replicas: vec![],
+            removing_replicas: vec![],
         };
         assert_eq!(img.offline_replicas(&p), [2]);
         assert!(p.is_leader(1) && !p.is_leader(3));

@@ -21,6 +21,7 @@ pub mod leadership;
 pub mod metadata;
 pub mod placement;
 pub mod quorum;
+pub mod reassignment;
 pub mod records;
 pub mod topic_config;
 pub mod topic_name;

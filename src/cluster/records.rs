@@ -103,6 +103,14 @@ pub enum MetadataRecord {
         leader: Option<i32>,
         /// The new replicas, when they change.
         replicas: Option<Vec<i32>>,
+        /// The replicas a reassignment adds, when they change (KRaft's
+        /// `PartitionChangeRecord.addingReplicas`; empty: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        adding_replicas: Option<Vec<i32>>,
+        /// The replicas a reassignment removes, when they change (KRaft's
+        /// `removingReplicas`; empty: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        removing_replicas: Option<Vec<i32>>,
     },
     /// A topic was deleted.
     RemoveTopic {

@@ -161,6 +161,23 @@ impl Variants for crate::cluster::error::ElectionError {
     }
 }
 
+impl Variants for crate::cluster::reassignment::ReassignmentError {
+    const COUNT: usize = 8;
+    fn index(&self) -> usize {
+        use crate::cluster::reassignment::ReassignmentError as R;
+        match self {
+            R::UnknownTopic { .. } => 0,
+            R::UnknownPartition { .. } => 1,
+            R::EmptyReplicas => 2,
+            R::UnregisteredBroker { .. } => 3,
+            R::DuplicateBroker { .. } => 4,
+            R::ReplicationFactorChange { .. } => 5,
+            R::NoReassignmentInProgress => 6,
+            R::UncleanRevert { .. } => 7,
+        }
+    }
+}
+
 impl Variants for crate::shard::error::ReplicationWaitError {
     const COUNT: usize = 3;
     fn index(&self) -> usize {

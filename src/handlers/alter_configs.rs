@@ -3,7 +3,8 @@
 //! validated (INVALID_CONFIG naming the key and the allowed values),
 //! persisted and applied by every shard without a restart. Broker configs
 //! are static (read from `server.properties` and flags): altering them is
-//! refused with INVALID_REQUEST.
+//! refused with INVALID_REQUEST, except an IncrementalAlterConfigs of DELETE
+//! operations only, which has nothing to delete and succeeds.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -204,6 +205,10 @@ pub async fn handle_incremental(shard: &Rc<Shard>, frame: &RequestFrame) -> Hand
                 )
                 .await
             }
+            // Deleting broker configs nobody set dynamically changes
+            // nothing, and succeeds as on Kafka: `kafka-reassign-partitions
+            // --verify` clears the replication throttles this way.
+            RESOURCE_BROKER if r.configs.iter().all(|c| c.config_operation == OP_DELETE) => Ok(()),
             RESOURCE_BROKER => Err(InvalidRequest::StaticBrokerConfigs.into()),
             other => Err(InvalidRequest::UnsupportedResourceType {
                 resource_type: other,

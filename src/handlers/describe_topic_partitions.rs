@@ -177,6 +177,8 @@ mod tests {
                         leader: 1,
                         leader_epoch: 4,
                         partition_epoch: 5,
+                        adding_replicas: vec![],
+                        removing_replicas: vec![],
                     })
                     .collect(),
             });

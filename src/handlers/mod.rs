@@ -5,6 +5,7 @@
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
+mod alter_partition_reassignments;
 mod api_versions;
 mod create_partitions;
 mod create_topics;
@@ -29,6 +30,7 @@ mod join_group;
 mod leave_group;
 mod list_groups;
 mod list_offsets;
+mod list_partition_reassignments;
 mod list_transactions;
 mod metadata;
 mod offset_commit;
@@ -164,6 +166,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     DeleteTopics => delete_topics::handle(shard, frame).await,
     CreatePartitions => create_partitions::handle(shard, frame).await,
     ElectLeaders => elect_leaders::handle(shard, frame).await,
+    AlterPartitionReassignments => alter_partition_reassignments::handle(shard, frame).await,
+    ListPartitionReassignments => list_partition_reassignments::handle(shard, frame).await,
     Produce => produce::handle(shard, frame, produce_dispatched).await,
     Fetch => fetch::handle(shard, frame).await,
     ListOffsets => list_offsets::handle(shard, frame).await,

@@ -46,8 +46,6 @@ fn error_reply(frame: &RequestFrame) -> Option<Outcome> {
         DescribeAcls => DescribeAclsRequest, DescribeAclsResponse;
         ListTransactions => ListTransactionsRequest, ListTransactionsResponse;
         EndTxn => EndTxnRequest, EndTxnResponse;
-        ListPartitionReassignments => ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse;
-        AlterPartitionReassignments => AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse;
         DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;
         DescribeUserScramCredentials => DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse;
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;

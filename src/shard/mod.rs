@@ -304,19 +304,49 @@ impl Shard {
 
     /// Applies a newer image: opens (recovering) the logs of partitions this
     /// shard owns that it does not have yet, deletes the logs of topics that
-    /// are gone, and updates topic settings. Older images are ignored.
+    /// are gone, and updates topic settings. Older images are ignored. A
+    /// partition this broker stopped replicating is kept until an image
+    /// `settled` past this process's own registration (see
+    /// [`Shard::apply_metadata_settled`]).
     pub fn apply_metadata(&self, image: Arc<MetadataImage>) -> Result<(), StorageError> {
+        self.apply_metadata_settled(image, false)
+    }
+
+    /// [`Shard::apply_metadata`]; `settled`: the image holds this process's
+    /// own broker registration, so it is past the history replayed at
+    /// start-up, and a partition whose replicas no longer name this broker
+    /// (a reassignment moved it away) is dropped and its directory deleted
+    /// (Kafka's StopReplica with delete). An image replayed at start-up may
+    /// show an old assignment that a later entry undoes; deleting on it could
+    /// lose the only copy.
+    pub fn apply_metadata_settled(
+        &self,
+        image: Arc<MetadataImage>,
+        settled: bool,
+    ) -> Result<(), StorageError> {
         if image.version <= self.metadata.borrow().version && image.version != 0 {
             return Ok(());
         }
         self.metadata.replace(image.clone());
-        // Topics removed, or re-created under a new id: drop their partitions.
+        // Topics removed, or re-created under a new id, and partitions a
+        // reassignment moved off this broker (Kafka's StopReplica with
+        // delete): drop their partitions and delete their directories.
+        let node = self.config.node_id;
         let gone: Vec<TopicPartition> = self
             .partitions
             .borrow()
             .iter()
             .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
-            .filter(|(t, _, p)| image.topic(t).is_none_or(|m| m.id != p.topic_id()))
+            .filter(|(t, i, p)| match image.topic(t) {
+                None => true,
+                Some(m) if m.id != p.topic_id() => true,
+                Some(m) => {
+                    settled
+                        && m.partition(**i).is_some_and(|reg| {
+                            !reg.replicas.is_empty() && !reg.replicas.contains(&node)
+                        })
+                }
+            })
             .map(|(t, i, _)| (t.clone(), *i))
             .collect();
         for (topic, index) in gone {
@@ -333,7 +363,6 @@ impl Shard {
             }
         }
         let mut first_error = None;
-        let node = self.config.node_id;
         for topic in image.topics.values() {
             let settings = topic_config::settings(&self.config, &topic.configs);
             for (p, reg) in topic.assignments.iter().enumerate() {
@@ -435,13 +464,20 @@ impl Shard {
     /// Sends `image` to every shard (this one inline) and waits until all
     /// applied it. Used by the controller after a topic change.
     pub async fn publish_metadata(&self, image: Arc<MetadataImage>) -> Result<(), ShardError> {
+        let node = self.config.node_id;
+        let settled = self.quorum().is_some_and(|q| {
+            image
+                .registrations
+                .get(&node)
+                .is_some_and(|b| b.incarnation_id == q.incarnation())
+        });
         let mut waits = Vec::new();
         for target in 0..self.shards {
             let img = image.clone();
             let me = current()?;
             waits.push(stall::spawn_local("publish metadata", async move {
                 me.invoke_on(target, move |s| async move {
-                    if let Err(e) = s.apply_metadata(img) {
+                    if let Err(e) = s.apply_metadata_settled(img, settled) {
                         log::error!("shard {} failed to apply metadata: {e}", s.id);
                     }
                 })

@@ -70,6 +70,8 @@ pub struct Replication {
     node: i32,
     /// Every replica, from the image.
     replicas: Vec<i32>,
+    /// The replicas an ongoing reassignment adds (KIP-455), from the image.
+    adding: Vec<i32>,
     /// The ISR, from the image (committed).
     isr: Vec<i32>,
     /// The partition epoch of the image's registration.
@@ -123,6 +125,7 @@ impl Partition {
                 r.pending = None;
             }
             r.replicas = reg.replicas.clone();
+            r.adding = reg.adding_replicas.clone();
             r.isr = reg.isr.clone();
             r.partition_epoch = reg.partition_epoch;
             let replicated = r.replicated();
@@ -182,9 +185,16 @@ impl Partition {
         }
     }
 
-    /// Gives the number of replicas (1 before the first image).
+    /// Gives the replication factor: the replicas without those an ongoing
+    /// reassignment is adding, as Kafka counts it for UnderReplicatedPartitions
+    /// (1 before the first image).
     pub fn replica_count(&self) -> usize {
-        self.replication.borrow().replicas.len().max(1)
+        let r = self.replication.borrow();
+        r.replicas
+            .iter()
+            .filter(|b| !r.adding.contains(b))
+            .count()
+            .max(1)
     }
 
     /// Gives the ISR as the image holds it.

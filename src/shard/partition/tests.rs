@@ -494,6 +494,8 @@ fn the_high_watermark_waits_while_the_isr_is_below_min_isr() {
         leader: 1,
         leader_epoch: 0,
         partition_epoch,
+        adding_replicas: vec![],
+        removing_replicas: vec![],
     };
     p.set_registration(1, &reg(&[1, 2], 0), 0);
     produce(&p, &batch(-1, -1, -1, 3, false)).unwrap();
@@ -518,6 +520,36 @@ fn the_high_watermark_waits_while_the_isr_is_below_min_isr() {
     p.set_registration(1, &reg(&[1, 2], 2), 4);
     p.follower_fetched(2, 6, true, 5);
     assert_eq!(p.high_watermark(), 6);
+}
+
+/// During a reassignment the replication factor (what
+/// UnderReplicatedPartitions compares the ISR with) leaves out the replicas
+/// being added, as Kafka counts it.
+#[test]
+fn replicas_being_added_do_not_count_as_missing_from_the_isr() {
+    use crate::cluster::metadata::PartitionRegistration;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        let mut reg = PartitionRegistration {
+            replicas: vec![2, 3, 1],
+            isr: vec![1],
+            elr: vec![],
+            last_known_elr: vec![],
+            leader: 1,
+            leader_epoch: 0,
+            partition_epoch: 1,
+            adding_replicas: vec![2, 3],
+            removing_replicas: vec![1],
+        };
+        p.set_registration(1, &reg, 0);
+        assert_eq!((p.isr_size(), p.replica_count()), (1, 1));
+        reg.adding_replicas.clear();
+        reg.removing_replicas.clear();
+        p.set_registration(1, &reg, 0);
+        assert_eq!((p.isr_size(), p.replica_count()), (1, 3));
+    });
 }
 
 /// After a restart a replicated leader's high watermark starts from the
@@ -560,6 +592,8 @@ fn a_restarted_leader_starts_from_the_checkpointed_high_watermark() {
         leader: 1,
         leader_epoch: 2,
         partition_epoch: 5,
+        adding_replicas: vec![],
+        removing_replicas: vec![],
     };
     glommio::LocalExecutor::default().run(async move {
         let p = reopen(Some(10));
