@@ -172,32 +172,13 @@ pub fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::metadata::{
-        BrokerRegistration, Endpoint, PartitionRegistration, TopicMeta,
-    };
+    use crate::cluster::metadata::{PartitionRegistration, TopicMeta};
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
     fn image(fenced: &[i32]) -> (MetadataImage, Uuid) {
         let mut img = MetadataImage::empty("c".into());
-        for id in 1..=3 {
-            img.registrations.insert(
-                id,
-                BrokerRegistration {
-                    node_id: id,
-                    incarnation_id: Uuid::nil(),
-                    epoch: 10 + i64::from(id),
-                    endpoints: vec![Endpoint {
-                        listener: "PLAINTEXT".into(),
-                        host: "h".into(),
-                        port: 1,
-                    }],
-                    rack: None,
-                    fenced: fenced.contains(&id),
-                    in_controlled_shutdown: false,
-                },
-            );
-        }
+        img.register_three_test_brokers(|id| 10 + i64::from(id), |id| fenced.contains(&id));
         let id = Uuid::from_u128(7);
         let t = TopicMeta {
             name: Arc::from("t"),

@@ -246,30 +246,13 @@ pub struct ElectionOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::metadata::{BrokerRegistration, Endpoint, TopicMeta};
+    use crate::cluster::metadata::TopicMeta;
     use std::sync::Arc;
     use uuid::Uuid;
 
     fn image(alive: &[i32], parts: &[(&[i32], &[i32], i32)]) -> (MetadataImage, Uuid) {
         let mut img = MetadataImage::empty("c".into());
-        for id in 1..=3 {
-            img.registrations.insert(
-                id,
-                BrokerRegistration {
-                    node_id: id,
-                    incarnation_id: Uuid::nil(),
-                    epoch: 1,
-                    endpoints: vec![Endpoint {
-                        listener: "PLAINTEXT".into(),
-                        host: "h".into(),
-                        port: 1,
-                    }],
-                    rack: None,
-                    fenced: !alive.contains(&id),
-                    in_controlled_shutdown: false,
-                },
-            );
-        }
+        img.register_three_test_brokers(|_| 1, |id| !alive.contains(&id));
         let id = Uuid::new_v4();
         let assignments = parts
             .iter()
@@ -414,7 +397,7 @@ mod tests {
 #[cfg(test)]
 mod elr_tests {
     use super::*;
-    use crate::cluster::metadata::{BrokerRegistration, Endpoint, TopicMeta};
+    use crate::cluster::metadata::TopicMeta;
     use std::sync::Arc;
     use uuid::Uuid;
 
@@ -423,24 +406,7 @@ mod elr_tests {
     /// [1, 2, 3].
     fn image(alive: &[i32], min_isr: &str, parts: &[(&[i32], &[i32], i32)]) -> MetadataImage {
         let mut img = MetadataImage::empty("c".into());
-        for id in 1..=3 {
-            img.registrations.insert(
-                id,
-                BrokerRegistration {
-                    node_id: id,
-                    incarnation_id: Uuid::nil(),
-                    epoch: 1,
-                    endpoints: vec![Endpoint {
-                        listener: "PLAINTEXT".into(),
-                        host: "h".into(),
-                        port: 1,
-                    }],
-                    rack: None,
-                    fenced: !alive.contains(&id),
-                    in_controlled_shutdown: false,
-                },
-            );
-        }
+        img.register_three_test_brokers(|_| 1, |id| !alive.contains(&id));
         let assignments = parts
             .iter()
             .map(|(isr, elr, leader)| PartitionRegistration {

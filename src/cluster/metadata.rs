@@ -304,6 +304,37 @@ pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
     ((h.wrapping_add(partition as u64 & 0xffff_ffff)) % shards as u64) as usize
 }
 
+/// Unit-test fixture of the cluster's rule modules.
+#[cfg(test)]
+impl MetadataImage {
+    /// Registers brokers 1..=3 with one PLAINTEXT endpoint (`h:1`), broker
+    /// `id` with epoch `epoch(id)`, fenced when `fenced(id)`.
+    pub(crate) fn register_three_test_brokers(
+        &mut self,
+        epoch: impl Fn(i32) -> i64,
+        fenced: impl Fn(i32) -> bool,
+    ) {
+        for id in 1..=3 {
+            self.registrations.insert(
+                id,
+                BrokerRegistration {
+                    node_id: id,
+                    incarnation_id: Uuid::nil(),
+                    epoch: epoch(id),
+                    endpoints: vec![Endpoint {
+                        listener: "PLAINTEXT".into(),
+                        host: "h".into(),
+                        port: 1,
+                    }],
+                    rack: None,
+                    fenced: fenced(id),
+                    in_controlled_shutdown: false,
+                },
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

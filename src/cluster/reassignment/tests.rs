@@ -2,31 +2,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
-use crate::cluster::metadata::{BrokerRegistration, Endpoint, TopicMeta};
+use crate::cluster::metadata::TopicMeta;
 
 const T: Uuid = Uuid::from_u128(7);
 
 /// Brokers 1..=3 alive; topic "t" with one partition.
 fn image(replicas: &[i32], isr: &[i32], leader: i32) -> MetadataImage {
     let mut img = MetadataImage::empty("c".into());
-    for id in 1..=3 {
-        img.registrations.insert(
-            id,
-            BrokerRegistration {
-                node_id: id,
-                incarnation_id: Uuid::nil(),
-                epoch: 10,
-                endpoints: vec![Endpoint {
-                    listener: "PLAINTEXT".into(),
-                    host: "h".into(),
-                    port: 1,
-                }],
-                rack: None,
-                fenced: false,
-                in_controlled_shutdown: false,
-            },
-        );
-    }
+    img.register_three_test_brokers(|_| 10, |_| false);
     img.with_topic(TopicMeta {
         name: Arc::from("t"),
         id: T,
