@@ -314,10 +314,11 @@ impl Shard {
 
     /// [`Shard::apply_metadata`]; `settled`: the image holds this process's
     /// own broker registration, so it is past the history replayed at
-    /// start-up, and a partition whose replicas no longer name this broker
-    /// (a reassignment moved it away) is dropped and its directory deleted
+    /// start-up. Only then is a partition whose topic is gone (or re-created
+    /// under a new id), or whose replicas no longer name this broker (a
+    /// reassignment moved it away), dropped and its directory deleted
     /// (Kafka's StopReplica with delete). An image replayed at start-up may
-    /// show an old assignment that a later entry undoes; deleting on it could
+    /// show an old state that a later entry undoes; deleting on it could
     /// lose the only copy.
     pub fn apply_metadata_settled(
         &self,
@@ -338,8 +339,12 @@ impl Shard {
             .iter()
             .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
             .filter(|(t, i, p)| match image.topic(t) {
-                None => true,
-                Some(m) if m.id != p.topic_id() => true,
+                // Deleted, or re-created under a new id: only on a settled
+                // image. An image replayed at start-up may lack a topic that
+                // a later entry (or the next image) has again; deleting its
+                // directory on it would lose acknowledged records.
+                None => settled,
+                Some(m) if m.id != p.topic_id() => settled,
                 Some(m) => {
                     settled
                         && m.partition(**i).is_some_and(|reg| {
