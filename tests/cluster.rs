@@ -973,3 +973,36 @@ async fn a_broker_that_lost_the_quorum_names_itself_as_controller() {
     let back = c.controller_on(&[survivor, second], &[], FAILOVER_DEADLINE);
     assert!([survivor, second].contains(&back), "controller {back}");
 }
+
+/// A quorum outage does not fence the brokers that kept heartbeating: with
+/// two of three voters killed for longer than `broker.session.timeout.ms`,
+/// the active controller cannot commit anything, but the heartbeats of the
+/// surviving broker (its own) still count, so when the two come back it
+/// fences neither itself nor its partitions' leadership away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_outage_does_not_fence_the_broker_that_stayed_up() {
+    let mut c = Cluster::start(3, &[]);
+    let controller = c.controller(FAILOVER_DEADLINE);
+    let others: Vec<i32> = c.ids().into_iter().filter(|&i| i != controller).collect();
+    c.kill9(others[0]);
+    c.kill9(others[1]);
+    // Longer than the session timeout (3 s in the harness): without the
+    // heartbeats counted, every broker looks expired once the quorum is back.
+    poll_until(FAILOVER_DEADLINE, "the survivor names itself", || {
+        let (ctl, _) = c.view(controller)?;
+        (ctl == controller)
+            .then_some(())
+            .ok_or(format!("controller {ctl}"))
+    });
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    c.start_node(others[0]);
+    c.start_node(others[1]);
+    let all = c.ids();
+    c.wait_brokers(&all, FAILOVER_DEADLINE);
+    let fenced = format!("broker {controller} missed its heartbeats");
+    assert!(
+        !c.stderr_text(controller).contains(&fenced),
+        "the broker that stayed up was fenced:\n{}",
+        c.stderr_text(controller)
+    );
+}

@@ -461,6 +461,13 @@ impl Quorum {
             .await
             .is_err()
         {
+            // No quorum behind this leader: nothing can be decided, but a
+            // heartbeat is still proof of life. Recorded, a broker that kept
+            // heartbeating through the outage (this node's own included) is
+            // not fenced as expired the moment the quorum is back.
+            if let ControllerRequest::BrokerHeartbeat { broker_id, .. } = &req {
+                self.liveness.borrow_mut().beat(*broker_id, Instant::now());
+            }
             return Err(not_controller(self));
         }
         let image = self.state.image();
