@@ -442,7 +442,8 @@ fn build_config(args: &ServeArgs) -> Result<Config, String> {
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(
-        env_logger::Env::default().default_filter_or("info,openraft=warn"),
+        env_logger::Env::default()
+            .default_filter_or("info,openraft=warn,openraft::core::heartbeat=error"),
     )
     .init();
     let cli = Cli::parse();
