@@ -32,6 +32,7 @@ use bytes::{Bytes, BytesMut};
 use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 
+use crate::cluster::leadership::Requester;
 use crate::protocol::RequestFrame;
 use crate::shard::write_stats::WRITE_STATS;
 use crate::shard::Shard;
@@ -62,12 +63,7 @@ pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Placement {
         return Placement::Stay;
     };
     let version = request.prefix.api_version;
-    let replica_id = if version >= 15 {
-        req.replica_state.replica_id.0
-    } else {
-        req.replica_id.0
-    };
-    if replica_id < 0 {
+    if crate::handlers::fetch::requester(&req, version) == Requester::Client {
         return Placement::Stay;
     }
     let image = shard.metadata();

@@ -346,8 +346,7 @@ impl PartitionLog {
     /// image says so ([`Self::set_replicated`]), a leader moves it up as its
     /// followers fetch, a follower takes the leader's.
     pub fn restore_high_watermark(&mut self, checkpointed: Option<i64>) {
-        let hw = checkpointed.unwrap_or(self.log_start_offset);
-        self.high_watermark = hw.clamp(self.log_start_offset, self.log_end_offset);
+        self.set_high_watermark(checkpointed.unwrap_or(self.log_start_offset));
     }
 
     /// Sets the high watermark of a replicated partition (the leader: the
