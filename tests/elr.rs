@@ -17,16 +17,13 @@ mod common;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::cluster::{try_kp_call, Cluster};
 use common::layout::{admin, wait_topic};
 use common::proxy::Fault;
 use common::{admin_opts, consume_n, poll_until};
 use kafka_protocol::messages::describe_topic_partitions_request::TopicRequest;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ProduceRequest,
-    ProduceResponse, TopicName,
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{NewTopic, TopicReplication};
@@ -100,24 +97,6 @@ fn wait_described(
     })
 }
 
-/// An acks=all Produce of one record to `topic`-0 on node `id`: the
-/// partition's error code.
-fn produce_raw(c: &Cluster, id: i32, topic: &str, value: String) -> i16 {
-    let batch = common::one_record_batch(Bytes::from(value), common::now_ms());
-    let req = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(batch))])]);
-    let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).unwrap();
-    resp.responses[0].partition_responses[0].error_code
-}
-
 /// Reads `topic`-0 from the start on node `id`: every record's value,
 /// until `count` records or the deadline.
 fn read_all(c: &Cluster, id: i32, topic: &str, count: usize) -> Vec<String> {
@@ -165,7 +144,7 @@ async fn the_elr_fills_below_min_isr_and_its_member_takes_over_from_a_killed_lea
     let mut acked = Vec::new();
     for i in 0..3 {
         let v = format!("three-{i}");
-        assert_eq!(produce_raw(&c, leader, topic, v.clone()), 0);
+        assert_eq!(c.produce_raw(leader, topic, v.clone()), 0);
         acked.push(v);
     }
 
@@ -178,7 +157,7 @@ async fn the_elr_fills_below_min_isr_and_its_member_takes_over_from_a_killed_lea
     });
     for i in 0..3 {
         let v = format!("two-{i}");
-        assert_eq!(produce_raw(&c, leader, topic, v.clone()), 0);
+        assert_eq!(c.produce_raw(leader, topic, v.clone()), 0);
         acked.push(v);
     }
 
@@ -191,10 +170,7 @@ async fn the_elr_fills_below_min_isr_and_its_member_takes_over_from_a_killed_lea
     wait_described(&c, &all, topic, "ISR of the leader, ELR of f1", |d| {
         d.isr == [leader] && d.elr == [f1] && d.leader == leader
     });
-    assert_eq!(
-        produce_raw(&c, leader, topic, "refused".into()),
-        NOT_ENOUGH_REPLICAS
-    );
+    assert_eq!(c.produce_raw(leader, topic, "refused"), NOT_ENOUGH_REPLICAS);
 
     // The leader dies: the ELR member leads (unclean.leader.election.enable
     // is false), the ISR is f1 alone and the old leader waits in the ELR.
@@ -256,7 +232,7 @@ async fn a_clean_restart_keeps_a_replica_in_the_elr_and_a_kill_removes_it() {
     let leader = d.leader;
     let followers: Vec<i32> = all.iter().copied().filter(|&id| id != leader).collect();
     let (f1, f2) = (followers[0], followers[1]);
-    assert_eq!(produce_raw(&c, leader, topic, "before".into()), 0);
+    assert_eq!(c.produce_raw(leader, topic, "before"), 0);
 
     // f2 falls behind (ISR at min ISR, no ELR), then f1 stops cleanly.
     c.set_data_link(f2, leader, Fault::BlackHole);
@@ -296,6 +272,6 @@ async fn a_clean_restart_keeps_a_replica_in_the_elr_and_a_kill_removes_it() {
     wait_described(&c, &all, topic, "ISR of three again", |d| {
         d.isr == all && d.elr.is_empty()
     });
-    assert_eq!(produce_raw(&c, leader, topic, "after".into()), 0);
+    assert_eq!(c.produce_raw(leader, topic, "after"), 0);
     assert_eq!(read_all(&c, f1, topic, 2), ["before", "after"]);
 }

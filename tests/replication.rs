@@ -19,16 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::cluster::{try_kp_call, Cluster};
 use common::layout::{admin, layout_on, wait_topic};
 use common::proxy::Fault;
 use common::{admin_opts, consume_n, poll_until, segment_batches};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{
-    ElectLeadersRequest, ElectLeadersResponse, ProduceRequest, ProduceResponse, TopicName,
-};
+use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -184,24 +180,6 @@ fn read_all(c: &Cluster, topic: &str, count: usize) -> Vec<(i64, String)> {
             )
         })
         .collect()
-}
-
-/// An acks=all Produce of one record to `topic`-0 on node `id`: the
-/// partition's error code.
-fn produce_raw(c: &Cluster, id: i32, topic: &str, value: &'static [u8]) -> i16 {
-    let batch = common::one_record_batch(Bytes::from_static(value), common::now_ms());
-    let req = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(batch))])]);
-    let mut s = TcpStream::connect(c.bootstrap(id)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).unwrap();
-    resp.responses[0].partition_responses[0].error_code
 }
 
 /// Rounds of [`acks_all_survives_the_leader_killed_round_after_round`]:
@@ -465,25 +443,22 @@ async fn a_cut_off_follower_leaves_the_isr_and_rejoins() {
     let leader = wait_partition(&c, &all, topic, &[], Some(&all));
     let followers: Vec<i32> = all.iter().copied().filter(|&id| id != leader).collect();
     let (f1, f2) = (followers[0], followers[1]);
-    assert_eq!(produce_raw(&c, leader, topic, b"all-three"), 0);
+    assert_eq!(c.produce_raw(leader, topic, "all-three"), 0);
 
     c.set_data_link(f2, leader, Fault::BlackHole);
     wait_partition(&c, &all, topic, &[], Some(&[leader, f1]));
     for _ in 0..5 {
-        assert_eq!(produce_raw(&c, leader, topic, b"two-in-sync"), 0);
+        assert_eq!(c.produce_raw(leader, topic, "two-in-sync"), 0);
     }
 
     c.set_data_link(f1, leader, Fault::BlackHole);
     wait_partition(&c, &all, topic, &[], Some(&[leader]));
-    assert_eq!(
-        produce_raw(&c, leader, topic, b"refused"),
-        NOT_ENOUGH_REPLICAS
-    );
+    assert_eq!(c.produce_raw(leader, topic, "refused"), NOT_ENOUGH_REPLICAS);
 
     c.set_data_link(f1, leader, Fault::Pass);
     c.set_data_link(f2, leader, Fault::Pass);
     wait_partition(&c, &all, topic, &[], Some(&all));
-    assert_eq!(produce_raw(&c, leader, topic, b"all-three-again"), 0);
+    assert_eq!(c.produce_raw(leader, topic, "all-three-again"), 0);
     wait_replicas_agree(&c, topic, 7);
     let read: Vec<String> = read_all(&c, topic, 7).into_iter().map(|(_, v)| v).collect();
     assert_eq!(read.first().map(String::as_str), Some("all-three"));
@@ -521,11 +496,11 @@ async fn preferred_leader_election_moves_leadership_back() {
     let preferred = layout_on(&c, 1, topic).unwrap().unwrap().parts[&0].replicas[0];
     let leader = wait_partition(&c, &all, topic, &[], Some(&all));
     assert_eq!(leader, preferred);
-    assert_eq!(produce_raw(&c, leader, topic, b"first"), 0);
+    assert_eq!(c.produce_raw(leader, topic, "first"), 0);
     c.kill9(preferred);
     let others: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
     let interim = wait_partition(&c, &others, topic, &[preferred], None);
-    assert_eq!(produce_raw(&c, interim, topic, b"second"), 0);
+    assert_eq!(c.produce_raw(interim, topic, "second"), 0);
     c.start_node(preferred);
     wait_partition(&c, &all, topic, &[], Some(&all));
     assert_eq!(
@@ -540,7 +515,7 @@ async fn preferred_leader_election_moves_leadership_back() {
         84,
         "ELECTION_NOT_NEEDED"
     );
-    assert_eq!(produce_raw(&c, preferred, topic, b"third"), 0);
+    assert_eq!(c.produce_raw(preferred, topic, "third"), 0);
     let read: Vec<String> = read_all(&c, topic, 3).into_iter().map(|(_, v)| v).collect();
     assert_eq!(read, ["first", "second", "third"]);
     wait_replicas_agree(&c, topic, 3);
@@ -559,14 +534,14 @@ async fn the_preferred_replica_leads_again_by_itself() {
     c.kill9(preferred);
     let others: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
     let interim = wait_partition(&c, &others, topic, &[preferred], None);
-    assert_eq!(produce_raw(&c, interim, topic, b"while-away"), 0);
+    assert_eq!(c.produce_raw(interim, topic, "while-away"), 0);
     c.start_node(preferred);
     let others_now: Vec<i32> = all.iter().copied().filter(|&id| id != preferred).collect();
     assert_eq!(
         wait_partition(&c, &all, topic, &others_now, Some(&all)),
         preferred
     );
-    assert_eq!(produce_raw(&c, preferred, topic, b"back"), 0);
+    assert_eq!(c.produce_raw(preferred, topic, "back"), 0);
     let read: Vec<String> = read_all(&c, topic, 2).into_iter().map(|(_, v)| v).collect();
     assert_eq!(read, ["while-away", "back"]);
 }

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::metadata_response::MetadataResponse;
-use kafka_protocol::messages::{MetadataRequest, TopicName};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{MetadataRequest, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::config::ClientConfig;
 
@@ -667,6 +668,25 @@ impl Cluster {
         s.set_write_timeout(Some(Duration::from_secs(10)))
             .map_err(|e| e.to_string())?;
         try_kp_call(&mut s, 12, 1, &req).map_err(|e| format!("node {id}: {e}"))
+    }
+
+    /// An acks=all Produce of one record to `topic`-0 on node `id` (raw
+    /// Produce v7, 5 s timeout); gives the partition's error code.
+    pub fn produce_raw(&self, id: i32, topic: &str, value: impl Into<bytes::Bytes>) -> i16 {
+        let batch = super::one_record_batch(value.into(), super::now_ms());
+        let req = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(batch))])]);
+        let mut s = TcpStream::connect(self.bootstrap(id)).expect("connect to the node");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("set a read timeout");
+        let resp: ProduceResponse = try_kp_call(&mut s, 9, 7, &req).expect("a Produce answer");
+        resp.responses[0].partition_responses[0].error_code
     }
 
     /// Node `id`'s view: `(controller_id, alive broker ids)`.
