@@ -50,6 +50,14 @@ pub enum BootError {
         /// Cause.
         source: std::io::Error,
     },
+    /// A shard stopped the broker because going on would lose data (a
+    /// partition directory the metadata did not explain deleting; see
+    /// `shard::fatal`). The shutdown itself was orderly.
+    #[error("stopped: {reason}")]
+    Stopped {
+        /// What the shard found.
+        reason: String,
+    },
     /// An executor could not start (io_uring unavailable, memlock too low…).
     #[error("cannot start shard {shard}: {reason}")]
     Executor {
@@ -173,7 +181,7 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
     Ok(unsafe { TcpListener::from_raw_fd(s.into_raw_fd()) })
 }
 
-/// Starts the broker and blocks until it shuts down (SIGTERM/SIGINT).
+/// Starts the broker and blocks until it shuts down (SIGTERM, SIGINT or SIGHUP).
 /// Prints `listening on <addr>` on stdout once every shard accepts. Settings
 /// that contradict each other ([`Config::validate`]) give
 /// [`BootError::Config`] before anything is touched on disk; clients are
@@ -395,6 +403,11 @@ pub fn run(config: Config) -> Result<(), BootError> {
         }
         print_stall_summary(&config, &stalls);
         log::info!("shutdown complete");
+        if let Some(reason) = crate::shard::fatal::reason() {
+            return Err(BootError::Stopped {
+                reason: reason.to_string(),
+            });
+        }
         return Ok(());
     }
     for h in handles {
@@ -475,7 +488,7 @@ fn election_rules(config: &Config) -> crate::cluster::elr::ElectionRules {
     }
 }
 
-/// Set by the main thread when SIGTERM/SIGINT arrives.
+/// Set by the main thread when SIGTERM, SIGINT or SIGHUP arrives.
 static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// How often a shard checks the shutdown flag (only at shutdown matters).
@@ -624,9 +637,6 @@ async fn shard_main(
         })
         .detach();
     }
-    if let Err(e) = shard.apply_metadata(image) {
-        log::error!("shard {}: recovery failed: {e}", shard.id);
-    }
     if shard.id == 0 {
         if let Err(e) = start_quorum(&shard, &boot).await {
             let _ = ready.send(Err(format!("metadata quorum: {e}")));
@@ -718,6 +728,9 @@ fn block_signals() -> Option<libc::sigset_t> {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
+        // A closed terminal or `kill -HUP`: the JVM runs Kafka's shutdown
+        // hook on SIGHUP too, so the broker shuts down cleanly on it.
+        libc::sigaddset(&mut set, libc::SIGHUP);
         if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
             return None;
         }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::metadata::{BrokerRegistration, MetadataImage, TopicMeta};
+use super::metadata::{BrokerRegistration, MetadataImage, RemovedTopic, TopicMeta};
 use super::records::{ConfigResource, MetadataRecord};
 
 impl MetadataImage {
@@ -71,6 +71,9 @@ impl MetadataImage {
                     return;
                 }
                 let name: Arc<str> = Arc::from(name.as_str());
+                // An id deleted before and adopted again (`fjord
+                // import-logs` keeps ids) is a topic again.
+                self.removed_topics.remove(topic_id);
                 self.topic_ids.insert(*topic_id, name.clone());
                 self.topics.insert(
                     name.clone(),
@@ -160,6 +163,15 @@ impl MetadataImage {
             MetadataRecord::RemoveTopic { topic_id } => {
                 if let Some(name) = self.topic_ids.remove(topic_id) {
                     self.topics.remove(&name);
+                    // The cause a shard needs to delete the topic's
+                    // directories (`shard::removal`).
+                    self.removed_topics.insert(
+                        *topic_id,
+                        RemovedTopic {
+                            name: name.to_string(),
+                            offset,
+                        },
+                    );
                 }
             }
             MetadataRecord::Config {
@@ -350,6 +362,18 @@ mod tests {
         assert_eq!(img.leader("t", 0), Some((NO_LEADER, 2)));
         let img = img.apply(6, &[MetadataRecord::RemoveTopic { topic_id: id }]);
         assert!(img.topic("t").is_none() && img.topic_by_id(&id).is_none());
+        assert_eq!(
+            img.removed_topics.get(&id),
+            Some(&RemovedTopic {
+                name: "t".into(),
+                offset: 6
+            }),
+            "the deletion keeps its cause"
+        );
+        // Removing an unknown id records nothing.
+        let other = Uuid::new_v4();
+        let img = img.apply(7, &[MetadataRecord::RemoveTopic { topic_id: other }]);
+        assert!(!img.removed_topics.contains_key(&other));
     }
 
     #[test]

@@ -174,6 +174,36 @@ pub struct MetadataImage {
     /// Broker-level dynamic configs set through the metadata log, by broker
     /// id (`None`: cluster-wide default), Kafka key → value.
     pub broker_configs: BTreeMap<Option<i32>, BTreeMap<String, String>>,
+    /// Every topic a `RemoveTopic` record deleted, by topic id, with the
+    /// log offset of that record: the only cause for which a shard deletes
+    /// the directories of a topic that is gone from the image
+    /// ([`crate::shard::removal`]). Kept for the life of the cluster (one
+    /// small entry per deleted topic) and in snapshots.
+    pub removed_topics: BTreeMap<Uuid, RemovedTopic>,
+}
+
+/// A topic deleted through the metadata log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemovedTopic {
+    /// The topic's name when it was deleted.
+    pub name: String,
+    /// The metadata log offset (Raft log index) of the `RemoveTopic`
+    /// record that deleted it.
+    pub offset: u64,
+}
+
+/// How a newly published image relates to the one a shard holds
+/// ([`MetadataImage::order_against`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageOrder {
+    /// Past the held image: a higher log offset, or the same offset
+    /// published later (a new active controller).
+    Newer,
+    /// The held image itself, or one published before it.
+    Same,
+    /// Reflects fewer log entries than the held image: never applied
+    /// (the metadata a shard acts on only moves forward).
+    Older,
 }
 
 impl MetadataImage {
@@ -189,6 +219,24 @@ impl MetadataImage {
             topic_ids: HashMap::new(),
             next_producer_id: 0,
             broker_configs: BTreeMap::new(),
+            removed_topics: BTreeMap::new(),
+        }
+    }
+
+    /// Takes the image a shard holds; gives whether this one is newer
+    /// (ordered by the metadata log offset it reflects, then by its
+    /// publication version, which only a change of the active controller
+    /// bumps without an offset).
+    pub fn order_against(&self, held: &MetadataImage) -> ImageOrder {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match (
+            self.offset.cmp(&held.offset),
+            self.version.cmp(&held.version),
+        ) {
+            (Greater, _) => ImageOrder::Newer,
+            (Less, _) => ImageOrder::Older,
+            (Equal, Greater) => ImageOrder::Newer,
+            (Equal, Equal | Less) => ImageOrder::Same,
         }
     }
 

@@ -5,14 +5,17 @@
 
 pub mod controller_call;
 pub mod error;
+pub mod fatal;
 pub mod fault;
 pub mod fetch_session;
 mod hw_checkpoint;
+mod image;
 pub mod internal;
 pub mod io;
 pub mod notify;
 pub mod partition;
 pub mod remote;
+pub mod removal;
 pub use crate::stall;
 pub mod write_stats;
 
@@ -31,15 +34,13 @@ use std::time::Duration;
 use futures_channel::oneshot;
 use glommio::channels::channel_mesh::{Receivers, Senders};
 
-use crate::cluster::leadership::{self, LeadershipError, ReplicaState, Requester};
+use crate::cluster::leadership::{self, LeadershipError, Requester};
 use crate::cluster::metadata::{owner_shard, MetadataImage};
 use crate::cluster::quorum::Quorum;
-use crate::cluster::topic_config;
 use crate::config::Config;
 use crate::error::ShardError;
-use crate::group::{GroupCoordinator, OFFSETS_TOPIC};
-use crate::storage::{PartitionLog, StorageError};
-use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
+use crate::group::GroupCoordinator;
+use crate::txn::TransactionCoordinator;
 use partition::Partition;
 
 /// A unit of work sent to another shard: runs there, replies through the
@@ -97,6 +98,9 @@ pub struct Shard {
     hw_restore: RefCell<HashMap<(String, i32), i64>>,
     /// What the last high-watermark checkpoint of this shard wrote.
     hw_written: RefCell<Option<crate::storage::checkpoint::OffsetCheckpoint>>,
+    /// Directories an image named for another topic id than the one they
+    /// hold (logged once each; `image.rs`).
+    held_back: RefCell<std::collections::HashSet<(Arc<str>, i32, uuid::Uuid)>>,
     senders: Senders<Task>,
 }
 
@@ -138,8 +142,8 @@ impl Shard {
             id,
             shards,
             config,
-            // Start from an empty image at version 0 so that applying the
-            // loaded image (any version) opens every partition this shard owns.
+            // Start from the empty image (offset 0, version 0): every
+            // published image is newer and opens what this shard owns.
             metadata: RefCell::new(Arc::new(MetadataImage {
                 version: 0,
                 topics: Default::default(),
@@ -156,6 +160,7 @@ impl Shard {
             fetch_sessions: RefCell::new(fetch_sessions),
             hw_restore: RefCell::new(hw_restore),
             hw_written: RefCell::new(None),
+            held_back: RefCell::new(Default::default()),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
@@ -300,170 +305,6 @@ impl Shard {
 
     fn partition_dir(&self, topic: &str, partition: i32) -> PathBuf {
         self.config.data_dir().join(format!("{topic}-{partition}"))
-    }
-
-    /// Applies a newer image: opens (recovering) the logs of partitions this
-    /// shard owns that it does not have yet, deletes the logs of topics that
-    /// are gone, and updates topic settings. Older images are ignored. A
-    /// partition this broker stopped replicating is kept until an image
-    /// `settled` past this process's own registration (see
-    /// [`Shard::apply_metadata_settled`]).
-    pub fn apply_metadata(&self, image: Arc<MetadataImage>) -> Result<(), StorageError> {
-        self.apply_metadata_settled(image, false)
-    }
-
-    /// [`Shard::apply_metadata`]; `settled`: the image holds this process's
-    /// own broker registration, so it is past the history replayed at
-    /// start-up. Only then is a partition whose topic is gone (or re-created
-    /// under a new id), or whose replicas no longer name this broker (a
-    /// reassignment moved it away), dropped and its directory deleted
-    /// (Kafka's StopReplica with delete). An image replayed at start-up may
-    /// show an old state that a later entry undoes; deleting on it could
-    /// lose the only copy.
-    pub fn apply_metadata_settled(
-        &self,
-        image: Arc<MetadataImage>,
-        settled: bool,
-    ) -> Result<(), StorageError> {
-        if image.version <= self.metadata.borrow().version && image.version != 0 {
-            return Ok(());
-        }
-        self.metadata.replace(image.clone());
-        // Topics removed, or re-created under a new id, and partitions a
-        // reassignment moved off this broker (Kafka's StopReplica with
-        // delete): drop their partitions and delete their directories.
-        let node = self.config.node_id;
-        let gone: Vec<TopicPartition> = self
-            .partitions
-            .borrow()
-            .iter()
-            .flat_map(|(t, parts)| parts.iter().map(move |(i, p)| (t, i, p)))
-            .filter(|(t, i, p)| match image.topic(t) {
-                // Deleted, or re-created under a new id: only on a settled
-                // image. An image replayed at start-up may lack a topic that
-                // a later entry (or the next image) has again; deleting its
-                // directory on it would lose acknowledged records.
-                None => settled,
-                Some(m) if m.id != p.topic_id() => settled,
-                Some(m) => {
-                    settled
-                        && m.partition(**i).is_some_and(|reg| {
-                            !reg.replicas.is_empty() && !reg.replicas.contains(&node)
-                        })
-                }
-            })
-            .map(|(t, i, _)| (t.clone(), *i))
-            .collect();
-        for (topic, index) in gone {
-            let removed = {
-                let mut map = self.partitions.borrow_mut();
-                let removed = map.get_mut(&topic).and_then(|m| m.remove(&index));
-                if map.get(&topic).is_some_and(|m| m.is_empty()) {
-                    map.remove(&topic);
-                }
-                removed
-            };
-            if let Some(p) = removed {
-                self.delete_partition_dir(&p);
-            }
-        }
-        let mut first_error = None;
-        for topic in image.topics.values() {
-            let settings = topic_config::settings(&self.config, &topic.configs);
-            for (p, reg) in topic.assignments.iter().enumerate() {
-                let p = p as i32;
-                // A broker keeps the partitions it is a replica of, on the
-                // shard that owns them.
-                if self.owner(&topic.name, p) != self.id {
-                    continue;
-                }
-                let Some(replica) = ReplicaState::of(reg, node) else {
-                    continue;
-                };
-                let leads = replica.is_leader;
-                if let Some(existing) = self.partition(&topic.name, p) {
-                    if existing.settings() != settings {
-                        existing.set_settings(settings.clone());
-                    }
-                    let became_leader = leads && !existing.is_leader();
-                    existing.set_registration(node, reg, now_ms());
-                    if became_leader {
-                        // The coordinators follow their partition's leadership.
-                        self.load_coordinator(&existing);
-                        // Transactions caught half-way through their
-                        // commit or abort are finished by the new leader.
-                        if &**existing.topic() == TRANSACTION_STATE_TOPIC {
-                            if let Ok(me) = current() {
-                                TransactionCoordinator::resume(&me);
-                            }
-                        }
-                    }
-                    continue;
-                }
-                let dir = self.partition_dir(&topic.name, p);
-                let opened = PartitionLog::open(&dir, settings.log.clone()).and_then(|mut log| {
-                    crate::cluster::import::ensure_partition_metadata(&dir, &topic.id)?;
-                    log.restore_high_watermark(self.take_checkpointed_hw(&topic.name, p));
-                    Ok(log)
-                });
-                match opened {
-                    Ok(log) => {
-                        let part =
-                            Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
-                        part.set_registration(node, reg, now_ms());
-                        if leads {
-                            self.load_coordinator(&part);
-                        }
-                        self.partitions
-                            .borrow_mut()
-                            .entry(topic.name.clone())
-                            .or_default()
-                            .insert(p, Rc::new(part));
-                    }
-                    Err(e) => {
-                        log::error!("cannot open {}: {e}", dir.display());
-                        first_error.get_or_insert(e);
-                    }
-                }
-            }
-        }
-        self.metadata_applied.notify_all();
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    /// Loads the group or transaction coordinator state of an internal
-    /// topic's partition this broker now leads.
-    fn load_coordinator(&self, part: &Partition) {
-        if &**part.topic() == OFFSETS_TOPIC {
-            self.groups
-                .load(part, self.config.group.offsets_topic_partitions);
-        }
-        if &**part.topic() == TRANSACTION_STATE_TOPIC {
-            self.txns.load(part);
-        }
-    }
-
-    fn delete_partition_dir(&self, p: &Partition) {
-        let dir = self.partition_dir(p.topic(), p.index());
-        // Kafka renames to `<dir>.<id>-delete` first so a crash mid-delete
-        // leaves a directory that startup recognises and finishes deleting.
-        let tomb = dir.with_file_name(format!(
-            "{}-{}.{}-delete",
-            p.topic(),
-            p.index(),
-            p.topic_id().simple()
-        ));
-        match std::fs::rename(&dir, &tomb) {
-            Ok(()) => {
-                if let Err(e) = std::fs::remove_dir_all(&tomb) {
-                    log::warn!("cannot remove {}: {e}", tomb.display());
-                }
-            }
-            Err(e) => log::warn!("cannot rename {} for deletion: {e}", dir.display()),
-        }
     }
 
     /// Sends `image` to every shard (this one inline) and waits until all

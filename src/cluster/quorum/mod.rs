@@ -19,6 +19,7 @@ pub mod lifecycle;
 pub mod log_store;
 pub mod network;
 pub mod observer;
+pub mod publisher;
 pub mod rpc;
 pub mod runtime;
 pub mod server;
@@ -38,6 +39,7 @@ use openraft::{BasicNode, ReadPolicy, ServerState};
 
 use self::log_store::LogStore;
 use self::network::NetworkFactory;
+use self::publisher::Publisher;
 use self::rpc::{
     Answer, ControllerUnavailable, Peers, QuorumRequest, QuorumResponse, QuorumStatus,
     ReplicaStatus,
@@ -93,42 +95,6 @@ pub struct QuorumSettings {
     /// clean-shutdown marker, KIP-966's `PreviousBrokerEpoch`); None after
     /// an unclean one.
     pub previous_broker_epoch: Option<i64>,
-}
-
-/// Publishes images in order: each one a version above the last, with the
-/// active controller this node knows of.
-struct Publisher {
-    latest: RefCell<Arc<MetadataImage>>,
-    sink: Publish,
-}
-
-impl Publisher {
-    async fn applied(&self, image: Arc<MetadataImage>) {
-        let next = {
-            let latest = self.latest.borrow();
-            let mut img = (*image).clone();
-            img.version = latest.version.max(image.version) + 1;
-            img.controller_id = latest.controller_id;
-            Arc::new(img)
-        };
-        self.latest.replace(next.clone());
-        (self.sink)(next).await;
-    }
-
-    async fn controller(&self, id: i32) {
-        let next = {
-            let latest = self.latest.borrow();
-            if latest.controller_id == id {
-                return;
-            }
-            let mut img = (**latest).clone();
-            img.version += 1;
-            img.controller_id = id;
-            Arc::new(img)
-        };
-        self.latest.replace(next.clone());
-        (self.sink)(next).await;
-    }
 }
 
 /// The quorum member of this node (on shard 0).
@@ -196,10 +162,9 @@ impl Quorum {
         publish: Publish,
     ) -> Result<Rc<Quorum>, QuorumStartError> {
         let empty = MetadataImage::empty(settings.cluster_id.clone());
-        let publisher = Rc::new(Publisher {
-            latest: RefCell::new(Arc::new(empty.clone())),
-            sink: publish,
-        });
+        // The one path of images to the shards (see `publisher`), held
+        // until `wait_recovered`: the shards see no image of the replay.
+        let publisher = Rc::new(Publisher::held(empty.clone(), publish));
         let p = publisher.clone();
         let sm_publish: Publish = Rc::new(move |img| {
             let p = p.clone();
@@ -216,6 +181,14 @@ impl Quorum {
         let log = LogStore::open(&settings.data_dir)?;
         let fresh = log.is_empty();
         let state = StateMachine::open(&settings.data_dir, empty, sm_publish)?;
+        // Start-up order, explicit: (1) the stored snapshot's image (the
+        // empty one without a snapshot) is the publisher's before openraft
+        // runs; (2) `MetadataRaft::new` re-applies the committed entries
+        // after it; (3) the entries committed from then on follow; (4)
+        // `wait_recovered` releases the publisher once the node caught up.
+        // All of them through the one publisher, which never lets the
+        // offset an image reflects go back.
+        publisher.applied(state.image()).await;
         let single = settings.voters.len() == 1;
         let election_ms = settings.election_timeout.as_millis().max(100) as u64;
         let config = openraft::Config {
@@ -261,8 +234,6 @@ impl Quorum {
             })
             .detach();
         }
-        // The image of the snapshot (if any) is the node's until entries apply.
-        publisher.applied(state.image()).await;
         if single && !fresh {
             // One voter restarting: no need to wait an election timeout
             // (a fresh one was elected by `initialize`).
@@ -315,18 +286,23 @@ impl Quorum {
     /// Waits until the state machine has applied what was committed before
     /// this start (up to `timeout`), so the node serves the image it had; a
     /// broker-only node waits for its first fetch of the log.
+    /// Then the held publisher is released: the shards get the recovered
+    /// image first, never one of the replay.
     pub async fn wait_recovered(&self, timeout: Duration) {
-        let Some(raft) = &self.raft else {
-            if let Some(o) = &self.observer {
+        match (&self.raft, &self.observer) {
+            (Some(raft), _) => {
+                if let Err(e) = raft.wait_for_recovery(Some(timeout)).await {
+                    log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
+                }
+            }
+            (None, Some(o)) => {
                 if !o.wait_synced(timeout).await {
                     log::warn!("metadata: no controller answered within {timeout:?}; serving what is known");
                 }
             }
-            return;
-        };
-        if let Err(e) = raft.wait_for_recovery(Some(timeout)).await {
-            log::warn!("metadata quorum: recovery of the committed log not confirmed: {e}");
+            (None, None) => {}
         }
+        self.publisher.release().await;
     }
 
     /// This node's id.
@@ -893,3 +869,6 @@ impl Drop for DecidingGuard<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod start_tests;

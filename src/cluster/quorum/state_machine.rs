@@ -27,7 +27,7 @@ use super::log_store::QUORUM_DIR;
 use super::types::{LogId, MetadataSnapshot, SnapshotMeta, StoredMembership, TypeConfig};
 use crate::cluster::controller::write_atomic;
 use crate::cluster::metadata::{
-    BrokerRegistration, MetadataImage, PartitionRegistration, TopicMeta,
+    BrokerRegistration, MetadataImage, PartitionRegistration, RemovedTopic, TopicMeta,
 };
 
 const SNAPSHOT_FILE: &str = "quorum-snapshot.json";
@@ -53,6 +53,10 @@ struct ImageSnapshot {
     topics: Vec<TopicSnapshot>,
     next_producer_id: i64,
     broker_configs: Vec<(Option<i32>, BTreeMap<String, String>)>,
+    /// Deleted topics with the offset of their `RemoveTopic` record
+    /// (absent in snapshots written before it was kept).
+    #[serde(default)]
+    removed_topics: Vec<(Uuid, RemovedTopic)>,
 }
 
 impl ImageSnapshot {
@@ -72,6 +76,11 @@ impl ImageSnapshot {
                 .collect(),
             next_producer_id: image.next_producer_id,
             broker_configs: image.broker_configs.clone().into_iter().collect(),
+            removed_topics: image
+                .removed_topics
+                .iter()
+                .map(|(id, r)| (*id, r.clone()))
+                .collect(),
         }
     }
 
@@ -101,6 +110,7 @@ impl ImageSnapshot {
         }
         img.next_producer_id = self.next_producer_id;
         img.broker_configs = self.broker_configs.into_iter().collect();
+        img.removed_topics = self.removed_topics.into_iter().collect();
         img
     }
 }
@@ -206,10 +216,18 @@ impl StateMachine {
 
     /// A broker-only node: takes the image of a snapshot (from
     /// [`StateMachine::image_bytes`]) and publishes it.
+    /// An image older than the one applied is refused: the metadata a
+    /// node acts on never moves back.
     pub async fn install_fetched(&self, snapshot: &[u8]) -> io::Result<()> {
         let img: ImageSnapshot = serde_json::from_slice(snapshot).map_err(io::Error::other)?;
         {
             let mut i = self.inner.borrow_mut();
+            if img.offset < i.image.offset {
+                return Err(io::Error::other(format!(
+                    "the snapshot reflects metadata offset {}, behind the {} applied here",
+                    img.offset, i.image.offset
+                )));
+            }
             i.image = Arc::new(img.into_image(&i.image));
         }
         (self.publish)(self.image()).await;
