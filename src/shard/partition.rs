@@ -859,6 +859,15 @@ impl Partition {
             super::notify::any_changed(vec![(self.compaction_done.clone(), g)]).await;
         }
         let (low, deleted, checkpoint) = self.log.borrow_mut().delete_records_deferred(offset)?;
+        if deleted.segments > 0 {
+            log::info!(
+                "{}-{}: DeleteRecords to offset {offset} deleted {} segment(s), {} bytes; log start offset now {low}",
+                self.topic,
+                self.index,
+                deleted.segments,
+                deleted.bytes
+            );
+        }
         self.txns.borrow_mut().drop_aborted_before(low);
         remove_later(deleted.files, self.settings().file_delete_delay_ms);
         if let Some(c) = checkpoint {

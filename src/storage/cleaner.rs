@@ -360,6 +360,10 @@ impl CompactionJob {
                 ] {
                     let _ = fs::remove_file(path);
                 }
+                ::log::info!(
+                    "{}: compaction left segment {base} without records; its files are deleted",
+                    dir.display()
+                );
                 removed.push(base);
             } else {
                 rewritten.push((base, fresh));

@@ -5,9 +5,14 @@
 //!
 //! Rules:
 //! - `*.log` files named by a 20-digit base offset are segments, sorted by
-//!   base offset. `*.cleaned`, `*.swap` and `*.deleted` leftovers are deleted;
-//!   index files (`.index`, `.timeindex`, `.txnindex`) without a `.log` are
-//!   deleted; other files are logged and left. `.txnindex` contents are
+//!   base offset. A `<base>.log.swap` (Kafka's log cleaner stopped between
+//!   writing a compacted segment and putting it in place) completes the
+//!   swap as Kafka's `LogLoader` does: it becomes `<base>.log`, and the
+//!   segments it replaced (bases inside its offset range) are deleted; other
+//!   `.swap` files (indexes, rebuilt) and `*.cleaned` and `*.deleted`
+//!   leftovers are deleted; index files (`.index`, `.timeindex`,
+//!   `.txnindex`) without a `.log` are deleted; other files are logged and
+//!   left. Every deletion is logged with its rule. `.txnindex` contents are
 //!   checked against the log by the partition after opening (see
 //!   `PartitionLog::sync_txn_indexes`).
 //! - Each segment's `.index`/`.timeindex` are loaded; if one has a partial
@@ -44,8 +49,68 @@ use super::StorageError;
 pub const CLEAN_SHUTDOWN_FILE: &str = ".clean_shutdown";
 
 /// Suffixes of temporary files left by an interrupted operation (Kafka log
-/// cleaner `.cleaned`/`.swap`, async delete `.deleted`); deleted on open.
+/// cleaner `.cleaned`, async delete `.deleted`, and `.swap` files other than
+/// a segment's `.log.swap`); deleted on open.
 const TEMP_SUFFIXES: [&str; 3] = [".cleaned", ".swap", ".deleted"];
+
+/// Suffix of a compacted segment Kafka's cleaner had not put in place yet.
+const SWAP_SUFFIX: &str = ".swap";
+
+/// Whether `bytes` is a whole segment of base offset `base`: at least one
+/// batch, every batch whole with a good CRC32C, the first at or past `base`.
+fn whole_segment(bytes: &[u8], base: i64) -> bool {
+    match super::batch::replica_batches(bytes) {
+        Ok(batches) => {
+            let end = batches.last().map_or(0, |b| b.position + b.size);
+            end == bytes.len()
+                && batches
+                    .first()
+                    .is_some_and(|b| b.header.base_offset >= base)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Completes the interrupted cleaner swaps of `dir` (Kafka `LogLoader`):
+/// each `<base>.log.swap` replaces `<base>.log`; gives the bases completed.
+fn complete_swaps(dir: &Path) -> io::Result<Vec<i64>> {
+    let mut done = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let Some(target) = name.strip_suffix(SWAP_SUFFIX) else {
+            continue;
+        };
+        if let Some((base, LOG_SUFFIX)) = parse_segment_file_name(target) {
+            if !whole_segment(&fs::read(entry.path())?, base) {
+                // Not a whole segment: not Kafka's finished copy, deleted as
+                // the other leftovers below.
+                continue;
+            }
+            ::log::warn!(
+                "{}: completing an interrupted log-cleaner swap: it replaces {target}",
+                entry.path().display()
+            );
+            fs::rename(entry.path(), dir.join(target))?;
+            // The replaced segment's indexes point into the old file.
+            for suffix in [INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+                let f = dir.join(super::segment::segment_file_name(base, suffix));
+                if let Err(e) = fs::remove_file(&f) {
+                    if e.kind() != io::ErrorKind::NotFound {
+                        return Err(e);
+                    }
+                }
+            }
+            done.push(base);
+        }
+    }
+    if !done.is_empty() {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(done)
+}
 
 /// Takes the partition directory; writes the `.clean_shutdown` marker and
 /// fsyncs the directory so the marker and all segment file names are durable.
@@ -64,6 +129,7 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
     fs::create_dir_all(dir)?;
     let marker = dir.join(CLEAN_SHUTDOWN_FILE);
     let clean = marker.exists();
+    let swapped = complete_swaps(dir)?;
     let mut log_bases: Vec<i64> = Vec::new();
     let mut index_files: Vec<(i64, std::path::PathBuf)> = Vec::new();
     for entry in fs::read_dir(dir)? {
@@ -77,7 +143,10 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
             continue;
         }
         if TEMP_SUFFIXES.iter().any(|s| name.ends_with(s)) {
-            ::log::warn!("{}: deleting leftover temporary file", path.display());
+            ::log::warn!(
+                "{}: deleting a leftover temporary file (an interrupted compaction or deletion)",
+                path.display()
+            );
             fs::remove_file(&path)?;
             continue;
         }
@@ -101,7 +170,10 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
     log_bases.sort_unstable();
     for (base, path) in index_files {
         if log_bases.binary_search(&base).is_err() {
-            ::log::warn!("{}: deleting index without a .log", path.display());
+            ::log::warn!(
+                "{}: deleting an index without its .log (the segment was deleted)",
+                path.display()
+            );
             fs::remove_file(&path)?;
         }
     }
@@ -116,6 +188,31 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
             load_or_rebuild(&mut seg, config)?;
         }
         if let Some(prev) = segments.last() {
+            if seg.base_offset() < prev.next_offset()
+                && swapped.binary_search(&prev.base_offset()).is_ok()
+            {
+                // Inside a completed swap's range: one of the segments the
+                // compacted one replaced (Kafka deletes them the same way).
+                ::log::warn!(
+                    "{}: deleting a segment replaced by the compacted segment {} (interrupted log-cleaner swap)",
+                    seg.log_path().display(),
+                    prev.log_path().display()
+                );
+                for suffix in [
+                    LOG_SUFFIX,
+                    INDEX_SUFFIX,
+                    TIME_INDEX_SUFFIX,
+                    TXN_INDEX_SUFFIX,
+                ] {
+                    let f = dir.join(super::segment::segment_file_name(seg.base_offset(), suffix));
+                    if let Err(e) = fs::remove_file(&f) {
+                        if e.kind() != io::ErrorKind::NotFound {
+                            return Err(e.into());
+                        }
+                    }
+                }
+                continue;
+            }
             if seg.base_offset() < prev.next_offset() {
                 return Err(StorageError::Corrupt {
                     dir: dir.to_path_buf(),
@@ -569,6 +666,63 @@ mod tests {
             .exists());
         assert!(!dir.path().join("00000000000099999999.index").exists());
         assert!(dir.path().join("notes.txt").exists());
+    }
+
+    /// Kafka's cleaner stopped after it wrote the compacted copy of the
+    /// first two segments as `.log.swap` and renamed the originals to
+    /// `.deleted`: the copy is the only one, and recovery puts it in place.
+    #[test]
+    fn an_interrupted_kafka_swap_is_completed_not_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 400,
+            ..small_index_cfg()
+        };
+        let hs = crashed_log(dir.path(), &config);
+        let mut bases: Vec<i64> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| {
+                let n = e.unwrap().file_name().into_string().unwrap();
+                parse_segment_file_name(&n)
+                    .filter(|(_, s)| *s == LOG_SUFFIX)
+                    .map(|(b, _)| b)
+            })
+            .collect();
+        bases.sort_unstable();
+        assert!(bases.len() > 3);
+        let (first, second) = (bases[0], bases[1]);
+        // The compacted copy of both: the two files' batches, concatenated.
+        let mut copy = std::fs::read(log_path(dir.path(), first)).unwrap();
+        copy.extend(std::fs::read(log_path(dir.path(), second)).unwrap());
+        std::fs::write(
+            dir.path()
+                .join(format!("{}.swap", segment_file_name(first, "log"))),
+            &copy,
+        )
+        .unwrap();
+        for b in [first, second] {
+            let p = log_path(dir.path(), b);
+            std::fs::rename(&p, p.with_extension("log.deleted")).unwrap();
+        }
+        let log = PartitionLog::open(dir.path(), config.clone()).unwrap();
+        assert_eq!(log.log_end_offset(), 60);
+        assert_eq!(consume_all(&log, u64::MAX), hs);
+        drop(log);
+        // The same with the originals still in place (stopped one step
+        // earlier): the one replaced beside the copy is deleted.
+        let dir = tempfile::tempdir().unwrap();
+        let hs = crashed_log(dir.path(), &config);
+        let mut copy = std::fs::read(log_path(dir.path(), first)).unwrap();
+        copy.extend(std::fs::read(log_path(dir.path(), second)).unwrap());
+        std::fs::write(
+            dir.path()
+                .join(format!("{}.swap", segment_file_name(first, "log"))),
+            &copy,
+        )
+        .unwrap();
+        let log = PartitionLog::open(dir.path(), config).unwrap();
+        assert_eq!(consume_all(&log, u64::MAX), hs);
+        assert!(!log_path(dir.path(), second).exists());
     }
 
     #[test]

@@ -85,9 +85,71 @@ fn frame(entry: &Entry) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Why the scan of `quorum.log` stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stop {
+    /// The rest is the start of a frame a crash cut short, or one whole
+    /// frame with a bad CRC and nothing after it (a torn last write): cut.
+    TornTail,
+    /// A frame that cannot be a torn last write: a CRC-valid payload that
+    /// does not decode, or a bad frame followed by a good one. The log is
+    /// not cut (committed entries would go); the broker refuses to start.
+    Damaged(String),
+}
+
+/// Whether a whole, CRC-valid frame starts at `pos`.
+fn good_frame_at(bytes: &[u8], pos: usize) -> bool {
+    let Some(h) = bytes.get(pos..pos + FRAME_HEADER) else {
+        return false;
+    };
+    let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
+    let crc = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+    bytes
+        .get(pos + FRAME_HEADER..pos + FRAME_HEADER + len)
+        .is_some_and(|p| crc32c::crc32c(p) == crc)
+}
+
 /// Reads every whole, checked frame of `bytes`; gives the entries with their
-/// positions and the end of the last good frame.
-fn parse_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64) {
+/// positions, the end of the last good frame and why the scan stopped
+/// before the end, if it did.
+fn parse_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64, Option<Stop>) {
+    let (out, end) = scan_frames(bytes);
+    let end_us = end as usize;
+    if end_us >= bytes.len() {
+        return (out, end, None);
+    }
+    let stop = match bytes.get(end_us..end_us + FRAME_HEADER) {
+        None => Stop::TornTail,
+        Some(h) => {
+            let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]) as usize;
+            let start = end_us + FRAME_HEADER;
+            match bytes.get(start..start + len) {
+                // Cut short by the end of the file.
+                None => Stop::TornTail,
+                Some(payload)
+                    if crc32c::crc32c(payload) == u32::from_be_bytes([h[4], h[5], h[6], h[7]]) =>
+                {
+                    Stop::Damaged(format!(
+                        "the entry at byte {end} has a good CRC32C but does not decode"
+                    ))
+                }
+                Some(_) if good_frame_at(bytes, start + len) => Stop::Damaged(format!(
+                    "the entry at byte {end} fails its CRC32C and a whole entry follows it"
+                )),
+                Some(_) if start + len == bytes.len() => Stop::TornTail,
+                Some(_) => Stop::Damaged(format!(
+                    "the entry at byte {end} fails its CRC32C and {} more bytes follow it",
+                    bytes.len() - start - len
+                )),
+            }
+        }
+    };
+    (out, end, Some(stop))
+}
+
+/// The entries of `bytes` up to the first frame that is not whole, checked
+/// and decodable; gives them with their positions and where they end.
+fn scan_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64) {
     let mut out = Vec::new();
     let mut pos = 0usize;
     while bytes.len() - pos >= FRAME_HEADER {
@@ -130,7 +192,7 @@ async fn replace_json<T: serde::Serialize>(path: PathBuf, v: &T) -> io::Result<(
 /// created or changed). Blocking.
 pub fn read_entries(data_dir: &Path) -> io::Result<Vec<Entry>> {
     match std::fs::read(data_dir.join(QUORUM_DIR).join(LOG_FILE)) {
-        Ok(bytes) => Ok(parse_frames(&bytes).0.into_iter().map(|(e, _)| e).collect()),
+        Ok(bytes) => Ok(scan_frames(&bytes).0.into_iter().map(|(e, _)| e).collect()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
     }
@@ -151,15 +213,27 @@ impl LogStore {
             .open(&path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        let (frames, end) = parse_frames(&bytes);
-        if end < bytes.len() as u64 {
-            log::warn!(
-                "{}: cutting {} bytes after the last whole entry (a write cut short by a crash)",
-                path.display(),
-                bytes.len() as u64 - end
-            );
-            file.set_len(end)?;
-            file.sync_all()?;
+        let (frames, end, stop) = parse_frames(&bytes);
+        match stop {
+            None => {}
+            Some(Stop::TornTail) => {
+                log::warn!(
+                    "{}: cutting {} bytes after the last whole entry (a write cut short by a crash)",
+                    path.display(),
+                    bytes.len() as u64 - end
+                );
+                file.set_len(end)?;
+                file.sync_all()?;
+            }
+            Some(Stop::Damaged(why)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{}: {why}; the metadata log is damaged and is left as it is (restore this node's {QUORUM_DIR} from a healthy voter, or remove it to have it copied from the leader)",
+                        path.display()
+                    ),
+                ));
+            }
         }
         let purged: Option<LogId> = read_json(&dir.join(PURGED_FILE))?;
         let floor = purged.as_ref().map_or(0, |p| p.index + 1);
@@ -424,16 +498,54 @@ mod tests {
         }
         let whole = bytes.len() as u64;
         bytes.extend_from_slice(&frame(&entry(1, 4)).unwrap()[..10]);
-        let (frames, end) = parse_frames(&bytes);
+        let (frames, end, stop) = parse_frames(&bytes);
         assert_eq!(
             frames.iter().map(|(e, _)| e.index()).collect::<Vec<_>>(),
             [1, 2, 3]
         );
-        assert_eq!(end, whole);
-        // A flipped payload byte stops the scan there.
+        assert_eq!((end, stop), (whole, Some(Stop::TornTail)));
+        // A flipped payload byte in the first entry, with whole entries
+        // after it: damage, not a torn write.
         let mut bad = bytes.clone();
         bad[FRAME_HEADER + 2] ^= 0xff;
-        assert!(parse_frames(&bad).0.is_empty());
+        let (frames, end, stop) = parse_frames(&bad);
+        assert!(frames.is_empty() && end == 0);
+        assert!(matches!(stop, Some(Stop::Damaged(_))), "{stop:?}");
+        // The last whole entry with a bad CRC and nothing after it: torn.
+        let mut last_bad = bytes[..whole as usize].to_vec();
+        let n = last_bad.len();
+        last_bad[n - 1] ^= 0xff;
+        assert!(matches!(parse_frames(&last_bad).2, Some(Stop::TornTail)));
+        // A good CRC over a payload that is not an entry: damage.
+        let mut undecodable = bytes[..whole as usize].to_vec();
+        let junk = b"not an entry";
+        undecodable.extend_from_slice(&(junk.len() as u32).to_be_bytes());
+        undecodable.extend_from_slice(&crc32c::crc32c(junk).to_be_bytes());
+        undecodable.extend_from_slice(junk);
+        assert!(matches!(
+            parse_frames(&undecodable).2,
+            Some(Stop::Damaged(_))
+        ));
+    }
+
+    #[test]
+    fn a_damaged_log_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let qdir = dir.path().join(QUORUM_DIR);
+        std::fs::create_dir_all(&qdir).unwrap();
+        let mut bytes = Vec::new();
+        for i in 1..=3 {
+            bytes.extend_from_slice(&frame(&entry(1, i)).unwrap());
+        }
+        bytes[FRAME_HEADER + 2] ^= 0xff;
+        std::fs::write(qdir.join(LOG_FILE), &bytes).unwrap();
+        let err = LogStore::open(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
+        assert_eq!(
+            std::fs::read(qdir.join(LOG_FILE)).unwrap(),
+            bytes,
+            "nothing cut"
+        );
     }
 }
 
