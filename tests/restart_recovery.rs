@@ -250,6 +250,31 @@ async fn clean_restart_keeps_everything() {
     broker.stop();
 }
 
+/// SIGHUP (a closed terminal, `kill -HUP`) shuts the broker down cleanly,
+/// as the JVM's shutdown hook does for Kafka: exit code 0, and the next
+/// start finds every log closed cleanly (no recovery scan).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_shuts_down_cleanly() {
+    let mut broker = Broker::start();
+    let topic = "hangup";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("acks", "all")]);
+    produce_range(&producer, topic, 0..100).await;
+    drop(producer);
+    broker.stop_with(libc::SIGHUP); // asserts exit status 0
+    let first = broker.stderr_text();
+    assert!(first.contains("shutdown complete"), "{first}");
+    broker.restart();
+    check_range(&broker, topic, 0..100);
+    let all = broker.stderr_text();
+    let second = &all[first.len()..];
+    assert!(
+        !second.contains("recovered after unclean shutdown"),
+        "the restart recovered a log:\n{second}"
+    );
+    broker.stop();
+}
+
 /// Produces `groups` batches of 1..=groups records each (every group is
 /// awaited before the next, so each ends up in its own batch) and returns
 /// the total record count.

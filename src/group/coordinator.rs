@@ -310,11 +310,13 @@ pub async fn txn_commit(
         instance,
         partitions,
         Some(producer),
+        UnknownGroup::IllegalGeneration,
     )
     .await
 }
 
-/// Handles an OffsetCommit; gives one result per partition, in order.
+/// Handles an OffsetCommit (`unknown`: the answer for a group that does
+/// not exist, by request version); gives one result per partition, in order.
 pub async fn commit(
     shard: Rc<Shard>,
     group_id: String,
@@ -322,13 +324,15 @@ pub async fn commit(
     member_id: String,
     instance: Option<String>,
     partitions: Vec<CommitPartition>,
+    unknown: UnknownGroup,
 ) -> Vec<Result<(), GroupError>> {
     commit_offsets(
-        shard, group_id, generation, member_id, instance, partitions, None,
+        shard, group_id, generation, member_id, instance, partitions, None, unknown,
     )
     .await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn commit_offsets(
     shard: Rc<Shard>,
     group_id: String,
@@ -337,6 +341,7 @@ async fn commit_offsets(
     instance: Option<String>,
     partitions: Vec<CommitPartition>,
     producer: Option<(i64, i16)>,
+    unknown: UnknownGroup,
 ) -> Vec<Result<(), GroupError>> {
     let mut plan = shard.groups.core.borrow_mut().plan_commit(
         shard.config.group.offset_metadata_max_bytes,
@@ -346,6 +351,7 @@ async fn commit_offsets(
         &instance,
         &partitions,
         producer.map(|(pid, _)| pid),
+        unknown,
         now_ms(),
     );
     let records = std::mem::take(&mut plan.records);

@@ -30,6 +30,7 @@ pub use crate::config::GroupConfig;
 pub use coordinator::GroupCoordinator;
 pub use error::GroupError;
 pub use membership::{Effect, GroupCore};
+pub use offsets::UnknownGroup;
 
 /// The internal topic holding committed offsets and group metadata.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";

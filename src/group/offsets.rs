@@ -202,6 +202,28 @@ fn check_txn_commit(
     }
 }
 
+/// What an OffsetCommit to a group this coordinator does not know answers
+/// when it names a generation (>= 0): the group is not created then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownGroup {
+    /// ILLEGAL_GENERATION (22): OffsetCommit below v9 and TxnOffsetCommit.
+    IllegalGeneration,
+    /// GROUP_ID_NOT_FOUND (69): OffsetCommit v9 and later (KIP-848; Kafka
+    /// 4.x `OffsetMetadataManager.validateOffsetCommit`).
+    GroupIdNotFound,
+}
+
+impl UnknownGroup {
+    /// The answer of OffsetCommit `version`.
+    pub fn for_offset_commit(version: i16) -> UnknownGroup {
+        if version >= 9 {
+            UnknownGroup::GroupIdNotFound
+        } else {
+            UnknownGroup::IllegalGeneration
+        }
+    }
+}
+
 impl GroupCore {
     /// Plans an OffsetCommit (`producer_id` = `None`) or a TxnOffsetCommit of
     /// `producer_id` (KIP-98): checks the member and generation, then each
@@ -209,7 +231,9 @@ impl GroupCore {
     /// transaction's offsets become pending at once (a marker written while
     /// the append is awaited must find them, as replay of the log would); a
     /// plain commit's take effect with [`GroupCore::apply_commit`] once
-    /// appended.
+    /// appended. `unknown`: the answer when the group does not exist and
+    /// `generation` >= 0 (a generation below 0 creates it, as Kafka does
+    /// for consumers that manage their own assignment).
     #[allow(clippy::too_many_arguments)]
     pub fn plan_commit(
         &mut self,
@@ -220,6 +244,7 @@ impl GroupCore {
         instance: &Option<String>,
         partitions: &[CommitPartition],
         producer_id: Option<i64>,
+        unknown: UnknownGroup,
         now: i64,
     ) -> CommitPlan {
         let all = |e: GroupError| CommitPlan {
@@ -238,9 +263,12 @@ impl GroupCore {
                     self.get_or_create(group_id, now);
                     Ok(())
                 }
-                None => Err(GroupError::IllegalGeneration {
-                    generation,
-                    current: -1,
+                None => Err(match unknown {
+                    UnknownGroup::IllegalGeneration => GroupError::IllegalGeneration {
+                        generation,
+                        current: -1,
+                    },
+                    UnknownGroup::GroupIdNotFound => GroupError::GroupIdNotFound,
                 }),
             },
             Some(_) => {

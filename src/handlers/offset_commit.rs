@@ -12,7 +12,7 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 use super::{group_owner, respond, Answers, HandlerResult};
 use crate::error::{group_code, KafkaCode};
-use crate::group::{coordinator, CommitPartition};
+use crate::group::{coordinator, CommitPartition, UnknownGroup};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -38,6 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let codes_out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
         Err(code) => vec![code; n],
         Ok(owner) => {
+            let unknown = UnknownGroup::for_offset_commit(frame.prefix.api_version);
             let (generation, member, instance) = (
                 req.generation_id_or_member_epoch,
                 req.member_id.to_string(),
@@ -45,7 +46,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             );
             shard
                 .invoke_on(owner, move |s| async move {
-                    coordinator::commit(s, group, generation, member, instance, parts)
+                    coordinator::commit(s, group, generation, member, instance, parts, unknown)
                         .await
                         .iter()
                         .map(group_code)

@@ -204,19 +204,24 @@ impl Broker {
 
     /// Sends SIGTERM and waits for the process to exit; asserts exit code 0.
     pub fn stop(&mut self) {
+        self.stop_with(libc::SIGTERM);
+    }
+
+    /// Sends `signal` and waits for the process to exit; asserts exit code 0.
+    pub fn stop_with(&mut self, signal: libc::c_int) {
         let pid = self.pid() as libc::pid_t;
         // SAFETY: plain kill(2) on our own child's pid.
-        let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill(SIGTERM) failed");
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "kill({signal}) failed");
         let status = self.wait_exit(SHUTDOWN_DEADLINE);
         let Some(status) = status else {
             self.dump_stderr();
-            panic!("broker did not exit within {SHUTDOWN_DEADLINE:?} after SIGTERM");
+            panic!("broker did not exit within {SHUTDOWN_DEADLINE:?} after signal {signal}");
         };
         self.child = None;
         if !status.success() {
             self.dump_stderr();
-            panic!("broker exited with {status} after SIGTERM, expected 0");
+            panic!("broker exited with {status} after signal {signal}, expected 0");
         }
     }
 

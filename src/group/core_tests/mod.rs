@@ -396,6 +396,7 @@ pub(super) fn commit_out(
         &None,
         &[part("t", 0, 5)],
         producer,
+        UnknownGroup::IllegalGeneration,
         f.h.now,
     );
     Code(group_code(&plan.results[0]))

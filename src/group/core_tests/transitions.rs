@@ -318,6 +318,7 @@ fn offsets_commit_fetch_and_metadata_limit() {
         &None,
         &[part("t", 0, 5), big, routed],
         None,
+        UnknownGroup::IllegalGeneration,
         f.h.now,
     );
     let codes: Vec<i16> = plan.results.iter().map(group_code).collect();
@@ -355,9 +356,17 @@ impl CommitPlanProbe {
 fn transactional_offsets_wait_for_the_marker() {
     let mut h = Harness::new(0);
     let p = records::partition_for_group(G, 50);
-    let plan = h
-        .core
-        .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 7)], Some(9), h.now);
+    let plan = h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 7)],
+        Some(9),
+        UnknownGroup::IllegalGeneration,
+        h.now,
+    );
     assert_eq!(plan.results, vec![Ok(())]);
     let got = h.core.fetch_offsets(G, Some(vec![("t".into(), 0)]), true);
     assert_eq!(
@@ -373,15 +382,41 @@ fn transactional_offsets_wait_for_the_marker() {
     assert_eq!((got[0].offset, got[0].error.clone()), (7, None));
     // An aborted transaction's offsets are dropped; a plain commit after a
     // transactional one wins over it.
-    h.core
-        .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 8)], Some(10), h.now);
+    h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 8)],
+        Some(10),
+        UnknownGroup::IllegalGeneration,
+        h.now,
+    );
     h.core.complete_txn(10, p, 50, false, h.now);
     assert_eq!(h.core.fetch_offsets(G, None, false)[0].offset, 7);
-    h.core
-        .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 20)], Some(11), h.now);
-    let plain = h
-        .core
-        .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 30)], None, h.now);
+    h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 20)],
+        Some(11),
+        UnknownGroup::IllegalGeneration,
+        h.now,
+    );
+    let plain = h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 30)],
+        None,
+        UnknownGroup::IllegalGeneration,
+        h.now,
+    );
     h.core.apply_commit(G, plain.accepted);
     h.core.complete_txn(11, p, 50, true, h.now);
     assert_eq!(h.core.fetch_offsets(G, None, false)[0].offset, 30);
@@ -464,9 +499,17 @@ fn unanswered_parked_requests_make_the_member_rejoin() {
 #[test]
 fn offsets_expire_after_retention_for_empty_groups() {
     let mut f = fixture(GroupState::Empty);
-    let plan =
-        f.h.core
-            .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 1)], None, f.h.now);
+    let plan = f.h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 1)],
+        None,
+        UnknownGroup::IllegalGeneration,
+        f.h.now,
+    );
     f.h.core.apply_commit(G, plan.accepted);
     let retention = 1_000;
     assert!(f.h.core.plan_expiry(retention, f.h.now).is_empty());
@@ -479,9 +522,17 @@ fn offsets_expire_after_retention_for_empty_groups() {
     // Stable groups keep their offsets.
     let mut f = fixture(GroupState::Stable);
     let (m, g) = (f.follower.clone(), f.generation);
-    let plan =
-        f.h.core
-            .plan_commit(4096, G, g, &m, &None, &[part("t", 0, 1)], None, f.h.now);
+    let plan = f.h.core.plan_commit(
+        4096,
+        G,
+        g,
+        &m,
+        &None,
+        &[part("t", 0, 1)],
+        None,
+        UnknownGroup::IllegalGeneration,
+        f.h.now,
+    );
     f.h.core.apply_commit(G, plan.accepted);
     assert!(f.h.core.plan_expiry(1, f.h.now + 1_000_000).is_empty());
 }
@@ -489,9 +540,17 @@ fn offsets_expire_after_retention_for_empty_groups() {
 #[test]
 fn delete_group_removes_group_and_offsets() {
     let mut f = fixture(GroupState::Empty);
-    let plan =
-        f.h.core
-            .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 1)], None, f.h.now);
+    let plan = f.h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 1)],
+        None,
+        UnknownGroup::IllegalGeneration,
+        f.h.now,
+    );
     f.h.core.apply_commit(G, plan.accepted);
     let recs =
         f.h.core
@@ -630,9 +689,17 @@ fn removing_a_group_answers_its_parked_requests() {
 #[test]
 fn expiry_keeps_a_group_joined_meanwhile() {
     let mut f = fixture(GroupState::Empty);
-    let plan =
-        f.h.core
-            .plan_commit(4096, G, -1, "", &None, &[part("t", 0, 1)], None, f.h.now);
+    let plan = f.h.core.plan_commit(
+        4096,
+        G,
+        -1,
+        "",
+        &None,
+        &[part("t", 0, 1)],
+        None,
+        UnknownGroup::IllegalGeneration,
+        f.h.now,
+    );
     f.h.core.apply_commit(G, plan.accepted);
     let retention = 1_000;
     let exp = f.h.core.plan_expiry(retention, f.h.now + retention);

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"fjord/compat-go/internal/check"
 )
@@ -38,6 +39,9 @@ func (f *fg) adminChecks() {
 	})
 	r.Check("admin list-offsets: start, end, after timestamp, max timestamp, after DeleteRecords", adminTimeout, func(ctx context.Context) error {
 		return f.adminListOffsets(ctx, adm)
+	})
+	r.Check("offset commit to an unknown group with a generation: ILLEGAL_GENERATION below v9, GROUP_ID_NOT_FOUND at v9, no group created", adminTimeout, func(ctx context.Context) error {
+		return f.commitUnknownGroup(ctx, adm, r.Name("fg-unknown-group"))
 	})
 	simpleGroup := r.Name("fg-admin-simple")
 	r.Check("admin commit/fetch offsets: a group without members, metadata, moving back", adminTimeout, func(ctx context.Context) error {
@@ -688,6 +692,60 @@ func (f *fg) adminDeleteTopics(ctx context.Context, adm *admin) error {
 	again, err := adm.DeleteTopic(ctx, topic)
 	if !errors.Is(again.Err, kerr.UnknownTopicOrPartition) || !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("DeleteTopics of a deleted topic: %v / %v, want UNKNOWN_TOPIC_OR_PARTITION", err, again.Err)
+	}
+	return nil
+}
+
+// commitUnknownGroup sends OffsetCommit v8 and v9 for a group nobody joined,
+// naming generation 1 and a member id: Kafka 4 answers v9 with
+// GROUP_ID_NOT_FOUND and older versions with ILLEGAL_GENERATION, and does not
+// create the group (a generation of -1 would).
+func (f *fg) commitUnknownGroup(ctx context.Context, adm *admin, group string) error {
+	topic := group
+	if err := createTopic(ctx, adm, topic, 1, nil); err != nil {
+		return err
+	}
+	want := map[int16]int16{8: kerr.IllegalGeneration.Code, 9: kerr.GroupIDNotFound.Code}
+	for _, v := range []int16{8, 9} {
+		// The client negotiates the version itself: cap OffsetCommit at v.
+		vs := kversion.Stable()
+		vs.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), v)
+		cl, err := f.client(fmt.Sprintf("offset-commit-v%d", v), kgo.MaxVersions(vs))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Group = group
+		req.Generation = 1
+		req.MemberID = "not-a-member"
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition = 0
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("OffsetCommit v%d: %w", v, err)
+		}
+		if resp.Version != v {
+			return fmt.Errorf("OffsetCommit sent as v%d, asked v%d", resp.Version, v)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("OffsetCommit v%d: answer has %d topics", v, len(resp.Topics))
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != want[v] {
+			return fmt.Errorf("OffsetCommit v%d to an unknown group: error %v, want %v", v, kerr.ErrorForCode(got), kerr.ErrorForCode(want[v]))
+		}
+	}
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return fmt.Errorf("DescribeGroups: %w", err)
+	}
+	if g, ok := described[group]; ok && g.State != "Dead" && g.Err == nil {
+		return fmt.Errorf("the commits created group %s (state %s)", group, g.State)
 	}
 	return nil
 }
