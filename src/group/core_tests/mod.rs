@@ -382,6 +382,28 @@ pub(super) fn sync_out(f: &mut Fixture, member: &str) -> Out {
     }
 }
 
+/// A plain OffsetCommit of offset `offset` for partition t-0 of group G
+/// (`unknown`: the answer for a group that does not exist).
+pub(super) fn commit_one(
+    h: &mut Harness,
+    generation: i32,
+    member: &str,
+    offset: i64,
+    unknown: UnknownGroup,
+) -> crate::group::offsets::CommitPlan {
+    h.core.plan_commit(
+        4096,
+        G,
+        generation,
+        member,
+        &None,
+        &[part("t", 0, offset)],
+        None,
+        unknown,
+        h.now,
+    )
+}
+
 pub(super) fn commit_out(
     f: &mut Fixture,
     generation: i32,

@@ -485,43 +485,13 @@ fn unknown_group_answers() {
     // A member commit to an unknown group is from an older generation
     // (OffsetCommit below v9), or names a group not found (v9, KIP-848);
     // neither creates the group.
-    let plan = h.core.plan_commit(
-        4096,
-        G,
-        3,
-        "m",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        h.now,
-    );
+    let plan = commit_one(&mut h, 3, "m", 1, UnknownGroup::IllegalGeneration);
     assert_eq!(group_code(&plan.results[0]), 22);
-    let plan = h.core.plan_commit(
-        4096,
-        G,
-        3,
-        "m",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::GroupIdNotFound,
-        h.now,
-    );
+    let plan = commit_one(&mut h, 3, "m", 1, UnknownGroup::GroupIdNotFound);
     assert_eq!(group_code(&plan.results[0]), 69);
     assert_eq!(h.core.describe(G).state, "Dead");
     // A simple commit creates the group, Empty.
-    let plan = h.core.plan_commit(
-        4096,
-        G,
-        -1,
-        "",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        h.now,
-    );
+    let plan = commit_one(&mut h, -1, "", 1, UnknownGroup::IllegalGeneration);
     assert_eq!(group_code(&plan.results[0]), 0);
     assert_eq!(h.state(), GroupState::Empty);
 }

@@ -406,17 +406,7 @@ fn transactional_offsets_wait_for_the_marker() {
         UnknownGroup::IllegalGeneration,
         h.now,
     );
-    let plain = h.core.plan_commit(
-        4096,
-        G,
-        -1,
-        "",
-        &None,
-        &[part("t", 0, 30)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        h.now,
-    );
+    let plain = commit_one(&mut h, -1, "", 30, UnknownGroup::IllegalGeneration);
     h.core.apply_commit(G, plain.accepted);
     h.core.complete_txn(11, p, 50, true, h.now);
     assert_eq!(h.core.fetch_offsets(G, None, false)[0].offset, 30);
@@ -499,17 +489,7 @@ fn unanswered_parked_requests_make_the_member_rejoin() {
 #[test]
 fn offsets_expire_after_retention_for_empty_groups() {
     let mut f = fixture(GroupState::Empty);
-    let plan = f.h.core.plan_commit(
-        4096,
-        G,
-        -1,
-        "",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        f.h.now,
-    );
+    let plan = commit_one(&mut f.h, -1, "", 1, UnknownGroup::IllegalGeneration);
     f.h.core.apply_commit(G, plan.accepted);
     let retention = 1_000;
     assert!(f.h.core.plan_expiry(retention, f.h.now).is_empty());
@@ -522,17 +502,7 @@ fn offsets_expire_after_retention_for_empty_groups() {
     // Stable groups keep their offsets.
     let mut f = fixture(GroupState::Stable);
     let (m, g) = (f.follower.clone(), f.generation);
-    let plan = f.h.core.plan_commit(
-        4096,
-        G,
-        g,
-        &m,
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        f.h.now,
-    );
+    let plan = commit_one(&mut f.h, g, &m, 1, UnknownGroup::IllegalGeneration);
     f.h.core.apply_commit(G, plan.accepted);
     assert!(f.h.core.plan_expiry(1, f.h.now + 1_000_000).is_empty());
 }
@@ -540,17 +510,7 @@ fn offsets_expire_after_retention_for_empty_groups() {
 #[test]
 fn delete_group_removes_group_and_offsets() {
     let mut f = fixture(GroupState::Empty);
-    let plan = f.h.core.plan_commit(
-        4096,
-        G,
-        -1,
-        "",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        f.h.now,
-    );
+    let plan = commit_one(&mut f.h, -1, "", 1, UnknownGroup::IllegalGeneration);
     f.h.core.apply_commit(G, plan.accepted);
     let recs =
         f.h.core
@@ -689,17 +649,7 @@ fn removing_a_group_answers_its_parked_requests() {
 #[test]
 fn expiry_keeps_a_group_joined_meanwhile() {
     let mut f = fixture(GroupState::Empty);
-    let plan = f.h.core.plan_commit(
-        4096,
-        G,
-        -1,
-        "",
-        &None,
-        &[part("t", 0, 1)],
-        None,
-        UnknownGroup::IllegalGeneration,
-        f.h.now,
-    );
+    let plan = commit_one(&mut f.h, -1, "", 1, UnknownGroup::IllegalGeneration);
     f.h.core.apply_commit(G, plan.accepted);
     let retention = 1_000;
     let exp = f.h.core.plan_expiry(retention, f.h.now + retention);
