@@ -491,6 +491,9 @@ fn election_rules(config: &Config) -> crate::cluster::elr::ElectionRules {
 /// Set by the main thread when SIGTERM, SIGINT or SIGHUP arrives.
 static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// How often a joining shard's reactor wakes up (see `shard_main`).
+const MESH_JOIN_TICK: Duration = Duration::from_millis(5);
+
 /// How often a shard checks the shutdown flag (only at shutdown matters).
 const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 
@@ -610,7 +613,19 @@ async fn shard_main(
     stalls: Arc<[ShardStallStats]>,
     boot: Arc<QuorumBoot>,
 ) {
-    let (senders, receivers) = match mesh.join().await {
+    // glommio's mesh join can miss the cross-thread wake-up of its last
+    // step: a shard whose executor has nothing else to do then sleeps in
+    // io_uring forever (seen about once in 50 starts on two cores). A timer
+    // keeps the reactor turning while it joins, so a missed wake-up costs a
+    // tick, not the start.
+    let ticker = glommio::spawn_local(async {
+        loop {
+            glommio::timer::sleep(MESH_JOIN_TICK).await;
+        }
+    });
+    let joined = mesh.join().await;
+    drop(ticker);
+    let (senders, receivers) = match joined {
         Ok(x) => x,
         Err(_) => {
             let _ = ready.send(Err("cannot join the channel mesh".into()));
