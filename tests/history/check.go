@@ -129,7 +129,7 @@ func Check(h *History, outDir, prefix string, timeout time.Duration) *Report {
 	}
 	ackAt := map[key][]int{}
 	firstSeen := map[string]int64{} // value → earliest completion of a read that returned it
-	holes := map[key][]int{}         // offset → reads that skipped it
+	holes := map[key][]int{}        // offset → reads that skipped it
 	final := map[key]string{}
 	for i, op := range ops {
 		rep.Counts[string(op.Kind)]++

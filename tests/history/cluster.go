@@ -275,9 +275,32 @@ func (c *Cluster) StartNode(id int) error {
 			verb = "start"
 			args = c.props(n)[1:] // process.roles is the script's own
 		}
+		pidFile := filepath.Join(n.Dir, "kafka.pid")
+		os.Remove(pidFile) // a killed broker's; the proxies must know the new one at once
 		cmd := exec.Command(c.Peer, append([]string{verb}, args...)...)
 		cmd.Env = c.kafkaEnv(n)
+		done := make(chan struct{})
+		go func() {
+			// The nodes connect to each other while they start: name the
+			// new process as soon as the script wrote its PID.
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if b, err := os.ReadFile(pidFile); err == nil {
+					if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+						n.mu.Lock()
+						n.pid = pid
+						n.mu.Unlock()
+						return
+					}
+				}
+			}
+		}()
 		out, err := cmd.CombinedOutput()
+		close(done)
 		if err != nil {
 			return fmt.Errorf("kafka node %d %s: %v %s", id, verb, err, lastLines(string(out), 20))
 		}

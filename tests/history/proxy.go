@@ -209,30 +209,20 @@ func (p *Proxy) pump(from, to *net.TCPConn, cn *conn) {
 }
 
 // ownerPID gives the process among pids that holds the local end of the TCP
-// connection from peer to 127.0.0.1:port (IPv4).
+// connection from peer to 127.0.0.1:port (IPv4, or IPv4-mapped on an IPv6
+// socket, as the JVM opens them).
 func ownerPID(peer *net.TCPAddr, port int, pids []int) (int, bool) {
 	ip4 := peer.IP.To4()
 	if ip4 == nil {
 		return 0, false
 	}
-	local := fmt.Sprintf("%08X:%04X", binary.LittleEndian.Uint32(ip4), peer.Port)
-	f, err := os.Open("/proc/net/tcp")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
+	v4 := fmt.Sprintf("%08X", binary.LittleEndian.Uint32(ip4))
 	inode := ""
-	sc := bufio.NewScanner(f)
-	sc.Scan()
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 10 || fs[1] != local {
-			continue
-		}
-		i := strings.LastIndexByte(fs[2], ':')
-		rp, err := strconv.ParseUint(fs[2][i+1:], 16, 16)
-		if err == nil && int(rp) == port {
-			inode = fs[9]
+	for _, table := range []struct{ path, addr string }{
+		{"/proc/net/tcp", v4},
+		{"/proc/net/tcp6", "0000000000000000FFFF0000" + v4},
+	} {
+		if inode = socketInode(table.path, fmt.Sprintf("%s:%04X", table.addr, peer.Port), port); inode != "" {
 			break
 		}
 	}
@@ -253,4 +243,28 @@ func ownerPID(peer *net.TCPAddr, port int, pids []int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// socketInode finds, in a /proc/net/tcp{,6} table, the inode of the socket
+// whose local address is local and whose remote port is port.
+func socketInode(path, local string, port int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Scan()
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 10 || fs[1] != local {
+			continue
+		}
+		i := strings.LastIndexByte(fs[2], ':')
+		rp, err := strconv.ParseUint(fs[2][i+1:], 16, 16)
+		if err == nil && int(rp) == port {
+			return fs[9]
+		}
+	}
+	return ""
 }
