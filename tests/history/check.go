@@ -316,6 +316,9 @@ func checkLogs(rep *Report, ops []Op, firstSeen map[string]int64, outDir, prefix
 				byPart[op.Part] = append(byPart[op.Part], porcupine.Operation{ClientId: op.Client, Input: logInput{value: op.Value}, Call: op.Invoke, Output: o, Return: ret})
 			}
 		case OpRead:
+			if len(op.Recs) == 0 {
+				continue
+			}
 			byPart[op.Part] = append(byPart[op.Part], porcupine.Operation{ClientId: op.Client, Input: logInput{read: true, last: op.Recs[len(op.Recs)-1].Offset}, Call: op.Invoke, Return: op.Complete})
 		}
 	}
