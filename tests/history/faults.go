@@ -146,12 +146,23 @@ func (f *Faulter) node() int { return 1 + f.R.Intn(3) }
 
 // Run injects faults until the deadline, then heals everything.
 func (f *Faulter) Run(until time.Time) {
+	// Every kind once per round, in a seeded order, so that even a short
+	// run sees the whole mix.
+	var round []string
 	for time.Now().Add(5 * time.Second).Before(until) {
 		f.sleep(2*time.Second, 5*time.Second)
 		if len(f.Mix) == 0 {
 			continue
 		}
-		kind := f.Mix[f.R.Intn(len(f.Mix))]
+		if len(round) == 0 {
+			round = append(round, f.Mix...)
+			f.R.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		}
+		kind := round[0]
+		round = round[1:]
+		if !contains(f.Mix, kind) {
+			continue
+		}
 		ev := FaultEvent{Kind: kind, Start: f.H.Now()}
 		var err error
 		switch kind {
