@@ -396,6 +396,21 @@ func (c *Cluster) Kill(id int) {
 	n.mu.Unlock()
 }
 
+// Terminate sends SIGTERM and waits for the exit, then SIGKILL after limit.
+func (c *Cluster) Terminate(id int, limit time.Duration) {
+	n := c.Node(id)
+	pid := n.Pid()
+	if pid == 0 {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(limit)
+	for n.Alive() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.Kill(id)
+}
+
 // Pause sends SIGSTOP; Resume sends SIGCONT.
 func (c *Cluster) Pause(id int) {
 	n := c.Node(id)

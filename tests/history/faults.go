@@ -344,12 +344,17 @@ func (f *Faulter) diskFull(ev *FaultEvent) error {
 	fh.Close()
 	f.sleep(5*time.Second, 10*time.Second)
 	os.Remove(path)
-	alive := f.C.Node(ev.Node).Alive()
 	ev.Detail = fmt.Sprintf("filled %d MiB to ENOSPC", filled>>20)
-	if !alive {
-		ev.Detail += "; the broker stopped meanwhile"
+	if !f.C.Node(ev.Node).Alive() {
+		ev.Detail += "; the broker stopped itself"
+		return nil
 	}
-	return nil
+	// Both brokers take a log whose write failed out of service until a
+	// restart (Kafka stops the broker once its only log dir failed; Fjord
+	// keeps running, the failed partitions refusing appends): restart it.
+	ev.Detail += "; the broker restarted (SIGTERM)"
+	f.C.Terminate(ev.Node, 60*time.Second)
+	return f.C.StartNode(ev.Node)
 }
 
 // Tally counts faults per kind.

@@ -223,7 +223,7 @@ func run(c config) int {
 	checkStart := time.Now()
 	rep := Check(h, c.out, prefix, c.checkTimeout)
 	code := summary(c, h, rep, elapsed, time.Since(checkStart), histPath)
-	if code == 0 && c.work == "" && !c.keep && stopped {
+	if code == 0 && len(h.Notes) == 0 && c.work == "" && !c.keep && stopped {
 		os.RemoveAll(work)
 	} else {
 		fmt.Printf("work directory kept: %s\n", work)
