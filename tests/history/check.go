@@ -3,9 +3,9 @@ package main
 // The checks over a recorded History:
 //
 //   - porcupine, per partition, against a model of a Kafka partition log:
-//     an append takes an offset at or past the log's end (offsets only grow;
-//     the gaps are control records and aborted batches, which no client
-//     appends), a read returns only offsets the log already holds;
+//     an append takes the next offset (the gaps are transaction markers,
+//     which no client appends), a read returns only offsets the log
+//     already holds;
 //   - porcupine, per group partition, against a register: a fetch of the
 //     committed offset returns the last commit;
 //   - what holds whatever the order: no offset holds two values, no value
@@ -269,27 +269,42 @@ func keys(m map[int64]bool) []int64 {
 
 func ms(ns int64) string { return fmt.Sprintf("%.3fs", float64(ns)/1e9) }
 
-// logModel is a Kafka partition: the state is the offset the next append
-// takes at least (the log's end).
-var logModel = porcupine.Model{
-	Init: func() interface{} { return int64(0) },
-	Step: func(state, input, output interface{}) (bool, interface{}) {
-		next := state.(int64)
-		in := input.(logInput)
-		if in.read {
-			return in.last < next, next
-		}
-		o := output.(int64)
-		return o >= next, o + 1
-	},
-	DescribeOperation: func(input, output interface{}) string {
-		in := input.(logInput)
-		if in.read {
-			return fmt.Sprintf("read ..%d", in.last)
-		}
-		return fmt.Sprintf("append %s -> %d", in.value, output.(int64))
-	},
-	DescribeState: func(state interface{}) string { return fmt.Sprintf("end %d", state.(int64)) },
+// logModel is a Kafka partition log. offs lists, in order, the offsets of
+// every append in the partition's history (acknowledged, or seen by a read):
+// the log hands offsets out in that order, so an append is linearized only
+// right after every append below its offset (the next offset, skipping only
+// offsets no client appended: transaction markers, and appends nobody saw),
+// and a read only once the append at its last offset is. The state is how
+// many appends are linearized. An offset given twice appears twice in offs
+// and makes the history illegal.
+func logModel(offs []int64) porcupine.Model {
+	return porcupine.Model{
+		Init: func() interface{} { return 0 },
+		Step: func(state, input, output interface{}) (bool, interface{}) {
+			k := state.(int)
+			in := input.(logInput)
+			if in.read {
+				return k > 0 && offs[k-1] >= in.last, k
+			}
+			o := output.(int64)
+			// A second append at one offset never fits: no offset
+			// holds two records.
+			return k < len(offs) && offs[k] == o && (k == 0 || offs[k-1] != o), k + 1
+		},
+		DescribeOperation: func(input, output interface{}) string {
+			in := input.(logInput)
+			if in.read {
+				return fmt.Sprintf("read ..%d", in.last)
+			}
+			return fmt.Sprintf("append %s -> %d", in.value, output.(int64))
+		},
+		DescribeState: func(state interface{}) string {
+			if k := state.(int); k > 0 {
+				return fmt.Sprintf("log to %d", offs[k-1])
+			}
+			return "empty log"
+		},
+	}
 }
 
 func checkLogs(rep *Report, ops []Op, firstSeen map[string]int64, outDir, prefix string, timeout time.Duration) {
@@ -330,10 +345,18 @@ func checkLogs(rep *Report, ops []Op, firstSeen map[string]int64, outDir, prefix
 	for _, p := range parts {
 		hist := byPart[p]
 		clientIDs(hist)
-		res, info := porcupine.CheckOperationsVerbose(logModel, hist, timeout)
+		var offs []int64
+		for _, op := range hist {
+			if !op.Input.(logInput).read {
+				offs = append(offs, op.Output.(int64))
+			}
+		}
+		sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+		model := logModel(offs)
+		res, info := porcupine.CheckOperationsVerbose(model, hist, timeout)
 		v := Verdict{Name: fmt.Sprintf("partition %d", p), Ops: len(hist), Result: res}
 		if res == porcupine.Illegal {
-			v.HTML = visualize(logModel, info, outDir, fmt.Sprintf("%s-partition-%d.html", prefix, p))
+			v.HTML = visualize(model, info, outDir, fmt.Sprintf("%s-partition-%d.html", prefix, p))
 			rep.add(AnNonLin, "partition %d (%d operations): no linearization; %s", p, len(hist), v.HTML)
 		}
 		rep.Verdicts = append(rep.Verdicts, v)

@@ -117,6 +117,37 @@ func (h *History) Add(ops ...Op) {
 	h.mu.Unlock()
 }
 
+// Begin records an operation at its invocation (pending until Finish);
+// gives its index.
+func (h *History) Begin(op Op) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.Ops = append(h.Ops, op)
+	return len(h.Ops) - 1
+}
+
+// Finish replaces the operation Begin recorded with its outcome.
+func (h *History) Finish(i int, op Op) {
+	h.mu.Lock()
+	h.Ops[i] = op
+	h.mu.Unlock()
+}
+
+// Snapshot copies the history (operations still running stay pending).
+func (h *History) Snapshot() *History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := &History{start: h.start, Skipped: map[string]string{}}
+	c.Ops = append([]Op(nil), h.Ops...)
+	c.Txns = append([]Txn(nil), h.Txns...)
+	c.Faults = append([]FaultEvent(nil), h.Faults...)
+	c.Notes = append([]string(nil), h.Notes...)
+	for k, v := range h.Skipped {
+		c.Skipped[k] = v
+	}
+	return c
+}
+
 // AddTxn records a transaction.
 func (h *History) AddTxn(t Txn) {
 	h.mu.Lock()

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -36,7 +37,7 @@ type config struct {
 	parts                                               int
 	producers, consumers, groupMembers                  int
 	keep                                                bool
-	tmpfsSize                                           string
+	tmpfsSize, recheck                                  string
 }
 
 func main() {
@@ -57,7 +58,11 @@ func main() {
 	flag.DurationVar(&c.checkTimeout, "check-timeout", 5*time.Minute, "porcupine's time limit per history (past it: unknown)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (node logs and data)")
 	flag.StringVar(&c.tmpfsSize, "tmpfs-size", "256m", "size of the tmpfs data dir of the disk-full node")
+	flag.StringVar(&c.recheck, "recheck", "", "check a history JSON written by an earlier run instead of running")
 	flag.Parse()
+	if c.recheck != "" {
+		os.Exit(recheck(c))
+	}
 	os.Exit(run(c))
 }
 
@@ -216,6 +221,7 @@ func run(c config) int {
 		prefix = fmt.Sprintf("%s-%s", c.broker, c.scenario)
 	}
 	histPath := filepath.Join(c.out, prefix+"-history.json")
+	h = h.Snapshot()
 	if err := h.Save(histPath); err != nil {
 		logf("saving the history: %v", err)
 	}
@@ -259,6 +265,9 @@ func createTopic(a *Admin, topic string, parts int) error {
 
 func summary(c config, h *History, rep *Report, elapsed, checking time.Duration, histPath string) int {
 	name := map[string]string{"fjord": "Fjord", "kafka": "Apache Kafka 4.4"}[c.broker]
+	if c.recheck != "" {
+		name = "a saved history"
+	}
 	what := fmt.Sprintf("seed %d, %v of faults %q", c.seed, c.duration, c.faults)
 	if c.scenario != "" {
 		what = "scenario " + c.scenario
@@ -325,4 +334,22 @@ func summary(c config, h *History, rep *Report, elapsed, checking time.Duration,
 		}
 		return 0
 	}
+}
+
+// recheck runs the checks again over a saved history.
+func recheck(c config) int {
+	b, err := os.ReadFile(c.recheck)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	h := NewHistory()
+	if err := json.Unmarshal(b, h); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	start := time.Now()
+	rep := Check(h, c.out, strings.TrimSuffix(filepath.Base(c.recheck), "-history.json")+"-recheck", c.checkTimeout)
+	c.scenario = "recheck of " + c.recheck
+	return summary(c, h, rep, 0, time.Since(start), c.recheck)
 }

@@ -78,7 +78,10 @@ func (w *Workload) Producer(ctx context.Context, id int) {
 // produceOne records one produce of value v to partition p.
 func (w *Workload) produceOne(cl *kgo.Client, id int, p int32, v string, kind OpKind, txn int) error {
 	rec := &kgo.Record{Topic: w.Topic, Partition: p, Value: []byte(v)}
-	op := Op{Kind: kind, Client: id, Part: p, Value: v, Offset: -1, Txn: txn, Invoke: w.H.Now()}
+	op := Op{Kind: kind, Client: id, Part: p, Value: v, Offset: -1, Txn: txn, Invoke: w.H.Now(), Complete: -1, Err: "no answer"}
+	// Recorded at once: an operation that never returns stays pending.
+	at := w.H.Begin(op)
+	op.Err = ""
 	octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err := cl.ProduceSync(octx, rec).FirstErr()
 	cancel()
@@ -88,7 +91,7 @@ func (w *Workload) produceOne(cl *kgo.Client, id int, p int32, v string, kind Op
 	} else {
 		op.Err = err.Error()
 	}
-	w.H.Add(op)
+	w.H.Finish(at, op)
 	return err
 }
 
