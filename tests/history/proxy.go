@@ -12,7 +12,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -201,9 +200,7 @@ func (p *Proxy) pump(from, to *net.TCPConn, cn *conn) {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
-			if err == io.EOF || err != nil {
-				return
-			}
+			return // EOF or a reset
 		}
 	}
 }
