@@ -118,11 +118,21 @@ func TestCommittedOffsetsRegister(t *testing.T) {
 		Op{Kind: OpCommit, Part: 0, Offset: 10, Ok: true, Invoke: 0, Complete: 1e6},
 		Op{Kind: OpCommit, Part: 0, Offset: 20, Ok: true, Invoke: 2e6, Complete: 3e6},
 		Op{Kind: OpFetchCommitted, Part: 0, Offset: 20, Ok: true, Invoke: 4e6, Complete: 5e6},
+		// A stale fetch during the run is allowed (a cut-off coordinator).
+		Op{Kind: OpFetchCommitted, Part: 0, Offset: 10, Ok: true, Invoke: 4e6, Complete: 5e6},
 	)
 	if r := b.check(t); len(r.Anomalies) != 0 {
 		t.Fatalf("a clean register history: %v", r.Anomalies)
 	}
-	// A fetch after both commits returns the older one: a lost commit.
-	b.h.Add(Op{Kind: OpFetchCommitted, Part: 0, Offset: 10, Ok: true, Invoke: 6e6, Complete: 7e6})
-	want(t, b.check(t), AnNonLinOff, 1)
+	// The final fetch, after the faults, returns the older one: a lost
+	// commit.
+	b.h.Add(Op{Kind: OpFetchCommitted, Part: 0, Offset: 10, Ok: true, Invoke: 6e6, Complete: 7e6, Final: true})
+	r := b.check(t)
+	want(t, r, AnNonLinOff, 1)
+	if r.Counts["stale committed-offset fetches"] != 1 {
+		t.Errorf("stale fetches: %d", r.Counts["stale committed-offset fetches"])
+	}
+	// An offset nobody committed.
+	b.h.Add(Op{Kind: OpFetchCommitted, Part: 0, Offset: 15, Ok: true, Invoke: 8e6, Complete: 9e6})
+	want(t, b.check(t), AnPhantomOff, 1)
 }

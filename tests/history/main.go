@@ -212,6 +212,12 @@ func run(c config) int {
 			h.Note("final read: " + err.Error())
 			logf("final read: %v", err)
 		}
+		if c.groupMembers > 0 {
+			if err := w.FinalOffsets(a.adm, id+1, 60*time.Second); err != nil {
+				h.Note("final read: " + err.Error())
+				logf("final offsets: %v", err)
+			}
+		}
 	}
 	elapsed := time.Since(started)
 	stop()
@@ -279,6 +285,7 @@ func summary(c config, h *History, rep *Report, elapsed, checking time.Duration,
 	fmt.Printf("  idempotent appends %d (acknowledged %d), transactional appends %d (acknowledged %d)\n", k["append"], k["append acknowledged"], k["txn-append"], k["txn-append acknowledged"])
 	fmt.Printf("  reads %d (%d records), offset commits %d, committed-offset fetches %d\n", k["read"], k["records read"], k["commit"], k["fetch-committed"])
 	fmt.Printf("  transactions %d: committed %d, aborted %d, outcome unknown %d\n", len(h.Txns), k["txn committed"], k["txn aborted"], k["txn unknown"])
+	fmt.Printf("  stale committed-offset fetches during faults (allowed): %d\n", k["stale committed-offset fetches"])
 	fmt.Printf("faults injected: %d", len(h.Faults))
 	if len(h.Faults) > 0 {
 		fmt.Printf(" (%s)", Tally(h.Faults))
@@ -287,8 +294,18 @@ func summary(c config, h *History, rep *Report, elapsed, checking time.Duration,
 	for kind, why := range h.Skipped {
 		fmt.Printf("  %s: NOT injected: %s\n", kind, why)
 	}
+	slow := 0
 	for _, n := range h.Notes {
-		fmt.Printf("note: %s\n", n)
+		if strings.HasPrefix(n, "not recovered") {
+			slow++
+		}
+	}
+	fmt.Printf("recoveries not complete within the wait: %d\n", slow)
+	shownNotes := map[string]int{}
+	for _, n := range h.Notes {
+		if shownNotes[n]++; shownNotes[n] == 1 {
+			fmt.Printf("note: %s\n", n)
+		}
 	}
 	fmt.Println("porcupine:")
 	unknown := 0

@@ -414,3 +414,34 @@ func (w *Workload) FinalRead(adm *kadm.Client, id int, timeout time.Duration) er
 	}
 	return nil
 }
+
+// FinalOffsets fetches the group's committed offsets once the faults are
+// healed and every member left, and records that as final fetches (three,
+// each after the previous returned).
+func (w *Workload) FinalOffsets(adm *kadm.Client, id int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for got := 0; got < 3; {
+		inv := w.H.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := adm.FetchOffsets(ctx, w.Group)
+		cancel()
+		comp := w.H.Now()
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil {
+			resp.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == w.Topic && o.At >= 0 {
+					w.H.Add(Op{Kind: OpFetchCommitted, Client: id, Part: o.Partition, Offset: o.At, Ok: true, Invoke: inv, Complete: comp, Final: true})
+				}
+			})
+			got++
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the group's committed offsets could not be fetched: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
