@@ -242,6 +242,9 @@ pub async fn append_on_owner(
             }
         }
     }
+    // The `planted-bug-early-ack` feature (off by default) breaks the
+    // promise on purpose: acks=all answers without waiting for the ISR.
+    let acks_all = acks_all.filter(|_| !cfg!(feature = "planted-bug-early-ack"));
     if let Some(deadline) = acks_all {
         for (i, part, offset) in replicated {
             if out.get(i).is_some_and(|r| r.error_code != 0) {
