@@ -65,6 +65,26 @@ impl GroupCoordinator {
         );
     }
 
+    /// This broker stopped leading `part` (a `__consumer_offsets`
+    /// partition): its groups are unloaded ([`GroupCore::unload_partition`])
+    /// and their parked requests answered.
+    pub fn resign(shard: &Rc<Shard>, part: &crate::shard::partition::Partition) {
+        let n = shard.config.group.offsets_topic_partitions;
+        let (unloaded, effects) = {
+            let mut core = shard.groups.core.borrow_mut();
+            let unloaded = core.unload_partition(part.index(), n);
+            (unloaded, core.take_effects())
+        };
+        apply(shard, effects);
+        if unloaded > 0 {
+            log::info!(
+                "{}-{}: no longer led here; {unloaded} group(s) unloaded",
+                part.topic(),
+                part.index()
+            );
+        }
+    }
+
     /// Ends a transaction's offset commits on `__consumer_offsets` partition
     /// `partition` where its COMMIT/ABORT marker was written (see
     /// [`GroupCore::complete_txn`]); `partitions` is

@@ -92,6 +92,35 @@ pub struct GroupCore {
 }
 
 impl GroupCore {
+    /// This broker stopped leading `__consumer_offsets` partition
+    /// `partition` (of `partitions`): the groups it coordinates are another
+    /// broker's now (Kafka's `onResignation`). Parked joins and syncs are
+    /// answered COORDINATOR_NOT_AVAILABLE (their clients find the new
+    /// coordinator) and the groups, their committed offsets and their
+    /// transaction-pending offsets are forgotten here; the new leader
+    /// loads them from the log. Gives how many groups were unloaded.
+    pub fn unload_partition(&mut self, partition: i32, partitions: i32) -> usize {
+        let ids: Vec<String> = self
+            .groups
+            .keys()
+            .chain(self.offsets.committed.keys())
+            .filter(|g| super::records::partition_for_group(g, partitions) == partition)
+            .cloned()
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
+            .collect();
+        for id in &ids {
+            self.fail_parked(id);
+            self.groups.remove(id);
+            self.offsets.committed.remove(id);
+            for groups in self.offsets.pending_txn.values_mut() {
+                groups.remove(id);
+            }
+        }
+        self.offsets.pending_txn.retain(|_, groups| !groups.is_empty());
+        ids.len()
+    }
+
     /// The effects queued since the last call, in the order to apply them.
     pub fn take_effects(&mut self) -> Vec<Effect> {
         std::mem::take(&mut self.effects)

@@ -147,7 +147,13 @@ impl Shard {
                         existing.set_settings(settings.clone());
                     }
                     let became_leader = leads && !existing.is_leader();
+                    let resigned = !leads && existing.is_leader();
                     existing.set_registration(node, reg, now_ms());
+                    if resigned {
+                        // Another broker coordinates its groups or
+                        // transactional ids now.
+                        self.resign_coordinator(&existing);
+                    }
                     if became_leader {
                         // The coordinators follow their partition's leadership.
                         self.load_coordinator(&existing);
@@ -220,6 +226,19 @@ impl Shard {
             }
         }
         first_error
+    }
+
+    /// Unloads the group or transaction coordinator state of an internal
+    /// topic's partition this broker no longer leads.
+    fn resign_coordinator(&self, part: &Partition) {
+        if &**part.topic() == OFFSETS_TOPIC {
+            if let Ok(me) = current() {
+                crate::group::GroupCoordinator::resign(&me, part);
+            }
+        }
+        if &**part.topic() == TRANSACTION_STATE_TOPIC {
+            TransactionCoordinator::resign(self, part);
+        }
     }
 
     /// Loads the group or transaction coordinator state of an internal

@@ -78,7 +78,41 @@ fn acquire(shard: &Rc<Shard>, id: &str) -> Result<Busy, TxnError> {
     })
 }
 
+/// The coordinator epoch of `id` on this shard (KIP-98's
+/// `coordinator_epoch`): the leader epoch of the id's `__transaction_state`
+/// partition while this broker leads it; None when it does not (another
+/// broker coordinates the id now). Every marker carries it, so a partition
+/// refuses the markers of a coordinator older than one it heard from.
+fn coordinator_epoch(shard: &Shard, id: &str) -> Option<i32> {
+    let partition = partition_for_transactional_id(id, shard.config.txn.state_log_partitions);
+    shard
+        .partition(TRANSACTION_STATE_TOPIC, partition)
+        .filter(|p| p.is_leader())
+        .map(|p| p.leader_epoch())
+}
+
 impl TransactionCoordinator {
+    /// This broker stopped leading `part` (a `__transaction_state`
+    /// partition): the transactional ids it holds are another broker's now
+    /// (Kafka's `onResignation`). They are forgotten here, and their marker
+    /// retries and timers stop at their next step (each checks
+    /// [`coordinator_epoch`]); the new leader loads them from the log.
+    pub fn resign(shard: &Shard, part: &crate::shard::partition::Partition) {
+        let n = shard.config.txn.state_log_partitions;
+        let index = part.index();
+        let mine = |id: &str| partition_for_transactional_id(id, n) == index;
+        let before = shard.txns.txns.borrow().len();
+        shard.txns.txns.borrow_mut().retain(|id, _| !mine(id));
+        shard.txns.pending.borrow_mut().retain(|id| !mine(id));
+        let unloaded = before - shard.txns.txns.borrow().len();
+        if unloaded > 0 {
+            log::info!(
+                "{}-{index}: no longer led here; {unloaded} transactional id(s) unloaded",
+                part.topic()
+            );
+        }
+    }
+
     fn get(&self, id: &str) -> Option<TxnMetadata> {
         self.txns.borrow().get(id).cloned()
     }
@@ -127,6 +161,9 @@ impl TransactionCoordinator {
             let Some(markers) = sm::pending_markers(&m.value) else {
                 continue;
             };
+            let Some(epoch) = coordinator_epoch(shard, &id) else {
+                continue;
+            };
             log::info!(
                 "transactional id {id}: completing the {} found after restart",
                 if markers.commit { "commit" } else { "abort" }
@@ -140,7 +177,7 @@ impl TransactionCoordinator {
             };
             let s = shard.clone();
             crate::shard::stall::spawn_local("txn recovery", async move {
-                finish_markers(&s, &id, plan, Some(busy)).await;
+                finish_markers(&s, &id, plan, epoch, Some(busy)).await;
             })
             .detach();
         }
@@ -328,8 +365,11 @@ pub async fn end_txn(
 /// already durable, so this is still a success, giving `false` (`true` when
 /// the transaction is complete).
 async fn end_transaction(shard: &Rc<Shard>, id: &str, plan: EndPlan) -> Result<bool, TxnError> {
+    let Some(epoch) = coordinator_epoch(shard, id) else {
+        return Err(TxnError::NotCoordinator);
+    };
     transition(shard, id, &plan.prepare).await?;
-    match write_markers(shard, &plan.markers).await {
+    match write_markers(shard, &plan.markers, epoch).await {
         Ok(()) => {
             complete(shard, id, &plan).await;
             Ok(true)
@@ -343,7 +383,7 @@ async fn end_transaction(shard: &Rc<Shard>, id: &str, plan: EndPlan) -> Result<b
             let s = shard.clone();
             let id = id.to_string();
             crate::shard::stall::spawn_local("txn markers", async move {
-                finish_markers(&s, &id, plan, None).await
+                finish_markers(&s, &id, plan, epoch, None).await
             })
             .detach();
             Ok(false)
@@ -371,12 +411,31 @@ async fn complete(shard: &Rc<Shard>, id: &str, plan: &EndPlan) {
 
 /// Retries the markers of a Prepare state until they are all written, then
 /// completes the transaction (restart recovery, or after a failed write).
-async fn finish_markers(shard: &Rc<Shard>, id: &str, plan: EndPlan, busy: Option<Busy>) {
+/// Stops (leaving the transaction to the new coordinator) as soon as this
+/// broker is no longer the id's coordinator at coordinator epoch `epoch`.
+async fn finish_markers(
+    shard: &Rc<Shard>,
+    id: &str,
+    plan: EndPlan,
+    epoch: i32,
+    busy: Option<Busy>,
+) {
     let mut backoff = 100u64;
-    while let Err(e) = write_markers(shard, &plan.markers).await {
-        log::warn!("transactional id {id}: writing markers failed ({e}); retrying");
-        glommio::timer::sleep(Duration::from_millis(backoff)).await;
-        backoff = (backoff * 2).min(5_000);
+    loop {
+        if coordinator_epoch(shard, id) != Some(epoch) {
+            log::info!(
+                "transactional id {id}: no longer coordinated here at coordinator epoch {epoch}; its markers are left to the new coordinator"
+            );
+            return;
+        }
+        match write_markers(shard, &plan.markers, epoch).await {
+            Ok(()) => break,
+            Err(e) => {
+                log::warn!("transactional id {id}: writing markers failed ({e}); retrying");
+                glommio::timer::sleep(Duration::from_millis(backoff)).await;
+                backoff = (backoff * 2).min(5_000);
+            }
+        }
     }
     complete(shard, id, &plan).await;
     drop(busy);
@@ -388,7 +447,11 @@ async fn finish_markers(shard: &Rc<Shard>, id: &str, plan: EndPlan, busy: Option
 /// pending offset commits. Partitions of deleted topics, and partitions that
 /// know a newer epoch of the producer, are skipped. Errors with the first
 /// partition that failed ([`TxnError::MarkerWrite`]).
-async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnError> {
+async fn write_markers(
+    shard: &Rc<Shard>,
+    markers: &Markers,
+    coordinator_epoch: i32,
+) -> Result<(), TxnError> {
     let mut by_owner: BTreeMap<usize, Vec<(String, i32)>> = BTreeMap::new();
     let mut by_leader: BTreeMap<i32, Vec<(String, i32)>> = BTreeMap::new();
     let image = shard.metadata();
@@ -416,7 +479,7 @@ async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnEr
             producer_id: pid,
             producer_epoch: epoch,
             commit,
-            coordinator_epoch: 0,
+            coordinator_epoch,
             partitions,
         };
         remote_tasks.push((
@@ -441,7 +504,7 @@ async fn write_markers(shard: &Rc<Shard>, markers: &Markers) -> Result<(), TxnEr
                         log::warn!("marker for {t}-{p} skipped: the partition is gone");
                         continue;
                     };
-                    let written = part.write_marker(pid, epoch, commit, 0).await;
+                    let written = part.write_marker(pid, epoch, commit, coordinator_epoch).await;
                     match written.as_ref().map_err(MarkerFailure::from) {
                         Ok(_) => {
                             if t == OFFSETS_TOPIC {
