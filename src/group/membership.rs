@@ -117,7 +117,9 @@ impl GroupCore {
                 groups.remove(id);
             }
         }
-        self.offsets.pending_txn.retain(|_, groups| !groups.is_empty());
+        self.offsets
+            .pending_txn
+            .retain(|_, groups| !groups.is_empty());
         ids.len()
     }
 

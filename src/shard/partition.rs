@@ -503,6 +503,7 @@ impl Partition {
                     .map(|due| (p.ticket.result.clone(), due)),
                 Some(Err(e)) => {
                     self.log.borrow_mut().fail(&p.ticket, &e);
+                    self.log_dir_failed(&format!("a write failed: {e}"));
                     Err(StorageError::Io(e))
                 }
                 None => Err(StorageError::Inconsistent {
@@ -684,6 +685,20 @@ impl Partition {
         .detach();
     }
 
+    /// The log directory failed under this partition (a write or an
+    /// fdatasync of its files failed; ENOSPC or EIO): as Kafka does when
+    /// its only log directory fails, the broker stops, so its leaderships
+    /// move to replicas whose disks work (controlled shutdown first) instead
+    /// of staying with a log that refuses appends. Acknowledged records
+    /// stay as they are on disk; recovery cuts a torn tail at the next
+    /// start.
+    fn log_dir_failed(&self, what: &str) {
+        crate::shard::fatal::stop_broker(format!(
+            "the log directory of {}-{} failed: {what}",
+            self.topic, self.index
+        ));
+    }
+
     /// Starts a group commit unless one is running: one fdatasync (on the
     /// blocking pool, off the reactor) covers every append made before it
     /// started; waiters beyond it trigger another round.
@@ -708,8 +723,10 @@ impl Partition {
                     .spawn_blocking(move || synced.iter().try_for_each(|f| f.sync_data()))
                     .await
                     .map_err(|e| FlushError::sync(&e));
-                if res.is_err() {
-                    // Retried by the next flush.
+                if let Err(e) = &res {
+                    // A failed fdatasync may have dropped dirty pages: it is
+                    // never retried as if nothing happened.
+                    me.log_dir_failed(&format!("an fdatasync failed: {e}"));
                     let mut keep = me.unflushed_files.borrow_mut();
                     for f in files {
                         if !keep.iter().any(|k| Arc::ptr_eq(k, &f)) {
