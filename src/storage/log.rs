@@ -99,6 +99,11 @@ pub struct AppendTicket {
     pub batches: Vec<ReservedBatch>,
     /// The offsets assigned (valid once committed).
     pub result: AppendResult,
+    /// The log end offset this reservation follows: its base offset, or
+    /// less when a follower copies a leader's compacted log across a gap
+    /// (offsets the cleaner removed, Kafka's follower accepts them the same
+    /// way). [`PartitionLog::commit`] takes reservations in this order.
+    pub follows: i64,
 }
 
 /// What [`PartitionLog::read`] found.

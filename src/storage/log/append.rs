@@ -91,6 +91,7 @@ impl PartitionLog {
             return Ok((
                 None,
                 AppendTicket {
+                    follows: self.next_offset,
                     segment_base: self.active.base_offset(),
                     batches: Vec::new(),
                     result: AppendResult {
@@ -203,6 +204,7 @@ impl PartitionLog {
                 parts: slices,
             }),
             AppendTicket {
+                follows: first_offset,
                 segment_base: self.active.base_offset(),
                 batches: reserved,
                 result: AppendResult {
@@ -221,9 +223,13 @@ impl PartitionLog {
     /// (`records`, and the batches [`crate::storage::validate_batches`] found in it)
     /// and reserves them at the end of the log exactly as they are — their
     /// base offsets, partition leader epochs, timestamps and CRCs unchanged.
-    /// The first batch must start at the offset the log expects next and
-    /// each next batch right after the one before (else `Inconsistent`
-    /// with `ReplicaOutOfStep`: the fetcher must fetch again from the LEO).
+    /// The first batch must start at or past the offset the log expects
+    /// next, and each next batch at or past the end of the one before: a
+    /// leader's compacted log has gaps where the cleaner removed whole
+    /// batches, and Kafka's follower appends across them the same way
+    /// (`UnifiedLog.appendAsFollower` refuses only an offset below the
+    /// LEO). A batch starting before that is `Inconsistent` with
+    /// `ReplicaOutOfStep`: the fetcher must fetch again from the LEO.
     /// A batch whose partitionLeaderEpoch is newer than the leader-epoch
     /// cache's latest epoch adds (that epoch, its base offset) to the cache,
     /// written as in [`Self::reserve`] (a failed write → `Io`).
@@ -244,11 +250,12 @@ impl PartitionLog {
         let Some(first) = batches.first() else {
             return self.reserve(records, batches, -1, now_ms);
         };
+        let follows = self.next_offset;
         let mut expected = self.next_offset;
         let mut total_bytes: u64 = 0;
         let mut record_count: u64 = 0;
         for b in batches {
-            if b.header.base_offset != expected {
+            if b.header.base_offset < expected {
                 return Err(StorageError::Inconsistent {
                     path: Some(self.dir.clone()),
                     what: crate::storage::Inconsistency::ReplicaOutOfStep {
@@ -261,7 +268,8 @@ impl PartitionLog {
             total_bytes += b.size as u64;
             record_count += u64::try_from(b.header.records_count).unwrap_or(0);
         }
-        let offsets_needed = expected - first.header.base_offset;
+        // From the LEO (a gap counts: the segment's relative offsets span it).
+        let offsets_needed = expected - follows;
         self.maybe_roll(total_bytes, offsets_needed, now_ms)?;
         if self.active_reserved + total_bytes > MAX_SEGMENT_BYTES {
             return Err(StorageError::Inconsistent {
@@ -313,6 +321,7 @@ impl PartitionLog {
                 parts: slices,
             }),
             AppendTicket {
+                follows,
                 segment_base: self.active.base_offset(),
                 batches: reserved,
                 result: AppendResult {
@@ -369,7 +378,7 @@ impl PartitionLog {
         let Some(first) = ticket.batches.first() else {
             return Ok(Vec::new());
         };
-        if ticket.result.base_offset != self.log_end_offset {
+        if ticket.follows != self.log_end_offset {
             return Err(StorageError::Inconsistent {
                 path: Some(self.dir.clone()),
                 what: crate::storage::Inconsistency::CommitOutOfOrder {

@@ -633,6 +633,57 @@ fn a_replica_append_copies_the_leaders_batches_byte_for_byte() {
     assert_eq!(follower.high_watermark(), 11);
 }
 
+/// A leader's compacted log has gaps (whole batches the cleaner removed):
+/// the follower copies across them, its LEO jumping as the leader's does
+/// (a follower that refused them stopped fetching that partition for good).
+#[test]
+fn a_replica_append_crosses_a_compaction_gap() {
+    let fd = tempfile::tempdir().unwrap();
+    let mut follower = PartitionLog::open(fd.path(), cfg()).unwrap();
+    follower.set_replicated(true);
+    // The leader's batches at 0-2 and 10-11: 3..=9 were compacted away.
+    let mut bytes = build_batch(0, 3, 1_000, 10);
+    bytes.extend(build_batch(10, 2, 2_000, 10));
+    let bytes = bytes::Bytes::from(bytes);
+    let v = validate_batches(&bytes, usize::MAX).unwrap();
+    let (w, ticket) = follower.reserve_replica(&bytes, &v, 0).unwrap();
+    w.unwrap().write_now().unwrap();
+    for w in follower.commit(&ticket).unwrap() {
+        w.write_now().unwrap();
+    }
+    assert_eq!(follower.log_end_offset(), 12);
+    // The next fetch starts past the gap too.
+    let next = bytes::Bytes::from(build_batch(20, 1, 3_000, 10));
+    let v = validate_batches(&next, usize::MAX).unwrap();
+    let (w, ticket) = follower.reserve_replica(&next, &v, 0).unwrap();
+    w.unwrap().write_now().unwrap();
+    for w in follower.commit(&ticket).unwrap() {
+        w.write_now().unwrap();
+    }
+    assert_eq!(follower.log_end_offset(), 21);
+    follower.set_high_watermark(21);
+    // A read inside a gap gives the batch after it.
+    let bases: Vec<i64> = read_headers(&follower, 5, u64::MAX, true)
+        .iter()
+        .map(|h| h.base_offset)
+        .collect();
+    assert_eq!(bases, [10, 20]);
+    // Below the LEO is still out of step.
+    let old = bytes::Bytes::from(build_batch(15, 1, 3_000, 10));
+    let v = validate_batches(&old, usize::MAX).unwrap();
+    assert!(matches!(
+        follower.reserve_replica(&old, &v, 0),
+        Err(StorageError::Inconsistent {
+            what: crate::storage::Inconsistency::ReplicaOutOfStep { .. },
+            ..
+        })
+    ));
+    // Reopened, the log keeps its offsets.
+    drop(follower);
+    let follower = PartitionLog::open(fd.path(), cfg()).unwrap();
+    assert_eq!(follower.log_end_offset(), 21);
+}
+
 /// A clean close with appends reserved (and written) but not committed —
 /// a replica fetcher's append in flight at shutdown — cuts them off and
 /// still marks the log clean: the next open ends at the committed LEO.
