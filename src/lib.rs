@@ -32,6 +32,8 @@ pub mod boot;
 pub mod cluster;
 pub mod config;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod handlers;
 pub mod metrics;

@@ -38,7 +38,7 @@ mod offset_delete;
 mod offset_fetch;
 mod offset_for_leader_epoch;
 pub mod produce;
-mod produce_legacy;
+pub(crate) mod produce_legacy;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
@@ -102,17 +102,8 @@ pub async fn dispatch_pipelined(
         drop(dispatched);
         None
     };
-    let version = frame.prefix.api_version;
-    let supported =
-        supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
-    if !supported {
-        if frame.api_key == ApiKey::Produce && (0..3).contains(&version) {
-            return produce_legacy::handle(&frame);
-        }
-        if frame.api_key == ApiKey::ApiVersions {
-            return api_versions::unsupported_version(&frame);
-        }
-        return unsupported::handle(&frame);
+    if let Some(outcome) = unserved_version(&frame) {
+        return outcome;
     }
     let result = match route(shard, &frame, produce_dispatched).await {
         Some(result) => result,
@@ -122,6 +113,29 @@ pub async fn dispatch_pipelined(
         Ok(outcome) => outcome,
         Err(e) => Outcome::Close(e.to_string()),
     }
+}
+
+/// The answer to a request at a version outside the served range (which
+/// needs no shard): Produce v0–v2 gets UNSUPPORTED_VERSION per partition
+/// (`produce_legacy`), ApiVersions its UNSUPPORTED_VERSION answer listing
+/// the served ranges (KIP-511), any other API UNSUPPORTED_VERSION (35) or a
+/// close. None when the version is served.
+pub fn unserved_version(frame: &RequestFrame) -> Option<Outcome> {
+    let version = frame.prefix.api_version;
+    let supported =
+        supported_range(frame.api_key).is_some_and(|(lo, hi)| (lo..=hi).contains(&version));
+    if supported {
+        return None;
+    }
+    Some(
+        if frame.api_key == ApiKey::Produce && (0..3).contains(&version) {
+            produce_legacy::handle(frame)
+        } else if frame.api_key == ApiKey::ApiVersions {
+            api_versions::unsupported_version(frame)
+        } else {
+            unsupported::handle(frame)
+        },
+    )
 }
 
 /// The dispatch table, written once: each served API and the call that

@@ -16,7 +16,7 @@ use crate::protocol::{frame::put_response_header, RequestFrame, Response, Respon
 /// The Produce v0–v2 request body, decoded as v3: v3 only adds the leading
 /// nullable `transactional_id`, so a null one (-1) is put in front. Errors
 /// with the decoder's message when the body is malformed.
-fn decode(body: &Bytes) -> Result<ProduceRequest, String> {
+pub(crate) fn decode(body: &Bytes) -> Result<ProduceRequest, String> {
     let mut buf = BytesMut::with_capacity(body.len() + 2);
     buf.put_i16(-1);
     buf.put_slice(body);

@@ -45,6 +45,22 @@ const WAIT_WINDOW: usize = 4096;
 /// their writes and commits pending).
 pub const PIPELINE_DEPTH: usize = 8;
 
+/// Takes the bytes buffered on a connection and `socket.request.max.bytes`;
+/// gives the size of the first frame (its `i32` size field, the 4 bytes of
+/// the field not counted), None while fewer than 4 bytes are buffered, or
+/// [`ProtocolError::FrameSize`] when the size is outside [8, `max`] (the
+/// connection is then closed).
+pub fn frame_size(buf: &[u8], max: usize) -> Result<Option<usize>, ProtocolError> {
+    let Some(field) = buf.first_chunk::<4>() else {
+        return Ok(None);
+    };
+    let size = i64::from(i32::from_be_bytes(*field));
+    match usize::try_from(size) {
+        Ok(s) if (8..=max).contains(&s) => Ok(Some(s)),
+        _ => Err(ProtocolError::FrameSize { size, max }),
+    }
+}
+
 /// Receives what the socket holds now into the spare capacity of `buf`
 /// (recv(2) with MSG_DONTWAIT, no zero-fill); gives None when nothing is
 /// ready, Some(0) at EOF.
@@ -223,15 +239,14 @@ async fn serve_from(
     loop {
         // Dispatch every complete frame already buffered.
         while buf.len() >= 4 {
-            let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as i64;
-            if size < 8 || size as usize > max {
-                log::warn!(
-                    "closing connection from {peer}: {}",
-                    ProtocolError::FrameSize { size, max }
-                );
-                return;
-            }
-            let size = size as usize;
+            let size = match frame_size(&buf, max) {
+                Ok(Some(size)) => size,
+                Ok(None) => break,
+                Err(e) => {
+                    log::warn!("closing connection from {peer}: {e}");
+                    return;
+                }
+            };
             if buf.len() < 4 + size {
                 // Only when the frame does not fit, grow by at least a whole
                 // chunk: moving the partial frame (what `reserve` does) then

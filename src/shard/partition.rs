@@ -36,7 +36,7 @@ use crate::txn::producer_state::{ProducerStateError, ProducerStateMap};
 use crate::txn::snapshot;
 
 mod produce;
-mod produce_rules;
+pub(crate) mod produce_rules;
 mod read;
 mod replication;
 mod truncate;
@@ -76,7 +76,11 @@ fn apply_batch(
 /// `.txnindex` files below it) plus the batches after it, or from the whole
 /// log when there is no usable snapshot. Rewrites `.txnindex` files that
 /// disagree with the result.
-fn rebuild_state(topic: &str, index: i32, log: &PartitionLog) -> (ProducerStateMap, PartitionTxns) {
+pub(crate) fn rebuild_state(
+    topic: &str,
+    index: i32,
+    log: &PartitionLog,
+) -> (ProducerStateMap, PartitionTxns) {
     let mut producers = ProducerStateMap::default();
     let mut txns = PartitionTxns::default();
     let start = log.log_start_offset();

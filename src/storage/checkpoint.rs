@@ -53,42 +53,39 @@ pub type OffsetCheckpoint = BTreeMap<(String, i32), i64>;
 /// (topic, partition) → offset. Errors name the file and the line.
 pub fn read_kafka_checkpoint(path: &Path) -> std::io::Result<OffsetCheckpoint> {
     let text = std::fs::read_to_string(path)?;
-    let bad = |what: String| {
+    parse_kafka_checkpoint(&text).map_err(|what| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("{}: {what}", path.display()),
         )
-    };
+    })
+}
+
+/// Takes the text of an offset checkpoint file; gives its entries as
+/// [`read_kafka_checkpoint`] does, or what is wrong (naming the line).
+pub fn parse_kafka_checkpoint(text: &str) -> Result<OffsetCheckpoint, String> {
     let mut lines = text.lines();
     if lines.next().map(str::trim) != Some("0") {
-        return Err(bad("only version 0 is known".into()));
+        return Err("only version 0 is known".into());
     }
     let count: usize = lines
         .next()
         .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| bad("no entry count on line 2".into()))?;
+        .ok_or_else(|| "no entry count on line 2".to_string())?;
     let mut out = BTreeMap::new();
     for (i, line) in lines.enumerate().take(count) {
         let mut f = line.split_whitespace();
+        let bad = || format!("line {} is not `topic partition offset`", i + 3);
         let (Some(t), Some(p), Some(o), None) = (f.next(), f.next(), f.next(), f.next()) else {
-            return Err(bad(format!(
-                "line {} is not `topic partition offset`",
-                i + 3
-            )));
+            return Err(bad());
         };
         let (Ok(p), Ok(o)) = (p.parse::<i32>(), o.parse::<i64>()) else {
-            return Err(bad(format!(
-                "line {} is not `topic partition offset`",
-                i + 3
-            )));
+            return Err(bad());
         };
         out.insert((t.to_string(), p), o);
     }
     if out.len() != count {
-        return Err(bad(format!(
-            "{count} entries announced, {} found",
-            out.len()
-        )));
+        return Err(format!("{count} entries announced, {} found", out.len()));
     }
     Ok(out)
 }

@@ -87,7 +87,7 @@ fn frame(entry: &Entry) -> io::Result<Vec<u8>> {
 
 /// Why the scan of `quorum.log` stopped before the end of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Stop {
+pub(crate) enum Stop {
     /// The rest is the start of a frame a crash cut short, or one whole
     /// frame with a bad CRC and nothing after it (a torn last write): cut.
     TornTail,
@@ -112,7 +112,7 @@ fn good_frame_at(bytes: &[u8], pos: usize) -> bool {
 /// Reads every whole, checked frame of `bytes`; gives the entries with their
 /// positions, the end of the last good frame and why the scan stopped
 /// before the end, if it did.
-fn parse_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64, Option<Stop>) {
+pub(crate) fn parse_frames(bytes: &[u8]) -> (Vec<(Entry, u64)>, u64, Option<Stop>) {
     let (out, end) = scan_frames(bytes);
     let end_us = end as usize;
     if end_us >= bytes.len() {

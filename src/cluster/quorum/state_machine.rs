@@ -115,6 +115,16 @@ impl ImageSnapshot {
     }
 }
 
+/// Takes a snapshot's data (the image as JSON, as a leader sends it in
+/// InstallSnapshot or a controller in a fetched log chunk) and the image
+/// it replaces; gives the snapshot's image. Errors (`InvalidData`) when the
+/// JSON is not an image snapshot.
+pub(crate) fn image_from_snapshot(data: &[u8], base: &MetadataImage) -> io::Result<MetadataImage> {
+    let img: ImageSnapshot =
+        serde_json::from_slice(data).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    Ok(img.into_image(base))
+}
+
 /// A snapshot as stored on disk.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct StoredSnapshot {
@@ -219,16 +229,16 @@ impl StateMachine {
     /// An image older than the one applied is refused: the metadata a
     /// node acts on never moves back.
     pub async fn install_fetched(&self, snapshot: &[u8]) -> io::Result<()> {
-        let img: ImageSnapshot = serde_json::from_slice(snapshot).map_err(io::Error::other)?;
         {
             let mut i = self.inner.borrow_mut();
+            let img = image_from_snapshot(snapshot, &i.image)?;
             if img.offset < i.image.offset {
                 return Err(io::Error::other(format!(
                     "the snapshot reflects metadata offset {}, behind the {} applied here",
                     img.offset, i.image.offset
                 )));
             }
-            i.image = Arc::new(img.into_image(&i.image));
+            i.image = Arc::new(img);
         }
         (self.publish)(self.image()).await;
         Ok(())
@@ -381,10 +391,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &SnapshotMeta,
         snapshot: Vec<u8>,
     ) -> Result<(), io::Error> {
-        let img: ImageSnapshot = serde_json::from_slice(&snapshot).map_err(io::Error::other)?;
         {
             let mut i = self.inner.borrow_mut();
-            i.image = Arc::new(img.into_image(&i.image));
+            i.image = Arc::new(image_from_snapshot(&snapshot, &i.image)?);
             i.last_applied = meta.last_log_id;
             i.membership = meta.last_membership.clone();
         }

@@ -1,20 +1,18 @@
-//! Request framing and body decoding must never panic or abort, whatever the
-//! bytes: every supported API at every version.
+//! Request framing (as the connection cuts frames) and body decoding of every
+//! served API at every served version, the answers to unserved versions, and
+//! the validation of Produce records.
+//! Entry point: `fjord::fuzzing::request_stream` (see docs/fuzzing.md).
 #![no_main]
 
-use bytes::Bytes;
-use fjord::protocol::RequestFrame;
-use kafka_protocol::messages::RequestKind;
 use libfuzzer_sys::fuzz_target;
 
+// The broker's allocator: reservations sized by counts read off the wire
+// cost no memory there, so they must not fail here either.
 #[global_allocator]
 static GLOBAL: fjord::alloc::WireSafeAlloc = fjord::alloc::WireSafeAlloc;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(frame) = RequestFrame::parse(Bytes::copy_from_slice(data)) {
-        if fjord::protocol::supported_range(frame.api_key).is_some() {
-            let mut body = frame.body.clone();
-            let _ = RequestKind::decode(frame.api_key, &mut body, frame.prefix.api_version);
-        }
+    if let Err(violation) = fjord::fuzzing::request_stream(data) {
+        panic!("{violation}");
     }
 });
