@@ -62,38 +62,51 @@ fn nowait_read_of_an_evicted_segment_warms_to_the_blocking_result() {
     }
     let want = log.read(77, 300_000, true).unwrap();
     assert!(want.bytes > 0);
-    let file = log.active_log_file();
-    cache::evict(&file).unwrap();
-    let size = file.metadata().unwrap().len();
-    if cache::cached_state(&file, 0, size).unwrap() == cache::CacheState::Cached {
-        eprintln!("SKIP: the kernel kept the pages after POSIX_FADV_DONTNEED");
-        return;
-    }
-    let hw = log.high_watermark();
-    let mut not_cached = 0;
-    let got = loop {
-        match log.read_bounded_in(77, 300_000, true, hw, ReadMode::NoWait) {
-            Ok(r) => break r,
-            Err(StorageError::NotCached {
-                file,
-                position,
-                len,
-                ..
-            }) => {
-                not_cached += 1;
-                assert!(not_cached < 50, "warming makes no progress");
-                assert!(len > 0 && position + len <= size);
-                cache::warm_blocking(&file, position, len).unwrap();
-            }
-            Err(e) => panic!("{e}"),
-        }
+    let same = |got: &ReadResult| {
+        assert_eq!(got.regions.len(), 1);
+        assert_eq!(got.regions[0].position, want.regions[0].position);
+        assert_eq!(got.bytes, want.bytes);
+        assert_eq!(got.end_offset, want.end_offset);
+        assert_eq!(got.first_batch_bytes, want.first_batch_bytes);
     };
-    assert!(not_cached > 0, "an evicted segment read without NotCached");
-    assert_eq!(got.regions.len(), 1);
-    assert_eq!(got.regions[0].position, want.regions[0].position);
-    assert_eq!(got.bytes, want.bytes);
-    assert_eq!(got.end_offset, want.end_offset);
-    assert_eq!(got.first_batch_bytes, want.first_batch_bytes);
+    let file = log.active_log_file();
+    let size = file.metadata().unwrap().len();
+    let hw = log.high_watermark();
+    // POSIX_FADV_DONTNEED is advice: under load the kernel may keep some
+    // pages (a page still in another CPU's LRU batch), and a missed
+    // RWF_NOWAIT probe starts readahead. So evict again until a NoWait read
+    // meets an uncached header; every read that answers must equal the
+    // blocking one whatever the cache held.
+    for _ in 0..20 {
+        cache::evict(&file).unwrap();
+        if cache::cached_state(&file, 0, size).unwrap() == cache::CacheState::Cached {
+            eprintln!("SKIP: the kernel kept the pages after POSIX_FADV_DONTNEED");
+            return;
+        }
+        let mut not_cached = 0;
+        let got = loop {
+            match log.read_bounded_in(77, 300_000, true, hw, ReadMode::NoWait) {
+                Ok(r) => break r,
+                Err(StorageError::NotCached {
+                    file,
+                    position,
+                    len,
+                    ..
+                }) => {
+                    not_cached += 1;
+                    assert!(not_cached < 50, "warming makes no progress");
+                    assert!(len > 0 && position + len <= size);
+                    cache::warm_blocking(&file, position, len).unwrap();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
+        same(&got);
+        if not_cached > 0 {
+            return;
+        }
+    }
+    eprintln!("SKIP: 20 evictions left every header of the read in the page cache");
 }
 
 /// All batches of one `.log` file (validating CRCs).
