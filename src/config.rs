@@ -21,12 +21,14 @@ use crate::storage::TimestampType;
 
 pub mod broker_defs;
 mod coordinators;
+mod error;
 pub mod kraft;
 mod topic_config_defs;
 pub mod topic_defs;
 
 pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFIGS};
 pub use coordinators::{GroupConfig, TxnConfig};
+pub use error::InvalidConfig;
 pub use kraft::{HostPort, KraftConfig, ProcessRoles, QuorumVoter, SecurityProtocol};
 pub use topic_defs::TOPIC_CONFIGS;
 
@@ -426,10 +428,9 @@ impl Config {
                 value: value.to_string(),
                 allowed: match e {
                     // The check's own text already names the key and value.
-                    crate::error::MetadataError::InvalidConfig(
-                        crate::error::InvalidConfig::BadValue { allowed, .. },
-                    ) => allowed,
-                    other => other.to_string(),
+                    InvalidConfig::BadValue { allowed, .. } => allowed,
+                    // As the topic-config answer reads (INVALID_CONFIG's text).
+                    other => format!("invalid config: {other}"),
                 },
             })?;
             self.broker_synonyms

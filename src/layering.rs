@@ -66,6 +66,26 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["handlers", "net", "shard", "admin", "boot", "replication"],
     ),
     ("handlers", &["net", "admin", "boot"]),
+    // The mesh's error, carried by every layer, uses nothing of Fjord's.
+    (
+        "mesh",
+        &[
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "config",
+            "admin",
+            "boot",
+            "storage",
+            "protocol",
+            "error",
+            "replication",
+            "stall",
+        ],
+    ),
     // The task timer every layer spawns through uses nothing of Fjord's.
     (
         "stall",
@@ -75,6 +95,13 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         ],
     ),
 ];
+
+/// The only layers that may use `crate::error`, the edge that turns every
+/// layer's typed errors into Kafka error codes: the request path (handlers,
+/// and net for the frame errors) and replication, which reads the codes of
+/// a leader's answers. Everything below keeps its own typed errors, so
+/// nothing the edge imports comes back to it (no circle through the edge).
+const ERROR_EDGE_USERS: &[&str] = &["handlers", "net", "replication", "error"];
 
 /// Inside `storage`, from the bottom up: a module must not use one of a
 /// later stage (the log is built from segments and recovery; retention and
@@ -517,12 +544,15 @@ fn layer_violations(sources: &[Source]) -> Vec<String> {
         let Some(from) = src.module.first() else {
             continue;
         };
-        let Some((_, banned)) = FORBIDDEN.iter().find(|(m, _)| m == from) else {
-            continue;
-        };
+        let banned = FORBIDDEN
+            .iter()
+            .find(|(m, _)| m == from)
+            .map_or(&[][..], |(_, b)| *b);
+        let edge_banned = !ERROR_EDGE_USERS.contains(&from.as_str());
         for path in uses(src) {
             let Some(to) = path.first() else { continue };
-            if banned.contains(&to.as_str()) && !KNOWN.contains(&(src.rel.as_str(), to.as_str())) {
+            let against = banned.contains(&to.as_str()) || (edge_banned && to == "error");
+            if against && !KNOWN.contains(&(src.rel.as_str(), to.as_str())) {
                 broken.push(format!("{} uses crate::{to}", src.rel));
             }
         }
@@ -706,6 +736,24 @@ fn the_scanner_sees_uses() {
 }
 
 #[test]
+fn only_the_edge_layers_use_the_error_codes() {
+    assert_eq!(
+        violations(&[
+            ("cluster/a.rs", "use crate::error::KafkaCode;"),
+            ("config.rs", "fn f() -> crate::error::X { todo!() }"),
+            ("handlers/a.rs", "use crate::error::KafkaCode;"),
+            ("replication/a.rs", "use crate::error::codes;"),
+            ("mesh.rs", "use crate::shard::Shard;"),
+        ]),
+        [
+            "cluster/a.rs uses crate::error",
+            "config.rs uses crate::error",
+            "mesh.rs uses crate::shard",
+        ]
+    );
+}
+
+#[test]
 fn a_use_after_a_test_only_fn_is_seen() {
     let text = r##"
 #[cfg(test)]
@@ -757,7 +805,11 @@ fn grouped_imports_are_expanded() {
             ("cluster/b.rs", "use crate::{error::E, shard::{x::{y, z as w}}};"),
             ("group/c.rs", "use crate::{config, storage::*};"),
         ]),
-        ["cluster/b.rs uses crate::shard", "txn/a.rs uses crate::handlers"]
+        [
+            "cluster/b.rs uses crate::error",
+            "cluster/b.rs uses crate::shard",
+            "txn/a.rs uses crate::handlers"
+        ]
     );
 }
 

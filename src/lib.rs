@@ -36,6 +36,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod group;
 pub mod handlers;
+pub mod mesh;
 pub mod metrics;
 pub mod net;
 pub mod protocol;

@@ -19,7 +19,7 @@ use super::error::{InvalidAssignment, InvalidPartitions, InvalidTopic};
 use super::metadata::{Endpoint, MetadataImage, PartitionRegistration, TopicMeta};
 use super::placement::{self, Candidate, PlacementError};
 use super::records::{ConfigResource, MetadataRecord};
-use crate::error::MetadataError;
+use crate::cluster::error::MetadataError;
 
 /// Most partitions a topic may have (CreateTopics, CreatePartitions).
 pub const MAX_PARTITIONS: i32 = 1_000_000;

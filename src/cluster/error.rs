@@ -1,15 +1,165 @@
-//! The details of a refused metadata change: what `crate::error::MetadataError`'s
-//! variants carry. Each Display renders the text clients get after the
-//! variant's prefix (`invalid partitions: …`); the codes are per
-//! `MetadataError` variant, in `crate::error`.
+//! The cluster layer's errors: a refused metadata change ([`MetadataError`]
+//! and the details its variants carry), a controller that did not answer
+//! ([`ControllerCallError`]), a coordinator that cannot be named from the
+//! metadata ([`CoordinatorLookupError`]). Each Display renders the text
+//! clients get after the variant's prefix (`invalid partitions: …`); the
+//! codes are per variant, in `src/error.rs` (the edge).
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::control::LifecycleError;
 use super::import::topic_id_to_kafka;
-use crate::error::{MetadataError, ShardError};
+use super::quorum::rpc::ControllerUnavailable;
+pub use crate::config::InvalidConfig;
+use crate::mesh::ShardError;
+
+/// Errors about topics and partitions (the cluster metadata layer).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum MetadataError {
+    /// UNKNOWN_TOPIC_OR_PARTITION (3).
+    #[error("unknown topic or partition")]
+    UnknownTopicOrPartition,
+    /// UNKNOWN_TOPIC_ID (100).
+    #[error("unknown topic id")]
+    UnknownTopicId,
+    /// INVALID_TOPIC_EXCEPTION (17): the name breaks Kafka's rules.
+    #[error("invalid topic name: {0}")]
+    InvalidTopic(#[from] InvalidTopic),
+    /// TOPIC_ALREADY_EXISTS (36): `topic` is registered (for an import,
+    /// `copy` is the directory found for it).
+    #[error("topic {} already exists", already_exists_text(topic, copy))]
+    TopicAlreadyExists {
+        /// The topic name.
+        topic: String,
+        /// Import only: the partition directory copied in for it.
+        copy: Option<CopiedDirectory>,
+    },
+    /// INVALID_PARTITIONS (37).
+    #[error("invalid partitions: {0}")]
+    InvalidPartitions(#[from] InvalidPartitions),
+    /// INVALID_REPLICATION_FACTOR (38): more replicas than brokers.
+    #[error(
+        "invalid replication factor: replication factor {requested} is larger than the {brokers} available broker(s)"
+    )]
+    InvalidReplicationFactor {
+        /// The replication factor asked for.
+        requested: i16,
+        /// Alive brokers in the cluster.
+        brokers: i32,
+    },
+    /// INVALID_REPLICA_ASSIGNMENT (39).
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(#[from] InvalidAssignment),
+    /// INVALID_CONFIG (40).
+    #[error("invalid config: {0}")]
+    InvalidConfig(#[from] InvalidConfig),
+    /// TOPIC_DELETION_DISABLED (73).
+    #[error("topic deletion is disabled (delete.topic.enable=false)")]
+    TopicDeletionDisabled,
+    /// INVALID_REQUEST (42).
+    #[error("invalid request: {0}")]
+    InvalidRequest(#[from] InvalidRequest),
+    /// KAFKA_STORAGE_ERROR (56): the metadata could not be read or persisted.
+    #[error("storage error: {0}")]
+    Storage(#[from] StorageFailure),
+    /// The active controller could not be reached: its call's code
+    /// (REQUEST_TIMED_OUT, 7, mostly).
+    #[error("{0}")]
+    Controller(#[from] ControllerCallError),
+}
+
+/// Why a request for the active controller got no reply (see
+/// `shard::controller_call`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+pub enum ControllerCallError {
+    /// Shard 0, where the quorum member lives, did not answer
+    /// (REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    Shard(#[from] ShardError),
+    /// The metadata quorum is not started yet (REQUEST_TIMED_OUT, 7).
+    #[error("the metadata quorum is starting")]
+    NotStarted,
+    /// No active controller answered in time (its code: REQUEST_TIMED_OUT, 7).
+    #[error(transparent)]
+    Unavailable(#[from] ControllerUnavailable),
+    /// This broker has not registered with the controller yet
+    /// (REQUEST_TIMED_OUT, 7; clients retry).
+    #[error("this broker is not registered with the controller yet")]
+    NotRegistered,
+    /// The controller refused a broker-lifecycle request (its code).
+    #[error(transparent)]
+    Lifecycle(#[from] LifecycleError),
+    /// The controller answered with a reply of another request
+    /// (UNKNOWN_SERVER_ERROR, -1: a bug).
+    #[error("the controller answered another kind of request")]
+    UnexpectedReply,
+}
+
+// ---- coordinator lookup ----
+//
+// Why the broker coordinating a group or a transactional id cannot be
+// named from the metadata (`handlers::group_owner`/`txn_owner`,
+// `ensure_*_topic`).
+
+/// Why no coordinator can be named for a group or a transactional id. All
+/// but an unsupported key type map to COORDINATOR_NOT_AVAILABLE (15): the
+/// client looks up again.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoordinatorLookupError {
+    /// The internal topic (`__consumer_offsets` or `__transaction_state`)
+    /// does not exist yet; FindCoordinator creates it.
+    #[error("{topic} does not exist yet")]
+    TopicMissing {
+        /// The internal topic.
+        topic: &'static str,
+    },
+    /// Creating the internal topic failed.
+    #[error("cannot create {topic}: {source}")]
+    CreateFailed {
+        /// The internal topic.
+        topic: &'static str,
+        /// Why the controller refused.
+        source: MetadataError,
+    },
+    /// The active controller did not answer.
+    #[error("cannot create {topic}: {source}")]
+    ControllerUnavailable {
+        /// The internal topic.
+        topic: &'static str,
+        /// Why.
+        source: ControllerCallError,
+    },
+    /// The coordinator's partition has no leader now (its brokers are
+    /// fenced or an election is under way).
+    #[error("{topic} partition {partition} has no leader")]
+    NoLeader {
+        /// The internal topic.
+        topic: &'static str,
+        /// Its partition for the key.
+        partition: i32,
+    },
+    /// Another broker leads the key's partition: NOT_COORDINATOR (16), the
+    /// client looks the coordinator up again.
+    #[error("{topic} partition {partition} is led by broker {leader}, not this one")]
+    NotCoordinator {
+        /// The internal topic.
+        topic: &'static str,
+        /// Its partition for the key.
+        partition: i32,
+        /// The partition's leader (-1: none).
+        leader: i32,
+    },
+    /// A key type other than 0 (group) and 1 (transaction); share groups
+    /// (2) are not served, as on Kafka 4.4 without them: INVALID_REQUEST (42).
+    #[error("unsupported coordinator key type {key_type}")]
+    UnsupportedKeyType {
+        /// The key type asked for.
+        key_type: i8,
+    },
+}
 
 /// Why a topic name is refused (Kafka `Topic.validate`, and the registry's
 /// own rules). Carried by `MetadataError::InvalidTopic` (INVALID_TOPIC_EXCEPTION, 17).
@@ -182,68 +332,6 @@ pub enum InvalidAssignment {
     /// Some alive brokers have a rack and some do not.
     #[error("not all brokers have rack information (broker.rack) for replica placement")]
     MixedRacks,
-}
-
-/// Why a topic config is refused. Carried by `MetadataError::InvalidConfig`
-/// (INVALID_CONFIG, 40).
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
-pub enum InvalidConfig {
-    /// A value outside what the key allows.
-    #[error("invalid value {value:?} for {key}: {allowed}")]
-    BadValue {
-        /// The config key.
-        key: String,
-        /// The value given.
-        value: String,
-        /// What the key allows, as text (e.g. "an integer in [0, 10]").
-        allowed: String,
-    },
-    /// Enabling a feature this build does not have.
-    #[error("{reason}")]
-    Unsupported {
-        /// The config key.
-        key: String,
-        /// Why it cannot be enabled.
-        reason: std::borrow::Cow<'static, str>,
-    },
-    /// A key that is not a topic config; with `list_supported` the text
-    /// lists the supported keys.
-    #[error("unknown topic config {key}{}", if *list_supported { supported_keys() } else { String::new() })]
-    UnknownKey {
-        /// The config key.
-        key: String,
-        /// The text lists the supported keys.
-        list_supported: bool,
-    },
-    /// APPEND or SUBTRACT (KIP-339) on a key that is not a list.
-    #[error("{key} is not a list: APPEND and SUBTRACT apply to list configs only")]
-    NotAList {
-        /// The config key.
-        key: String,
-    },
-    /// SET (KIP-339) without a value.
-    #[error("SET {key} needs a value")]
-    SetWithoutValue {
-        /// The config key.
-        key: String,
-    },
-    /// A config of an import's `--topic-config`, refused.
-    #[error("topic {topic}: {source}")]
-    ForTopic {
-        /// The topic.
-        topic: String,
-        /// Why.
-        source: Box<MetadataError>,
-    },
-}
-
-/// `; supported: a, b, …` for [`InvalidConfig::UnknownKey`].
-fn supported_keys() -> String {
-    let names: Vec<&str> = super::topic_config::TOPIC_CONFIGS
-        .iter()
-        .map(|d| d.name)
-        .collect();
-    format!("; supported: {}", names.join(", "))
 }
 
 /// Why a request is refused as malformed or unsupported. Carried by

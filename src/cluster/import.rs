@@ -36,7 +36,7 @@ use super::error::{
     CopiedDirectory, InvalidConfig, InvalidPartitions, InvalidRequest, InvalidTopic,
 };
 use super::metadata::{MetadataImage, TopicMeta};
-use crate::error::MetadataError;
+use crate::cluster::error::MetadataError;
 
 /// File name of Kafka's per-partition topic-id file.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";

@@ -1,7 +1,7 @@
 //! Kafka's topic-name rules (`org.apache.kafka.common.internals.Topic.validate`).
 
 use super::error::InvalidTopic;
-use crate::error::MetadataError;
+use crate::cluster::error::MetadataError;
 
 /// Longest legal topic name (Kafka: 249 characters).
 pub const MAX_TOPIC_NAME_LEN: usize = 249;

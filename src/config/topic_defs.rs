@@ -6,7 +6,7 @@
 //! [`Config`](super::Config)), so that the broker config can validate the
 //! broker keys of topic configs without depending on the cluster layer.
 
-use crate::error::{InvalidConfig, MetadataError};
+use super::InvalidConfig;
 
 /// A config's type as DescribeConfigs v3+ reports it (Kafka's ConfigType codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +143,7 @@ impl Unit {
     /// Converts a broker value in this unit to the topic config's value;
     /// negative durations mean "forever" (-1), as Kafka reads them.
     /// Errors with the allowed range when `value` is not an integer ≥ `min`.
-    pub fn convert(self, key: &str, value: &str, min: i64) -> Result<String, MetadataError> {
+    pub fn convert(self, key: &str, value: &str, min: i64) -> Result<String, InvalidConfig> {
         let factor = match self {
             Unit::Same => return Ok(value.to_string()),
             Unit::Minutes => 60_000,
@@ -161,13 +161,12 @@ impl Unit {
     }
 }
 
-fn bad(key: &str, value: &str, allowed: String) -> MetadataError {
+fn bad(key: &str, value: &str, allowed: String) -> InvalidConfig {
     InvalidConfig::BadValue {
         key: key.to_string(),
         value: value.to_string(),
         allowed,
     }
-    .into()
 }
 
 /// Reads a boolean as Kafka does (`true`/`false`, any case, trimmed).
@@ -181,7 +180,7 @@ pub fn parse_bool(value: &str) -> Option<bool> {
 
 /// Checks a value against a definition; INVALID_CONFIG names the key and the
 /// allowed values (or, for a feature that is not built, says so).
-pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError> {
+pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), InvalidConfig> {
     match &d.allowed {
         Allowed::Range(lo, hi) => {
             let v: i64 = value
@@ -224,8 +223,7 @@ pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError>
                 return Err(InvalidConfig::Unsupported {
                     key: key.to_string(),
                     reason: why.into(),
-                }
-                .into());
+                });
             }
         }
         Allowed::GzipLevel => {
@@ -254,7 +252,7 @@ pub fn check(d: &ConfigDef, key: &str, value: &str) -> Result<(), MetadataError>
 }
 
 /// Checks one topic config; INVALID_CONFIG for unknown keys or bad values.
-pub fn validate(key: &str, value: &str) -> Result<(), MetadataError> {
+pub fn validate(key: &str, value: &str) -> Result<(), InvalidConfig> {
     let d = def(key).ok_or_else(|| InvalidConfig::UnknownKey {
         key: key.to_string(),
         list_supported: true,

@@ -20,9 +20,10 @@ use kafka_protocol::protocol::StrBytes;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{ask_controller, respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
+use crate::cluster::error::MetadataError;
 use crate::cluster::error::{InvalidConfig, InvalidRequest};
 use crate::cluster::topic_config::{self, ConfigType};
-use crate::error::{codes, KafkaCode, MetadataError};
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -127,7 +128,7 @@ async fn alter_topic(
     .await?
     {
         ControllerReply::AlterTopicConfigs(r) => r,
-        _ => Err(crate::error::ControllerCallError::UnexpectedReply.into()),
+        _ => Err(crate::cluster::error::ControllerCallError::UnexpectedReply.into()),
     }
 }
 

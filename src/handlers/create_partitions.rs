@@ -12,7 +12,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::{ask_controller, respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest, PartitionIncrease};
 use crate::cluster::error::InvalidRequest;
-use crate::error::{KafkaCode, MetadataError};
+use crate::cluster::error::MetadataError;
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -42,7 +43,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     .await
     {
         Ok(ControllerReply::CreatePartitions(r)) => r,
-        Ok(_) => vec![Err(crate::error::ControllerCallError::UnexpectedReply.into()); items.len()],
+        Ok(_) => vec![
+            Err(crate::cluster::error::ControllerCallError::UnexpectedReply.into());
+            items.len()
+        ],
         Err(e) => vec![Err(e); items.len()],
     };
     let mut results = results.into_iter();

@@ -17,9 +17,10 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::error::MetadataError;
 use crate::cluster::error::{InvalidAssignment, InvalidPartitions, InvalidRequest};
 use crate::cluster::topic_config;
-use crate::error::{KafkaCode, MetadataError};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::{submit, Shard};
 
@@ -94,7 +95,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             configs.insert(k, v.to_string());
                         }
                         Err(e) => {
-                            early_error.get_or_insert(e);
+                            early_error.get_or_insert(e.into());
                         }
                     }
                 }
@@ -133,7 +134,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         {
             Ok(ControllerReply::CreateTopics(r)) => Ok(r),
             Ok(_) => Err(MetadataError::from(
-                crate::error::ControllerCallError::UnexpectedReply,
+                crate::cluster::error::ControllerCallError::UnexpectedReply,
             )),
             Err(e) => Err(MetadataError::from(e)),
         }

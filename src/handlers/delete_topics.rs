@@ -12,7 +12,8 @@ use uuid::Uuid;
 use super::{ask_controller, respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::InvalidRequest;
-use crate::error::{KafkaCode, MetadataError};
+use crate::cluster::error::MetadataError;
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -54,7 +55,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         } else {
             match ask_controller(shard, ControllerRequest::DeleteTopics { names }).await {
                 Ok(ControllerReply::DeleteTopics(r)) => Ok(r),
-                Ok(_) => Err(crate::error::ControllerCallError::UnexpectedReply.into()),
+                Ok(_) => Err(crate::cluster::error::ControllerCallError::UnexpectedReply.into()),
                 Err(e) => Err(e),
             }
         };

@@ -13,7 +13,8 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, txn_owner, HandlerResult};
-use crate::error::{CoordinatorLookupError, KafkaCode};
+use crate::cluster::error::CoordinatorLookupError;
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator::{self, TxnDescription};

@@ -19,7 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::{ask_controller, respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::election::ElectionType;
-use crate::error::{codes, ControllerCallError, KafkaCode, MetadataError};
+use crate::cluster::error::{ControllerCallError, MetadataError};
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 

@@ -18,8 +18,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::{respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, MetadataError};
 use crate::cluster::metadata::BrokerMeta;
-use crate::error::{ControllerCallError, CoordinatorLookupError, KafkaCode, MetadataError};
+use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;

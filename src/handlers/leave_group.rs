@@ -8,9 +8,10 @@ use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{group_owner, respond, HandlerResult};
-use crate::error::{group_code, AnswerError, KafkaCode};
+use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, LeavingMember};
 use crate::protocol::RequestFrame;
+use crate::shard::error::AnswerError;
 use crate::shard::Shard;
 
 /// Answers LeaveGroup.

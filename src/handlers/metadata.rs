@@ -24,9 +24,10 @@ use uuid::Uuid;
 
 use super::{ask_controller, respond, HandlerResult};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
+use crate::cluster::error::MetadataError;
 use crate::cluster::metadata::{MetadataImage, TopicMeta, NO_LEADER};
 use crate::cluster::topic_name;
-use crate::error::{codes, KafkaCode, MetadataError};
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 

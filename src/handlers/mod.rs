@@ -49,7 +49,7 @@ use std::rc::Rc;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::Encodable;
 
-use crate::error::ProtocolError;
+use crate::protocol::ProtocolError;
 use crate::protocol::{encode_response, supported_range, RequestFrame, Response};
 use crate::shard::Shard;
 
@@ -216,36 +216,38 @@ dispatch_table! { shard, frame, produce_dispatched;
 // The controller call lives with the shards (the controller is shard 0's);
 // handlers keep calling it by this path.
 /// Sends `req` to the active controller (through shard 0); a failure to get
-/// an answer is a [`MetadataError::Controller`] (REQUEST_TIMED_OUT, 7).
+/// an answer is a [`MetadataError::Controller`](crate::cluster::error::MetadataError::Controller) (REQUEST_TIMED_OUT, 7).
 pub async fn ask_controller(
     shard: &Rc<Shard>,
     req: crate::cluster::control::ControllerRequest,
-) -> Result<crate::cluster::control::ControllerReply, crate::error::MetadataError> {
+) -> Result<crate::cluster::control::ControllerReply, crate::cluster::error::MetadataError> {
     crate::shard::submit(shard, req)
         .await
-        .map_err(crate::error::MetadataError::from)
+        .map_err(crate::cluster::error::MetadataError::from)
 }
 
 /// Decode errors close the connection; this alias keeps handler signatures short.
 pub type HandlerResult = Result<Outcome, ProtocolError>;
 
 /// The shard coordinating `group_id`: the owner of its `__consumer_offsets`
-/// partition. Errors with [`crate::error::CoordinatorLookupError::TopicMissing`]
+/// partition. Errors with [`crate::cluster::error::CoordinatorLookupError::TopicMissing`]
 /// (COORDINATOR_NOT_AVAILABLE) while that topic does not exist yet
 /// (FindCoordinator creates it).
 pub fn group_owner(
     shard: &Shard,
     group_id: &str,
-) -> Result<usize, crate::error::CoordinatorLookupError> {
+) -> Result<usize, crate::cluster::error::CoordinatorLookupError> {
     let n = shard.config.group.offsets_topic_partitions;
     if shard
         .metadata()
         .topic(crate::group::OFFSETS_TOPIC)
         .is_none()
     {
-        return Err(crate::error::CoordinatorLookupError::TopicMissing {
-            topic: crate::group::OFFSETS_TOPIC,
-        });
+        return Err(
+            crate::cluster::error::CoordinatorLookupError::TopicMissing {
+                topic: crate::group::OFFSETS_TOPIC,
+            },
+        );
     }
     let p = crate::group::records::partition_for_group(group_id, n);
     coordinator_here(shard, crate::group::OFFSETS_TOPIC, p)?;
@@ -272,17 +274,19 @@ pub fn client_host(frame: &RequestFrame) -> String {
 
 /// The shard coordinating `transactional_id`: the owner of its
 /// `__transaction_state` partition. Errors with
-/// [`crate::error::CoordinatorLookupError::TopicMissing`] (COORDINATOR_NOT_AVAILABLE) while
+/// [`crate::cluster::error::CoordinatorLookupError::TopicMissing`] (COORDINATOR_NOT_AVAILABLE) while
 /// that topic does not exist yet (FindCoordinator creates it).
 pub fn txn_owner(
     shard: &Shard,
     transactional_id: &str,
-) -> Result<usize, crate::error::CoordinatorLookupError> {
+) -> Result<usize, crate::cluster::error::CoordinatorLookupError> {
     use crate::txn::TRANSACTION_STATE_TOPIC;
     if shard.metadata().topic(TRANSACTION_STATE_TOPIC).is_none() {
-        return Err(crate::error::CoordinatorLookupError::TopicMissing {
-            topic: TRANSACTION_STATE_TOPIC,
-        });
+        return Err(
+            crate::cluster::error::CoordinatorLookupError::TopicMissing {
+                topic: TRANSACTION_STATE_TOPIC,
+            },
+        );
     }
     let n = shard.config.txn.state_log_partitions;
     let p = crate::txn::coordinator::partition_for_transactional_id(transactional_id, n);
@@ -292,12 +296,12 @@ pub fn txn_owner(
 
 /// Checks that this broker leads `partition` of the internal `topic`
 /// (coordinators follow their partition's leadership). Errors with
-/// [`crate::error::CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR).
+/// [`crate::cluster::error::CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR).
 fn coordinator_here(
     shard: &Shard,
     topic: &'static str,
     partition: i32,
-) -> Result<(), crate::error::CoordinatorLookupError> {
+) -> Result<(), crate::cluster::error::CoordinatorLookupError> {
     let leader = shard
         .metadata()
         .partition(topic, partition)
@@ -305,18 +309,20 @@ fn coordinator_here(
     if leader == shard.config.node_id {
         Ok(())
     } else {
-        Err(crate::error::CoordinatorLookupError::NotCoordinator {
-            topic,
-            partition,
-            leader,
-        })
+        Err(
+            crate::cluster::error::CoordinatorLookupError::NotCoordinator {
+                topic,
+                partition,
+                leader,
+            },
+        )
     }
 }
 
 /// The codes the work below a handler gave for the items of its request
 /// (one per item, in request order), taken one by one while the response is
 /// built in the request's shape: an item left without a code is answered
-/// [`AnswerError::Lost`](crate::error::AnswerError::Lost)'s code, never
+/// [`AnswerError::Lost`](crate::shard::error::AnswerError::Lost)'s code, never
 /// NONE.
 pub struct Answers(std::vec::IntoIter<i16>);
 
@@ -328,7 +334,8 @@ impl Answers {
 
     /// The code of the next item.
     pub fn next_code(&mut self) -> i16 {
-        use crate::error::{AnswerError, KafkaCode};
+        use crate::error::KafkaCode;
+        use crate::shard::error::AnswerError;
         self.0.next().unwrap_or_else(|| AnswerError::Lost.code())
     }
 }
@@ -336,9 +343,10 @@ impl Answers {
 /// The code of a partition verification (KIP-890: Produce with a
 /// transactional batch, TxnOffsetCommit) whose transaction coordinator
 /// cannot be named: see
-/// [`VerificationError::CoordinatorLookup`](crate::error::VerificationError::CoordinatorLookup).
-pub fn verification_lookup_code(e: &crate::error::CoordinatorLookupError) -> i16 {
-    use crate::error::{KafkaCode, VerificationError};
+/// [`VerificationError::CoordinatorLookup`](crate::shard::error::VerificationError::CoordinatorLookup).
+pub fn verification_lookup_code(e: &crate::cluster::error::CoordinatorLookupError) -> i16 {
+    use crate::error::KafkaCode;
+    use crate::shard::error::VerificationError;
     VerificationError::from(e.clone()).code()
 }
 

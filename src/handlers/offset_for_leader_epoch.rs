@@ -177,9 +177,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .partitions
                 .iter()
                 .map(|p| {
-                    let a = found
-                        .next()
-                        .unwrap_or_else(|| Answer::none(crate::error::AnswerError::Lost.code()));
+                    let a = found.next().unwrap_or_else(|| {
+                        Answer::none(crate::shard::error::AnswerError::Lost.code())
+                    });
                     let mut r = EpochEndOffset::default();
                     r.partition = p.partition;
                     r.error_code = a.error_code;

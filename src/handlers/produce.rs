@@ -40,7 +40,8 @@ use kafka_protocol::protocol::StrBytes;
 use super::{respond, HandlerResult, Outcome};
 use crate::cluster::leadership::{self, Requester};
 use crate::cluster::metadata::BrokerMeta;
-use crate::error::{codes, KafkaCode, ShardError};
+use crate::error::{codes, KafkaCode};
+use crate::mesh::ShardError;
 use crate::protocol::RequestFrame;
 use crate::shard::partition::ProduceOutcome;
 use crate::shard::{now_ms, Shard};
@@ -337,7 +338,9 @@ async fn verify_in_transaction(
         Ok(o) => o,
         // The coordinator is another broker: ask it (AddPartitionsToTxn v4,
         // verify_only), as Kafka's partition leaders do.
-        Err(crate::error::CoordinatorLookupError::NotCoordinator { leader, .. }) if leader >= 0 => {
+        Err(crate::cluster::error::CoordinatorLookupError::NotCoordinator { leader, .. })
+            if leader >= 0 =>
+        {
             return crate::replication::remote::verify_partition(
                 shard,
                 leader,
@@ -350,7 +353,7 @@ async fn verify_in_transaction(
             .await
             .unwrap_or_else(|e| {
                 log::info!("verifying {topic}-{partition} with coordinator {leader}: {e}");
-                crate::error::VerificationError::from(e).code()
+                crate::shard::error::VerificationError::from(e).code()
             });
         }
         Err(e) => return super::verification_lookup_code(&e),

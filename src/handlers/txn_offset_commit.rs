@@ -16,11 +16,12 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::{fenced_for_version, group_owner, respond, txn_owner, Answers, HandlerResult};
-use crate::error::{group_code, KafkaCode, VerificationError};
+use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
+use crate::shard::error::VerificationError;
 use crate::shard::Shard;
 
 /// Asks the transaction coordinator whether the group's `__consumer_offsets`
@@ -50,7 +51,9 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let owner = match txn_owner(shard, &id) {
         Ok(o) => o,
-        Err(crate::error::CoordinatorLookupError::NotCoordinator { leader, .. }) if leader >= 0 => {
+        Err(crate::cluster::error::CoordinatorLookupError::NotCoordinator { leader, .. })
+            if leader >= 0 =>
+        {
             return crate::replication::remote::verify_partition(
                 shard,
                 leader,

@@ -19,9 +19,10 @@ use kafka_protocol::messages::write_txn_markers_response::{
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
 use super::{respond, Answers, HandlerResult};
-use crate::error::{codes, AnswerError, KafkaCode};
+use crate::error::{codes, KafkaCode};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
+use crate::shard::error::AnswerError;
 use crate::shard::Shard;
 use crate::txn::error::TxnError;
 

@@ -28,8 +28,8 @@ use futures_lite::AsyncReadExt;
 use kafka_protocol::messages::ApiKey;
 
 use super::sendfile::write_response;
-use crate::error::ProtocolError;
 use crate::handlers::{dispatch, dispatch_pipelined, Outcome};
+use crate::protocol::ProtocolError;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 

@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
-use crate::error::ProtocolError;
+use super::ProtocolError;
 use crate::storage::FileRegion;
 
 /// The fixed part of a request header, parsed without the protocol crate so

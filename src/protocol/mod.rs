@@ -3,9 +3,11 @@
 //! with the `kafka-protocol` crate (pinned in Cargo.toml); everything that
 //! touches that crate's types outside `handlers/` goes through this module.
 
+pub mod error;
 pub mod frame;
 pub mod versions;
 
+pub use error::ProtocolError;
 pub use frame::{encode_response, RequestFrame, Response, ResponseChunk};
 pub use versions::{advertised_range, supported_range, SUPPORTED_APIS};
 

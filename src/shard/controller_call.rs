@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use crate::cluster::control::{ControllerReply, ControllerRequest, PRODUCER_ID_BLOCK};
-use crate::error::ControllerCallError;
+use crate::cluster::error::ControllerCallError;
 
 use super::Shard;
 

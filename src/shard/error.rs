@@ -1,9 +1,13 @@
 //! Errors of the partition owner: why a Produce is refused
 //! ([`ProduceError`]), why a transaction marker is not written
-//! ([`MarkerError`]), why an internal append fails ([`InternalAppendError`])
-//! and why a wait for the flush policy fails ([`FlushError`]). Each maps to
-//! the Kafka error code in `crate::error` (section "partition owner").
+//! ([`MarkerError`]), why an internal append fails ([`InternalAppendError`]),
+//! why a wait for the flush policy fails ([`FlushError`]), why a
+//! transactional partition could not be verified with its coordinator
+//! ([`VerificationError`]) and an item the owner left without an answer
+//! ([`AnswerError`]). Each maps to the Kafka error code in `crate::error`
+//! (section "partition owner").
 
+use crate::cluster::error::CoordinatorLookupError;
 use crate::cluster::leadership::LeadershipError;
 use crate::storage::{BatchError, StorageError};
 use crate::txn::producer_state::ProducerStateError;
@@ -250,4 +254,32 @@ impl From<&MarkerError> for MarkerFailure {
             MarkerError::NotLeader => MarkerFailure::NotLeader,
         }
     }
+}
+
+/// Why a partition verification (KIP-890: Produce with a transactional
+/// batch, TxnOffsetCommit) could not be asked of the transaction
+/// coordinator.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VerificationError {
+    /// The transactional id's coordinator cannot be named: INVALID_TXN_STATE
+    /// (48), as Kafka's brokers answer a verification that cannot reach the
+    /// coordinator (the partition cannot be shown to be in the open
+    /// transaction), not the lookup's own COORDINATOR_NOT_AVAILABLE.
+    #[error("cannot verify the partition: {0}")]
+    CoordinatorLookup(#[from] CoordinatorLookupError),
+    /// The coordinator is another broker: its answer's code, or, when it
+    /// could not be asked, INVALID_TXN_STATE (48) as for a lookup failure.
+    #[error("cannot verify the partition with the coordinator: {0}")]
+    Remote(#[from] super::remote::RemoteError),
+}
+
+/// An item of a request that the work below its handler left without an
+/// answer: the work answered fewer items than the request has (a bug below
+/// the handler). Answered UNKNOWN_SERVER_ERROR (-1), never NONE: whether
+/// the item's work was done is not known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// No answer came back for the item.
+    #[error("no answer came back for this item of the request")]
+    Lost,
 }

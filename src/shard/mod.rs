@@ -38,8 +38,8 @@ use crate::cluster::leadership::{self, LeadershipError, Requester};
 use crate::cluster::metadata::{owner_shard, MetadataImage};
 use crate::cluster::quorum::Quorum;
 use crate::config::Config;
-use crate::error::ShardError;
 use crate::group::GroupCoordinator;
+use crate::mesh::ShardError;
 use crate::txn::TransactionCoordinator;
 use partition::Partition;
 

@@ -4,7 +4,7 @@
 //! downgrades (PRODUCER_FENCED answered as INVALID_PRODUCER_EPOCH to older
 //! clients, KIP-588) stay in the handlers.
 
-use crate::error::ShardError;
+use crate::mesh::ShardError;
 
 use super::records::TxnStatus;
 
@@ -48,7 +48,7 @@ pub enum MarkerCause {
 pub enum ProducerIdAllocationCause {
     /// The controller could not be reached or refused.
     #[error("{0}")]
-    Controller(crate::error::ControllerCallError),
+    Controller(crate::cluster::error::ControllerCallError),
 }
 
 /// An error of the transaction coordinator (KIP-98). Each variant names the

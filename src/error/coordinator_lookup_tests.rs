@@ -1,0 +1,89 @@
+use super::*;
+
+#[test]
+fn coordinator_lookup_error_codes() {
+    let topic = "__consumer_offsets";
+    let table = [
+        (CoordinatorLookupError::TopicMissing { topic }, 15),
+        (
+            CoordinatorLookupError::CreateFailed {
+                topic,
+                source: MetadataError::UnknownTopicOrPartition,
+            },
+            15,
+        ),
+        (
+            CoordinatorLookupError::ControllerUnavailable {
+                topic,
+                source: ControllerCallError::Shard(ShardError::Unavailable(0)),
+            },
+            15,
+        ),
+        (
+            CoordinatorLookupError::NoLeader {
+                topic,
+                partition: 3,
+            },
+            15,
+        ),
+        (
+            CoordinatorLookupError::UnsupportedKeyType { key_type: 2 },
+            42,
+        ),
+        (
+            CoordinatorLookupError::NotCoordinator {
+                topic,
+                partition: 3,
+                leader: 2,
+            },
+            16,
+        ),
+    ];
+    crate::error::code_tables::table(&table);
+}
+
+/// A verification whose coordinator cannot be named answers
+/// INVALID_TXN_STATE, whatever the lookup's failure.
+#[test]
+fn verification_error_codes() {
+    let topic = "__transaction_state";
+    let table: Vec<(VerificationError, i16)> = vec![
+        (CoordinatorLookupError::TopicMissing { topic }.into(), 48),
+        (
+            crate::shard::remote::RemoteError::Unreachable {
+                broker: 2,
+                why: "refused".into(),
+            }
+            .into(),
+            48,
+        ),
+        (crate::shard::remote::RemoteError::NotInstalled.into(), 48),
+        (
+            crate::shard::remote::RemoteError::Refused {
+                broker: 2,
+                topic: "t".into(),
+                partition: 0,
+                code: 48,
+            }
+            .into(),
+            48,
+        ),
+        (
+            CoordinatorLookupError::CreateFailed {
+                topic,
+                source: MetadataError::UnknownTopicOrPartition,
+            }
+            .into(),
+            48,
+        ),
+        (
+            CoordinatorLookupError::ControllerUnavailable {
+                topic,
+                source: ControllerCallError::Shard(ShardError::Unavailable(0)),
+            }
+            .into(),
+            48,
+        ),
+    ];
+    crate::error::code_tables::table(&table);
+}
