@@ -1,7 +1,7 @@
 //! What a broker does with its partition directories while it replays the
 //! metadata log at start-up. openraft re-applies the committed entries in
-//! chunks of 64, and every chunk's image reaches the shards: images of the
-//! past, in which a topic may still have an earlier id or not exist yet.
+//! chunks of 64, and every chunk's image used to reach the shards: images of
+//! the past, in which a topic may still have an earlier id or not exist yet.
 //! A directory on disk belongs to the topic id in its `partition.metadata`;
 //! a shard opens it only for that id, and deletes it only for a record that
 //! deleted that id.
