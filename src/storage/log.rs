@@ -722,3 +722,6 @@ mod truncate;
 #[cfg(test)]
 #[path = "log/tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+mod model_tests;
