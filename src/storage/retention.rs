@@ -58,6 +58,14 @@ impl PartitionLog {
     /// first when it is itself expired and not empty (Kafka does the same),
     /// so an idle partition's data ages out too. Advances the log start
     /// offset. Gives what was removed.
+    ///
+    /// Precondition: no append is in flight (the shard's
+    /// `Partition::apply_retention` calls it only then); a closed segment
+    /// holding only reservations would count as empty and expired. Known
+    /// gap (`storage::log::model_tests::known_bug_retention_past_the_high_watermark`):
+    /// the high watermark does not bound the deletion yet, while Kafka
+    /// deletes only segments that end at or below it
+    /// (`UnifiedLog.deletableSegments`).
     pub fn apply_retention(
         &mut self,
         now_ms: i64,
