@@ -27,12 +27,18 @@ const METADATA: i16 = 3;
 const API_VERSIONS: i16 = 18;
 
 const CORRUPT_MESSAGE: i16 = 2;
+const INVALID_RECORD: i16 = 87;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const UNSUPPORTED_VERSION: i16 = 35;
 
-/// One RecordBatch v2 holding a single record. With `good_crc` false the
-/// CRC32C field is deliberately off by one bit.
-fn record_batch(key: &[u8], value: &[u8], timestamp: i64, good_crc: bool) -> Vec<u8> {
+/// One record's bytes (length prefix included) with no headers.
+fn plain_record(key: &[u8], value: &[u8]) -> Vec<u8> {
+    record_with_header_count(key, value, 0)
+}
+
+/// One record's bytes whose header count field says `headers` although no
+/// header follows: its length field matches its bytes, only the count lies.
+fn record_with_header_count(key: &[u8], value: &[u8], headers: i64) -> Vec<u8> {
     let mut rec = Wire::new();
     rec.i8(0) // attributes
         .varint(0) // timestamp delta
@@ -41,32 +47,62 @@ fn record_batch(key: &[u8], value: &[u8], timestamp: i64, good_crc: bool) -> Vec
         .bytes(key)
         .varint(value.len() as i64)
         .bytes(value)
-        .varint(0); // no headers
+        .varint(headers);
     let mut record = Wire::new();
     record.varint(rec.buf.len() as i64).bytes(&rec.buf);
+    record.buf
+}
 
+/// One RecordBatch v2 holding a single record. With `good_crc` false the
+/// CRC32C field is deliberately off by one bit.
+fn record_batch(key: &[u8], value: &[u8], timestamp: i64, good_crc: bool) -> Vec<u8> {
+    batch_of(&plain_record(key, value), 0, timestamp, good_crc)
+}
+
+/// A RecordBatch v2 around one record's bytes, its records section
+/// compressed with `codec` (0: none, 1: gzip).
+fn batch_of(record: &[u8], codec: i16, timestamp: i64, good_crc: bool) -> Vec<u8> {
+    let mut b = batch_with_count(record, codec, timestamp, 1);
+    if !good_crc {
+        b[20] ^= 1;
+    }
+    b
+}
+
+/// A RecordBatch v2 (good CRC) around `records`, compressed with `codec`
+/// (0: none, 1: gzip), whose record count field says `count`.
+fn batch_with_count(records: &[u8], codec: i16, timestamp: i64, count: i32) -> Vec<u8> {
+    let record = records;
+    let records = match codec {
+        0 => record.to_vec(),
+        1 => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(record).unwrap();
+            e.finish().unwrap()
+        }
+        c => panic!("codec {c} is not built here"),
+    };
     let mut b = Wire::new();
     b.i64(0) // base offset
         .i32(0) // batch length, patched below
         .i32(-1) // partition leader epoch
         .i8(2) // magic
         .u32(0) // crc, patched below
-        .i16(0) // attributes: no compression, CreateTime
+        .i16(codec) // attributes: codec, CreateTime
         .i32(0) // last offset delta
         .i64(timestamp)
         .i64(timestamp)
         .i64(-1) // producer id
         .i16(-1) // producer epoch
         .i32(-1) // base sequence
-        .i32(1) // record count
-        .bytes(&record.buf);
+        .i32(count)
+        .bytes(&records);
     let mut batch = b.buf;
     let len = (batch.len() - 12) as i32;
     batch[8..12].copy_from_slice(&len.to_be_bytes());
-    let mut crc = crc32c::crc32c(&batch[21..]);
-    if !good_crc {
-        crc ^= 1;
-    }
+    // last offset delta: count - 1, as a producer writes it.
+    batch[23..27].copy_from_slice(&(count - 1).max(0).to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
     batch
 }
@@ -260,6 +296,74 @@ async fn produce_with_bad_crc_is_rejected() {
         parse_produce_v3(&resp, 15, topic, 7).0,
         UNKNOWN_TOPIC_OR_PARTITION
     );
+}
+
+/// Records whose framing is wrong, uncompressed and inside a gzip batch
+/// (kept as the producer sent it on a `compression.type=producer` topic): a
+/// header count far more than the record's bytes can hold (the field a
+/// decoder may size memory from), a record count the records do not add up
+/// to, fields that do not fill their record, a negative header key length.
+/// Each is refused with INVALID_RECORD and nothing appended, as Apache
+/// Kafka 4.4 answers the same bytes; the same record well framed is
+/// accepted and reads back through rdkafka.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_with_a_wrong_framing_are_refused() {
+    let broker = Broker::start();
+    let topic = "framing";
+    broker.create_topic(topic, 1).await;
+    let mut s = connect(&broker.bootstrap());
+    let ts = now_ms();
+    let good = plain_record(b"k", b"v");
+    // attributes, timestamp delta, offset delta, null key, value "v", then
+    // `tail`, inside a record whose length covers exactly those bytes.
+    let framed = |tail: &[u8]| {
+        let mut body = vec![0, 0, 0, 1, 2, b'v'];
+        body.extend_from_slice(tail);
+        let mut r = Wire::new();
+        r.varint(body.len() as i64).bytes(&body);
+        r.buf
+    };
+    let cases: Vec<(&str, Vec<u8>, i32)> = vec![
+        (
+            "header count i32::MAX",
+            record_with_header_count(b"k", b"v", i64::from(i32::MAX)),
+            1,
+        ),
+        (
+            "header count 3, none sent",
+            record_with_header_count(b"k", b"v", 3),
+            1,
+        ),
+        ("record count 2, one record", good.clone(), 2),
+        (
+            "record count 1, two records",
+            [good.clone(), good.clone()].concat(),
+            1,
+        ),
+        ("a byte after the fields", framed(&[0, 0]), 1),
+        ("negative header key length", framed(&[2, 1, 1]), 1),
+    ];
+    let mut id = 20;
+    for codec in [0, 1] {
+        for (what, record, count) in &cases {
+            let bad = batch_with_count(record, codec, ts, *count);
+            id += 1;
+            let resp = roundtrip(&mut s, &produce_v3(id, topic, 0, &bad));
+            assert_eq!(
+                parse_produce_v3(&resp, id, topic, 0),
+                (INVALID_RECORD, -1),
+                "{what}, codec {codec}"
+            );
+        }
+        assert_eq!(hw(&broker, topic), 0, "nothing appended (codec {codec})");
+    }
+    let good = batch_of(&plain_record(b"k", b"gzip value"), 1, ts, true);
+    let resp = roundtrip(&mut s, &produce_v3(40, topic, 0, &good));
+    assert_eq!(parse_produce_v3(&resp, 40, topic, 0), (0, 0));
+    let c = broker.assigned_consumer(topic, &[0], Offset::Beginning);
+    let got = consume_n(&c, 1, Duration::from_secs(30));
+    assert_eq!(got[0].payload(), Some(&b"gzip value"[..]));
+    client_round_trip(&broker, topic).await;
 }
 
 /// Deterministic pseudo-random bytes (xorshift64).

@@ -608,7 +608,7 @@ fn batch_error_codes_and_texts() {
         (
             BatchError::from(RecompressError::Corrupt("bad gzip header".into())),
             2,
-            "corrupt message: cannot decompress the batch's records: bad gzip header",
+            "corrupt message: the batch's records are corrupt: bad gzip header",
         ),
         (
             BatchError::MessageTooLarge { size: 20, max: 10 },
@@ -643,6 +643,11 @@ fn batch_error_codes_and_texts() {
             }),
             87,
             "invalid record: invalid sequence -1 for producer id 7",
+        ),
+        (
+            BatchError::from(RecompressError::Framing("header count 9".into())),
+            87,
+            "invalid record: malformed record: header count 9",
         ),
         (
             BatchError::from(RecompressError::RecordTooLarge { size: 9, max: 8 }),

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use bytes::{Buf, Bytes};
-use kafka_protocol::records::RecordBatchDecoder;
 
 use super::requests::check_batches;
 use super::Violation;
@@ -209,7 +208,7 @@ pub fn coordinator_records(data: &[u8]) -> Result<(), Violation> {
         } else {
             Bytes::from(super::with_fixed_crcs(rest))
         };
-        let Ok(sets) = RecordBatchDecoder::decode_all(&mut buf) else {
+        let Ok(sets) = crate::storage::records::decode_batches(&mut buf) else {
             return Ok(());
         };
         for set in &sets {
@@ -260,7 +259,32 @@ mod tests {
         );
         assert_eq!(coordinator_records(input), Ok(()));
         let mut buf = Bytes::copy_from_slice(&input[1..]);
-        // The decoder reaches the overflowing record (where it panicked).
-        let _ = RecordBatchDecoder::decode_all(&mut buf);
+        // The record walk lets the overflowing record through to the
+        // decoder (where it panicked), which wraps.
+        let _ = crate::storage::records::decode_batches(&mut buf);
+    }
+
+    /// The input the `coordinator_records` fuzzer ran out of memory on: a
+    /// stored record whose header count is near 2^31, which the protocol
+    /// crate's decoder made a hash map's capacity (over 2 GiB touched).
+    /// The record walk checks every record of a batch before the crate
+    /// decodes any (here it stops at a later record's bad timestamp delta;
+    /// a header count the record cannot hold is refused as such, see
+    /// `storage::records` tests).
+    #[test]
+    fn a_header_count_the_record_cannot_hold_is_refused_without_an_allocation() {
+        let input =
+            include_bytes!("../../tests/fuzz/seeds/coordinator_records/crash-record-header-count");
+        assert_eq!(coordinator_records(input), Ok(()));
+        let mut buf = if input[0] & 2 == 0 {
+            Bytes::copy_from_slice(&input[1..])
+        } else {
+            Bytes::from(super::super::with_fixed_crcs(&input[1..]))
+        };
+        let e = crate::storage::records::decode_batches(&mut buf).unwrap_err();
+        assert!(
+            matches!(e, crate::storage::batch::RecompressError::Framing(_)),
+            "{e}"
+        );
     }
 }

@@ -3,7 +3,6 @@
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
-use kafka_protocol::records::RecordBatchDecoder;
 
 use super::Violation;
 use crate::handlers::{produce_legacy, unserved_version, Outcome};
@@ -152,8 +151,8 @@ pub(super) fn check_batches(
 /// UNSUPPORTED_VERSION per partition, or a close), then runs each
 /// partition's message set through what reads legacy magic 0/1 messages:
 /// Produce validation (which refuses them), the follower's check, and the
-/// protocol crate's record decoder (which the group and transaction loaders
-/// and ListOffsets use on stored bytes).
+/// record decoder of stored bytes (`storage::records::decode_batches`,
+/// which the group and transaction loaders and ListOffsets use).
 pub fn legacy_produce(data: &[u8]) -> Result<(), Violation> {
     let Some((&selector, body)) = data.split_first() else {
         return Ok(());
@@ -184,7 +183,7 @@ pub fn legacy_produce(data: &[u8]) -> Result<(), Violation> {
             let Some(records) = &p.records else { continue };
             produce_records(records)?;
             let mut b = records.clone();
-            let _ = RecordBatchDecoder::decode_all(&mut b);
+            let _ = crate::storage::records::decode_batches(&mut b);
         }
     }
     Ok(())

@@ -158,7 +158,7 @@ pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
             }
         }
         let mut buf = Bytes::from(bytes);
-        let sets = match kafka_protocol::records::RecordBatchDecoder::decode_all(&mut buf) {
+        let sets = match crate::storage::records::decode_batches(&mut buf) {
             Ok(s) => s,
             Err(e) => {
                 log::error!(

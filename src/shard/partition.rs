@@ -27,7 +27,8 @@ use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::log::{AppendTicket, PendingWrite};
-use crate::storage::txn_index::{control_key, control_marker, control_value, ControlMarker};
+use crate::storage::records::control_marker;
+use crate::storage::txn_index::{control_key, control_value, ControlMarker};
 use crate::storage::{
     AppendResult, BatchHeader, Inconsistency, PartitionLog, StorageError, ValidatedBatch,
 };

@@ -233,10 +233,16 @@ pub enum RecordRule {
 /// [`Corruption`] and [`RecordRule`] can carry it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecompressError {
-    /// The records do not decompress with the batch's codec, or their
-    /// framing is wrong (CORRUPT_MESSAGE).
-    #[error("cannot decompress the batch's records: {0}")]
+    /// The records do not decompress with the batch's codec, or a stored
+    /// batch cannot be read as one (CORRUPT_MESSAGE).
+    #[error("the batch's records are corrupt: {0}")]
     Corrupt(String),
+    /// A record's framing is wrong: a length or count its bytes cannot
+    /// hold, fields that do not fill the record, records that do not add
+    /// up to the batch's count (INVALID_RECORD, as Kafka's
+    /// `InvalidRecordException` from `DefaultRecord.readFrom`).
+    #[error("malformed record: {0}")]
+    Framing(String),
     /// The records decompress to more than allowed (INVALID_RECORD).
     #[error("a record of {size} bytes exceeds max.decompressed.message.bytes {max}")]
     RecordTooLarge {

@@ -37,9 +37,7 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, RecordSet,
-};
+use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions, RecordSet};
 
 use super::batch::BatchHeader;
 use super::log::PartitionLog;
@@ -510,7 +508,7 @@ impl PartitionLog {
 /// Decodes the records of one batch read from `seg`; a batch the records
 /// codec refuses is an inconsistency of that segment.
 fn decode_records(seg: &SegmentView, b: &mut Bytes) -> Result<RecordSet, StorageError> {
-    RecordBatchDecoder::decode(b).map_err(|e| StorageError::Inconsistent {
+    super::records::decode_batch(b).map_err(|e| StorageError::Inconsistent {
         path: Some(seg.path.clone()),
         what: Inconsistency::Decode {
             reason: e.to_string(),
@@ -580,7 +578,7 @@ mod tests {
                 pos += h.total_size();
             }
             let mut b = Bytes::from(bytes);
-            for set in RecordBatchDecoder::decode_all(&mut b).unwrap() {
+            for set in crate::storage::records::decode_batches(&mut b).unwrap() {
                 for r in set.records {
                     off = r.offset + 1;
                     out.push((

@@ -16,8 +16,7 @@ use super::segment::{
     segment_file_name, ReadMode, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES,
 };
 use super::txn_index::{
-    append_txn_index, control_marker, read_txn_index, write_txn_index, AbortedTxn, ControlMarker,
-    TXN_INDEX_SUFFIX,
+    append_txn_index, read_txn_index, write_txn_index, AbortedTxn, ControlMarker, TXN_INDEX_SUFFIX,
 };
 use super::StorageError;
 use std::os::unix::fs::FileExt;
@@ -580,7 +579,7 @@ impl PartitionLog {
                 let marker = if h.is_control() {
                     buf.resize(h.total_size(), 0);
                     seg.log_file().read_exact_at(&mut buf, pos)?;
-                    control_marker(&buf)
+                    super::records::control_marker(&buf)
                 } else {
                     None
                 };

@@ -24,6 +24,7 @@ pub mod index;
 pub mod log;
 pub mod log_config;
 pub mod recompress;
+pub mod records;
 pub mod recovery;
 pub mod retention;
 pub mod segment;

@@ -74,9 +74,9 @@ impl From<RecompressError> for BatchError {
             RecompressError::Corrupt(_) | RecompressError::Compress(_) => {
                 BatchError::CorruptMessage(Corruption::Recompress(e))
             }
-            RecompressError::RecordTooLarge { .. } | RecompressError::TooLarge(_) => {
-                BatchError::InvalidRecord(RecordRule::Recompress(e))
-            }
+            RecompressError::RecordTooLarge { .. }
+            | RecompressError::TooLarge(_)
+            | RecompressError::Framing(_) => BatchError::InvalidRecord(RecordRule::Recompress(e)),
         }
     }
 }
@@ -201,75 +201,7 @@ pub fn compress(target: TargetCodec, data: &[u8]) -> Result<Vec<u8>, RecompressE
     }
 }
 
-fn varint(buf: &[u8], pos: &mut usize) -> Option<i64> {
-    let mut v: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let b = *buf.get(*pos)?;
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
-        }
-    }
-    None
-}
-
-/// A record without a timestamp (Kafka's `RecordBatch.NO_TIMESTAMP`).
-pub const NO_TIMESTAMP: i64 = -1;
-
-/// What the record walk found in uncompressed records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordsSummary {
-    /// Smallest record timestamp (base timestamp + delta), records without
-    /// a timestamp (-1) left out; `i64::MAX` when there is none.
-    pub min_timestamp: i64,
-    /// Largest record timestamp, likewise; `i64::MIN` when there is none.
-    pub max_timestamp: i64,
-    /// Largest record (bytes, its length field).
-    pub max_record_bytes: usize,
-}
-
-/// Takes uncompressed records, their count and the batch's base timestamp;
-/// gives their timestamp bounds and largest size, reading only each
-/// record's length, attributes and timestamp delta. CORRUPT_MESSAGE when the
-/// records do not add up to exactly `count` records.
-pub fn summarize_records(
-    records: &[u8],
-    count: i32,
-    base_timestamp: i64,
-) -> Result<RecordsSummary, RecompressError> {
-    let mut s = RecordsSummary {
-        min_timestamp: i64::MAX,
-        max_timestamp: i64::MIN,
-        max_record_bytes: 0,
-    };
-    let mut pos = 0usize;
-    for _ in 0..count {
-        let len = varint(records, &mut pos).ok_or_else(|| corrupt("truncated record length"))?;
-        let len = usize::try_from(len).map_err(|_| corrupt("negative record length"))?;
-        let end = pos
-            .checked_add(len)
-            .filter(|e| *e <= records.len())
-            .ok_or_else(|| corrupt("record extends past the batch"))?;
-        let mut p = pos + 1; // attributes
-        let delta =
-            varint(&records[..end], &mut p).ok_or_else(|| corrupt("bad timestamp delta"))?;
-        let ts = base_timestamp.saturating_add(delta);
-        if ts != NO_TIMESTAMP {
-            s.min_timestamp = s.min_timestamp.min(ts);
-            s.max_timestamp = s.max_timestamp.max(ts);
-        }
-        s.max_record_bytes = s.max_record_bytes.max(len);
-        pos = end;
-    }
-    if pos != records.len() {
-        return Err(corrupt(format!(
-            "{} bytes after the batch's {count} records",
-            records.len() - pos
-        )));
-    }
-    Ok(s)
-}
+pub use super::records::{summarize_records, RecordsSummary, NO_TIMESTAMP};
 
 /// A batch rebuilt with another codec, and what its records hold.
 #[derive(Debug)]
@@ -278,6 +210,30 @@ pub struct Recompressed {
     pub bytes: Vec<u8>,
     /// The records' summary.
     pub summary: RecordsSummary,
+}
+
+/// Takes one whole validated batch and `max.decompressed.message.bytes`
+/// (bytes, per record); checks every record as Kafka's `LogValidator` does
+/// (a compressed batch after decompressing it, at most that limit times its
+/// record count) and gives its decompressed records (None: uncompressed, its
+/// own bytes) and their summary. A record larger than the limit
+/// → `RecordTooLarge` (INVALID_RECORD); a malformed record → `Corrupt`.
+pub fn walk_batch(
+    batch: &[u8],
+    header: &BatchHeader,
+    max_record_bytes: usize,
+) -> Result<(Option<Vec<u8>>, RecordsSummary), RecompressError> {
+    let limit = (max_record_bytes as u64)
+        .saturating_mul(header.records_count.max(1) as u64)
+        .min(MAX_DECOMPRESSED_BATCH);
+    let (plain, summary) = super::records::inspect_batch(batch, header, limit)?;
+    if summary.max_record_bytes > max_record_bytes {
+        return Err(RecompressError::RecordTooLarge {
+            size: summary.max_record_bytes,
+            max: max_record_bytes,
+        });
+    }
+    Ok((plain, summary))
 }
 
 /// Takes one whole validated batch, the topic's codec and
@@ -297,20 +253,14 @@ pub fn recompress(
     if from == target.codec {
         return Ok(None);
     }
-    let body = batch
-        .get(RECORD_BATCH_HEADER_BYTES..)
-        .ok_or_else(|| corrupt("batch shorter than its header"))?;
-    let limit = (max_record_bytes as u64)
-        .saturating_mul(header.records_count.max(1) as u64)
-        .min(MAX_DECOMPRESSED_BATCH);
-    let plain = decompress(from, body, limit)?;
-    let summary = summarize_records(&plain, header.records_count, header.base_timestamp)?;
-    if summary.max_record_bytes > max_record_bytes {
-        return Err(RecompressError::RecordTooLarge {
-            size: summary.max_record_bytes,
-            max: max_record_bytes,
-        });
-    }
+    let (plain, summary) = walk_batch(batch, header, max_record_bytes)?;
+    let plain = match plain {
+        Some(p) => p,
+        None => batch
+            .get(RECORD_BATCH_HEADER_BYTES..)
+            .unwrap_or_default()
+            .to_vec(),
+    };
     let packed = compress(target, &plain)?;
     let mut out = Vec::with_capacity(RECORD_BATCH_HEADER_BYTES + packed.len());
     out.extend_from_slice(&batch[..RECORD_BATCH_HEADER_BYTES]);

@@ -15,9 +15,6 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-use bytes::Bytes;
-use kafka_protocol::records::RecordBatchDecoder;
-
 /// Suffix of aborted-transaction index files.
 pub const TXN_INDEX_SUFFIX: &str = "txnindex";
 
@@ -108,16 +105,6 @@ pub fn parse_control_record(key: &[u8], value: Option<&[u8]>) -> Option<ControlM
         commit,
         coordinator_epoch,
     })
-}
-
-/// Takes the bytes of one whole control batch; gives its marker (decoding
-/// with the protocol crate, so a compressed batch works too), or None when
-/// it cannot be decoded or holds no known marker.
-pub fn control_marker(batch: &[u8]) -> Option<ControlMarker> {
-    let mut b = Bytes::copy_from_slice(batch);
-    let set = RecordBatchDecoder::decode(&mut b).ok()?;
-    let r = set.records.first()?;
-    parse_control_record(r.key.as_deref()?, r.value.as_deref())
 }
 
 /// Gives the key bytes of a control record: version 0, then type 0 (ABORT)

@@ -19,8 +19,8 @@ use bytes::Bytes;
 
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::batch::{BatchError, Corruption, TimestampBound, TimestampOutOfRange};
-use crate::storage::recompress::{self, Codec, RecordsSummary, NO_TIMESTAMP};
-use crate::storage::{BatchHeader, TimestampType, ValidatedBatch, RECORD_BATCH_HEADER_BYTES};
+use crate::storage::recompress::{self, RecordsSummary, NO_TIMESTAMP};
+use crate::storage::{BatchHeader, TimestampType, ValidatedBatch};
 
 /// Why a batch is refused: NOT_ENOUGH_REPLICAS, or a batch error (its code
 /// comes from `crate::error`).
@@ -93,19 +93,16 @@ pub fn apply(
             (Bytes::from(r.bytes), out, Some(r.summary))
         }
         None => {
-            let summary = if Codec::from_bits(batch.header.compression()) == Some(Codec::None) {
-                let body = whole.get(RECORD_BATCH_HEADER_BYTES..).unwrap_or_default();
-                Some(
-                    recompress::summarize_records(
-                        body,
-                        batch.header.records_count,
-                        batch.header.base_timestamp,
-                    )
-                    .map_err(BatchError::from)?,
-                )
-            } else {
-                None
-            };
+            // Every record is checked, a compressed batch's after
+            // decompression, as Kafka's LogValidator does: no batch is
+            // stored whose records a reader cannot walk.
+            let (_, summary) = recompress::walk_batch(
+                whole,
+                &batch.header,
+                settings.max_decompressed_message_bytes,
+            )
+            .map_err(BatchError::from)?;
+            let summary = Some(summary);
             (records.clone(), *batch, summary)
         }
     };
@@ -269,7 +266,7 @@ mod tests {
         let s = topic(&[("compression.type", "snappy")]);
         let plain = batch(Compression::None, &[now; 10]);
         let (bytes, v) = run(&s, &plain, now, false).unwrap();
-        assert_eq!(v.header.compression(), Codec::Snappy as u8);
+        assert_eq!(v.header.compression(), crate::storage::Codec::Snappy as u8);
         assert_eq!(v.size, bytes.len());
         let snappy = batch(Compression::Snappy, &[now; 10]);
         let (bytes, _) = run(&s, &snappy, now, false).unwrap();
