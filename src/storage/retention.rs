@@ -61,11 +61,10 @@ impl PartitionLog {
     ///
     /// Precondition: no append is in flight (the shard's
     /// `Partition::apply_retention` calls it only then); a closed segment
-    /// holding only reservations would count as empty and expired. Known
-    /// gap (`storage::log::model_tests::known_bug_retention_past_the_high_watermark`):
-    /// the high watermark does not bound the deletion yet, while Kafka
-    /// deletes only segments that end at or below it
-    /// (`UnifiedLog.deletableSegments`).
+    /// holding only reservations would count as empty and expired. Only
+    /// segments that end at or below the high watermark are deleted (the
+    /// next segment's base offset ≤ HW), as Kafka's
+    /// `UnifiedLog.deletableSegments`, so the log start never passes it.
     pub fn apply_retention(
         &mut self,
         now_ms: i64,
@@ -86,6 +85,13 @@ impl PartitionLog {
         let mut reason = None;
         let mut total: i64 = self.size_bytes() as i64;
         while let Some(first) = self.older.first() {
+            // As Kafka's `UnifiedLog.deletableSegments`: only a segment that
+            // ends at or below the high watermark may go, so no record a
+            // follower or consumer may still need is removed.
+            let upper = self.older.get(1).unwrap_or(&self.active).base_offset();
+            if upper > self.high_watermark {
+                break;
+            }
             let by_time = expired_by_time(first);
             let by_size = retention_bytes.is_some_and(|max| total - first.size() as i64 >= max);
             if !by_time && !by_size {
