@@ -225,6 +225,17 @@ impl KafkaCode for ProduceError {
     }
 }
 
+impl KafkaCode for crate::shard::owner::offsets::ListOffsetsError {
+    fn code(&self) -> i16 {
+        use crate::shard::owner::offsets::ListOffsetsError as L;
+        match self {
+            L::Leadership(e) => e.code(),
+            L::Storage(e) => e.code(),
+            L::Shard(e) => e.code(),
+        }
+    }
+}
+
 impl KafkaCode for crate::shard::error::ReplicationWaitError {
     fn code(&self) -> i16 {
         use crate::shard::error::ReplicationWaitError as W;

@@ -13,6 +13,7 @@ mod image;
 pub mod internal;
 pub mod io;
 pub mod notify;
+pub mod owner;
 pub mod partition;
 pub mod remote;
 pub mod removal;
