@@ -639,6 +639,25 @@ pub(crate) mod testutil {
         }
     }
 
+    /// Takes records and a codec; gives them encoded by the protocol crate as
+    /// RecordBatch v2 bytes (one batch, or more where the encoder splits).
+    pub fn encode_records(
+        recs: &[kafka_protocol::records::Record],
+        compression: kafka_protocol::records::Compression,
+    ) -> Vec<u8> {
+        let mut buf = bytes::BytesMut::new();
+        kafka_protocol::records::RecordBatchEncoder::encode(
+            &mut buf,
+            recs.iter(),
+            &kafka_protocol::records::RecordEncodeOptions {
+                version: 2,
+                compression,
+            },
+        )
+        .unwrap();
+        buf.to_vec()
+    }
+
     /// Encodes a batch with `n` uncompressed records whose values are
     /// `value_len` bytes; record i has timestamp base_ts + i.
     pub fn build_batch(base_offset: i64, n: i32, base_ts: i64, value_len: usize) -> Vec<u8> {

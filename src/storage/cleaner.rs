@@ -542,16 +542,7 @@ mod tests {
             .enumerate()
             .map(|(i, (k, v))| record(i as i64, k, *v, ts))
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            records.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
+        let buf = crate::storage::batch::testutil::encode_records(&records, compression);
         let v = validate_batches(&buf, usize::MAX).unwrap();
         log.append(&buf, &v, 0, ts).unwrap();
     }
@@ -688,16 +679,7 @@ mod tests {
                 r
             })
             .collect();
-        let mut buf = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            recs.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
+        let buf = crate::storage::batch::testutil::encode_records(&recs, compression);
         let v = validate_batches(&buf, usize::MAX).unwrap();
         log.append(&buf, &v, 0, 1_000).unwrap();
         append(

@@ -217,7 +217,9 @@ pub struct Recompressed {
 /// (a compressed batch after decompressing it, at most that limit times its
 /// record count) and gives its decompressed records (None: uncompressed, its
 /// own bytes) and their summary. A record larger than the limit
-/// → `RecordTooLarge` (INVALID_RECORD); a malformed record → `Corrupt`.
+/// → `RecordTooLarge` (INVALID_RECORD); a malformed record → `Framing`
+/// (INVALID_RECORD); records that do not decompress → `Corrupt`
+/// (CORRUPT_MESSAGE).
 pub fn walk_batch(
     batch: &[u8],
     header: &BatchHeader,
@@ -254,14 +256,10 @@ pub fn recompress(
         return Ok(None);
     }
     let (plain, summary) = walk_batch(batch, header, max_record_bytes)?;
-    let plain = match plain {
-        Some(p) => p,
-        None => batch
-            .get(RECORD_BATCH_HEADER_BYTES..)
-            .unwrap_or_default()
-            .to_vec(),
-    };
-    let packed = compress(target, &plain)?;
+    let records = plain
+        .as_deref()
+        .unwrap_or_else(|| batch.get(RECORD_BATCH_HEADER_BYTES..).unwrap_or_default());
+    let packed = compress(target, records)?;
     let mut out = Vec::with_capacity(RECORD_BATCH_HEADER_BYTES + packed.len());
     out.extend_from_slice(&batch[..RECORD_BATCH_HEADER_BYTES]);
     out.extend_from_slice(&packed);
@@ -282,9 +280,7 @@ pub fn recompress(
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use kafka_protocol::records::{
-        Compression, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    };
+    use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
     fn batch(compression: Compression, n: i64) -> Vec<u8> {
         let recs: Vec<_> = (0..n)
@@ -301,17 +297,7 @@ mod tests {
                 r
             })
             .collect();
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            recs.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.to_vec()
+        crate::storage::batch::testutil::encode_records(&recs, compression)
     }
 
     /// (offset, timestamp, key, value, producer id, sequence) of a record.

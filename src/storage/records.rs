@@ -241,8 +241,7 @@ pub fn control_marker(batch: &[u8]) -> Option<super::txn_index::ControlMarker> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::batch::testutil::fix_crc;
-    use kafka_protocol::records::{RecordBatchEncoder, RecordEncodeOptions};
+    use crate::storage::batch::testutil::{encode_records, fix_crc};
 
     fn encoded(compression: Compression, headers: usize) -> Vec<u8> {
         let recs: Vec<_> = (0..3)
@@ -260,17 +259,7 @@ mod tests {
                 r
             })
             .collect();
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            recs.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.to_vec()
+        encode_records(&recs, compression)
     }
 
     #[test]

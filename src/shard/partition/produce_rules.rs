@@ -19,7 +19,7 @@ use bytes::Bytes;
 
 use crate::cluster::topic_config::TopicSettings;
 use crate::storage::batch::{BatchError, Corruption, TimestampBound, TimestampOutOfRange};
-use crate::storage::recompress::{self, RecordsSummary, NO_TIMESTAMP};
+use crate::storage::recompress::{self, RecordsSummary};
 use crate::storage::{BatchHeader, TimestampType, ValidatedBatch};
 
 /// Why a batch is refused: NOT_ENOUGH_REPLICAS, or a batch error (its code
@@ -90,7 +90,7 @@ pub fn apply(
                 size,
                 header,
             };
-            (Bytes::from(r.bytes), out, Some(r.summary))
+            (Bytes::from(r.bytes), out, r.summary)
         }
         None => {
             // Every record is checked, a compressed batch's after
@@ -102,33 +102,27 @@ pub fn apply(
                 settings.max_decompressed_message_bytes,
             )
             .map_err(BatchError::from)?;
-            let summary = Some(summary);
             (records.clone(), *batch, summary)
         }
     };
-    check_timestamps(settings, &out.header, summary, now_ms)?;
+    check_timestamps(settings, summary, now_ms)?;
     Ok((bytes, out))
 }
 
 /// The timestamp window of CreateTime topics (Kafka
-/// `LogValidator.validateTimestamp`); LogAppendTime topics are not checked.
+/// `LogValidator.validateTimestamp`) over every record's timestamp, from the
+/// record walk's summary; LogAppendTime topics are not checked.
 fn check_timestamps(
     settings: &TopicSettings,
-    header: &BatchHeader,
-    summary: Option<RecordsSummary>,
+    summary: RecordsSummary,
     now_ms: i64,
 ) -> Result<(), BatchError> {
     if settings.log.message_timestamp_type == TimestampType::LogAppendTime {
         return Ok(());
     }
-    // Records without a timestamp (-1) are not checked, as in Kafka.
-    let (min, max) = match summary {
-        Some(s) => (s.min_timestamp, s.max_timestamp),
-        None => [header.base_timestamp, header.max_timestamp]
-            .into_iter()
-            .filter(|t| *t != NO_TIMESTAMP)
-            .fold((i64::MAX, i64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t))),
-    };
+    // Records without a timestamp (-1) are left out of the summary, as
+    // Kafka does not check them.
+    let (min, max) = (summary.min_timestamp, summary.max_timestamp);
     if min > max {
         return Ok(());
     }
@@ -160,7 +154,7 @@ mod tests {
     use crate::cluster::topic_config::settings;
     use crate::config::Config;
     use crate::storage::validate_batches;
-    use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
+    use kafka_protocol::records::Compression;
     use std::collections::BTreeMap;
 
     fn batch(compression: Compression, timestamps: &[i64]) -> Bytes {
@@ -171,17 +165,10 @@ mod tests {
                 crate::protocol::plain_record(i as i64, *ts, None, Some(Bytes::from("v")))
             })
             .collect();
-        let mut buf = bytes::BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut buf,
-            recs.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression,
-            },
-        )
-        .unwrap();
-        buf.freeze()
+        Bytes::from(crate::storage::batch::testutil::encode_records(
+            &recs,
+            compression,
+        ))
     }
 
     fn topic(pairs: &[(&str, &str)]) -> TopicSettings {
