@@ -673,6 +673,7 @@ async fn shard_main(
     shard.start_producer_expiration();
     shard.start_hw_checkpoint();
     crate::replication::remote::Remote::install(&shard);
+    crate::txn::verify::CoordinatorVerifier::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
     let listener = match bind_listener(addr) {

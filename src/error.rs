@@ -225,6 +225,30 @@ impl KafkaCode for ProduceError {
     }
 }
 
+impl KafkaCode for crate::shard::owner::produce::AppendError {
+    fn code(&self) -> i16 {
+        use crate::shard::owner::produce::AppendError as A;
+        match self {
+            A::Refused(e) => e.code(),
+            A::Write(e) => e.code(),
+            A::Flush(e) => e.code(),
+            A::Replication(e) => e.code(),
+            A::NotInTransaction { source, .. } => source.code(),
+            A::Unanswered(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::shard::owner::fetch::FetchReadError {
+    fn code(&self) -> i16 {
+        use crate::shard::owner::fetch::FetchReadError as F;
+        match self {
+            F::Leadership(e) => e.code(),
+            F::Storage(e) => e.code(),
+        }
+    }
+}
+
 impl KafkaCode for crate::shard::owner::offsets::ListOffsetsError {
     fn code(&self) -> i16 {
         use crate::shard::owner::offsets::ListOffsetsError as L;
@@ -354,6 +378,9 @@ impl KafkaCode for VerificationError {
                 }
                 crate::shard::remote::RemoteError::Refused { code, .. } => *code,
             },
+            VerificationError::Coordinator(e) => e.code(),
+            VerificationError::Unanswered(e) => e.code(),
+            VerificationError::NoVerifier => E::InvalidTxnState.code(),
         }
     }
 }

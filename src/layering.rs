@@ -126,13 +126,7 @@ const STORAGE_STAGES: &[&[&str]] = &[
 
 /// Uses that break the rule today, each with why and who removes it
 /// (file relative to src/, target module).
-const KNOWN: &[(&str, &str)] = &[
-    // Fetch still reads partitions itself (`read_partition`, the zero-copy
-    // `FileRegion`s it encodes, the page-cache hint); it moves behind
-    // `shard::owner::fetch` as ListOffsets moved behind `owner::offsets`.
-    ("handlers/fetch/mod.rs", "storage"),
-    ("handlers/fetch/encode.rs", "storage"),
-];
+const KNOWN: &[(&str, &str)] = &[];
 
 /// The layers below the handlers speak no Kafka protocol: of the protocol
 /// crate their non-test code uses only the record batch codec

@@ -94,6 +94,26 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         "Of those, the partitions read on another shard than their connection's (refreshed about once a second).",
         &|s| s.replica_reads_cross_shard.load(Relaxed),
     );
+    let name = "fjord_cross_shard_calls_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Tasks sent to another shard, by the API key of the request they serve (none: background work)."
+    );
+    let _ = writeln!(out, "# TYPE {name} counter");
+    for (i, s) in stats.iter().enumerate() {
+        let calls = &s.cross_shard_calls;
+        let _ = writeln!(
+            out,
+            "{name}{{shard=\"{i}\",api_key=\"none\"}} {}",
+            calls.background.load(Relaxed)
+        );
+        for (key, n) in calls.by_api_key.iter().enumerate() {
+            let n = n.load(Relaxed);
+            if n > 0 {
+                let _ = writeln!(out, "{name}{{shard=\"{i}\",api_key=\"{key}\"}} {n}");
+            }
+        }
+    }
     let name = "fjord_reactor_stalls_over_ms";
     let _ = writeln!(
         out,

@@ -63,6 +63,56 @@ pub struct ShardStallStats {
     /// Fetch sessions (KIP-227) this shard holds (Kafka's
     /// NumIncrementalFetchSessions), same refresh.
     pub incremental_fetch_sessions: AtomicU64,
+    /// Tasks this shard sent to other shards, by the request they serve.
+    pub cross_shard_calls: CrossShardCalls,
+}
+
+/// API keys counted one by one in [`CrossShardCalls`]; larger keys share
+/// the last slot.
+pub const COUNTED_API_KEYS: usize = 128;
+
+/// Tasks a shard sent to other shards over the mesh (`Shard::invoke_on`
+/// to another shard), counted as they are sent: by the API key of the
+/// request the sending task serves, or as background work (timers,
+/// replication, coordinators' own tasks).
+#[derive(Debug)]
+pub struct CrossShardCalls {
+    /// Calls made while serving a request, indexed by its API key.
+    pub by_api_key: [AtomicU64; COUNTED_API_KEYS],
+    /// Calls made by background tasks.
+    pub background: AtomicU64,
+}
+
+impl Default for CrossShardCalls {
+    fn default() -> CrossShardCalls {
+        CrossShardCalls {
+            by_api_key: std::array::from_fn(|_| AtomicU64::new(0)),
+            background: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Counts one task sent to another shard by the task being polled on this
+/// thread (see [`CrossShardCalls`]); nothing before [`install`].
+pub fn count_cross_shard_call() {
+    let activity = current_activity();
+    MONITOR.with(|m| {
+        let Ok(m) = m.try_borrow() else { return };
+        let Some(stats) = m.as_ref().and_then(|m| m.stats.get(m.shard)) else {
+            return;
+        };
+        let calls = &stats.cross_shard_calls;
+        let slot = match activity {
+            Activity::Idle => &calls.background,
+            Activity::Request { api_key, .. } => {
+                let i = usize::try_from(api_key)
+                    .unwrap_or(0)
+                    .min(COUNTED_API_KEYS - 1);
+                &calls.by_api_key[i]
+            }
+        };
+        slot.fetch_add(1, Relaxed);
+    });
 }
 
 impl ShardStallStats {

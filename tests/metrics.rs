@@ -15,17 +15,6 @@ use std::time::Duration;
 
 use common::*;
 
-/// The address the broker logged for its metrics endpoint.
-fn metrics_address(broker: &Broker) -> String {
-    let text = broker.stderr_text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("metrics endpoint on http://"))
-        .unwrap_or_else(|| panic!("no metrics address logged:\n{text}"));
-    let rest = line.split("http://").nth(1).expect("address");
-    rest.trim_end_matches("/metrics").trim().to_string()
-}
-
 /// One HTTP/1.0 GET; gives the whole response (head and body).
 fn get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
@@ -39,7 +28,7 @@ fn get(addr: &str, path: &str) -> String {
 #[test]
 fn metrics_endpoint_lists_every_shard() {
     let mut broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
-    let addr = metrics_address(&broker);
+    let addr = broker.metrics_address();
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
 
     let resp = get(&addr, "/metrics");

@@ -16,7 +16,32 @@
 //! Pure functions of the metadata image and of what the owner shard holds,
 //! unit-tested with hand-built images.
 
+use super::error::CoordinatorLookupError;
 use super::metadata::{BrokerMeta, MetadataImage, PartitionRegistration, NO_LEADER};
+
+/// Checks that broker `node_id` leads `partition` of the internal `topic`
+/// in `image` (coordinators follow their partition's leadership). Errors
+/// with [`CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR),
+/// naming the leader (-1 when none).
+pub fn coordinator_here(
+    image: &MetadataImage,
+    node_id: i32,
+    topic: &'static str,
+    partition: i32,
+) -> Result<(), CoordinatorLookupError> {
+    let leader = image
+        .partition(topic, partition)
+        .map_or(NO_LEADER, |p| p.leader);
+    if leader == node_id {
+        Ok(())
+    } else {
+        Err(CoordinatorLookupError::NotCoordinator {
+            topic,
+            partition,
+            leader,
+        })
+    }
+}
 
 /// This broker's replica of one partition, as the last applied image set it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -138,6 +138,21 @@ impl Variants for ProducerStateError {
     }
 }
 
+impl Variants for crate::shard::owner::produce::AppendError {
+    const COUNT: usize = 6;
+    fn index(&self) -> usize {
+        use crate::shard::owner::produce::AppendError as A;
+        match self {
+            A::Refused(_) => 0,
+            A::Write(_) => 1,
+            A::Flush(_) => 2,
+            A::Replication(_) => 3,
+            A::NotInTransaction { .. } => 4,
+            A::Unanswered(_) => 5,
+        }
+    }
+}
+
 impl Variants for FlushError {
     const COUNT: usize = 2;
     fn index(&self) -> usize {
@@ -324,11 +339,14 @@ impl Variants for AnswerError {
 }
 
 impl Variants for VerificationError {
-    const COUNT: usize = 2;
+    const COUNT: usize = 5;
     fn index(&self) -> usize {
         match self {
             VerificationError::CoordinatorLookup(_) => 0,
             VerificationError::Remote(_) => 1,
+            VerificationError::Coordinator(_) => 2,
+            VerificationError::Unanswered(_) => 3,
+            VerificationError::NoVerifier => 4,
         }
     }
 }

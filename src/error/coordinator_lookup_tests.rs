@@ -84,6 +84,18 @@ fn verification_error_codes() {
             .into(),
             48,
         ),
+        // The local coordinator's own answer is kept.
+        (
+            VerificationError::Coordinator(crate::txn::error::TxnError::InvalidProducerEpoch {
+                producer_id: 1,
+                epoch: 0,
+                current_epoch: 1,
+            }),
+            47,
+        ),
+        // The coordinator's shard is gone: the mesh's REQUEST_TIMED_OUT.
+        (VerificationError::Unanswered(ShardError::Unavailable(1)), 7),
+        (VerificationError::NoVerifier, 48),
     ];
     crate::error::code_tables::table(&table);
 }

@@ -46,6 +46,34 @@ fn producer_state_error_codes() {
     crate::error::code_tables::table(&table);
 }
 
+/// A Produce partition's answer keeps the code of what failed; the owner
+/// shard's silence is REQUEST_TIMED_OUT (the outcome is unknown).
+#[test]
+fn append_error_codes() {
+    use crate::shard::owner::produce::AppendError as A;
+    let table: Vec<(A, i16)> = vec![
+        (A::Refused(ProduceError::NoBatch), 2),
+        (A::Write(io()), 56),
+        (A::Flush(FlushError::Abandoned), 56),
+        (
+            A::Replication(crate::shard::error::ReplicationWaitError::TimedOut),
+            7,
+        ),
+        (
+            A::NotInTransaction {
+                topic: Arc::from("t"),
+                partition: 0,
+                producer_id: 1,
+                epoch: 0,
+                source: crate::shard::error::VerificationError::NoVerifier,
+            },
+            48,
+        ),
+        (A::Unanswered(crate::mesh::ShardError::Unavailable(1)), 7),
+    ];
+    crate::error::code_tables::table(&table);
+}
+
 #[test]
 fn produce_error_codes() {
     let fenced = ProducerStateError::FencedEpoch {

@@ -250,7 +250,12 @@ pub fn group_owner(
         );
     }
     let p = crate::group::records::partition_for_group(group_id, n);
-    coordinator_here(shard, crate::group::OFFSETS_TOPIC, p)?;
+    crate::cluster::leadership::coordinator_here(
+        &shard.metadata(),
+        shard.config.node_id,
+        crate::group::OFFSETS_TOPIC,
+        p,
+    )?;
     Ok(shard.owner(crate::group::OFFSETS_TOPIC, p))
 }
 
@@ -272,52 +277,7 @@ pub fn client_host(frame: &RequestFrame) -> String {
         .unwrap_or_default()
 }
 
-/// The shard coordinating `transactional_id`: the owner of its
-/// `__transaction_state` partition. Errors with
-/// [`crate::cluster::error::CoordinatorLookupError::TopicMissing`] (COORDINATOR_NOT_AVAILABLE) while
-/// that topic does not exist yet (FindCoordinator creates it).
-pub fn txn_owner(
-    shard: &Shard,
-    transactional_id: &str,
-) -> Result<usize, crate::cluster::error::CoordinatorLookupError> {
-    use crate::txn::TRANSACTION_STATE_TOPIC;
-    if shard.metadata().topic(TRANSACTION_STATE_TOPIC).is_none() {
-        return Err(
-            crate::cluster::error::CoordinatorLookupError::TopicMissing {
-                topic: TRANSACTION_STATE_TOPIC,
-            },
-        );
-    }
-    let n = shard.config.txn.state_log_partitions;
-    let p = crate::txn::coordinator::partition_for_transactional_id(transactional_id, n);
-    coordinator_here(shard, TRANSACTION_STATE_TOPIC, p)?;
-    Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
-}
-
-/// Checks that this broker leads `partition` of the internal `topic`
-/// (coordinators follow their partition's leadership). Errors with
-/// [`crate::cluster::error::CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR).
-fn coordinator_here(
-    shard: &Shard,
-    topic: &'static str,
-    partition: i32,
-) -> Result<(), crate::cluster::error::CoordinatorLookupError> {
-    let leader = shard
-        .metadata()
-        .partition(topic, partition)
-        .map_or(crate::cluster::metadata::NO_LEADER, |p| p.leader);
-    if leader == shard.config.node_id {
-        Ok(())
-    } else {
-        Err(
-            crate::cluster::error::CoordinatorLookupError::NotCoordinator {
-                topic,
-                partition,
-                leader,
-            },
-        )
-    }
-}
+pub use crate::txn::verify::txn_owner;
 
 /// The codes the work below a handler gave for the items of its request
 /// (one per item, in request order), taken one by one while the response is
@@ -338,16 +298,6 @@ impl Answers {
         use crate::shard::error::AnswerError;
         self.0.next().unwrap_or_else(|| AnswerError::Lost.code())
     }
-}
-
-/// The code of a partition verification (KIP-890: Produce with a
-/// transactional batch, TxnOffsetCommit) whose transaction coordinator
-/// cannot be named: see
-/// [`VerificationError::CoordinatorLookup`](crate::shard::error::VerificationError::CoordinatorLookup).
-pub fn verification_lookup_code(e: &crate::cluster::error::CoordinatorLookupError) -> i16 {
-    use crate::error::KafkaCode;
-    use crate::shard::error::VerificationError;
-    VerificationError::from(e.clone()).code()
 }
 
 /// PRODUCER_FENCED (90) is newer than some request versions (KIP-588):

@@ -15,7 +15,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
-use super::{fenced_for_version, group_owner, respond, txn_owner, Answers, HandlerResult};
+use super::{fenced_for_version, group_owner, respond, Answers, HandlerResult};
 use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
@@ -47,35 +47,15 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     if let Err(c) = begun {
         return c;
     }
-    let id = req.transactional_id.0.to_string();
+    let id: std::sync::Arc<str> = std::sync::Arc::from(req.transactional_id.0.as_str());
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
-    let owner = match txn_owner(shard, &id) {
-        Ok(o) => o,
-        Err(crate::cluster::error::CoordinatorLookupError::NotCoordinator { leader, .. })
-            if leader >= 0 =>
-        {
-            return crate::replication::remote::verify_partition(
-                shard,
-                leader,
-                &id,
-                pid,
-                epoch,
-                OFFSETS_TOPIC,
-                p,
-            )
-            .await
-            .unwrap_or_else(|e| VerificationError::from(e).code());
-        }
-        Err(e) => return VerificationError::from(e).code(),
-    };
-    let tp = (OFFSETS_TOPIC.to_string(), p);
-    shard
-        .invoke_on(owner, move |s| async move {
-            crate::txn::coordinator::verify_partition(&s, &id, pid, epoch, &tp)
-                .map_or_else(|e| e.code(), |()| 0)
-        })
+    let partition = (std::sync::Arc::from(OFFSETS_TOPIC), p);
+    crate::txn::verify::verify_partitions(shard.clone(), id, pid, epoch, vec![partition])
         .await
-        .unwrap_or_else(|e| e.code())
+        .into_iter()
+        .next()
+        .unwrap_or(Err(VerificationError::NoVerifier))
+        .map_or_else(|e| e.code(), |()| 0)
 }
 
 /// Answers TxnOffsetCommit.

@@ -9,69 +9,8 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::cluster::alter_partition::IsrAsk;
-use crate::cluster::control::{ControllerReply, ControllerRequest};
-use crate::shard::partition::{IsrChange, Partition};
-use crate::shard::{controller_call, now_ms, stall, Shard};
-
-/// Sends `change` of `part` (owned by the calling shard) to the active
-/// controller in the background; on refusal the pending change is dropped
-/// (see `Partition::isr_change_failed`). Takes effect when the image with
-/// the new ISR is applied.
-pub fn propose(part: Rc<Partition>, change: IsrChange) {
-    let Ok(shard) = crate::shard::current() else {
-        part.isr_change_failed(&change);
-        return;
-    };
-    stall::spawn_local("isr change", async move {
-        let node = shard.config.node_id;
-        let Some(broker_epoch) = shard.metadata().registrations.get(&node).map(|b| b.epoch) else {
-            part.isr_change_failed(&change);
-            return;
-        };
-        let ask = IsrAsk {
-            broker: node,
-            broker_epoch,
-            topic_id: change.topic_id,
-            partition: change.partition,
-            leader_epoch: change.leader_epoch,
-            partition_epoch: change.partition_epoch,
-            new_isr: change.new_isr.clone(),
-        };
-        match controller_call::submit(&shard, ControllerRequest::AlterPartition(ask)).await {
-            Ok(ControllerReply::AlterPartition(Ok(()))) => log::info!(
-                "{}-{}: ISR is now {:?} (leader epoch {})",
-                change.topic,
-                change.partition,
-                change.new_isr,
-                change.leader_epoch
-            ),
-            Ok(ControllerReply::AlterPartition(Err(e))) => {
-                log::info!(
-                    "{}-{}: ISR change to {:?} refused: {e}",
-                    change.topic,
-                    change.partition,
-                    change.new_isr
-                );
-                part.isr_change_failed(&change);
-            }
-            Ok(other) => {
-                log::warn!("ISR change answered with {other:?}");
-                part.isr_change_failed(&change);
-            }
-            Err(e) => {
-                log::info!(
-                    "{}-{}: ISR change to {:?} not sent: {e}",
-                    change.topic,
-                    change.partition,
-                    change.new_isr
-                );
-                part.isr_change_failed(&change);
-            }
-        }
-    })
-    .detach();
-}
+use crate::shard::isr_change::propose;
+use crate::shard::{now_ms, stall, Shard};
 
 /// Starts the ISR check of `shard`: every `replica.lag.time.max.ms / 2`,
 /// each partition it leads proposes to drop the followers that lagged past

@@ -80,6 +80,57 @@ impl Remote {
 }
 
 impl RemoteBrokers for Remote {
+    fn verify_in_txn(
+        &self,
+        shard: Rc<Shard>,
+        coordinator: i32,
+        transactional_id: std::sync::Arc<str>,
+        producer_id: i64,
+        epoch: i16,
+        partitions: Vec<(std::sync::Arc<str>, i32)>,
+    ) -> RemoteFuture<Result<Vec<i16>, RemoteError>> {
+        let idle = self.idle.clone();
+        Box::pin(async move {
+            let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+            for (t, p) in &partitions {
+                match topics.iter_mut().find(|x| x.name.0.as_str() == &**t) {
+                    Some(x) => x.partitions.push(*p),
+                    None => topics.push(
+                        AddPartitionsToTxnTopic::default()
+                            .with_name(TopicName(StrBytes::from_string(t.to_string())))
+                            .with_partitions(vec![*p]),
+                    ),
+                }
+            }
+            let req = AddPartitionsToTxnRequest::default().with_transactions(vec![
+                AddPartitionsToTxnTransaction::default()
+                    .with_transactional_id(TransactionalId(StrBytes::from_string(
+                        transactional_id.to_string(),
+                    )))
+                    .with_producer_id(ProducerId(producer_id))
+                    .with_producer_epoch(epoch)
+                    .with_verify_only(true)
+                    .with_topics(topics),
+            ]);
+            let resp = Remote::call(&idle, &shard, coordinator, &req, 4).await?;
+            if resp.error_code != 0 {
+                return Ok(vec![resp.error_code; partitions.len()]);
+            }
+            let answered = |t: &str, p: i32| {
+                resp.results_by_transaction
+                    .iter()
+                    .flat_map(|r| r.topic_results.iter())
+                    .filter(|x| x.name.0.as_str() == t)
+                    .flat_map(|x| x.results_by_partition.iter())
+                    .find(|x| x.partition_index == p)
+                    .map_or(ResponseError::UnknownServerError.code(), |x| {
+                        x.partition_error_code
+                    })
+            };
+            Ok(partitions.iter().map(|(t, p)| answered(t, *p)).collect())
+        })
+    }
+
     fn write_markers(
         &self,
         shard: Rc<Shard>,
@@ -135,47 +186,4 @@ impl RemoteBrokers for Remote {
             Ok(())
         })
     }
-}
-
-/// Asks the transaction coordinator on broker `coordinator` whether
-/// `topic`-`partition` is in the open transaction of `transactional_id`
-/// (producer id and epoch): AddPartitionsToTxn v4 with `verify_only`.
-/// Gives the coordinator's code for the partition (0: it is), or why it
-/// could not be asked.
-pub async fn verify_partition(
-    shard: &Shard,
-    coordinator: i32,
-    transactional_id: &str,
-    producer_id: i64,
-    epoch: i16,
-    topic: &str,
-    partition: i32,
-) -> Result<i16, RemoteError> {
-    let req = AddPartitionsToTxnRequest::default().with_transactions(vec![
-        AddPartitionsToTxnTransaction::default()
-            .with_transactional_id(TransactionalId(StrBytes::from_string(
-                transactional_id.to_string(),
-            )))
-            .with_producer_id(ProducerId(producer_id))
-            .with_producer_epoch(epoch)
-            .with_verify_only(true)
-            .with_topics(vec![AddPartitionsToTxnTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(vec![partition])]),
-    ]);
-    let idle = Pool::default();
-    let resp = Remote::call(&idle, shard, coordinator, &req, 4).await?;
-    if resp.error_code != 0 {
-        return Ok(resp.error_code);
-    }
-    let code = resp
-        .results_by_transaction
-        .iter()
-        .flat_map(|r| r.topic_results.iter())
-        .flat_map(|t| t.results_by_partition.iter())
-        .find(|p| p.partition_index == partition)
-        .map_or(ResponseError::UnknownServerError.code(), |p| {
-            p.partition_error_code
-        });
-    Ok(code)
 }

@@ -271,6 +271,19 @@ pub enum VerificationError {
     /// could not be asked, INVALID_TXN_STATE (48) as for a lookup failure.
     #[error("cannot verify the partition with the coordinator: {0}")]
     Remote(#[from] super::remote::RemoteError),
+    /// The coordinator, on a shard of this broker, refused: the
+    /// transaction error's code (INVALID_PRODUCER_ID_MAPPING (49),
+    /// INVALID_PRODUCER_EPOCH (47), INVALID_TXN_STATE (48), …).
+    #[error("the coordinator refused: {0}")]
+    Coordinator(crate::txn::error::TxnError),
+    /// The coordinator's shard did not answer: the mesh error's code
+    /// (REQUEST_TIMED_OUT (7): whether it was asked is not known).
+    #[error("the coordinator's shard did not answer: {0}")]
+    Unanswered(crate::mesh::ShardError),
+    /// No way to the coordinator is installed (start-up not finished), or
+    /// it gave no answer for the partition: INVALID_TXN_STATE (48).
+    #[error("no transaction coordinator answered")]
+    NoVerifier,
 }
 
 /// An item of a request that the work below its handler left without an

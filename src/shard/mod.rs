@@ -12,6 +12,7 @@ mod hw_checkpoint;
 mod image;
 pub mod internal;
 pub mod io;
+pub mod isr_change;
 pub mod notify;
 pub mod owner;
 pub mod partition;
@@ -90,6 +91,9 @@ pub struct Shard {
     quorum: RefCell<Option<Rc<Quorum>>>,
     /// The way to other brokers (installed at start-up).
     remote: RefCell<Option<Rc<dyn remote::RemoteBrokers>>>,
+    /// The way to the transaction coordinator for Produce's KIP-890 check
+    /// (installed at start-up).
+    txn_verifier: RefCell<Option<Rc<dyn owner::produce::TxnVerifier>>>,
     /// This broker's block of producer ids (shard 0): next, end (exclusive).
     producer_ids: std::cell::Cell<(i64, i64)>,
     /// The fetch sessions (KIP-227) of the connections on this shard.
@@ -157,6 +161,7 @@ impl Shard {
             txns: TransactionCoordinator::default(),
             quorum: RefCell::new(None),
             remote: RefCell::new(None),
+            txn_verifier: RefCell::new(None),
             producer_ids: std::cell::Cell::new((0, 0)),
             fetch_sessions: RefCell::new(fetch_sessions),
             hw_restore: RefCell::new(hw_restore),
@@ -203,6 +208,7 @@ impl Shard {
             return Ok(f(current()?).await);
         }
         let (tx, rx) = oneshot::channel();
+        stall::count_cross_shard_call();
         let activity = stall::current_activity();
         let task: Task = Box::new(move || {
             Box::pin(stall::watch_as("cross-shard task", activity, async move {
@@ -245,6 +251,16 @@ impl Shard {
     /// The way to other brokers, once installed.
     pub fn remote(&self) -> Option<Rc<dyn remote::RemoteBrokers>> {
         self.remote.borrow().clone()
+    }
+
+    /// Installs the way to the transaction coordinator (start-up).
+    pub fn set_txn_verifier(&self, v: Rc<dyn owner::produce::TxnVerifier>) {
+        self.txn_verifier.replace(Some(v));
+    }
+
+    /// The way to the transaction coordinator, once installed.
+    pub fn txn_verifier(&self) -> Option<Rc<dyn owner::produce::TxnVerifier>> {
+        self.txn_verifier.borrow().clone()
     }
 
     /// A new producer id block `[first, end)`.

@@ -68,4 +68,19 @@ pub trait RemoteBrokers {
         leader: i32,
         markers: RemoteMarkers,
     ) -> RemoteFuture<Result<(), RemoteError>>;
+
+    /// Asks broker `coordinator` (the transaction coordinator of
+    /// `transactional_id`) whether each of `partitions` is in the open
+    /// transaction of (`producer_id`, `epoch`), in one AddPartitionsToTxn v4
+    /// `verify_only` request (KIP-890). Gives the coordinator's code per
+    /// partition, in order (0: it is), or why it could not be asked.
+    fn verify_in_txn(
+        &self,
+        shard: Rc<Shard>,
+        coordinator: i32,
+        transactional_id: std::sync::Arc<str>,
+        producer_id: i64,
+        epoch: i16,
+        partitions: Vec<(std::sync::Arc<str>, i32)>,
+    ) -> RemoteFuture<Result<Vec<i16>, RemoteError>>;
 }

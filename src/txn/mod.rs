@@ -15,6 +15,8 @@
 //! * [`state_machine`]: Kafka's transaction state machine as pure functions
 //!   (request, metadata, time → transition, markers, answer).
 //! * [`load`]: the replay of a `__transaction_state` partition.
+//! * [`verify`]: the coordinator's side of Produce's KIP-890 check, as the
+//!   owners ask it (`shard::owner::produce::TxnVerifier`).
 //! * [`error`]: [`error::TxnError`], the coordinator's typed error.
 
 pub mod coordinator;
@@ -26,6 +28,7 @@ pub mod producer_state;
 pub mod records;
 pub mod snapshot;
 pub mod state_machine;
+pub mod verify;
 
 pub use crate::config::TxnConfig;
 pub use coordinator::TransactionCoordinator;

@@ -110,6 +110,18 @@ impl Broker {
         self.addr.clone()
     }
 
+    /// The `host:port` of the metrics endpoint the current run logged
+    /// (`metrics.listener`).
+    pub fn metrics_address(&self) -> String {
+        let text = self.stderr_text();
+        let line = text
+            .lines()
+            .find(|l| l.contains("metrics endpoint on http://"))
+            .unwrap_or_else(|| panic!("no metrics address logged:\n{text}"));
+        let rest = line.split("http://").nth(1).expect("address");
+        rest.trim_end_matches("/metrics").trim().to_string()
+    }
+
     /// Process id of the current run.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("broker is not running").id()

@@ -13,7 +13,7 @@ use uuid::Uuid;
 use crate::cluster::metadata::BrokerMeta;
 use crate::protocol::frame::put_response_header;
 use crate::protocol::{Response, ResponseChunk};
-use crate::storage::FileRegion;
+use crate::shard::owner::fetch::FileRegion;
 
 /// One topic of the response.
 #[derive(Debug)]

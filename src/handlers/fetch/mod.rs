@@ -12,7 +12,7 @@
 //! read again on its owner with its exact limit (a second round for those
 //! only). Batch headers are read with `RWF_NOWAIT`; a header out of the page
 //! cache is warmed on the blocking pool and the read retried
-//! ([`read_partition`]). When the response holds fewer than `min_bytes`,
+//! (`shard::owner::fetch`). When the response holds fewer than `min_bytes`,
 //! wait on the owners' append signals (no polling) until data arrives or
 //! `max_wait_ms` expires, then read again.
 //!
@@ -58,245 +58,58 @@ use crate::shard::fetch_session::{
     FetchParams, Mode, PartitionAnswer, SessionKey, TopicRef, FINAL_EPOCH,
 };
 use crate::shard::notify::any_changed;
-use crate::shard::write_stats::WRITE_STATS;
-use crate::shard::{now_ms, Shard};
-use crate::storage::{cache, FileRegion, ReadMode, StorageError};
+pub use crate::shard::owner::fetch::PartitionRead;
+use crate::shard::owner::fetch::{self as owner_fetch, OwnerRead};
+use crate::shard::Shard;
 pub use encode::{encode_fetch_response, FetchPartitionOut, FetchTopicOut};
 
-/// One partition to read, as sent to its owner.
-#[derive(Debug, Clone)]
-pub struct PartitionRead {
-    /// Topic name.
-    pub topic: Arc<str>,
-    /// Partition index.
-    pub partition: i32,
-    /// First offset wanted.
-    pub fetch_offset: i64,
-    /// Per-partition limit (bytes), `partition_max_bytes`.
-    pub partition_max_bytes: u64,
-    /// The request's `isolation_level` (v4+): 0 READ_UNCOMMITTED, 1
-    /// READ_COMMITTED (data below the LSO only, KIP-98).
-    pub isolation_level: i8,
-    /// The partition's `current_leader_epoch` (v9+, KIP-320); None when
-    /// not given (negative on the wire): not checked.
-    pub current_leader_epoch: Option<i32>,
-    /// Who fetches (a consumer or a follower replica; see [`requester`]).
-    pub requester: Requester,
-    /// The epoch of the last batch the fetcher has (v12+
-    /// `last_fetched_epoch`); None when not given (-1): no divergence check.
-    pub last_fetched_epoch: Option<i32>,
-}
-
-/// The owner's answer for one partition.
+/// The owner's answer for one partition, with its Kafka error code (also
+/// for the partitions the handler refuses before any read).
 #[derive(Debug, Default)]
 pub struct PartitionReadResult {
     /// Kafka error code.
     pub error_code: i16,
-    /// High watermark (== LEO on one node).
-    pub high_watermark: i64,
-    /// Last stable offset (KIP-98; == high watermark with no open transaction).
-    pub last_stable_offset: i64,
-    /// Log start offset.
-    pub log_start_offset: i64,
-    /// Whole batches to send, as `.log` file ranges.
-    pub regions: Vec<FileRegion>,
-    /// Sum of the regions' lengths.
-    pub bytes: u64,
-    /// Size (bytes) of the first batch of the regions, 0 when none.
-    pub first_batch_bytes: u64,
-    /// Offset after the returned data (see `storage::ReadResult::end_offset`).
-    pub end_offset: i64,
-    /// Append-signal generation seen at read time (to wait without a race).
-    pub generation: u64,
-    /// READ_COMMITTED: (producer id, first offset) of the aborted
-    /// transactions overlapping [fetch offset, LSO) — narrowed to the data
-    /// kept once the response is planned; None for READ_UNCOMMITTED.
-    pub aborted_transactions: Option<Vec<(i64, i64)>>,
-    /// (epoch, end offset) where the fetcher's log stops agreeing with
-    /// this one (v12+ `diverging_epoch`, KIP-320): it must truncate there
-    /// before it fetches again; no data is sent with it.
-    pub diverging_epoch: Option<(i32, i64)>,
+    /// What the owner read (its `error` is the code's source).
+    pub read: OwnerRead,
+}
+
+impl From<OwnerRead> for PartitionReadResult {
+    fn from(read: OwnerRead) -> PartitionReadResult {
+        PartitionReadResult {
+            error_code: read.error.as_ref().map_or(codes::NONE, |e| e.code()),
+            read,
+        }
+    }
 }
 
 impl PartitionReadResult {
     fn failed(error_code: i16) -> PartitionReadResult {
         PartitionReadResult {
             error_code,
-            high_watermark: -1,
-            last_stable_offset: -1,
-            log_start_offset: -1,
-            ..Default::default()
+            read: OwnerRead::empty(),
         }
     }
 
     /// Drops the data (nothing of this partition fits the response).
     fn drop_data(&mut self) {
-        self.regions.clear();
-        self.bytes = 0;
-        self.first_batch_bytes = 0;
+        self.read.regions.clear();
+        self.read.bytes = 0;
+        self.read.first_batch_bytes = 0;
     }
 
     /// Narrows the aborted list to the data kept: [fetch offset, end of the
     /// data) capped at the LSO, or [fetch offset, LSO) with no data.
     fn narrow_aborted(&mut self) {
-        let upper = if self.bytes > 0 {
-            self.end_offset.min(self.last_stable_offset)
+        let r = &mut self.read;
+        let upper = if r.bytes > 0 {
+            r.end_offset.min(r.last_stable_offset)
         } else {
-            self.last_stable_offset
+            r.last_stable_offset
         };
-        if let Some(a) = self.aborted_transactions.as_mut() {
+        if let Some(a) = r.aborted_transactions.as_mut() {
             a.retain(|(_, first)| *first < upper);
         }
     }
-}
-
-/// Reads of batch headers that found them out of the page cache and warmed
-/// them before this many tries; the next read may block (logged at debug).
-const NOT_CACHED_TRIES: u32 = 3;
-
-/// Runs on the owner: reads one partition with a byte limit (`limit`,
-/// bytes) and KIP-74's `allow_oversize` (the first batch even if larger).
-/// Batch headers are read without waiting for the disk; a header out of the
-/// page cache is warmed on the blocking pool and the read retried, at most
-/// `NOT_CACHED_TRIES` (3) times, then read blocking. Gives the partition's
-/// result (errors as Kafka codes; a not-cached outcome never gets out).
-pub async fn read_partition(
-    shard: &Shard,
-    r: &PartitionRead,
-    limit: u64,
-    allow_oversize: bool,
-) -> PartitionReadResult {
-    let mut tries = 0u32;
-    loop {
-        let part = match shard.serving(&r.topic, r.partition, r.requester, r.current_leader_epoch) {
-            Ok(part) => part,
-            Err(e) => return PartitionReadResult::failed(e.code()),
-        };
-        let mode = if tries < NOT_CACHED_TRIES {
-            ReadMode::NoWait
-        } else {
-            ReadMode::Blocking
-        };
-        let mut out = PartitionReadResult::failed(codes::NONE);
-        out.generation = part.append_signal().generation();
-        let read = match r.requester {
-            Requester::Follower { replica_id } => {
-                // Kafka `Partition.fetchRecords`: a follower whose last
-                // fetched epoch ends before its fetch offset here, or is
-                // unknown here, diverges; it truncates before fetching on.
-                if let Some(diverging) = r
-                    .last_fetched_epoch
-                    .and_then(|last| diverging_epoch(&part, last, r.fetch_offset))
-                {
-                    out.diverging_epoch = Some(diverging);
-                    out.high_watermark = part.high_watermark();
-                    out.last_stable_offset = part.last_stable_offset();
-                    out.log_start_offset = part.log_start_offset();
-                    out.end_offset = r.fetch_offset;
-                    return out;
-                }
-                // The fetch offset is the follower's LEO: it may move the
-                // high watermark and bring the follower back into the ISR.
-                let alive = shard.metadata().is_alive(replica_id);
-                if let Some(change) =
-                    part.follower_fetched(replica_id, r.fetch_offset, alive, now_ms())
-                {
-                    crate::replication::isr::propose(part.clone(), change);
-                }
-                part.read_replica_in(r.fetch_offset, limit, mode)
-            }
-            Requester::Client => part.read_isolated_in(
-                r.fetch_offset,
-                limit,
-                allow_oversize,
-                r.isolation_level,
-                mode,
-            ),
-        };
-        match read {
-            Ok(iso) => {
-                let res = iso.read;
-                out.high_watermark = res.high_watermark;
-                out.last_stable_offset = iso.last_stable_offset;
-                out.aborted_transactions = iso.aborted;
-                out.log_start_offset = res.log_start_offset;
-                out.bytes = res.bytes;
-                out.first_batch_bytes = res.first_batch_bytes;
-                out.end_offset = res.end_offset;
-                out.regions = res.regions;
-            }
-            Err(StorageError::NotCached {
-                file,
-                path,
-                position,
-                len,
-            }) => {
-                drop(part);
-                tries += 1;
-                if tries >= NOT_CACHED_TRIES {
-                    log::debug!(
-                        "{}: batch headers at {position} still not cached after {tries} warms; \
-                         reading blocking",
-                        path.display()
-                    );
-                }
-                match cache::warm(file, position, len).await {
-                    Ok(n) => WRITE_STATS.with(|s| {
-                        s.header_warms.set(s.header_warms.get() + 1);
-                        s.header_bytes_warmed.set(s.header_bytes_warmed.get() + n);
-                    }),
-                    Err(e) => log::debug!("{}: warming {position}: {e}", path.display()),
-                }
-                continue;
-            }
-            Err(e) => {
-                if let StorageError::OffsetOutOfRange {
-                    log_start_offset,
-                    log_end_offset,
-                    ..
-                } = &e
-                {
-                    out.high_watermark = *log_end_offset;
-                    out.last_stable_offset = part.last_stable_offset();
-                    out.log_start_offset = *log_start_offset;
-                }
-                out.error_code = e.code();
-            }
-        }
-        return out;
-    }
-}
-
-/// Takes the leader's partition, a follower's `last_fetched_epoch` and its
-/// fetch offset; gives (epoch, end offset) of the leader's log for that
-/// epoch when the follower's log diverges from it: the leader's largest
-/// epoch up to `last` is older than `last`, or ends before the fetch
-/// offset (Kafka `Partition.validateFetchOffsetAndMaybeGetDivergingEpoch`).
-fn diverging_epoch(
-    part: &crate::shard::partition::Partition,
-    last: i32,
-    fetch_offset: i64,
-) -> Option<(i32, i64)> {
-    let (epoch, end) = part.end_offset_for_epoch(last)?;
-    (epoch < last || end < fetch_offset).then_some((epoch, end))
-}
-
-/// Runs on the owner: reads each partition with its own limit
-/// (`partition_max_bytes` capped at `max_bytes`, bytes) and the first batch
-/// even if larger, as if it were the request's first partition with data.
-/// The connection's shard cuts the results to the response budget in request
-/// order ([`cut_to_budget`]). Regions are file references: no record bytes are
-/// read here.
-pub async fn read_on_owner(
-    shard: &Shard,
-    reads: &[PartitionRead],
-    max_bytes: u64,
-) -> Vec<PartitionReadResult> {
-    let mut out = Vec::with_capacity(reads.len());
-    for r in reads {
-        out.push(read_partition(shard, r, r.partition_max_bytes.min(max_bytes), true).await);
-    }
-    out
 }
 
 /// What [`cut_to_budget`] decided for one partition.
@@ -478,11 +291,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 
     let results = loop {
         let results = read_all(shard, &slots, max_bytes).await;
-        let total: u64 = results.iter().map(|r| r.bytes).sum();
+        let total: u64 = results.iter().map(|r| r.read.bytes).sum();
         // An error or a divergence is answered at once, as data is.
         let any_error = results
             .iter()
-            .any(|r| r.error_code != 0 || r.diverging_epoch.is_some());
+            .any(|r| r.error_code != 0 || r.read.diverging_epoch.is_some());
         let now = Instant::now();
         if total >= min_bytes.max(1)
             || any_error
@@ -515,9 +328,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut endpoints = BTreeMap::new();
     let mut outs = Vec::with_capacity(slots.len());
     let mut answers = Vec::with_capacity(slots.len());
-    for ((slot, r), key) in slots.iter().zip(results).zip(keys) {
+    for ((slot, result), key) in slots.iter().zip(results).zip(keys) {
+        let (error_code, r) = (result.error_code, result.read);
         let refused = matches!(
-            r.error_code,
+            error_code,
             codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
         );
         let current_leader = (version >= 16 && refused).then(|| {
@@ -530,7 +344,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         answers.push((
             key,
             PartitionAnswer {
-                failed: r.error_code != codes::NONE,
+                failed: error_code != codes::NONE,
                 has_records: r.bytes > 0,
                 must_send: r.diverging_epoch.is_some() || current_leader.is_some(),
                 high_watermark: r.high_watermark,
@@ -542,7 +356,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             slot.topic_index,
             FetchPartitionOut {
                 partition: slot.read.partition,
-                error_code: r.error_code,
+                error_code,
                 high_watermark: r.high_watermark,
                 last_stable_offset: r.last_stable_offset,
                 log_start_offset: r.log_start_offset,
@@ -651,10 +465,7 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
         let reads: Vec<PartitionRead> = idx.iter().map(|&i| slots[i].read.clone()).collect();
         let me = shard.clone();
         let task = crate::shard::stall::spawn_local("fetch fan-out", async move {
-            me.invoke_on(owner, move |s| async move {
-                read_on_owner(&s, &reads, max_bytes).await
-            })
-            .await
+            owner_fetch::read_on(&me, owner, reads, max_bytes).await
         });
         tasks.push((idx, task));
     }
@@ -662,7 +473,7 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
         match task.await {
             Ok(rs) => {
                 for (i, r) in idx.into_iter().zip(rs) {
-                    out[i] = r;
+                    out[i] = r.into();
                 }
             }
             Err(e) => {
@@ -681,8 +492,8 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
         let r = &out[i];
         let cut = cut_to_budget(
             slot.read.partition_max_bytes,
-            r.bytes,
-            r.first_batch_bytes,
+            r.read.bytes,
+            r.read.first_batch_bytes,
             budget,
             first,
         );
@@ -690,18 +501,15 @@ async fn read_all(shard: &Rc<Shard>, slots: &[Slot], max_bytes: u64) -> Vec<Part
             Cut::Keep => {}
             Cut::Drop => out[i].drop_data(),
             Cut::Reread(limit, oversize) => {
-                let read = slot.read.clone();
-                let again = shard
-                    .invoke_on(slot.owner, move |s| async move {
-                        read_partition(&s, &read, limit, oversize).await
-                    })
-                    .await;
-                out[i] = again.unwrap_or_else(|e| PartitionReadResult::failed(e.code()));
+                let again =
+                    owner_fetch::reread_on(shard, slot.owner, slot.read.clone(), limit, oversize)
+                        .await;
+                out[i] = again.map_or_else(|e| PartitionReadResult::failed(e.code()), Into::into);
             }
         }
         out[i].narrow_aborted();
-        budget = budget.saturating_sub(out[i].bytes);
-        if out[i].bytes > 0 {
+        budget = budget.saturating_sub(out[i].read.bytes);
+        if out[i].read.bytes > 0 {
             first = false;
         }
     }
@@ -720,7 +528,7 @@ async fn wait_for_appends(
         (0..shard.shards).map(|_| Vec::new()).collect();
     for (s, r) in slots.iter().zip(results) {
         if s.error_code == 0 {
-            per_owner[s.owner].push((s.read.topic.clone(), s.read.partition, r.generation));
+            per_owner[s.owner].push((s.read.topic.clone(), s.read.partition, r.read.generation));
         }
     }
     let remaining = deadline.saturating_duration_since(Instant::now());

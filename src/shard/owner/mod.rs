@@ -4,4 +4,6 @@
 //! to Kafka codes only in `crate::error`). Handlers decode, route, call these
 //! and encode; they read no log themselves.
 
+pub mod fetch;
 pub mod offsets;
+pub mod produce;

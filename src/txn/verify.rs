@@ -1,0 +1,137 @@
+//! Whether partitions are in a producer's open transaction, as the
+//! partition owners ask it before a transaction's first batch on a
+//! partition (KIP-890's check): [`CoordinatorVerifier`], installed on every
+//! shard at start-up, asks the coordinator's shard on this broker in one
+//! cross-shard call, or the coordinator's broker in one AddPartitionsToTxn
+//! (v4, `verify_only`) request, for all the partitions at once.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::cluster::error::CoordinatorLookupError;
+use crate::shard::error::VerificationError;
+use crate::shard::owner::produce::{LocalFuture, TxnVerifier};
+use crate::shard::remote::RemoteError;
+use crate::shard::Shard;
+
+use super::TRANSACTION_STATE_TOPIC;
+
+/// The shard coordinating `transactional_id`: the owner of its
+/// `__transaction_state` partition. Errors with
+/// [`CoordinatorLookupError::TopicMissing`] (COORDINATOR_NOT_AVAILABLE) while
+/// that topic does not exist yet (FindCoordinator creates it), and
+/// [`CoordinatorLookupError::NotCoordinator`] (NOT_COORDINATOR, naming the
+/// leader) when another broker leads the partition.
+pub fn txn_owner(shard: &Shard, transactional_id: &str) -> Result<usize, CoordinatorLookupError> {
+    let image = shard.metadata();
+    if image.topic(TRANSACTION_STATE_TOPIC).is_none() {
+        return Err(CoordinatorLookupError::TopicMissing {
+            topic: TRANSACTION_STATE_TOPIC,
+        });
+    }
+    let n = shard.config.txn.state_log_partitions;
+    let p = super::coordinator::partition_for_transactional_id(transactional_id, n);
+    crate::cluster::leadership::coordinator_here(
+        &image,
+        shard.config.node_id,
+        TRANSACTION_STATE_TOPIC,
+        p,
+    )?;
+    Ok(shard.owner(TRANSACTION_STATE_TOPIC, p))
+}
+
+/// The transaction coordinator as the owners' [`TxnVerifier`].
+#[derive(Debug, Default)]
+pub struct CoordinatorVerifier;
+
+impl CoordinatorVerifier {
+    /// Installs it on `shard` (start-up, every shard).
+    pub fn install(shard: &Shard) {
+        shard.set_txn_verifier(Rc::new(CoordinatorVerifier));
+    }
+}
+
+impl TxnVerifier for CoordinatorVerifier {
+    fn verify(
+        &self,
+        shard: Rc<Shard>,
+        transactional_id: Arc<str>,
+        producer_id: i64,
+        epoch: i16,
+        partitions: Vec<(Arc<str>, i32)>,
+    ) -> LocalFuture<Vec<Result<(), VerificationError>>> {
+        Box::pin(verify_partitions(
+            shard,
+            transactional_id,
+            producer_id,
+            epoch,
+            partitions,
+        ))
+    }
+}
+
+/// Asks the coordinator of `id` whether each of `partitions` is in the open
+/// transaction of (`producer_id`, `epoch`); one result per partition, in
+/// order. One cross-shard call or one request to another broker.
+pub async fn verify_partitions(
+    shard: Rc<Shard>,
+    id: Arc<str>,
+    producer_id: i64,
+    epoch: i16,
+    partitions: Vec<(Arc<str>, i32)>,
+) -> Vec<Result<(), VerificationError>> {
+    let n = partitions.len();
+    let all = |e: VerificationError| vec![Err(e); n];
+    match txn_owner(&shard, &id) {
+        Ok(owner) => shard
+            .invoke_on(owner, move |s| async move {
+                partitions
+                    .iter()
+                    .map(|(t, p)| {
+                        super::coordinator::verify_partition(
+                            &s,
+                            &id,
+                            producer_id,
+                            epoch,
+                            &(t.to_string(), *p),
+                        )
+                        .map_err(VerificationError::Coordinator)
+                    })
+                    .collect()
+            })
+            .await
+            .unwrap_or_else(|e| all(VerificationError::Unanswered(e))),
+        // The coordinator is another broker: ask it, as Kafka's partition
+        // leaders do.
+        Err(CoordinatorLookupError::NotCoordinator { leader, .. }) if leader >= 0 => {
+            let Some(remote) = shard.remote() else {
+                return all(VerificationError::Remote(RemoteError::NotInstalled));
+            };
+            let asked = partitions.clone();
+            match remote
+                .verify_in_txn(shard, leader, id.clone(), producer_id, epoch, partitions)
+                .await
+            {
+                Ok(codes) => asked
+                    .into_iter()
+                    .zip(codes.into_iter().map(Some).chain(std::iter::repeat(None)))
+                    .map(|((topic, partition), code)| match code {
+                        Some(0) => Ok(()),
+                        Some(code) => Err(VerificationError::Remote(RemoteError::Refused {
+                            broker: leader,
+                            topic: topic.to_string(),
+                            partition,
+                            code,
+                        })),
+                        None => Err(VerificationError::NoVerifier),
+                    })
+                    .collect(),
+                Err(e) => {
+                    log::info!("verifying {n} partitions of {id} with coordinator {leader}: {e}");
+                    all(VerificationError::Remote(e))
+                }
+            }
+        }
+        Err(e) => all(VerificationError::CoordinatorLookup(e)),
+    }
+}
