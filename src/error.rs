@@ -187,13 +187,13 @@ mod answer_error_tests;
 
 // ---- partition owner ----
 //
-// The errors of `shard::error` and `txn::producer_state` (the partition
+// The errors of `shard::error` and `producer_state` (the partition
 // owner's Produce, marker and internal-append paths) and their codes.
 
 use crate::shard::error::{
     AppendFailure, FlushError, InternalAppendError, MarkerError, MarkerFailure, ProduceError,
 };
-use crate::txn::producer_state::ProducerStateError;
+use crate::producer_state::ProducerStateError;
 
 impl KafkaCode for ProducerStateError {
     fn code(&self) -> i16 {

@@ -11,7 +11,9 @@
 //! - [`shard`] — shard-local state, partition ownership, cross-shard calls.
 //! - [`storage`] — the partition log in Kafka's segment format.
 //! - [`group`] — the consumer-group coordinator and committed offsets.
-//! - [`txn`] — producer ids and per-partition producer state (idempotence).
+//! - [`producer_state`] — per-partition producer state: idempotence
+//!   (sequences, epochs), open and aborted transactions, the LSO, snapshots.
+//! - [`txn`] — the transaction coordinator.
 //! - [`cluster`] — metadata images and records, the metadata quorum (Raft on
 //!   openraft), the active controller's decisions.
 //! - [`config`] — Kafka-named configuration.
@@ -39,6 +41,7 @@ pub mod handlers;
 pub mod mesh;
 pub mod metrics;
 pub mod net;
+pub mod producer_state;
 pub mod protocol;
 pub mod replication;
 pub mod shard;

@@ -325,7 +325,7 @@ pub fn import(
         return Ok(found);
     }
     if let Some(max) = found.iter().filter_map(|f| f.max_producer_id).max() {
-        crate::txn::producer_ids::reserve_through(
+        crate::cluster::producer_ids::reserve_through(
             &data_dir.join(super::controller::METADATA_DIR),
             max,
         )

@@ -20,6 +20,7 @@ pub mod import;
 pub mod leadership;
 pub mod metadata;
 pub mod placement;
+pub mod producer_ids;
 pub mod quorum;
 pub mod reassignment;
 pub mod records;

@@ -19,9 +19,9 @@ use crate::storage::recovery::CLEAN_SHUTDOWN_FILE;
 use crate::storage::segment::{segment_file_name, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::storage::txn_index::{read_txn_index, TXN_INDEX_SUFFIX};
 use crate::storage::{BatchHeader, LogConfig, PartitionLog, StorageError};
-use crate::txn::partition_txns::PartitionTxns;
-use crate::txn::producer_state::ProducerStateMap;
-use crate::txn::snapshot;
+use crate::producer_state::partition_txns::PartitionTxns;
+use crate::producer_state::ProducerStateMap;
+use crate::producer_state::snapshot;
 
 /// Broker time of the compaction pass (ms).
 const NOW_MS: i64 = 1_700_000_000_000;
@@ -263,7 +263,7 @@ fn read_back_checked(log: &PartitionLog) -> Result<(i64, Vec<BatchHeader>), Viol
 /// data directory's `replication-offset-checkpoint*` files
 /// (`read_hw_checkpoints`), 3 `log-start-offset` / `cleaner-offset`, 4
 /// `partition.metadata`, 5 `meta.properties`, 6 a producer-state snapshot
-/// (`txn::snapshot::decode`, restored into producer and transaction state),
+/// (`producer_state::snapshot::decode`, restored into producer and transaction state),
 /// 7 a `.txnindex`, 8 an `.index`, 9 a `.timeindex`. A checkpoint that
 /// decodes must encode back to the same entries.
 pub fn checkpoint_files(data: &[u8]) -> Result<(), Violation> {

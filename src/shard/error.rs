@@ -10,7 +10,7 @@
 use crate::cluster::error::CoordinatorLookupError;
 use crate::cluster::leadership::LeadershipError;
 use crate::storage::{BatchError, StorageError};
-use crate::txn::producer_state::ProducerStateError;
+use crate::producer_state::ProducerStateError;
 
 /// Why the owner refuses one partition's records in a Produce request. The
 /// Display text is the `error_message` the client gets (Produce v8+).

@@ -32,9 +32,9 @@ use crate::storage::txn_index::{control_key, control_value, ControlMarker};
 use crate::storage::{
     AppendResult, BatchHeader, Inconsistency, PartitionLog, StorageError, ValidatedBatch,
 };
-use crate::txn::partition_txns::{AbortedTxn, PartitionTxns};
-use crate::txn::producer_state::{ProducerStateError, ProducerStateMap};
-use crate::txn::snapshot;
+use crate::producer_state::partition_txns::{AbortedTxn, PartitionTxns};
+use crate::producer_state::{ProducerStateError, ProducerStateMap};
+use crate::producer_state::snapshot;
 
 mod produce;
 pub(crate) mod produce_rules;

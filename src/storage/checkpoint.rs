@@ -24,10 +24,10 @@ pub const LOG_START_CHECKPOINT: &str = "log-start-offset";
 pub const CLEANER_CHECKPOINT: &str = "cleaner-offset";
 
 /// Suffix of a producer-state snapshot (`<offset:020>.snapshot`, written
-/// by `txn::snapshot`); recovery leaves these files alone.
+/// by `producer_state::snapshot`); recovery leaves these files alone.
 pub const PRODUCER_SNAPSHOT_SUFFIX: &str = ".snapshot";
 
-/// Suffix of a producer-state snapshot being written (`txn::snapshot`).
+/// Suffix of a producer-state snapshot being written (`producer_state::snapshot`).
 pub const PRODUCER_SNAPSHOT_TMP_SUFFIX: &str = ".snapshot.tmp";
 
 /// Reads the checkpointed log start offset of a partition directory.
@@ -161,11 +161,11 @@ mod tests {
     fn snapshot_suffixes_match_the_writer() {
         assert_eq!(
             super::PRODUCER_SNAPSHOT_SUFFIX,
-            crate::txn::snapshot::SNAPSHOT_SUFFIX
+            crate::producer_state::snapshot::SNAPSHOT_SUFFIX
         );
         assert_eq!(
             super::PRODUCER_SNAPSHOT_TMP_SUFFIX,
-            crate::txn::snapshot::SNAPSHOT_TMP_SUFFIX
+            crate::producer_state::snapshot::SNAPSHOT_TMP_SUFFIX
         );
     }
 

@@ -161,7 +161,7 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
             _ if name == "partition.metadata"
                 || name == LEADER_EPOCH_CHECKPOINT
                 || name == LEADER_EPOCH_CHECKPOINT_TMP => {}
-            // Producer-state snapshots are read by the partition (txn::snapshot).
+            // Producer-state snapshots are read by the partition (producer_state::snapshot).
             _ if name.ends_with(PRODUCER_SNAPSHOT_SUFFIX)
                 || name.ends_with(PRODUCER_SNAPSHOT_TMP_SUFFIX) => {}
             _ => ::log::info!("{}: ignoring unknown file", path.display()),

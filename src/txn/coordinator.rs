@@ -34,7 +34,7 @@ use crate::group::OFFSETS_TOPIC;
 use crate::shard::error::MarkerFailure;
 use crate::shard::internal::append_records;
 use crate::shard::{now_ms, Shard};
-use crate::txn::producer_state::ProducerStateError;
+use crate::producer_state::ProducerStateError;
 
 pub use super::state_machine::{TxnDescription, TxnMetadata};
 

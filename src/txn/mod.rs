@@ -1,11 +1,11 @@
-//! Idempotent and transactional producers (KIP-98).
+//! The transaction coordinator (KIP-98), above the shards: it asks
+//! partitions through their owner API and follows the leadership of its
+//! `__transaction_state` partitions as a listener the shard calls. The
+//! per-partition producer state it relies on (sequences, open and aborted
+//! transactions, the LSO, snapshots) is below the shard, in
+//! `crate::producer_state`; producer id blocks are the controller's
+//! (`cluster::producer_ids`).
 //!
-//! * [`producer_ids`]: producer id blocks, persisted so ids are never reused.
-//! * [`producer_state`]: per-partition producer state that drops retried
-//!   duplicates and rejects sequence gaps.
-//! * [`partition_txns`]: the partition side of transactions: ongoing and
-//!   aborted transactions and the last stable offset.
-//! * [`snapshot`]: producer-state snapshot files in Kafka's format.
 //! * [`records`]: `__transaction_state` records in Kafka's schemas
 //!   (TransactionLogKey / TransactionLogValue v0).
 //! * [`coordinator`]: the transaction coordinator of every `transactional.id`
@@ -22,11 +22,7 @@
 pub mod coordinator;
 pub mod error;
 pub mod load;
-pub mod partition_txns;
-pub mod producer_ids;
-pub mod producer_state;
 pub mod records;
-pub mod snapshot;
 pub mod state_machine;
 pub mod verify;
 

@@ -212,10 +212,7 @@ pub async fn adopt_inbox(q: &Quorum, data_dir: &std::path::Path) -> usize {
             return 0;
         }
     };
-    let reserved = std::fs::read_to_string(data_dir.join(METADATA_DIR).join("producer-ids"))
-        .ok()
-        .and_then(|t| t.trim().parse::<i64>().ok());
-    if let Some(next) = reserved {
+    if let Some(next) = crate::cluster::producer_ids::reserved(&data_dir.join(METADATA_DIR)) {
         let req = ControllerRequest::ReserveProducerIds {
             next_producer_id: next,
         };

@@ -12,7 +12,7 @@ use super::{Appending, Partition};
 use crate::cluster::leadership::Requester;
 use crate::shard::error::ProduceError;
 use crate::storage::{validate_batches, ValidatedBatch};
-use crate::txn::producer_state::{Check, ProducerStateError};
+use crate::producer_state::{Check, ProducerStateError};
 
 /// What [`Partition::produce`] did with one partition's records.
 pub enum ProduceOutcome {

@@ -6,7 +6,7 @@ use crate::shard::error::MarkerError;
 use crate::storage::segment::segment_file_name;
 use crate::storage::txn_index::{read_txn_index, AbortedTxn};
 use crate::storage::{validate_batches, LogConfig};
-use crate::txn::producer_state::{Check, ProducerStateError};
+use crate::producer_state::{Check, ProducerStateError};
 use bytes::BytesMut;
 use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::super::tests::{batch, marker, open, produce};
 use super::*;
-use crate::txn::producer_state::{Check, ProducerStateError};
+use crate::producer_state::{Check, ProducerStateError};
 
 /// The producer state's verdict on `b` (a duplicate, the next batch, or why
 /// not), without appending it.

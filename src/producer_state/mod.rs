@@ -11,9 +11,20 @@
 //! sequence, as Kafka 2.5+ allows (KIP-360).
 //!
 //! At start-up the state comes from the newest producer-state snapshot
-//! (`super::snapshot`) plus the batch headers after it, or from every batch
+//! ([`snapshot`]) plus the batch headers after it, or from every batch
 //! header of the log when there is none (the producer id, epoch and
 //! sequences are in every header); see docs/producers.md.
+//!
+//! Below the shard: the partition (`shard::partition`) holds one of each;
+//! the transaction coordinator (`txn`) is above it and only asks partitions
+//! through their owner API.
+//!
+//! * [`partition_txns`]: the partition side of transactions: ongoing and
+//!   aborted transactions and the last stable offset.
+//! * [`snapshot`]: producer-state snapshot files in Kafka's format.
+
+pub mod partition_txns;
+pub mod snapshot;
 
 use std::collections::{HashMap, VecDeque};
 

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use bytes::{Buf, BufMut};
 
 use super::partition_txns::PartitionTxns;
-use super::producer_state::{BatchMeta, ProducerEntry, ProducerStateMap};
+use super::{BatchMeta, ProducerEntry, ProducerStateMap};
 
 /// Snapshot format version written and read.
 pub const SNAPSHOT_VERSION: i16 = 1;

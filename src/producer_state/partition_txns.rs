@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::producer_state::ProducerStateError;
+use super::ProducerStateError;
 pub use crate::storage::txn_index::AbortedTxn;
 use crate::storage::txn_index::ControlMarker;
 use crate::storage::BatchHeader;
