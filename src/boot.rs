@@ -639,6 +639,10 @@ async fn shard_main(
     );
     let metrics_on = config.metrics_listener.is_some();
     let shard = Shard::install(config, image.clone(), senders, receivers);
+    // The coordinators follow their partitions' leadership from the first
+    // image on.
+    crate::group::GroupCoordinator::install(&shard);
+    crate::txn::TransactionCoordinator::install(&shard);
     if metrics_on {
         let stalls = stalls.clone();
         let id = shard.id;

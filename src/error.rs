@@ -17,7 +17,7 @@ use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, Metadat
 use crate::cluster::leadership::LeadershipError;
 use crate::cluster::quorum::rpc::ControllerUnavailable;
 use crate::mesh::ShardError;
-use crate::shard::error::{AnswerError, VerificationError};
+use crate::shard::error::{AnswerError, TxnRefusal, VerificationError};
 use crate::storage::{BatchError, StorageError};
 
 impl KafkaCode for ControllerCallError {
@@ -190,10 +190,10 @@ mod answer_error_tests;
 // The errors of `shard::error` and `producer_state` (the partition
 // owner's Produce, marker and internal-append paths) and their codes.
 
+use crate::producer_state::ProducerStateError;
 use crate::shard::error::{
     AppendFailure, FlushError, InternalAppendError, MarkerError, MarkerFailure, ProduceError,
 };
-use crate::producer_state::ProducerStateError;
 
 impl KafkaCode for ProducerStateError {
     fn code(&self) -> i16 {
@@ -385,6 +385,20 @@ impl KafkaCode for VerificationError {
     }
 }
 
+impl KafkaCode for TxnRefusal {
+    fn code(&self) -> i16 {
+        match self {
+            TxnRefusal::InvalidProducerIdMapping => E::InvalidProducerIdMapping.code(),
+            TxnRefusal::InvalidProducerEpoch => E::InvalidProducerEpoch.code(),
+            TxnRefusal::InvalidTxnState => E::InvalidTxnState.code(),
+            TxnRefusal::ConcurrentTransactions => E::ConcurrentTransactions.code(),
+            TxnRefusal::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress.code(),
+            TxnRefusal::NotCoordinator => E::NotCoordinator.code(),
+            TxnRefusal::CoordinatorNotAvailable => E::CoordinatorNotAvailable.code(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod coordinator_lookup_tests;
 
@@ -502,6 +516,7 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::OperationNotAttempted => E::OperationNotAttempted.code(),
             TxnError::StatePartitionNotHere { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::NotCoordinator => E::NotCoordinator.code(),
+            TxnError::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress.code(),
             TxnError::CoordinatorUnavailable(_) => E::CoordinatorNotAvailable.code(),
             TxnError::ProducerIdAllocation { .. } => E::CoordinatorNotAvailable.code(),
             TxnError::StateAppend {

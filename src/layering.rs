@@ -47,6 +47,22 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "shard", "handlers", "net", "group", "txn", "cluster", "admin", "boot",
         ],
     ),
+    // Per-partition producer state sits between the log and the shard.
+    (
+        "producer_state",
+        &[
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "config",
+            "admin",
+            "boot",
+            "replication",
+        ],
+    ),
     // The coordinators, the cluster and the shards answer to handlers, not
     // the other way round.
     (
@@ -54,9 +70,19 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["handlers", "net", "admin", "boot", "replication"],
     ),
     ("txn", &["handlers", "net", "admin", "boot", "replication"]),
+    // The coordinators are above the shard: they register as its
+    // leadership listeners; the shard never names them.
     (
         "shard",
-        &["handlers", "net", "admin", "boot", "replication"],
+        &[
+            "handlers",
+            "net",
+            "admin",
+            "boot",
+            "replication",
+            "group",
+            "txn",
+        ],
     ),
     // Replication uses the shards' partitions and the controller; the
     // request path does not come back into it except to propose ISR changes.
@@ -132,7 +158,7 @@ const KNOWN: &[(&str, &str)] = &[];
 /// crate their non-test code uses only the record batch codec
 /// ([`PROTOCOL_ALLOWED`]), and it never names `ResponseError`: Kafka error
 /// codes are decided in `src/error.rs` from their typed errors.
-const NO_PROTOCOL: &[&str] = &["group", "txn", "shard", "storage"];
+const NO_PROTOCOL: &[&str] = &["group", "txn", "shard", "storage", "producer_state"];
 
 /// The modules of `kafka_protocol` that [`NO_PROTOCOL`] layers may use.
 const PROTOCOL_ALLOWED: &[&str] = &["records"];

@@ -36,7 +36,10 @@ pub fn reserve_through(dir: &Path, id: i64) -> std::io::Result<()> {
     if id < current {
         return Ok(());
     }
-    write_atomic(&dir.join(RESERVATION_FILE), format!("{}\n", id + 1).as_bytes())
+    write_atomic(
+        &dir.join(RESERVATION_FILE),
+        format!("{}\n", id + 1).as_bytes(),
+    )
 }
 
 #[cfg(test)]

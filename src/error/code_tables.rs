@@ -72,7 +72,7 @@ impl Variants for GroupError {
 }
 
 impl Variants for TxnError {
-    const COUNT: usize = 15;
+    const COUNT: usize = 16;
     fn index(&self) -> usize {
         match self {
             TxnError::ConcurrentTransactions { .. } => 0,
@@ -84,6 +84,7 @@ impl Variants for TxnError {
             TxnError::TransactionalIdNotFound => 6,
             TxnError::StatePartitionNotHere { .. } => 7,
             TxnError::NotCoordinator => 14,
+            TxnError::CoordinatorLoadInProgress => 15,
             TxnError::CoordinatorUnavailable(_) => 8,
             TxnError::ProducerIdAllocation { .. } => 9,
             TxnError::StateAppend { .. } => 10,
@@ -347,6 +348,21 @@ impl Variants for VerificationError {
             VerificationError::Coordinator(_) => 2,
             VerificationError::Unanswered(_) => 3,
             VerificationError::NoVerifier => 4,
+        }
+    }
+}
+
+impl Variants for TxnRefusal {
+    const COUNT: usize = 7;
+    fn index(&self) -> usize {
+        match self {
+            TxnRefusal::InvalidProducerIdMapping => 0,
+            TxnRefusal::InvalidProducerEpoch => 1,
+            TxnRefusal::InvalidTxnState => 2,
+            TxnRefusal::ConcurrentTransactions => 3,
+            TxnRefusal::CoordinatorLoadInProgress => 4,
+            TxnRefusal::NotCoordinator => 5,
+            TxnRefusal::CoordinatorNotAvailable => 6,
         }
     }
 }

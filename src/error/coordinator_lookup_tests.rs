@@ -42,6 +42,20 @@ fn coordinator_lookup_error_codes() {
     crate::error::code_tables::table(&table);
 }
 
+#[test]
+fn txn_refusal_codes() {
+    use crate::shard::error::TxnRefusal as R;
+    crate::error::code_tables::table(&[
+        (R::InvalidProducerIdMapping, 49),
+        (R::InvalidProducerEpoch, 47),
+        (R::InvalidTxnState, 48),
+        (R::ConcurrentTransactions, 51),
+        (R::CoordinatorLoadInProgress, 14),
+        (R::NotCoordinator, 16),
+        (R::CoordinatorNotAvailable, 15),
+    ]);
+}
+
 /// A verification whose coordinator cannot be named answers
 /// INVALID_TXN_STATE, whatever the lookup's failure.
 #[test]
@@ -86,11 +100,7 @@ fn verification_error_codes() {
         ),
         // The local coordinator's own answer is kept.
         (
-            VerificationError::Coordinator(crate::txn::error::TxnError::InvalidProducerEpoch {
-                producer_id: 1,
-                epoch: 0,
-                current_epoch: 1,
-            }),
+            VerificationError::Coordinator(TxnRefusal::InvalidProducerEpoch),
             47,
         ),
         // The coordinator's shard is gone: the mesh's REQUEST_TIMED_OUT.

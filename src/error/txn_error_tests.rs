@@ -60,6 +60,7 @@ fn every_txn_error_maps_to_its_code() {
         (TxnError::OperationNotAttempted, 55),
         (TxnError::StatePartitionNotHere { partition: 3 }, 15),
         (TxnError::NotCoordinator, 16),
+        (TxnError::CoordinatorLoadInProgress, 14),
         (
             TxnError::CoordinatorUnavailable(ShardError::Unavailable(1)),
             15,

@@ -7,6 +7,9 @@ use std::path::Path;
 use super::{parts, ScratchDir, Violation};
 use crate::cluster::controller::load_or_create_meta;
 use crate::cluster::import::{read_partition_metadata, PARTITION_METADATA_FILE};
+use crate::producer_state::partition_txns::PartitionTxns;
+use crate::producer_state::snapshot;
+use crate::producer_state::ProducerStateMap;
 use crate::shard::partition::rebuild_state;
 use crate::storage::checkpoint::{
     hw_checkpoint_file, parse_kafka_checkpoint, read_hw_checkpoints, read_log_start_checkpoint,
@@ -19,9 +22,6 @@ use crate::storage::recovery::CLEAN_SHUTDOWN_FILE;
 use crate::storage::segment::{segment_file_name, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::storage::txn_index::{read_txn_index, TXN_INDEX_SUFFIX};
 use crate::storage::{BatchHeader, LogConfig, PartitionLog, StorageError};
-use crate::producer_state::partition_txns::PartitionTxns;
-use crate::producer_state::ProducerStateMap;
-use crate::producer_state::snapshot;
 
 /// Broker time of the compaction pass (ms).
 const NOW_MS: i64 = 1_700_000_000_000;

@@ -4,6 +4,16 @@
 //! appends the core's records to `__consumer_offsets`, and runs the timers
 //! the core asks for (one glommio sleep per armed deadline; nothing polls).
 //! Results are typed [`GroupError`]s; the handlers map them to Kafka codes.
+//!
+//! One coordinator per shard thread ([`GroupCoordinator::here`], a
+//! per-shard service as Seastar's `sharded<T>`): it holds the groups of the
+//! `__consumer_offsets` partitions this shard owns and this broker leads.
+//! It follows their leadership as a listener the shard calls
+//! ([`GroupCoordinator::install`]): a partition led here is loaded in the
+//! background, one chunk of the log at a time read off the reactor, and its
+//! groups answer COORDINATOR_LOAD_IN_PROGRESS until it is loaded (Kafka's
+//! behaviour while it loads a partition); a partition no longer led here is
+//! unloaded.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -19,7 +29,9 @@ use super::offsets;
 use super::records;
 use super::state::{MemberIdSource, RequestHandle};
 use super::*;
-use crate::shard::internal::append_records;
+use crate::shard::internal::{append_records, replay_log};
+use crate::shard::listener::LeadershipListener;
+use crate::shard::partition::Partition;
 use crate::shard::{now_ms, Shard};
 
 /// Groups and committed offsets of the `__consumer_offsets` partitions this
@@ -29,6 +41,16 @@ pub struct GroupCoordinator {
     joins: RefCell<HashMap<RequestHandle, oneshot::Sender<JoinResult>>>,
     syncs: RefCell<HashMap<RequestHandle, oneshot::Sender<SyncResult>>>,
     next_handle: Cell<u64>,
+    /// `__consumer_offsets` partitions being loaded, each with the number
+    /// of its load (a load that finds another number was superseded).
+    loading: RefCell<HashMap<i32, u64>>,
+    /// The number of the last load started.
+    loads: Cell<u64>,
+}
+
+thread_local! {
+    /// The group coordinator of the shard running on this thread.
+    static HERE: Rc<GroupCoordinator> = Rc::new(GroupCoordinator::default());
 }
 
 impl Default for GroupCoordinator {
@@ -42,6 +64,8 @@ impl Default for GroupCoordinator {
             joins: RefCell::default(),
             syncs: RefCell::default(),
             next_handle: Cell::default(),
+            loading: RefCell::default(),
+            loads: Cell::default(),
         }
     }
 }
@@ -53,25 +77,97 @@ impl GroupCoordinator {
         RequestHandle(n)
     }
 
-    /// Replays one `__consumer_offsets` partition from its log start to its
-    /// log end (see [`load::load_partition`]); `offsets_partitions` is
-    /// `offsets.topic.num.partitions`.
-    pub fn load(&self, part: &crate::shard::partition::Partition, offsets_partitions: i32) {
-        load::load_partition(
-            &mut self.core.borrow_mut(),
-            part,
-            offsets_partitions,
-            now_ms(),
-        );
+    /// The group coordinator of the shard running on this thread.
+    pub fn here() -> Rc<GroupCoordinator> {
+        HERE.with(Rc::clone)
+    }
+
+    /// Makes this shard's coordinator follow the leadership of its
+    /// `__consumer_offsets` partitions (start-up, before the first image).
+    pub fn install(shard: &Shard) {
+        shard.add_leadership_listener(Rc::new(OffsetsLeadership));
+    }
+
+    /// Whether `group_id`'s `__consumer_offsets` partition (of
+    /// `offsets.topic.num.partitions` = `partitions`) is still loading.
+    fn loading_group(&self, group_id: &str, partitions: i32) -> bool {
+        let p = records::partition_for_group(group_id, partitions);
+        self.loading.borrow().contains_key(&p)
+    }
+
+    /// Whether any `__consumer_offsets` partition of this shard is loading.
+    pub fn any_loading(&self) -> bool {
+        !self.loading.borrow().is_empty()
+    }
+
+    /// Starts loading `part` (a `__consumer_offsets` partition this broker
+    /// now leads) in the background: the log is replayed from its start to
+    /// its end (see [`load::replay_record`]) one chunk at a time, read off
+    /// the reactor; meanwhile its groups answer COORDINATOR_LOAD_IN_PROGRESS.
+    /// Once loaded, the sessions of the members found start (they expire
+    /// unless their consumers heartbeat). A resignation during the load
+    /// stops it.
+    fn begin_load(self: &Rc<Self>, shard: &Rc<Shard>, part: Rc<Partition>) {
+        let number = self.loads.get() + 1;
+        self.loads.set(number);
+        let index = part.index();
+        self.loading.borrow_mut().insert(index, number);
+        let me = self.clone();
+        let n = shard.config.group.offsets_topic_partitions;
+        let shard = shard.clone();
+        crate::shard::stall::spawn_local("group load", async move {
+            let current = || me.loading.borrow().get(&index) == Some(&number);
+            // Replayed apart and adopted whole: no timer or request sees a
+            // group half loaded.
+            let mut staged = GroupCore::default();
+            let mut loaded = 0usize;
+            crate::shard::fault::hold_load(&part).await;
+            let read = replay_log(&part, |records| {
+                if !current() {
+                    return false;
+                }
+                let now = now_ms();
+                for r in records {
+                    if load::replay_record(&mut staged, r, index, n, now) {
+                        loaded += 1;
+                    }
+                }
+                true
+            })
+            .await;
+            if !current() {
+                return;
+            }
+            me.loading.borrow_mut().remove(&index);
+            if let Err(e) = read {
+                // The groups read before the error are kept, as Kafka's
+                // coordinator keeps what it loaded before an unreadable
+                // batch.
+                log::error!("loading {}-{index}: {e}", part.topic());
+            }
+            let effects = {
+                let mut core = me.core.borrow_mut();
+                core.adopt(staged);
+                core.arm_partition(index, n, now_ms());
+                core.take_effects()
+            };
+            apply(&shard, effects);
+            log::info!(
+                "{}-{index}: loaded {loaded} group and offset record(s)",
+                part.topic()
+            );
+        })
+        .detach();
     }
 
     /// This broker stopped leading `part` (a `__consumer_offsets`
-    /// partition): its groups are unloaded ([`GroupCore::unload_partition`])
-    /// and their parked requests answered.
-    pub fn resign(shard: &Rc<Shard>, part: &crate::shard::partition::Partition) {
+    /// partition): a load in progress stops, its groups are unloaded
+    /// ([`GroupCore::unload_partition`]) and their parked requests answered.
+    fn resign(&self, shard: &Rc<Shard>, part: &Partition) {
         let n = shard.config.group.offsets_topic_partitions;
+        self.loading.borrow_mut().remove(&part.index());
         let (unloaded, effects) = {
-            let mut core = shard.groups.core.borrow_mut();
+            let mut core = self.core.borrow_mut();
             let unloaded = core.unload_partition(part.index(), n);
             (unloaded, core.take_effects())
         };
@@ -95,16 +191,9 @@ impl GroupCoordinator {
             .complete_txn(producer_id, partition, partitions, commit, now_ms());
     }
 
-    /// After replay: arms the session deadlines of members loaded from the
-    /// log (they expire unless their consumers heartbeat) and starts the
-    /// offsets retention timer (`offsets.retention.check.interval.ms`).
+    /// Starts the offsets retention timer
+    /// (`offsets.retention.check.interval.ms`) of this shard (start-up).
     pub fn start(shard: &Rc<Shard>) {
-        let effects = {
-            let mut core = shard.groups.core.borrow_mut();
-            core.arm_all(now_ms());
-            core.take_effects()
-        };
-        apply(shard, effects);
         let me = Rc::downgrade(shard);
         let every = Duration::from_millis(
             shard
@@ -121,6 +210,24 @@ impl GroupCoordinator {
             }
         })
         .detach();
+    }
+}
+
+/// The group coordinator as the shard's [`LeadershipListener`] for
+/// `__consumer_offsets`.
+struct OffsetsLeadership;
+
+impl LeadershipListener for OffsetsLeadership {
+    fn became_leader(&self, shard: &Rc<Shard>, part: &Rc<Partition>) {
+        if &**part.topic() == OFFSETS_TOPIC {
+            GroupCoordinator::here().begin_load(shard, part.clone());
+        }
+    }
+
+    fn resigned(&self, shard: &Rc<Shard>, part: &Rc<Partition>) {
+        if &**part.topic() == OFFSETS_TOPIC {
+            GroupCoordinator::here().resign(shard, part);
+        }
     }
 }
 
@@ -157,12 +264,12 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
     for effect in effects {
         match effect {
             Effect::Join { handle, result } => {
-                if let Some(tx) = shard.groups.joins.borrow_mut().remove(&handle) {
+                if let Some(tx) = GroupCoordinator::here().joins.borrow_mut().remove(&handle) {
                     let _ = tx.send(result);
                 }
             }
             Effect::Sync { handle, result } => {
-                if let Some(tx) = shard.groups.syncs.borrow_mut().remove(&handle) {
+                if let Some(tx) = GroupCoordinator::here().syncs.borrow_mut().remove(&handle) {
                     let _ = tx.send(result);
                 }
             }
@@ -183,8 +290,9 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
                 let s = shard.clone();
                 crate::shard::stall::spawn_local("group assignment", async move {
                     let stored = write_records(&s, &group_id, vec![record], None).await;
+                    let groups = GroupCoordinator::here();
                     let effects = {
-                        let mut core = s.groups.core.borrow_mut();
+                        let mut core = groups.core.borrow_mut();
                         core.assignment_stored(
                             &s.config.group,
                             &group_id,
@@ -204,8 +312,9 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
                 crate::shard::stall::spawn_local("group timer", async move {
                     glommio::timer::sleep(wait).await;
                     let Some(s) = me.upgrade() else { return };
+                    let groups = GroupCoordinator::here();
                     let effects = {
-                        let mut core = s.groups.core.borrow_mut();
+                        let mut core = groups.core.borrow_mut();
                         core.on_deadline(&s.config.group, &group_id, at_ms, now_ms());
                         core.take_effects()
                     };
@@ -217,12 +326,25 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
     }
 }
 
+/// This shard's coordinator, if `group_id`'s `__consumer_offsets`
+/// partition is loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads.
+fn ready(shard: &Shard, group_id: &str) -> Result<Rc<GroupCoordinator>, GroupError> {
+    let groups = GroupCoordinator::here();
+    if groups.loading_group(group_id, shard.config.group.offsets_topic_partitions) {
+        return Err(GroupError::CoordinatorLoadInProgress);
+    }
+    Ok(groups)
+}
+
 // ---------------------------------------------------------------- membership
 
 /// Handles a JoinGroup on the coordinator shard; resolves when the member's
 /// join completes (possibly after a rebalance).
 pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
-    let groups = &shard.groups;
+    let groups = match ready(&shard, &args.group_id) {
+        Ok(g) => g,
+        Err(e) => return JoinResult::error(e, &args.member_id),
+    };
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
     groups.joins.borrow_mut().insert(handle, tx);
@@ -239,7 +361,10 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
 /// Handles a SyncGroup; the leader's call distributes the assignment once
 /// it is stored.
 pub async fn sync(shard: Rc<Shard>, args: SyncArgs) -> SyncResult {
-    let groups = &shard.groups;
+    let groups = match ready(&shard, &args.group_id) {
+        Ok(g) => g,
+        Err(e) => return SyncResult::error(e),
+    };
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
     groups.syncs.borrow_mut().insert(handle, tx);
@@ -260,17 +385,28 @@ pub fn heartbeat(
     member_id: &str,
     instance: &Option<String>,
 ) -> Result<(), GroupError> {
-    shard
-        .groups
-        .core
-        .borrow_mut()
-        .heartbeat(group_id, generation, member_id, instance, now_ms())
+    ready(shard, group_id)?.core.borrow_mut().heartbeat(
+        group_id,
+        generation,
+        member_id,
+        instance,
+        now_ms(),
+    )
 }
 
 /// Handles a LeaveGroup (see [`GroupCore::leave`]).
 pub fn leave(shard: &Rc<Shard>, group_id: &str, members: Vec<LeavingMember>) -> LeaveOutcome {
+    let groups = match ready(shard, group_id) {
+        Ok(g) => g,
+        Err(e) => {
+            return LeaveOutcome {
+                error: Some(e),
+                members: Vec::new(),
+            }
+        }
+    };
     let (outcome, effects) = {
-        let mut core = shard.groups.core.borrow_mut();
+        let mut core = groups.core.borrow_mut();
         let o = core.leave(&shard.config.group, group_id, members, now_ms());
         (o, core.take_effects())
     };
@@ -291,6 +427,7 @@ pub fn begin_txn_commit(
     group_id: &str,
     producer: (i64, i16),
 ) -> Result<(), GroupError> {
+    ready(shard, group_id)?;
     let p = records::partition_for_group(group_id, shard.config.group.offsets_topic_partitions);
     let part = shard
         .partition(OFFSETS_TOPIC, p)
@@ -363,7 +500,11 @@ async fn commit_offsets(
     producer: Option<(i64, i16)>,
     unknown: UnknownGroup,
 ) -> Vec<Result<(), GroupError>> {
-    let mut plan = shard.groups.core.borrow_mut().plan_commit(
+    let groups = match ready(&shard, &group_id) {
+        Ok(g) => g,
+        Err(e) => return vec![Err(e); partitions.len()],
+    };
+    let mut plan = groups.core.borrow_mut().plan_commit(
         shard.config.group.offset_metadata_max_bytes,
         &group_id,
         generation,
@@ -380,27 +521,23 @@ async fn commit_offsets(
     }
     if producer.is_none() {
         let accepted = std::mem::take(&mut plan.accepted);
-        shard
-            .groups
-            .core
-            .borrow_mut()
-            .apply_commit(&group_id, accepted);
+        groups.core.borrow_mut().apply_commit(&group_id, accepted);
     }
     plan.results
 }
 
-/// Committed offsets of a group (see [`GroupCore::fetch_offsets`]).
+/// Committed offsets of a group (see [`GroupCore::fetch_offsets`]), or
+/// COORDINATOR_LOAD_IN_PROGRESS for the whole group.
 pub fn fetch_offsets(
     shard: &Rc<Shard>,
     group_id: &str,
     wanted: Option<Vec<(String, i32)>>,
     require_stable: bool,
-) -> Vec<FetchedOffset> {
-    shard
-        .groups
+) -> Result<Vec<FetchedOffset>, GroupError> {
+    Ok(ready(shard, group_id)?
         .core
         .borrow()
-        .fetch_offsets(group_id, wanted, require_stable)
+        .fetch_offsets(group_id, wanted, require_stable))
 }
 
 /// OffsetDelete: removes committed offsets of partitions the group is not
@@ -410,15 +547,14 @@ pub async fn delete_offsets(
     group_id: String,
     partitions: Vec<(String, i32)>,
 ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
-    let mut plan = shard
-        .groups
+    let groups = ready(&shard, &group_id)?;
+    let mut plan = groups
         .core
         .borrow()
         .plan_delete_offsets(&group_id, &partitions)?;
     let records = std::mem::take(&mut plan.records);
     write_records(&shard, &group_id, records, None).await?;
-    shard
-        .groups
+    groups
         .core
         .borrow_mut()
         .apply_delete_offsets(&group_id, &plan.removed);
@@ -427,31 +563,38 @@ pub async fn delete_offsets(
 
 // ---------------------------------------------------------------- admin
 
-/// DescribeGroups for one group.
-pub fn describe(shard: &Rc<Shard>, group_id: &str) -> GroupDescription {
-    shard.groups.core.borrow().describe(group_id)
+/// DescribeGroups for one group, or COORDINATOR_LOAD_IN_PROGRESS.
+pub fn describe(shard: &Rc<Shard>, group_id: &str) -> Result<GroupDescription, GroupError> {
+    Ok(ready(shard, group_id)?.core.borrow().describe(group_id))
 }
 
-/// ListGroups on this shard (see [`GroupCore::list`]).
-pub fn list(shard: &Rc<Shard>, states: &[String], types: &[String]) -> Vec<ListedGroup> {
-    shard.groups.core.borrow().list(states, types)
+/// ListGroups on this shard (see [`GroupCore::list`]), or
+/// COORDINATOR_LOAD_IN_PROGRESS while one of its `__consumer_offsets`
+/// partitions loads (as Kafka answers ListGroups then).
+pub fn list(states: &[String], types: &[String]) -> Result<Vec<ListedGroup>, GroupError> {
+    let groups = GroupCoordinator::here();
+    if groups.any_loading() {
+        return Err(GroupError::CoordinatorLoadInProgress);
+    }
+    let listed = groups.core.borrow().list(states, types);
+    Ok(listed)
 }
 
 /// DeleteGroups for one group: only an Empty group; writes tombstones for
 /// its offsets and metadata (see [`GroupCore::plan_delete_group`]).
 pub async fn delete_group(shard: Rc<Shard>, group_id: String) -> Result<(), GroupError> {
-    let records = shard
-        .groups
+    let groups = ready(&shard, &group_id)?;
+    let records = groups
         .core
         .borrow_mut()
         .begin_delete_group(&group_id, now_ms())?;
     if let Err(e) = write_records(&shard, &group_id, records, None).await {
-        let mut core = shard.groups.core.borrow_mut();
+        let mut core = groups.core.borrow_mut();
         core.abort_delete_group(&group_id, now_ms());
         return Err(e);
     }
     let effects = {
-        let mut core = shard.groups.core.borrow_mut();
+        let mut core = groups.core.borrow_mut();
         core.apply_delete_group(&group_id, now_ms());
         core.take_effects()
     };
@@ -464,7 +607,8 @@ pub async fn delete_group(shard: Rc<Shard>, group_id: String) -> Result<(), Grou
 /// [`GroupCore::plan_expiry`]).
 async fn expire_offsets(shard: &Rc<Shard>) {
     let retention = shard.config.group.offsets_retention_ms;
-    let expiries = shard.groups.core.borrow().plan_expiry(retention, now_ms());
+    let groups = GroupCoordinator::here();
+    let expiries = groups.core.borrow().plan_expiry(retention, now_ms());
     for e in expiries {
         if write_records(shard, &e.group_id, e.records(), None)
             .await
@@ -477,7 +621,7 @@ async fn expire_offsets(shard: &Rc<Shard>) {
                 if e.whole_group { "; group removed" } else { "" }
             );
             let effects = {
-                let mut core = shard.groups.core.borrow_mut();
+                let mut core = groups.core.borrow_mut();
                 core.apply_expiry(&e);
                 core.take_effects()
             };

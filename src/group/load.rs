@@ -1,46 +1,16 @@
 //! Loading a coordinator's state from one `__consumer_offsets` partition:
 //! every record from the log start to the log end is replayed into the
 //! [`GroupCore`], including the transaction markers that commit or abort the
-//! offsets TxnOffsetCommit wrote. Called when the shard opens the partition
-//! (and wherever the partition's leadership moves here).
+//! offsets TxnOffsetCommit wrote. The coordinator reads the partition in
+//! chunks (`shard::internal::replay_log`) when this broker becomes its
+//! leader and gives each record to [`replay_record`].
 
 use kafka_protocol::records::Record;
 
 use super::membership::GroupCore;
 use super::records::{self, OffsetsRecord};
 use super::state::{GroupState, Member};
-use crate::shard::internal::for_each_record;
-use crate::shard::partition::Partition;
 use crate::storage::txn_index::parse_control_record;
-
-/// Replays `part` (a `__consumer_offsets` partition) into `core`, at `now`
-/// (ms since the epoch; loaded members' sessions start then).
-/// `offsets_partitions` is `offsets.topic.num.partitions`. Offsets written by
-/// TxnOffsetCommit (transactional batches) stay pending until their
-/// producer's COMMIT marker, and are dropped at an ABORT marker. Gives the
-/// number of group and offset records applied.
-pub fn load_partition(
-    core: &mut GroupCore,
-    part: &Partition,
-    offsets_partitions: i32,
-    now: i64,
-) -> usize {
-    let mut loaded = 0usize;
-    let index = part.index();
-    for_each_record(part, |r| {
-        if replay_record(core, r, index, offsets_partitions, now) {
-            loaded += 1;
-        }
-    });
-    if loaded > 0 {
-        log::info!(
-            "loaded {loaded} record(s) from {}-{}",
-            part.topic(),
-            part.index()
-        );
-    }
-    loaded
-}
 
 /// Applies one record of partition `partition`; true when it was a group or
 /// offset record applied as committed.

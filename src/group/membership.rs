@@ -174,11 +174,30 @@ impl GroupCore {
             .or_insert_with(|| Group::new(id, now))
     }
 
-    /// Arms the deadlines of every group (after loading: loaded members
-    /// expire unless their consumers heartbeat).
-    pub fn arm_all(&mut self, now: i64) {
+    /// Takes over the groups and offsets of `loaded`, the replay of one
+    /// `__consumer_offsets` partition whose groups this core does not hold,
+    /// with the effects its replay queued.
+    pub fn adopt(&mut self, loaded: GroupCore) {
+        self.effects.extend(loaded.effects);
+        self.groups.extend(loaded.groups);
+        self.offsets.committed.extend(loaded.offsets.committed);
+        for (pid, groups) in loaded.offsets.pending_txn {
+            self.offsets
+                .pending_txn
+                .entry(pid)
+                .or_default()
+                .extend(groups);
+        }
+    }
+
+    /// Arms the deadlines of the groups of `__consumer_offsets` partition
+    /// `partition` (of `partitions`) after it was loaded: loaded members
+    /// expire unless their consumers heartbeat.
+    pub fn arm_partition(&mut self, partition: i32, partitions: i32, now: i64) {
         for g in self.groups.values_mut() {
-            schedule(g, now, &mut self.effects);
+            if super::records::partition_for_group(&g.group_id, partitions) == partition {
+                schedule(g, now, &mut self.effects);
+            }
         }
     }
 

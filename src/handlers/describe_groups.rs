@@ -34,7 +34,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     .invoke_on(owner, move |s| async move { coordinator::describe(&s, &g) })
                     .await
                 {
-                    Ok(d) => (0, d),
+                    Ok(Ok(d)) => (0, d),
+                    Ok(Err(e)) => (e.code(), failed()),
                     Err(e) => (e.code(), failed()),
                 }
             }

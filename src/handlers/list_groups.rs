@@ -22,13 +22,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     for target in 0..shard.shards {
         let (st, ty) = (states.clone(), types.clone());
         match shard
-            .invoke_on(
-                target,
-                move |s| async move { coordinator::list(&s, &st, &ty) },
-            )
+            .invoke_on(target, move |_| async move { coordinator::list(&st, &ty) })
             .await
         {
-            Ok(groups) => {
+            Ok(Ok(groups)) => {
                 for g in groups {
                     let mut w = WireGroup::default();
                     w.group_id = GroupId(StrBytes::from_string(g.group_id));
@@ -41,6 +38,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     }
                     resp.groups.push(w);
                 }
+            }
+            Ok(Err(e)) => {
+                resp.error_code = crate::error::KafkaCode::code(&e);
             }
             Err(e) => {
                 resp.error_code = crate::error::KafkaCode::code(&e);

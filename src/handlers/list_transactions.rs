@@ -47,12 +47,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     for target in 0..shard.shards {
         let (st, ps) = (states.clone(), pids.clone());
         match shard
-            .invoke_on(target, move |s| async move {
-                coordinator::list(&s, &st, &ps, duration)
+            .invoke_on(target, move |_| async move {
+                coordinator::list(&st, &ps, duration)
             })
             .await
         {
-            Ok(list) => {
+            Ok(Ok(list)) => {
                 for d in list {
                     let mut w = TransactionState::default();
                     w.transactional_id = StrBytes::from_string(d.transactional_id).into();
@@ -61,6 +61,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     resp.transaction_states.push(w);
                 }
             }
+            Ok(Err(e)) => resp.error_code = e.code(),
             Err(e) => resp.error_code = e.code(),
         }
     }

@@ -29,6 +29,7 @@ async fn fetch_group(
             coordinator::fetch_offsets(&s, &group, wanted, require_stable)
         })
         .await
+        .map_err(|e| e.code())?
         .map_err(|e| e.code())
 }
 

@@ -67,7 +67,7 @@ async fn write_all(
                             );
                             if t == OFFSETS_TOPIC {
                                 let n = s.config.group.offsets_topic_partitions;
-                                s.groups.complete_txn(pid, p, n, commit);
+                                crate::group::GroupCoordinator::here().complete_txn(pid, p, n, commit);
                             }
                             written.push(codes::NONE);
                         }

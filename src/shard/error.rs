@@ -9,8 +9,8 @@
 
 use crate::cluster::error::CoordinatorLookupError;
 use crate::cluster::leadership::LeadershipError;
-use crate::storage::{BatchError, StorageError};
 use crate::producer_state::ProducerStateError;
+use crate::storage::{BatchError, StorageError};
 
 /// Why the owner refuses one partition's records in a Produce request. The
 /// Display text is the `error_message` the client gets (Produce v8+).
@@ -272,10 +272,9 @@ pub enum VerificationError {
     #[error("cannot verify the partition with the coordinator: {0}")]
     Remote(#[from] super::remote::RemoteError),
     /// The coordinator, on a shard of this broker, refused: the
-    /// transaction error's code (INVALID_PRODUCER_ID_MAPPING (49),
-    /// INVALID_PRODUCER_EPOCH (47), INVALID_TXN_STATE (48), …).
+    /// refusal's code (see [`TxnRefusal`]).
     #[error("the coordinator refused: {0}")]
-    Coordinator(crate::txn::error::TxnError),
+    Coordinator(TxnRefusal),
     /// The coordinator's shard did not answer: the mesh error's code
     /// (REQUEST_TIMED_OUT (7): whether it was asked is not known).
     #[error("the coordinator's shard did not answer: {0}")]
@@ -284,6 +283,52 @@ pub enum VerificationError {
     /// it gave no answer for the partition: INVALID_TXN_STATE (48).
     #[error("no transaction coordinator answered")]
     NoVerifier,
+}
+
+/// Why a coordinator's load of its partition stopped early
+/// (`shard::internal::replay_log`); logged, never answered to a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// Locating or reading a chunk failed.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    /// A chunk's bytes could not be read off the reactor.
+    #[error("reading a chunk: {0}")]
+    Io(#[from] std::io::Error),
+    /// A stored batch did not decode.
+    #[error("decoding a chunk: {0}")]
+    Decode(#[from] crate::storage::recompress::RecompressError),
+}
+
+/// Why the transaction coordinator says a partition may not join a
+/// producer's transaction (KIP-890's check), as the partition's owner
+/// needs it: the coordinator (`txn`, above the shard) turns its own error
+/// into one of these, each with its Kafka code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TxnRefusal {
+    /// INVALID_PRODUCER_ID_MAPPING (49): the transactional id is unknown or
+    /// has another producer id.
+    #[error("the producer id is not the transactional id's")]
+    InvalidProducerIdMapping,
+    /// INVALID_PRODUCER_EPOCH (47): another producer epoch is current.
+    #[error("the producer epoch is not current")]
+    InvalidProducerEpoch,
+    /// INVALID_TXN_STATE (48): no open transaction holds the partition.
+    #[error("the partition is not in an open transaction")]
+    InvalidTxnState,
+    /// CONCURRENT_TRANSACTIONS (51): the transaction is being ended.
+    #[error("the transaction is being ended")]
+    ConcurrentTransactions,
+    /// COORDINATOR_LOAD_IN_PROGRESS (14): the coordinator is still loading
+    /// the id's `__transaction_state` partition (retriable).
+    #[error("the coordinator is loading")]
+    CoordinatorLoadInProgress,
+    /// NOT_COORDINATOR (16): another broker coordinates the id now.
+    #[error("another broker coordinates the transactional id")]
+    NotCoordinator,
+    /// COORDINATOR_NOT_AVAILABLE (15): the coordinator could not answer.
+    #[error("the coordinator is not available")]
+    CoordinatorNotAvailable,
 }
 
 /// An item of a request that the work below its handler left without an

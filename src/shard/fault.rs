@@ -4,7 +4,8 @@
 //! set to `STAGE:MS` (STAGE is `reserved`, `written` or `committed`; MS the
 //! pause in milliseconds), read once at first use. When it fires, a line
 //! `fault injection: append paused at STAGE` is logged at warn level before
-//! the pause, which is what the tests wait for.
+//! the pause, which is what the tests wait for. [`hold_load`] likewise holds
+//! a coordinator's load of its partition (`FJORD_FAULT_LOAD_HOLD`).
 
 use std::rc::Rc;
 use std::sync::OnceLock;
@@ -69,4 +70,29 @@ pub async fn pause(stage: Stage, part: &Rc<Partition>) {
         part.index()
     );
     glommio::timer::sleep(Duration::from_millis(ms)).await;
+}
+
+/// Holds a coordinator's load of an internal partition (`__consumer_offsets`,
+/// `__transaction_state`) while the file named by the environment variable
+/// `FJORD_FAULT_LOAD_HOLD` exists, so that a test sees the coordinator
+/// loading for as long as it needs (off when the variable is unset). Logs
+/// `fault injection: load of TOPIC-N held` once before it waits; checks the
+/// file every 10 ms.
+pub async fn hold_load(part: &Partition) {
+    static HOLD: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    let Some(file) = HOLD.get_or_init(|| std::env::var_os("FJORD_FAULT_LOAD_HOLD").map(Into::into))
+    else {
+        return;
+    };
+    if !file.exists() {
+        return;
+    }
+    log::warn!(
+        "fault injection: load of {}-{} held",
+        part.topic(),
+        part.index()
+    );
+    while file.exists() {
+        glommio::timer::sleep(Duration::from_millis(10)).await;
+    }
 }

@@ -17,13 +17,11 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::removal::{self, Cause, DirVerdict, Held, Verdict};
-use super::{current, now_ms, Partition, Shard, TopicPartition};
+use super::{now_ms, Partition, Shard, TopicPartition};
 use crate::cluster::leadership::ReplicaState;
 use crate::cluster::metadata::{ImageOrder, MetadataImage};
 use crate::cluster::topic_config;
-use crate::group::OFFSETS_TOPIC;
 use crate::storage::{PartitionLog, StorageError};
-use crate::txn::{TransactionCoordinator, TRANSACTION_STATE_TOPIC};
 
 impl Shard {
     /// Applies a newer image (see the module docs), not settled: a
@@ -149,21 +147,11 @@ impl Shard {
                     let became_leader = leads && !existing.is_leader();
                     let resigned = !leads && existing.is_leader();
                     existing.set_registration(node, reg, now_ms());
-                    if resigned {
-                        // Another broker coordinates its groups or
-                        // transactional ids now.
-                        self.resign_coordinator(&existing);
-                    }
-                    if became_leader {
-                        // The coordinators follow their partition's leadership.
-                        self.load_coordinator(&existing);
-                        // Transactions caught half-way through their
-                        // commit or abort are finished by the new leader.
-                        if &**existing.topic() == TRANSACTION_STATE_TOPIC {
-                            if let Ok(me) = current() {
-                                TransactionCoordinator::resume(&me);
-                            }
-                        }
+                    // The coordinators follow their partitions' leadership
+                    // (another broker coordinates the groups or
+                    // transactional ids of a resigned partition now).
+                    if resigned || became_leader {
+                        self.leadership_changed(&existing, became_leader);
                     }
                     continue;
                 }
@@ -206,17 +194,22 @@ impl Shard {
                 });
                 match opened {
                     Ok(log) => {
-                        let part =
-                            Partition::new(topic.name.clone(), p, topic.id, log, settings.clone());
+                        let part = Rc::new(Partition::new(
+                            topic.name.clone(),
+                            p,
+                            topic.id,
+                            log,
+                            settings.clone(),
+                        ));
                         part.set_registration(node, reg, now_ms());
-                        if leads {
-                            self.load_coordinator(&part);
-                        }
                         self.partitions
                             .borrow_mut()
                             .entry(topic.name.clone())
                             .or_default()
-                            .insert(p, Rc::new(part));
+                            .insert(p, part.clone());
+                        if leads {
+                            self.leadership_changed(&part, true);
+                        }
                     }
                     Err(e) => {
                         log::error!("cannot open {}: {e}", dir.display());
@@ -226,31 +219,6 @@ impl Shard {
             }
         }
         first_error
-    }
-
-    /// Unloads the group or transaction coordinator state of an internal
-    /// topic's partition this broker no longer leads.
-    fn resign_coordinator(&self, part: &Partition) {
-        if &**part.topic() == OFFSETS_TOPIC {
-            if let Ok(me) = current() {
-                crate::group::GroupCoordinator::resign(&me, part);
-            }
-        }
-        if &**part.topic() == TRANSACTION_STATE_TOPIC {
-            TransactionCoordinator::resign(self, part);
-        }
-    }
-
-    /// Loads the group or transaction coordinator state of an internal
-    /// topic's partition this broker now leads.
-    fn load_coordinator(&self, part: &Partition) {
-        if &**part.topic() == OFFSETS_TOPIC {
-            self.groups
-                .load(part, self.config.group.offsets_topic_partitions);
-        }
-        if &**part.topic() == TRANSACTION_STATE_TOPIC {
-            self.txns.load(part);
-        }
     }
 }
 

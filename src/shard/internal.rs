@@ -3,10 +3,12 @@
 
 use std::rc::Rc;
 
-use super::error::InternalAppendError;
+use super::error::{InternalAppendError, ReplayError};
 use super::now_ms;
 use super::partition::Partition;
-use crate::storage::{AppendResult, BatchHeader, ValidatedBatch};
+use crate::storage::cache;
+use crate::storage::segment::ReadMode;
+use crate::storage::{AppendResult, BatchHeader, StorageError, ValidatedBatch};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
@@ -121,65 +123,111 @@ pub async fn append_encoded(
     Ok(res)
 }
 
-/// Reads `part` from its log start to its log end and calls `f` with every
-/// record (start-up replay of an internal topic, before the shard serves
-/// requests, or when this broker becomes its leader). The whole log, not
-/// only below the high watermark, as Kafka's coordinators load with
-/// `FetchIsolation.LOG_END`: a follower just made leader has every
-/// acknowledged write while its high watermark may still lag. Stops at the
-/// first unreadable batch, logging why. Gives the number of records read.
-pub fn for_each_record(part: &Partition, mut f: impl FnMut(&Record)) -> usize {
-    let (mut offset, end) = (part.log_start_offset(), part.log_end_offset());
+/// Bytes read per chunk when a coordinator loads its partition
+/// ([`replay_log`]): 1 MiB, so a chunk's decode stays well under the
+/// reactor-stall threshold.
+pub const LOAD_CHUNK_BYTES: u64 = 1 << 20;
+
+/// Header reads of [`replay_log`] that may find them out of the page cache
+/// and warm them before one waits for the disk.
+const NOT_CACHED_TRIES: u32 = 3;
+
+/// Reads `part` from its log start to its log end, one chunk of at most
+/// [`LOAD_CHUNK_BYTES`] at a time, and gives each chunk's records, in
+/// offset order, to `f`, which answers whether to go on (a coordinator
+/// loading its partition, when this broker becomes its leader). The whole
+/// log, not only below the high watermark, as Kafka's coordinators load
+/// with `FetchIsolation.LOG_END`: a follower just made leader has every
+/// acknowledged write while its high watermark may still lag. Records
+/// appended while it reads are read too: it ends when it reaches the log
+/// end, and the caller's next step runs in the same poll, so no record
+/// falls between the load and what follows it.
+///
+/// The reactor never waits for the disk: batch headers are located without
+/// waiting (warmed on glommio's blocking pool when not cached), each chunk's
+/// bytes are read on the blocking pool, and the task yields between chunks.
+/// Gives the number of records read, or the first error
+/// ([`ReplayError`]); what was given to `f` before it stays given.
+pub async fn replay_log(
+    part: &Rc<Partition>,
+    mut f: impl FnMut(&[Record]) -> bool,
+) -> Result<usize, ReplayError> {
+    let mut offset = part.log_start_offset();
     let mut seen = 0usize;
-    while offset < end {
-        let read = match part.read_replica_in(
-            offset,
-            1 << 20,
-            crate::storage::segment::ReadMode::Blocking,
-        ) {
-            Ok(r) => r.read,
-            Err(e) => {
-                log::error!("loading {}-{}: {e}", part.topic(), part.index());
-                return seen;
-            }
+    let mut tries = 0u32;
+    while offset < part.log_end_offset() {
+        let mode = if tries < NOT_CACHED_TRIES {
+            ReadMode::NoWait
+        } else {
+            ReadMode::Blocking
         };
+        let read = match part.read_replica_in(offset, LOAD_CHUNK_BYTES, mode) {
+            Ok(r) => r.read,
+            Err(StorageError::NotCached {
+                file,
+                position,
+                len,
+                ..
+            }) => {
+                tries += 1;
+                if let Err(e) = cache::warm(file, position, len).await {
+                    log::debug!("{}-{}: warming {position}: {e}", part.topic(), part.index());
+                }
+                continue;
+            }
+            // Retention or DeleteRecords moved the log start past the
+            // chunk meanwhile: go on from there.
+            Err(StorageError::OffsetOutOfRange {
+                log_start_offset, ..
+            }) if log_start_offset > offset => {
+                offset = log_start_offset;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        tries = 0;
         if read.bytes == 0 {
             break;
         }
-        let mut bytes = Vec::with_capacity(read.bytes as usize);
-        for r in &read.regions {
-            let start = bytes.len();
-            bytes.resize(start + r.len as usize, 0);
-            if let Err(e) =
-                std::os::unix::fs::FileExt::read_exact_at(&*r.file, &mut bytes[start..], r.position)
-            {
-                log::error!("loading {}-{}: {e}", part.topic(), part.index());
-                return seen;
-            }
-        }
+        let regions = read.regions;
+        let bytes = glommio::executor()
+            .spawn_blocking(move || read_regions(&regions))
+            .await?;
         let mut buf = Bytes::from(bytes);
-        let sets = match crate::storage::records::decode_batches(&mut buf) {
-            Ok(s) => s,
-            Err(e) => {
-                log::error!(
-                    "loading {}-{} at offset {offset}: {e}",
-                    part.topic(),
-                    part.index()
-                );
-                return seen;
-            }
-        };
-        let before = offset;
+        let sets = crate::storage::records::decode_batches(&mut buf)?;
+        let mut records = Vec::new();
         for set in sets {
-            for r in &set.records {
-                offset = offset.max(r.offset + 1);
-                seen += 1;
-                f(r);
-            }
+            records.extend(set.records);
         }
-        if offset == before {
+        // Past the chunk: its last record, or the batch boundary after it
+        // (a batch that compaction emptied holds no record).
+        let next = records
+            .last()
+            .map_or(read.end_offset, |r| r.offset + 1)
+            .max(read.end_offset);
+        seen += records.len();
+        if !f(&records) || next <= offset {
             break;
         }
+        offset = next;
+        glommio::yield_if_needed().await;
     }
-    seen
+    Ok(seen)
+}
+
+/// The bytes of `regions`, one after another (blocking preads: run off the
+/// reactor).
+fn read_regions(regions: &[crate::storage::FileRegion]) -> std::io::Result<Vec<u8>> {
+    let total: u64 = regions.iter().map(|r| r.len).sum();
+    let mut bytes = vec![0u8; usize::try_from(total).unwrap_or(0)];
+    let mut at = 0usize;
+    for r in regions {
+        let len = r.len as usize;
+        let Some(dst) = bytes.get_mut(at..at + len) else {
+            return Err(std::io::Error::other("region lengths exceed their total"));
+        };
+        std::os::unix::fs::FileExt::read_exact_at(&*r.file, dst, r.position)?;
+        at += len;
+    }
+    Ok(bytes)
 }

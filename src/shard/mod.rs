@@ -13,6 +13,7 @@ mod image;
 pub mod internal;
 pub mod io;
 pub mod isr_change;
+pub mod listener;
 pub mod notify;
 pub mod owner;
 pub mod partition;
@@ -40,9 +41,7 @@ use crate::cluster::leadership::{self, LeadershipError, Requester};
 use crate::cluster::metadata::{owner_shard, MetadataImage};
 use crate::cluster::quorum::Quorum;
 use crate::config::Config;
-use crate::group::GroupCoordinator;
 use crate::mesh::ShardError;
-use crate::txn::TransactionCoordinator;
 use partition::Partition;
 
 /// A unit of work sent to another shard: runs there, replies through the
@@ -81,12 +80,9 @@ pub struct Shard {
     /// Partitions this shard owns.
     /// Keyed by topic, then partition index, so lookups by `&str` allocate nothing.
     partitions: RefCell<PartitionMap>,
-    /// Consumer groups coordinated here (those whose `__consumer_offsets`
-    /// partition this shard owns).
-    pub groups: GroupCoordinator,
-    /// Transaction coordinators of the transactional ids whose
-    /// `__transaction_state` partition this shard owns.
-    pub txns: TransactionCoordinator,
+    /// The layers above told of leadership changes (the group and
+    /// transaction coordinators; `listener.rs`).
+    leadership_listeners: RefCell<Vec<Rc<dyn listener::LeadershipListener>>>,
     /// The metadata quorum's member of this node (shard 0 only, once started).
     quorum: RefCell<Option<Rc<Quorum>>>,
     /// The way to other brokers (installed at start-up).
@@ -157,8 +153,7 @@ impl Shard {
             })),
             metadata_applied: Rc::new(Notify::default()),
             partitions: RefCell::new(HashMap::new()),
-            groups: GroupCoordinator::default(),
-            txns: TransactionCoordinator::default(),
+            leadership_listeners: RefCell::new(Vec::new()),
             quorum: RefCell::new(None),
             remote: RefCell::new(None),
             txn_verifier: RefCell::new(None),

@@ -25,6 +25,9 @@ use super::error::{FlushError, InternalAppendError, MarkerError};
 use super::fault;
 use super::notify::Notify;
 use crate::cluster::topic_config::TopicSettings;
+use crate::producer_state::partition_txns::{AbortedTxn, PartitionTxns};
+use crate::producer_state::snapshot;
+use crate::producer_state::{ProducerStateError, ProducerStateMap};
 use crate::storage::cleaner::{CleanStats, CompactionConfig};
 use crate::storage::log::{AppendTicket, PendingWrite};
 use crate::storage::records::control_marker;
@@ -32,9 +35,6 @@ use crate::storage::txn_index::{control_key, control_value, ControlMarker};
 use crate::storage::{
     AppendResult, BatchHeader, Inconsistency, PartitionLog, StorageError, ValidatedBatch,
 };
-use crate::producer_state::partition_txns::{AbortedTxn, PartitionTxns};
-use crate::producer_state::{ProducerStateError, ProducerStateMap};
-use crate::producer_state::snapshot;
 
 mod produce;
 pub(crate) mod produce_rules;

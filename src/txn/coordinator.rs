@@ -19,6 +19,14 @@
 //! Transactions open for longer than their `transaction.timeout.ms` are
 //! aborted with a bumped producer epoch (fencing the producer), checked every
 //! `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+//!
+//! One coordinator per shard thread ([`TransactionCoordinator::here`]). It
+//! follows the leadership of its `__transaction_state` partitions as a
+//! listener the shard calls ([`TransactionCoordinator::install`]): a
+//! partition led here is loaded in the background, one chunk at a time read
+//! off the reactor, its ids answering COORDINATOR_LOAD_IN_PROGRESS until it
+//! is loaded; its transactions found half-way through a commit or abort are
+//! then finished. A partition no longer led here is unloaded.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -26,15 +34,18 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use super::error::{MarkerCause, ProducerIdAllocationCause, TxnError};
-use super::load::{self, Loaded};
+use super::load::{Loaded, Replay};
 use super::records::{self, TxnLogValue};
 use super::state_machine::{self as sm, EndDecision, EndPlan, InitDecision, InitRequest, Markers};
 use super::{TxnConfig, TRANSACTION_STATE_TOPIC};
+use crate::group::GroupCoordinator;
 use crate::group::OFFSETS_TOPIC;
-use crate::shard::error::MarkerFailure;
-use crate::shard::internal::append_records;
-use crate::shard::{now_ms, Shard};
 use crate::producer_state::ProducerStateError;
+use crate::shard::error::MarkerFailure;
+use crate::shard::internal::{append_records, replay_log};
+use crate::shard::listener::LeadershipListener;
+use crate::shard::partition::Partition;
+use crate::shard::{now_ms, Shard};
 
 pub use super::state_machine::{TxnDescription, TxnMetadata};
 
@@ -51,31 +62,58 @@ pub struct TransactionCoordinator {
     txns: RefCell<HashMap<String, TxnMetadata>>,
     /// Ids with an operation in flight.
     busy: RefCell<HashSet<String>>,
-    /// Ids loaded in a Prepare state, finished by [`TransactionCoordinator::start`].
-    pending: RefCell<Vec<String>>,
+    /// `__transaction_state` partitions being loaded, each with the number
+    /// of its load (a load that finds another number was superseded).
+    loading: RefCell<HashMap<i32, u64>>,
+    /// The number of the last load started.
+    loads: std::cell::Cell<u64>,
+}
+
+thread_local! {
+    /// The transaction coordinator of the shard running on this thread.
+    static HERE: Rc<TransactionCoordinator> = Rc::new(TransactionCoordinator::default());
+}
+
+/// This shard's transaction coordinator.
+fn here() -> Rc<TransactionCoordinator> {
+    TransactionCoordinator::here()
 }
 
 /// Marks a transactional id busy for as long as it lives.
 struct Busy {
-    shard: Rc<Shard>,
+    txns: Rc<TransactionCoordinator>,
     id: String,
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.shard.txns.busy.borrow_mut().remove(&self.id);
+        self.txns.busy.borrow_mut().remove(&self.id);
     }
 }
 
-/// Marks `id` busy; CONCURRENT_TRANSACTIONS when it already is.
-fn acquire(shard: &Rc<Shard>, id: &str) -> Result<Busy, TxnError> {
-    if !shard.txns.busy.borrow_mut().insert(id.to_string()) {
+/// Marks `id` busy; COORDINATOR_LOAD_IN_PROGRESS while its
+/// `__transaction_state` partition loads, CONCURRENT_TRANSACTIONS when it
+/// already is busy.
+fn acquire(shard: &Shard, id: &str) -> Result<Busy, TxnError> {
+    let txns = ready(shard, id)?;
+    if !txns.busy.borrow_mut().insert(id.to_string()) {
         return Err(TxnError::ConcurrentTransactions { state: None });
     }
     Ok(Busy {
-        shard: shard.clone(),
+        txns,
         id: id.to_string(),
     })
+}
+
+/// This shard's coordinator, if `id`'s `__transaction_state` partition is
+/// loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads.
+fn ready(shard: &Shard, id: &str) -> Result<Rc<TransactionCoordinator>, TxnError> {
+    let txns = here();
+    let p = partition_for_transactional_id(id, shard.config.txn.state_log_partitions);
+    if txns.loading.borrow().contains_key(&p) {
+        return Err(TxnError::CoordinatorLoadInProgress);
+    }
+    Ok(txns)
 }
 
 /// The coordinator epoch of `id` on this shard (KIP-98's
@@ -92,19 +130,36 @@ fn coordinator_epoch(shard: &Shard, id: &str) -> Option<i32> {
 }
 
 impl TransactionCoordinator {
+    /// The transaction coordinator of the shard running on this thread.
+    pub fn here() -> Rc<TransactionCoordinator> {
+        HERE.with(Rc::clone)
+    }
+
+    /// Makes this shard's coordinator follow the leadership of its
+    /// `__transaction_state` partitions (start-up, before the first image).
+    pub fn install(shard: &Shard) {
+        shard.add_leadership_listener(Rc::new(StateLeadership));
+    }
+
+    /// Whether any `__transaction_state` partition of this shard is loading.
+    pub fn any_loading(&self) -> bool {
+        !self.loading.borrow().is_empty()
+    }
+
     /// This broker stopped leading `part` (a `__transaction_state`
-    /// partition): the transactional ids it holds are another broker's now
-    /// (Kafka's `onResignation`). They are forgotten here, and their marker
-    /// retries and timers stop at their next step (each checks
-    /// [`coordinator_epoch`]); the new leader loads them from the log.
-    pub fn resign(shard: &Shard, part: &crate::shard::partition::Partition) {
+    /// partition): a load in progress stops, and the transactional ids it
+    /// holds are another broker's now (Kafka's `onResignation`). They are
+    /// forgotten here, and their marker retries and timers stop at their
+    /// next step (each checks [`coordinator_epoch`]); the new leader loads
+    /// them from the log.
+    fn resign(&self, shard: &Shard, part: &Partition) {
         let n = shard.config.txn.state_log_partitions;
         let index = part.index();
+        self.loading.borrow_mut().remove(&index);
         let mine = |id: &str| partition_for_transactional_id(id, n) == index;
-        let before = shard.txns.txns.borrow().len();
-        shard.txns.txns.borrow_mut().retain(|id, _| !mine(id));
-        shard.txns.pending.borrow_mut().retain(|id| !mine(id));
-        let unloaded = before - shard.txns.txns.borrow().len();
+        let before = self.txns.borrow().len();
+        self.txns.borrow_mut().retain(|id, _| !mine(id));
+        let unloaded = before - self.txns.borrow().len();
         if unloaded > 0 {
             log::info!(
                 "{}-{index}: no longer led here; {unloaded} transactional id(s) unloaded",
@@ -131,31 +186,81 @@ impl TransactionCoordinator {
             .collect()
     }
 
-    /// Replays one `__transaction_state` partition (start-up, before the
-    /// shard serves requests) with [`load::load_partition`] and adopts it.
-    pub fn load(&self, part: &crate::shard::partition::Partition) {
-        self.adopt(load::load_partition(part));
+    /// Starts loading `part` (a `__transaction_state` partition this
+    /// broker now leads) in the background: the log is replayed from its
+    /// start to its end ([`Replay`]), one chunk at a time read off the
+    /// reactor, while its ids answer COORDINATOR_LOAD_IN_PROGRESS. Once
+    /// loaded, its ids are adopted whole and the transactions found in a
+    /// Prepare state get their markers written again
+    /// ([`TransactionCoordinator::resume`]). A resignation during the load
+    /// stops it.
+    fn begin_load(self: &Rc<Self>, shard: &Rc<Shard>, part: Rc<Partition>) {
+        let number = self.loads.get() + 1;
+        self.loads.set(number);
+        let index = part.index();
+        self.loading.borrow_mut().insert(index, number);
+        let me = self.clone();
+        let shard = shard.clone();
+        crate::shard::stall::spawn_local("txn load", async move {
+            let current = || me.loading.borrow().get(&index) == Some(&number);
+            let mut replay = Replay::default();
+            crate::shard::fault::hold_load(&part).await;
+            let read = replay_log(&part, |records| {
+                if !current() {
+                    return false;
+                }
+                for r in records {
+                    if let Err(e) = replay.apply_record(r) {
+                        log::warn!(
+                            "skipping record at offset {} of {}-{index}: {e}",
+                            r.offset,
+                            part.topic()
+                        );
+                    }
+                }
+                true
+            })
+            .await;
+            if !current() {
+                return;
+            }
+            me.loading.borrow_mut().remove(&index);
+            if let Err(e) = read {
+                // The ids read before the error are kept, as Kafka's
+                // coordinator keeps what it loaded before an unreadable
+                // batch.
+                log::error!("loading {}-{index}: {e}", part.topic());
+            }
+            let loaded = replay.finish();
+            log::info!(
+                "{}-{index}: loaded {} record(s): {} transactional id(s), {} to finish",
+                part.topic(),
+                loaded.records,
+                loaded.txns.len(),
+                loaded.pending.len()
+            );
+            let pending: Vec<String> = loaded.pending.iter().map(|(id, _)| id.clone()).collect();
+            me.adopt(loaded);
+            Self::resume(&shard, pending);
+        })
+        .detach();
     }
 
-    /// Takes over the transactional ids of a loaded partition; those in a
-    /// Prepare state get their markers written again by
-    /// [`TransactionCoordinator::start`] (or [`TransactionCoordinator::resume`]).
-    pub fn adopt(&self, loaded: Loaded) {
+    /// Takes over the transactional ids of a loaded partition.
+    fn adopt(&self, loaded: Loaded) {
         self.txns.borrow_mut().extend(loaded.txns);
-        self.pending
-            .borrow_mut()
-            .extend(loaded.pending.into_iter().map(|(id, _)| id));
     }
 
-    /// Finishes the transactions adopted in a Prepare state: writes their
-    /// markers again (retrying until they are written), then completes them.
-    pub fn resume(shard: &Rc<Shard>) {
-        let pending = std::mem::take(&mut *shard.txns.pending.borrow_mut());
+    /// Finishes the transactions of `pending`, adopted in a Prepare state:
+    /// writes their markers again (retrying until they are written), then
+    /// completes them.
+    fn resume(shard: &Rc<Shard>, pending: Vec<String>) {
+        let txns = here();
         for id in pending {
             let Ok(busy) = acquire(shard, &id) else {
                 continue;
             };
-            let Some(m) = shard.txns.get(&id) else {
+            let Some(m) = txns.get(&id) else {
                 continue;
             };
             let Some(markers) = sm::pending_markers(&m.value) else {
@@ -165,7 +270,7 @@ impl TransactionCoordinator {
                 continue;
             };
             log::info!(
-                "transactional id {id}: completing the {} found after restart",
+                "transactional id {id}: completing the {} found in the log",
                 if markers.commit { "commit" } else { "abort" }
             );
             let plan = EndPlan {
@@ -183,12 +288,9 @@ impl TransactionCoordinator {
         }
     }
 
-    /// After replay (every shard has opened its partitions): finish the
-    /// transactions found in PrepareCommit / PrepareAbort (write their
-    /// markers again, then complete them), and start the timers that abort
-    /// timed-out transactions and remove expired transactional ids.
+    /// Starts the timers that abort timed-out transactions and remove
+    /// expired transactional ids (start-up).
     pub fn start(shard: &Rc<Shard>) {
-        Self::resume(shard);
         let cfg = shard.config.txn.clone();
         let me = Rc::downgrade(shard);
         crate::shard::stall::spawn_local("txn timeout abort", async move {
@@ -202,6 +304,7 @@ impl TransactionCoordinator {
             }
         })
         .detach();
+        let cfg = shard.config.txn.clone();
         let me = Rc::downgrade(shard);
         crate::shard::stall::spawn_local("txn id expiration", async move {
             loop {
@@ -212,6 +315,24 @@ impl TransactionCoordinator {
             }
         })
         .detach();
+    }
+}
+
+/// The transaction coordinator as the shard's [`LeadershipListener`] for
+/// `__transaction_state`.
+struct StateLeadership;
+
+impl LeadershipListener for StateLeadership {
+    fn became_leader(&self, shard: &Rc<Shard>, part: &Rc<Partition>) {
+        if &**part.topic() == TRANSACTION_STATE_TOPIC {
+            here().begin_load(shard, part.clone());
+        }
+    }
+
+    fn resigned(&self, shard: &Rc<Shard>, part: &Rc<Partition>) {
+        if &**part.topic() == TRANSACTION_STATE_TOPIC {
+            here().resign(shard, part);
+        }
     }
 }
 
@@ -240,7 +361,7 @@ async fn persist(shard: &Rc<Shard>, id: &str, value: Option<&TxnLogValue>) -> Re
 /// Persists, then applies, a transition of `id`.
 async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(), TxnError> {
     persist(shard, id, Some(&t.value)).await?;
-    shard.txns.set(id, t.metadata());
+    here().set(id, t.metadata());
     Ok(())
 }
 
@@ -276,7 +397,7 @@ pub async fn init_producer_id(
     sm::check_timeout(&req, &shard.config.txn)?;
     let _busy = acquire(&shard, &id)?;
     loop {
-        let m = shard.txns.get(&id);
+        let m = here().get(&id);
         let t = match sm::init_producer_id(m.as_ref(), &req, now_ms(), &shard.config.txn)? {
             InitDecision::Persist(t) => t,
             InitDecision::NewProducerId => {
@@ -291,7 +412,7 @@ pub async fn init_producer_id(
                 if !end_transaction(&shard, &id, plan).await? {
                     // Markers still being retried: the client retries later.
                     return Err(TxnError::ConcurrentTransactions {
-                        state: shard.txns.get(&id).map(|m| m.value.status),
+                        state: here().get(&id).map(|m| m.value.status),
                     });
                 }
                 // Decide again on the aborted state; the pair was checked.
@@ -316,7 +437,12 @@ pub fn verify_partition(
     epoch: i16,
     partition: &(String, i32),
 ) -> Result<(), TxnError> {
-    sm::verify_partition(shard.txns.get(id).as_ref(), producer_id, epoch, partition)
+    sm::verify_partition(
+        ready(shard, id)?.get(id).as_ref(),
+        producer_id,
+        epoch,
+        partition,
+    )
 }
 
 /// AddPartitionsToTxn / AddOffsetsToTxn: adds `partitions` to the open
@@ -331,7 +457,7 @@ pub async fn add_partitions(
     partitions: Vec<(String, i32)>,
 ) -> Result<(), TxnError> {
     let _busy = acquire(&shard, &id)?;
-    let m = shard.txns.get(&id);
+    let m = here().get(&id);
     match sm::add_partitions(m.as_ref(), producer_id, epoch, &partitions, now_ms())? {
         None => Ok(()),
         Some(t) => transition(&shard, &id, &t).await,
@@ -352,7 +478,7 @@ pub async fn end_txn(
     commit: bool,
 ) -> Result<(), TxnError> {
     let _busy = acquire(&shard, &id)?;
-    let m = shard.txns.get(&id);
+    let m = here().get(&id);
     match sm::end_txn(m.as_ref(), producer_id, epoch, commit, now_ms())? {
         EndDecision::AlreadyDone => Ok(()),
         EndDecision::End(plan) => end_transaction(&shard, &id, plan).await.map(|_| ()),
@@ -394,7 +520,7 @@ async fn end_transaction(shard: &Rc<Shard>, id: &str, plan: EndPlan) -> Result<b
 /// Writes the Complete state after every marker of `plan` is written,
 /// unless the id left that Prepare state meanwhile.
 async fn complete(shard: &Rc<Shard>, id: &str, plan: &EndPlan) {
-    if !sm::still_prepared(shard.txns.get(id).as_ref(), &plan.prepare.value) {
+    if !sm::still_prepared(here().get(id).as_ref(), &plan.prepare.value) {
         log::warn!(
             "transactional id {id}: state changed while its markers were written; leaving it"
         );
@@ -405,7 +531,7 @@ async fn complete(shard: &Rc<Shard>, id: &str, plan: &EndPlan) {
         // The markers are written; a restart replays the Prepare state and
         // writes them again, which is harmless.
         log::warn!("transactional id {id}: cannot write the Complete state ({e})");
-        shard.txns.set(id, done.metadata());
+        here().set(id, done.metadata());
     }
 }
 
@@ -509,7 +635,7 @@ async fn write_markers(
                         Ok(_) => {
                             if t == OFFSETS_TOPIC {
                                 let n = s.config.group.offsets_topic_partitions;
-                                s.groups.complete_txn(pid, p, n, commit);
+                                GroupCoordinator::here().complete_txn(pid, p, n, commit);
                             }
                         }
                         Err(MarkerFailure::Producer(ProducerStateError::FencedEpoch { .. })) => {
@@ -566,14 +692,12 @@ async fn write_markers(
 /// [`sm::timeout_abort`]).
 async fn abort_timed_out(shard: &Rc<Shard>) {
     let now = now_ms();
-    let expired = shard
-        .txns
-        .ids_where(|m| sm::timeout_abort(m, now).is_some());
+    let expired = here().ids_where(|m| sm::timeout_abort(m, now).is_some());
     for id in expired {
         let Ok(busy) = acquire(shard, &id) else {
             continue;
         };
-        let Some(m) = shard.txns.get(&id) else {
+        let Some(m) = here().get(&id) else {
             continue;
         };
         let Some(plan) = sm::timeout_abort(&m, now_ms()) else {
@@ -596,13 +720,13 @@ async fn abort_timed_out(shard: &Rc<Shard>) {
 /// for each.
 async fn remove_expired(shard: &Rc<Shard>, cfg: &TxnConfig) {
     let now = now_ms();
-    let expired = shard.txns.ids_where(|m| sm::expired(m, now, cfg));
+    let expired = here().ids_where(|m| sm::expired(m, now, cfg));
     for id in expired {
         let Ok(_busy) = acquire(shard, &id) else {
             continue;
         };
         if persist(shard, &id, None).await.is_ok() {
-            shard.txns.txns.borrow_mut().remove(&id);
+            here().txns.borrow_mut().remove(&id);
             log::info!("transactional id {id} expired (transactional.id.expiration.ms)");
         }
     }
@@ -611,7 +735,10 @@ async fn remove_expired(shard: &Rc<Shard>, cfg: &TxnConfig) {
 /// DescribeTransactions for one id ([`sm::describe`]:
 /// TRANSACTIONAL_ID_NOT_FOUND when unknown).
 pub fn describe(shard: &Rc<Shard>, id: &str) -> TxnDescription {
-    sm::describe(id, shard.txns.get(id).as_ref())
+    match ready(shard, id) {
+        Ok(txns) => sm::describe(id, txns.get(id).as_ref()),
+        Err(e) => sm::describe_error(id, e),
+    }
 }
 
 /// The description of an id answered with `error`, for ids no coordinator
@@ -623,20 +750,24 @@ pub fn describe_error(id: &str, error: TxnError) -> TxnDescription {
 /// ListTransactions on this shard: ids whose state is in `states` (all when
 /// empty), whose producer id is in `producer_ids` (all when empty) and, when
 /// `min_duration_ms` ≥ 0, whose transaction has been open at least that long
-/// (v1, KIP-994).
+/// (v1, KIP-994). COORDINATOR_LOAD_IN_PROGRESS while one of this shard's
+/// `__transaction_state` partitions loads, as Kafka answers then.
 pub fn list(
-    shard: &Rc<Shard>,
     states: &[String],
     producer_ids: &[i64],
     min_duration_ms: i64,
-) -> Vec<TxnDescription> {
+) -> Result<Vec<TxnDescription>, TxnError> {
+    let txns = here();
+    if txns.any_loading() {
+        return Err(TxnError::CoordinatorLoadInProgress);
+    }
     let now = now_ms();
-    shard
-        .txns
+    let listed = txns
         .txns
         .borrow()
         .iter()
         .filter(|(_, m)| sm::list_matches(m, states, producer_ids, min_duration_ms, now))
         .map(|(id, m)| sm::summary(id, m))
-        .collect()
+        .collect();
+    Ok(listed)
 }

@@ -137,6 +137,10 @@ pub enum TxnError {
     /// `__transaction_state` partition.
     #[error("another broker coordinates this transactional id")]
     NotCoordinator,
+    /// COORDINATOR_LOAD_IN_PROGRESS (14): the id's `__transaction_state`
+    /// partition is still being loaded here (retriable).
+    #[error("the transaction coordinator is loading this transactional id's partition")]
+    CoordinatorLoadInProgress,
     /// COORDINATOR_NOT_AVAILABLE (15): the id's `__transaction_state`
     /// partition is not open on this shard.
     #[error("__transaction_state partition {partition} is not on this shard")]

@@ -2,8 +2,9 @@
 //! partition: the replay (last record of each transactional id wins, a
 //! tombstone removes it) and the transactions found in a Prepare state,
 //! whose markers must be written again before they complete.
-//! [`load_partition`] is the one entry point, for start-up and for a shard
-//! that becomes the partition's coordinator.
+//! The coordinator reads the partition in chunks
+//! (`shard::internal::replay_log`) when this broker becomes its leader and
+//! gives each record to [`Replay::apply_record`].
 
 use std::collections::HashMap;
 
@@ -12,8 +13,7 @@ use bytes::Bytes;
 use super::records::{self, TxnLogValue};
 use super::state_machine::{pending_markers, Markers, TxnMetadata};
 use crate::group::records::RecordError;
-use crate::shard::internal::for_each_record;
-use crate::shard::partition::Partition;
+use kafka_protocol::records::Record;
 
 /// What one `__transaction_state` partition holds.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -51,6 +51,16 @@ impl Replay {
         Ok(())
     }
 
+    /// Applies one stored record of the partition (control records and
+    /// records without a key are skipped). Errors on a record that does not
+    /// decode (the caller logs and skips it).
+    pub fn apply_record(&mut self, r: &Record) -> Result<(), RecordError> {
+        match &r.key {
+            Some(key) if !r.control => self.apply(key, r.value.as_ref()),
+            _ => Ok(()),
+        }
+    }
+
     /// The ids found and the markers owed by those in a Prepare state.
     pub fn finish(self) -> Loaded {
         let mut pending: Vec<(String, Markers)> = self
@@ -74,40 +84,6 @@ fn loaded(value: TxnLogValue) -> TxnMetadata {
         value,
         last_epoch: -1,
     }
-}
-
-/// Reads `part` (a `__transaction_state` partition) from its log start to
-/// its end and gives its transactional ids and the Prepare-state
-/// transactions whose markers must be written again. Undecodable records
-/// are logged and skipped.
-pub fn load_partition(part: &Partition) -> Loaded {
-    let mut replay = Replay::default();
-    for_each_record(part, |r| {
-        let Some(key) = &r.key else { return };
-        if r.control {
-            return;
-        }
-        if let Err(e) = replay.apply(key, r.value.as_ref()) {
-            log::warn!(
-                "skipping record at offset {} of {}-{}: {e}",
-                r.offset,
-                part.topic(),
-                part.index()
-            );
-        }
-    });
-    let loaded = replay.finish();
-    if loaded.records > 0 {
-        log::info!(
-            "loaded {} record(s) from {}-{}: {} transactional id(s), {} to finish",
-            loaded.records,
-            part.topic(),
-            part.index(),
-            loaded.txns.len(),
-            loaded.pending.len()
-        );
-    }
-    loaded
 }
 
 #[cfg(test)]

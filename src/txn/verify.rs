@@ -9,11 +9,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cluster::error::CoordinatorLookupError;
-use crate::shard::error::VerificationError;
+use crate::shard::error::{TxnRefusal, VerificationError};
 use crate::shard::owner::produce::{LocalFuture, TxnVerifier};
 use crate::shard::remote::RemoteError;
 use crate::shard::Shard;
 
+use super::error::TxnError;
 use super::TRANSACTION_STATE_TOPIC;
 
 /// The shard coordinating `transactional_id`: the owner of its
@@ -95,7 +96,7 @@ pub async fn verify_partitions(
                             epoch,
                             &(t.to_string(), *p),
                         )
-                        .map_err(VerificationError::Coordinator)
+                        .map_err(|e| VerificationError::Coordinator(refusal(&e)))
                     })
                     .collect()
             })
@@ -133,5 +134,76 @@ pub async fn verify_partitions(
             }
         }
         Err(e) => all(VerificationError::CoordinatorLookup(e)),
+    }
+}
+
+/// The coordinator's error as the partition owner takes it: its
+/// [`TxnRefusal`] with the same Kafka code. The errors the verification
+/// itself gives (`state_machine::verify_partition`, the load) keep their
+/// meaning; an error of another operation, which a verification does not
+/// give, is COORDINATOR_NOT_AVAILABLE (the client retries).
+pub fn refusal(e: &TxnError) -> TxnRefusal {
+    match e {
+        TxnError::InvalidProducerIdMapping { .. } => TxnRefusal::InvalidProducerIdMapping,
+        TxnError::InvalidProducerEpoch { .. } | TxnError::ProducerFenced { .. } => {
+            TxnRefusal::InvalidProducerEpoch
+        }
+        TxnError::InvalidTxnState { .. } => TxnRefusal::InvalidTxnState,
+        TxnError::ConcurrentTransactions { .. } => TxnRefusal::ConcurrentTransactions,
+        TxnError::CoordinatorLoadInProgress => TxnRefusal::CoordinatorLoadInProgress,
+        TxnError::NotCoordinator => TxnRefusal::NotCoordinator,
+        TxnError::InvalidTransactionTimeout { .. }
+        | TxnError::TransactionalIdNotFound
+        | TxnError::UnknownTopicOrPartition { .. }
+        | TxnError::OperationNotAttempted
+        | TxnError::StatePartitionNotHere { .. }
+        | TxnError::CoordinatorUnavailable(_)
+        | TxnError::ProducerIdAllocation { .. }
+        | TxnError::StateAppend { .. }
+        | TxnError::MarkerWrite { .. } => TxnRefusal::CoordinatorNotAvailable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::txn::error::TxnOperation;
+    use crate::txn::records::TxnStatus;
+
+    /// What the verification gives keeps its meaning for the owner.
+    #[test]
+    fn verification_errors_keep_their_meaning() {
+        let cases = [
+            (
+                TxnError::InvalidProducerIdMapping {
+                    producer_id: 1,
+                    current: None,
+                },
+                TxnRefusal::InvalidProducerIdMapping,
+            ),
+            (
+                TxnError::InvalidProducerEpoch {
+                    producer_id: 1,
+                    epoch: 0,
+                    current_epoch: 1,
+                },
+                TxnRefusal::InvalidProducerEpoch,
+            ),
+            (
+                TxnError::InvalidTxnState {
+                    operation: TxnOperation::VerifyPartition,
+                    state: TxnStatus::Empty,
+                },
+                TxnRefusal::InvalidTxnState,
+            ),
+            (
+                TxnError::CoordinatorLoadInProgress,
+                TxnRefusal::CoordinatorLoadInProgress,
+            ),
+            (TxnError::NotCoordinator, TxnRefusal::NotCoordinator),
+        ];
+        for (e, r) in cases {
+            assert_eq!(refusal(&e), r, "{e:?}");
+        }
     }
 }

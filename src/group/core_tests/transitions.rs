@@ -565,7 +565,13 @@ fn loaded_group_is_stable_and_its_members_expire_without_heartbeats() {
         h.now,
     );
     assert_eq!((h.state(), h.generation()), (GroupState::Stable, 4));
-    h.core.arm_all(h.now);
+    // Only the loaded partition's groups are armed.
+    let n = 50;
+    let mine = crate::group::records::partition_for_group(G, n);
+    h.core.arm_partition((mine + 1) % n, n, h.now);
+    h.collect();
+    assert_eq!(h.timers.len(), 0, "another partition's load arms nothing");
+    h.core.arm_partition(mine, n, h.now);
     h.collect();
     assert_eq!(h.timers.len(), 1);
     h.advance(i64::from(SESSION_MS));

@@ -10,9 +10,9 @@ use bytes::Bytes;
 use super::produce_rules::{self, Refused};
 use super::{Appending, Partition};
 use crate::cluster::leadership::Requester;
+use crate::producer_state::{Check, ProducerStateError};
 use crate::shard::error::ProduceError;
 use crate::storage::{validate_batches, ValidatedBatch};
-use crate::producer_state::{Check, ProducerStateError};
 
 /// What [`Partition::produce`] did with one partition's records.
 pub enum ProduceOutcome {

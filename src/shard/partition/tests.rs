@@ -2,11 +2,11 @@
 //! snapshots and rebuilds.
 
 use super::*;
+use crate::producer_state::{Check, ProducerStateError};
 use crate::shard::error::MarkerError;
 use crate::storage::segment::segment_file_name;
 use crate::storage::txn_index::{read_txn_index, AbortedTxn};
 use crate::storage::{validate_batches, LogConfig};
-use crate::producer_state::{Check, ProducerStateError};
 use bytes::BytesMut;
 use kafka_protocol::records::{Compression, RecordBatchEncoder, RecordEncodeOptions};
 use std::collections::BTreeMap;
