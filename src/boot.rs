@@ -186,7 +186,67 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// that contradict each other ([`Config::validate`]) give
 /// [`BootError::Config`] before anything is touched on disk; clients are
 /// served on [`Config::client_listener`].
+/// Runs a broker until SIGTERM, SIGINT or SIGHUP, then shuts it down in
+/// order ([`Node::stop`]). Errors with why it could not start, or with the
+/// reason a shard stopped it ([`BootError::Stopped`]).
 pub fn run(config: Config) -> Result<(), BootError> {
+    // Blocked before any thread starts, so every thread inherits the mask
+    // and only this one takes them (`wait_for_signal`).
+    let signals = block_signals();
+    let node = start_node(config, signals.is_some())?;
+    match signals {
+        Some(set) => {
+            wait_for_signal(&set);
+            log::info!("shutting down");
+            node.stop()
+        }
+        None => {
+            node.join();
+            Ok(())
+        }
+    }
+}
+
+/// A started broker: its shards, their shared flags and the handles to
+/// stop it or run work on its shards.
+pub struct Node {
+    handles: Vec<glommio::ExecutorJoinHandle<()>>,
+    flags: Arc<NodeFlags>,
+    config: Arc<Config>,
+    stalls: Arc<[ShardStallStats]>,
+    drivers: Vec<futures_channel::mpsc::UnboundedSender<Task>>,
+    bound: SocketAddr,
+    _lock: std::fs::File,
+}
+
+/// What a node's shards share: set by one thread, read by the others.
+#[derive(Debug)]
+pub(crate) struct NodeFlags {
+    /// Set when the node shuts down; each shard notices within a tick.
+    shutdown: std::sync::atomic::AtomicBool,
+    /// Set once shard 0 has the metadata image it serves with; the other
+    /// shards accept clients only then.
+    metadata_ready: std::sync::atomic::AtomicBool,
+    /// This broker's epoch when shard 0 stopped its quorum member (-1:
+    /// never registered), written into the clean-shutdown marker.
+    last_broker_epoch: std::sync::atomic::AtomicI64,
+    /// A shard that must stop the broker (`shard::fatal`) signals the
+    /// process, whose main thread waits for signals ([`run`]); otherwise it
+    /// sets [`NodeFlags::shutdown`] itself.
+    by_signal: bool,
+}
+
+/// Starts a broker (config → data dir → metadata → executors → mesh →
+/// recovery → listeners) and gives it once every shard serves. Signals are
+/// the caller's: [`run`] waits for them; an in-process caller stops the
+/// node with [`Node::stop`]. Errors with why it could not start.
+pub fn start(config: Config) -> Result<Node, BootError> {
+    start_node(config, false)
+}
+
+/// [`start`]; `by_signal`: the caller waits for SIGTERM (see
+/// [`NodeFlags::by_signal`]).
+fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
     config.validate()?;
     for k in &config.unknown_keys {
         log::warn!("ignoring unknown config key {k}");
@@ -202,7 +262,7 @@ pub fn run(config: Config) -> Result<(), BootError> {
     std::fs::create_dir_all(&data_dir).map_err(dd)?;
     // Like Kafka's `.lock`: one broker per data directory. Held (open, flocked)
     // for the life of the process.
-    let _lock = lock_data_dir(&data_dir)?;
+    let lock = lock_data_dir(&data_dir)?;
     raise_fd_limit();
     // The client listener: the first not named in controller.listener.names
     // (`Config::validate`, above, makes sure there is one).
@@ -287,9 +347,16 @@ pub fn run(config: Config) -> Result<(), BootError> {
         None
     };
     let image = Arc::new(MetadataImage::empty(cluster_id));
+    let flags = Arc::new(NodeFlags {
+        shutdown: Default::default(),
+        metadata_ready: Default::default(),
+        last_broker_epoch: std::sync::atomic::AtomicI64::new(-1),
+        by_signal,
+    });
     let boot = Arc::new(QuorumBoot {
         settings: quorum,
         controller_addr,
+        flags: flags.clone(),
     });
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
@@ -318,15 +385,17 @@ pub fn run(config: Config) -> Result<(), BootError> {
     let config = Arc::new(config);
     let mesh: MeshBuilder<Task, _> = MeshBuilder::full(shards, 1024);
     let (ready_tx, ready_rx) = mpsc::channel::<Result<usize, String>>();
-    let signals = block_signals();
 
     let mut handles = Vec::new();
+    let mut drivers = Vec::new();
     for i in 0..shards {
         let placement = match cores.get(i % cores.len().max(1)) {
             Some(c) if shards <= cores.len() => Placement::Fixed(c.id),
             _ => Placement::Unbound,
         };
         let boot = boot.clone();
+        let (driver, driven) = futures_channel::mpsc::unbounded::<Task>();
+        drivers.push(driver);
         let (config, image, mesh, ready, stalls) = (
             config.clone(),
             image.clone(),
@@ -341,7 +410,15 @@ pub fn run(config: Config) -> Result<(), BootError> {
             .spawn(move || async move {
                 stall::watch(
                     "shard main",
-                    shard_main(config, image, mesh, bound, ready, stalls, boot),
+                    shard_main(
+                        config,
+                        image,
+                        mesh,
+                        bound,
+                        stalls,
+                        boot,
+                        ShardLinks { ready, driven },
+                    ),
                 )
                 .await
             })
@@ -378,15 +455,66 @@ pub fn run(config: Config) -> Result<(), BootError> {
     );
     use std::io::Write;
     let _ = std::io::stdout().flush();
+    Ok(Node {
+        handles,
+        flags,
+        config,
+        stalls,
+        drivers,
+        bound,
+        _lock: lock,
+    })
+}
 
-    if let Some(set) = signals {
-        wait_for_signal(&set);
-        log::info!("shutting down");
-        SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Each shard notices within one tick, drains, flushes and closes its logs.
+impl Node {
+    /// The address the client listener bound (the port resolved when the
+    /// configuration gave port 0).
+    pub fn address(&self) -> SocketAddr {
+        self.bound
+    }
+
+    /// Number of shards.
+    pub fn shards(&self) -> usize {
+        self.handles.len()
+    }
+
+    /// Runs `f` on shard `shard` (its thread, its executor) and gives its
+    /// result, blocking the calling thread, which must not be a shard's.
+    /// For in-process tests and tools. Errors with
+    /// [`crate::mesh::ShardError::Unavailable`] when there is no such shard
+    /// or it stopped.
+    pub fn on_shard<R, F, Fut>(&self, shard: usize, f: F) -> Result<R, crate::mesh::ShardError>
+    where
+        R: Send + 'static,
+        F: FnOnce(std::rc::Rc<Shard>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = R> + 'static,
+    {
+        let gone = crate::mesh::ShardError::Unavailable(shard);
+        let driver = self.drivers.get(shard).ok_or(gone.clone())?;
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let task: Task = Box::new(move || {
+            Box::pin(async move {
+                if let Ok(s) = crate::shard::current() {
+                    let _ = tx.send(f(s).await);
+                }
+            })
+        });
+        driver.unbounded_send(task).map_err(|_| gone.clone())?;
+        futures_lite::future::block_on(rx).map_err(|_| gone)
+    }
+
+    /// Stops the node in order: each shard stops accepting, hands its
+    /// leaderships away (controlled shutdown), stops its quorum member,
+    /// drains, flushes and closes its logs; then the clean-shutdown marker
+    /// is written (KIP-966) and the stall counters printed. Errors with the
+    /// reason a shard stopped the broker ([`BootError::Stopped`]).
+    pub fn stop(self) -> Result<(), BootError> {
+        self.flags
+            .shutdown
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut clean = true;
-        for h in handles {
+        for h in self.handles {
             clean &= h.join().is_ok();
             if Instant::now() > deadline {
                 clean = false;
@@ -395,25 +523,32 @@ pub fn run(config: Config) -> Result<(), BootError> {
         }
         // Every shard closed its logs: the next registration tells the
         // controller this was a clean shutdown (KIP-966).
-        let epoch = LAST_BROKER_EPOCH.load(std::sync::atomic::Ordering::SeqCst);
+        let epoch = self
+            .flags
+            .last_broker_epoch
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let data_dir = self.config.data_dir();
         if clean && epoch >= 0 {
             if let Err(e) = crate::cluster::controller::write_clean_shutdown(&data_dir, epoch) {
                 log::warn!("cannot write the clean-shutdown marker: {e}");
             }
         }
-        print_stall_summary(&config, &stalls);
+        print_stall_summary(&self.config, &self.stalls);
         log::info!("shutdown complete");
         if let Some(reason) = crate::shard::fatal::reason() {
             return Err(BootError::Stopped {
                 reason: reason.to_string(),
             });
         }
-        return Ok(());
+        Ok(())
     }
-    for h in handles {
-        let _ = h.join();
+
+    /// Waits for every shard to end (without signals to wait for).
+    fn join(self) {
+        for h in self.handles {
+            let _ = h.join();
+        }
     }
-    Ok(())
 }
 
 /// Writes each shard's stall counters on stderr (orderly shutdown).
@@ -468,10 +603,6 @@ fn sync_write_stats(stats: &ShardStallStats) {
     }
 }
 
-/// This broker's epoch when shard 0 stopped its quorum member (-1: never
-/// registered), written into the clean-shutdown marker.
-static LAST_BROKER_EPOCH: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
-
 /// The cluster-level election settings from the static configuration:
 /// `min.insync.replicas` and `unclean.leader.election.enable` as set in
 /// `server.properties` (Kafka's defaults 1 and false).
@@ -488,25 +619,28 @@ fn election_rules(config: &Config) -> crate::cluster::elr::ElectionRules {
     }
 }
 
-/// Set by the main thread when SIGTERM, SIGINT or SIGHUP arrives.
-static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// How often a joining shard's reactor wakes up (see `shard_main`).
 const MESH_JOIN_TICK: Duration = Duration::from_millis(5);
 
 /// How often a shard checks the shutdown flag (only at shutdown matters).
 const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 
+/// One shard's channels to the boot thread: `ready` tells it the shard
+/// serves (or why it cannot); `driven` brings work from outside the shards
+/// (`Node::on_shard`).
+struct ShardLinks {
+    ready: mpsc::Sender<Result<usize, String>>,
+    driven: futures_channel::mpsc::UnboundedReceiver<Task>,
+}
+
 /// What shard 0 needs to start this node's quorum member.
 struct QuorumBoot {
     settings: QuorumSettings,
     /// Where to serve the controller listener, when one is configured.
     controller_addr: Option<SocketAddr>,
+    /// The node's shared flags.
+    flags: Arc<NodeFlags>,
 }
-
-/// Set once shard 0 has the metadata image it serves with; the other shards
-/// accept clients only then.
-static METADATA_READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// How long a single-node broker waits at start for its own registration
 /// (and the adoption of an earlier version's topics) before it serves.
@@ -609,10 +743,11 @@ async fn shard_main(
     image: Arc<MetadataImage>,
     mesh: MeshBuilder<Task, glommio::channels::channel_mesh::Full>,
     addr: SocketAddr,
-    ready: mpsc::Sender<Result<usize, String>>,
     stalls: Arc<[ShardStallStats]>,
     boot: Arc<QuorumBoot>,
+    links: ShardLinks,
 ) {
+    let ShardLinks { ready, driven } = links;
     // glommio's mesh join can miss the cross-thread wake-up of its last
     // step: a shard whose executor has nothing else to do then sleeps in
     // io_uring forever (seen about once in 50 starts on two cores). A timer
@@ -643,6 +778,21 @@ async fn shard_main(
     // image on.
     crate::group::GroupCoordinator::install(&shard);
     crate::txn::TransactionCoordinator::install(&shard);
+    let flags = boot.flags.clone();
+    if !flags.by_signal {
+        let f = flags.clone();
+        crate::shard::fatal::stop_with(move || {
+            f.shutdown.store(true, std::sync::atomic::Ordering::SeqCst)
+        });
+    }
+    // Work sent from outside the shards (`Node::on_shard`).
+    stall::spawn_local("driver", async move {
+        let mut driven = driven;
+        while let Some(task) = futures_lite::StreamExt::next(&mut driven).await {
+            glommio::spawn_local(task()).detach();
+        }
+    })
+    .detach();
     if metrics_on {
         let stalls = stalls.clone();
         let id = shard.id;
@@ -661,10 +811,15 @@ async fn shard_main(
             let _ = ready.send(Err(format!("metadata quorum: {e}")));
             return;
         }
-        METADATA_READY.store(true, std::sync::atomic::Ordering::SeqCst);
+        flags
+            .metadata_ready
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     } else {
-        while !METADATA_READY.load(std::sync::atomic::Ordering::SeqCst) {
-            if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
+        while !flags
+            .metadata_ready
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            if flags.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
             glommio::timer::sleep(Duration::from_millis(5)).await;
@@ -719,7 +874,7 @@ async fn shard_main(
             }
         })
     };
-    while !SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
+    while !flags.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         glommio::timer::sleep(SHUTDOWN_TICK).await;
     }
     drop(accept);
@@ -730,7 +885,9 @@ async fn shard_main(
         // A run that never registered leaves the registration (and its
         // epoch) of the run before it in place.
         if let Some(epoch) = q.broker_epoch().or(q.settings().previous_broker_epoch) {
-            LAST_BROKER_EPOCH.store(epoch, std::sync::atomic::Ordering::SeqCst);
+            flags
+                .last_broker_epoch
+                .store(epoch, std::sync::atomic::Ordering::SeqCst);
         }
     }
     // Let in-flight appends finish (their futures run on this executor).
