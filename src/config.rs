@@ -23,6 +23,7 @@ pub mod broker_defs;
 mod coordinators;
 mod error;
 pub mod kraft;
+pub mod security;
 mod topic_config_defs;
 pub mod topic_defs;
 
@@ -30,6 +31,7 @@ pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFI
 pub use coordinators::{GroupConfig, TxnConfig};
 pub use error::InvalidConfig;
 pub use kraft::{HostPort, KraftConfig, ProcessRoles, QuorumVoter, SecurityProtocol};
+pub use security::SecuritySettings;
 pub use topic_defs::TOPIC_CONFIGS;
 
 /// A configuration error found at start. The message names the key, the value
@@ -262,6 +264,10 @@ pub struct Config {
     /// The cluster settings: broker sessions, the metadata quorum's
     /// timeouts, `broker.rack`, the internal topics' replication.
     pub cluster: ClusterConfig,
+    /// The security keys (`ssl.*`, `sasl.*`, `super.users`, …, broker-wide
+    /// and `listener.name.<listener>.…`), as text; read and checked at
+    /// start (`security::Security::from_config`).
+    pub security: SecuritySettings,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
 }
@@ -326,6 +332,7 @@ impl Config {
             reactor_stall_threshold_us: 0,
             metrics_listener: None,
             cluster: ClusterConfig::default(),
+            security: SecuritySettings::default(),
             unknown_keys: Vec::new(),
             ids_given: (None, None),
         }
@@ -367,23 +374,14 @@ pub(crate) fn invalid(key: &str, value: &str, allowed: &str) -> ConfigError {
 
 /// Parses `NAME://host:port[,…]` (Kafka's `listeners` syntax; an entry
 /// without `NAME://` is PLAINTEXT). Names are upper-cased and each given
-/// once. A listener named after a protocol other than PLAINTEXT (`SSL`,
-/// `SASL_PLAINTEXT`, `SASL_SSL`) is refused here; the protocol of any other
-/// name is checked by [`Config::validate`] against
-/// `listener.security.protocol.map`.
+/// once; the protocol of each name comes from
+/// `listener.security.protocol.map` (checked by [`Config::validate`]).
 pub fn parse_listeners(key: &str, value: &str) -> Result<Vec<Listener>, ConfigError> {
     let allowed = "a comma-separated list of NAME://host:port (PLAINTEXT://host:port)";
     let mut out: Vec<Listener> = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (name, hostport) = item.split_once("://").unwrap_or(("PLAINTEXT", item));
         let name = name.to_ascii_uppercase();
-        if SecurityProtocol::from_name(&name).is_some_and(|p| p != SecurityProtocol::Plaintext) {
-            return Err(invalid(
-                key,
-                value,
-                "PLAINTEXT listeners only (TLS/SASL are not supported yet)",
-            ));
-        }
         if !kraft::valid_listener_name(&name) {
             return Err(invalid(key, value, allowed));
         }
@@ -413,6 +411,9 @@ impl Config {
     /// Applies one `key=value` with Kafka's property name. Unknown keys are
     /// remembered in [`Config::unknown_keys`] and logged at start.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if self.security.set(key, value) {
+            return Ok(());
+        }
         // Broker-level defaults of topic configs (log.retention.ms, …).
         if let Some((d, syn)) = topic_defs::def_by_broker_key(key) {
             let lowest = match d.allowed {
@@ -571,7 +572,12 @@ mod tests {
     fn listeners_parse() {
         let l = parse_listeners("listeners", "PLAINTEXT://127.0.0.1:0").unwrap();
         assert_eq!(l[0].addr.port(), 0);
-        assert!(parse_listeners("listeners", "SSL://127.0.0.1:1").is_err());
+        let l = parse_listeners("listeners", "SSL://127.0.0.1:1,sasl_ssl://127.0.0.1:2").unwrap();
+        assert_eq!(
+            (l[0].name.as_str(), l[1].name.as_str()),
+            ("SSL", "SASL_SSL")
+        );
+        assert!(parse_listeners("listeners", "SSL://127.0.0.1:1,SSL://127.0.0.1:2").is_err());
     }
 
     #[test]

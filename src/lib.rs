@@ -44,6 +44,7 @@ pub mod net;
 pub mod producer_state;
 pub mod protocol;
 pub mod replication;
+pub mod security;
 pub mod shard;
 pub mod stall;
 pub mod storage;

@@ -365,28 +365,15 @@ pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
             }
         }
     }
-    // Every listener needs a protocol; the ones served must be PLAINTEXT.
+    // Every listener needs a protocol (its files and mechanisms are checked
+    // when the broker starts: `security::Security::from_config`).
     for l in &c.listeners {
-        match k.protocol_of(&l.name) {
-            None => {
-                return Err(invalid(
-                    "listener.security.protocol.map",
-                    &protocol_map_text(k),
-                    &format!("a security protocol for listener {}", l.name),
-                ))
-            }
-            Some(SecurityProtocol::Plaintext) => {}
-            Some(p) => {
-                return Err(invalid(
-                    "listeners",
-                    &format!("{}://{}", l.name, l.addr),
-                    &format!(
-                        "listener {} uses {}: PLAINTEXT listeners only (TLS/SASL are not supported yet)",
-                        l.name,
-                        p.name()
-                    ),
-                ))
-            }
+        if k.protocol_of(&l.name).is_none() {
+            return Err(invalid(
+                "listener.security.protocol.map",
+                &protocol_map_text(k),
+                &format!("a security protocol for listener {}", l.name),
+            ));
         }
     }
     // Each listener its own port (port 0 picks a free one for each).
@@ -735,14 +722,13 @@ log.retention.check.interval.ms=300000
 
     #[test]
     fn listener_rules() {
-        // A used listener mapped to another protocol than PLAINTEXT.
-        assert_eq!(
-            err(&[(
-                "listener.security.protocol.map",
-                "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"
-            )]),
-            "invalid value \"CONTROLLER://127.0.0.1:9093\" for listeners: listener CONTROLLER uses SSL: PLAINTEXT listeners only (TLS/SASL are not supported yet)"
-        );
+        // Any protocol of the map is accepted here (its files and
+        // mechanisms are checked at start, `security::Security`).
+        assert!(combined(&[(
+            "listener.security.protocol.map",
+            "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT"
+        )])
+        .is_ok());
         // A listener name the map does not know.
         assert!(
             err(&[("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")])
@@ -755,10 +741,10 @@ log.retention.check.interval.ms=300000
         c.set("listener.security.protocol.map", "CLIENT:PLAINTEXT")
             .unwrap();
         assert!(c.validate().is_ok());
-        // Listener names: each once, valid characters; SSL/SASL refused.
+        // Listener names: each once, valid characters.
         assert!(parse_listeners("listeners", "A://127.0.0.1:1,a://127.0.0.1:2").is_err());
         assert!(parse_listeners("listeners", "A B://127.0.0.1:1").is_err());
-        assert!(parse_listeners("listeners", "SASL_SSL://127.0.0.1:1").is_err());
+        assert!(parse_listeners("listeners", "SASL_SSL://127.0.0.1:1").is_ok());
         // Only controller listeners: no listener for clients.
         assert!(err(&[("listeners", "CONTROLLER://127.0.0.1:9093")])
             .contains("at least one listener not named in controller.listener.names"));
