@@ -50,6 +50,11 @@ pub enum BootError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The security settings cannot be used (a bad value, an unreadable
+    /// key or certificate file, a malformed JAAS line): the message names
+    /// the key and the file.
+    #[error("security configuration: {0}")]
+    Security(#[from] crate::security::SecurityError),
     /// A shard stopped the broker because going on would lose data (a
     /// partition directory the metadata did not explain deleting; see
     /// `shard::fatal`). The shutdown itself was orderly.
@@ -264,43 +269,63 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
     // for the life of the process.
     let lock = lock_data_dir(&data_dir)?;
     raise_fd_limit();
-    // The client listener: the first not named in controller.listener.names
-    // (`Config::validate`, above, makes sure there is one).
-    let client =
-        config
-            .client_listener()
-            .cloned()
-            .ok_or_else(|| crate::config::ConfigError::Invalid {
-                key: "listeners".to_string(),
-                value: String::new(),
-                allowed: "a listener not named in controller.listener.names".to_string(),
-            })?;
-    let client_listeners = config
+    // Every listener's security, files read and checked now.
+    let security = Arc::new(crate::security::Security::from_config(&config)?);
+    let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref())?;
+
+    // The client listeners (all but controller.listener.names;
+    // `Config::validate` made sure there is one). Each port is resolved
+    // once (port 0 in tests) and kept reserved until every shard listens
+    // on it with SO_REUSEPORT.
+    let mut reservations = Vec::new();
+    let mut served: Vec<(SocketAddr, Arc<crate::security::ListenerSecurity>)> = Vec::new();
+    let mut endpoints = Vec::new();
+    for l in config
         .listeners
         .iter()
         .filter(|l| !config.kraft.is_controller_listener(&l.name))
-        .count();
-    if client_listeners > 1 {
-        log::warn!(
-            "only the first client listener is used: {}://{}",
-            client.name,
-            client.addr
-        );
-    }
-    let cluster_id = load_or_create_meta(&data_dir, config.node_id, config.cluster_id.as_deref())?;
-
-    // Resolve the port once (port 0 in tests) and keep it reserved until every
-    // shard listens on it with SO_REUSEPORT.
-    let listen = client.addr;
-    let (reservation, bound) = reserve_port(listen)?;
-    let (adv_host, adv_port) = config.client_advertised().unwrap_or_else(|| {
-        let host = if bound.ip().is_unspecified() {
-            "127.0.0.1".to_string()
-        } else {
-            bound.ip().to_string()
+    {
+        let (reservation, bound) = reserve_port(l.addr)?;
+        reservations.push(reservation);
+        let (host, port) = config
+            .advertised_listeners
+            .iter()
+            .find(|a| a.name == l.name)
+            .map(|a| (a.host.clone(), a.port))
+            .unwrap_or_else(|| {
+                let host = if bound.ip().is_unspecified() {
+                    "127.0.0.1".to_string()
+                } else {
+                    bound.ip().to_string()
+                };
+                (host, bound.port())
+            });
+        let endpoint = Endpoint {
+            listener: l.name.clone(),
+            host,
+            port,
         };
-        (host, bound.port())
-    });
+        // The inter-broker listener first: other brokers connect to a
+        // registration's first endpoint.
+        if l.name == security.inter_broker.listener {
+            endpoints.insert(0, endpoint);
+        } else {
+            endpoints.push(endpoint);
+        }
+        let Some(ls) = security.listener(&l.name) else {
+            continue;
+        };
+        served.push((bound, ls.clone()));
+    }
+    let bound = served
+        .first()
+        .map(|(a, _)| *a)
+        .ok_or_else(|| crate::config::ConfigError::Invalid {
+            key: "listeners".to_string(),
+            value: String::new(),
+            allowed: "a listener not named in controller.listener.names".to_string(),
+        })?;
+    let served = Arc::new(served);
     // process.roles=broker: this node observes the quorum (Config::validate
     // made sure the voters are given and it is not one of them).
     let voter = config.kraft.process_roles.is_none_or(|r| r.controller);
@@ -325,11 +350,7 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
         session_timeout: Duration::from_millis(config.cluster.broker_session_timeout_ms),
         heartbeat_interval: Duration::from_millis(config.cluster.broker_heartbeat_interval_ms),
         request_timeout: Duration::from_millis(config.cluster.request_timeout_ms),
-        endpoints: vec![Endpoint {
-            listener: client.name.clone(),
-            host: adv_host,
-            port: adv_port,
-        }],
+        endpoints,
         rack: config.cluster.rack.clone(),
         voter,
         leader_rebalance_every: config
@@ -396,6 +417,7 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
         let boot = boot.clone();
         let (driver, driven) = futures_channel::mpsc::unbounded::<Task>();
         drivers.push(driver);
+        let served = served.clone();
         let (config, image, mesh, ready, stalls) = (
             config.clone(),
             image.clone(),
@@ -414,7 +436,7 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
                         config,
                         image,
                         mesh,
-                        bound,
+                        served,
                         stalls,
                         boot,
                         ShardLinks { ready, driven },
@@ -447,7 +469,15 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
             }
         }
     }
-    drop(reservation);
+    drop(reservations);
+    // One line per client listener, then the line scripts wait for.
+    for (addr, l) in served.iter() {
+        println!(
+            "fjord listener {} ({}) on {addr}",
+            l.name,
+            l.protocol.name()
+        );
+    }
     println!(
         "fjord {} listening on {bound} ({shards} shards, data in {})",
         env!("CARGO_PKG_VERSION"),
@@ -580,6 +610,9 @@ fn sync_write_stats(stats: &ShardStallStats) {
         stats
             .sendfile_fallback_bytes
             .store(w.fallback_bytes.get(), Relaxed);
+        stats
+            .tls_copied_bytes
+            .store(w.tls_copied_bytes.get(), Relaxed);
         stats
             .replica_connections_moved
             .store(w.replica_connections_moved.get(), Relaxed);
@@ -742,7 +775,7 @@ async fn shard_main(
     config: Arc<Config>,
     image: Arc<MetadataImage>,
     mesh: MeshBuilder<Task, glommio::channels::channel_mesh::Full>,
-    addr: SocketAddr,
+    served: Arc<Vec<(SocketAddr, Arc<crate::security::ListenerSecurity>)>>,
     stalls: Arc<[ShardStallStats]>,
     boot: Arc<QuorumBoot>,
     links: ShardLinks,
@@ -835,49 +868,22 @@ async fn shard_main(
     crate::txn::verify::CoordinatorVerifier::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
-    let listener = match bind_listener(addr) {
-        Ok(l) => l,
-        Err(e) => {
-            let _ = ready.send(Err(format!("bind {addr}: {e}")));
-            return;
-        }
-    };
-    let _ = ready.send(Ok(shard.id));
-    let accept = {
-        let shard = shard.clone();
-        stall::spawn_local("accept", async move {
-            loop {
-                match listener.accept().await {
-                    Ok(stream) => {
-                        let peer = stream
-                            .peer_addr()
-                            .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
-                        let s = shard.clone();
-                        // A bug that panics while serving one connection must
-                        // not take the shard (and every other client) down:
-                        // the panic ends that connection only.
-                        let conn = std::panic::AssertUnwindSafe(crate::net::connection::serve(
-                            s, stream, peer,
-                        ));
-                        stall::spawn_local("connection", async move {
-                            if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
-                                log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
-                            }
-                        })
-                            .detach();
-                    }
-                    Err(e) => {
-                        log::warn!("accept failed: {e}");
-                        glommio::timer::sleep(Duration::from_millis(10)).await;
-                    }
-                }
+    let mut accepts = Vec::new();
+    for (addr, security) in served.iter() {
+        let listener = match bind_listener(*addr) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(format!("bind {addr}: {e}")));
+                return;
             }
-        })
-    };
+        };
+        accepts.push(accept_loop(shard.clone(), listener, security.clone()));
+    }
+    let _ = ready.send(Ok(shard.id));
     while !flags.shutdown.load(std::sync::atomic::Ordering::SeqCst) {
         glommio::timer::sleep(SHUTDOWN_TICK).await;
     }
-    drop(accept);
+    drop(accepts);
     if let Some(q) = shard.quorum() {
         // Move leadership away first (controlled shutdown), then stop Raft.
         crate::cluster::quorum::lifecycle::controlled_shutdown(&q, Duration::from_secs(5)).await;
@@ -896,6 +902,46 @@ async fn shard_main(
     if let Some(s) = stalls.get(shard.id) {
         sync_write_stats(s);
     }
+}
+
+/// Accepts connections of one listener on this shard and serves each with
+/// the listener's security (`net::connection::serve`); ends when the task
+/// is dropped.
+fn accept_loop(
+    shard: std::rc::Rc<Shard>,
+    listener: TcpListener,
+    security: Arc<crate::security::ListenerSecurity>,
+) -> glommio::Task<()> {
+    stall::spawn_local("accept", async move {
+        loop {
+            match listener.accept().await {
+                Ok(stream) => {
+                    let peer = stream
+                        .peer_addr()
+                        .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+                    // A bug that panics while serving one connection must
+                    // not take the shard (and every other client) down:
+                    // the panic ends that connection only.
+                    let conn = std::panic::AssertUnwindSafe(crate::net::connection::serve(
+                        shard.clone(),
+                        stream,
+                        peer,
+                        security.clone(),
+                    ));
+                    stall::spawn_local("connection", async move {
+                        if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
+                            log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
+                        }
+                    })
+                    .detach();
+                }
+                Err(e) => {
+                    log::warn!("accept failed: {e}");
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    })
 }
 
 fn block_signals() -> Option<libc::sigset_t> {

@@ -170,6 +170,14 @@ pub mod codes {
     /// FETCH_SESSION_TOPIC_ID_ERROR (106): topic ids used otherwise than
     /// when the session was created; a replica fetcher starts a new one.
     pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = E::FetchSessionTopicIdError.code();
+    /// UNSUPPORTED_SASL_MECHANISM (33): not one of the listener's
+    /// `sasl.enabled.mechanisms`.
+    pub const UNSUPPORTED_SASL_MECHANISM: i16 = E::UnsupportedSaslMechanism.code();
+    /// ILLEGAL_SASL_STATE (34): a SASL request out of turn.
+    pub const ILLEGAL_SASL_STATE: i16 = E::IllegalSaslState.code();
+    /// SASL_AUTHENTICATION_FAILED (58): wrong credentials (the same text
+    /// whatever was wrong).
+    pub const SASL_AUTHENTICATION_FAILED: i16 = E::SaslAuthenticationFailed.code();
 }
 
 // ---- answers ----
@@ -496,6 +504,20 @@ fn replicated_write_code(w: &crate::shard::error::ReplicationWaitError) -> i16 {
         W::NotLeader => E::NotCoordinator.code(),
         W::TimedOut => E::CoordinatorNotAvailable.code(),
         W::NotEnoughReplicasAfterAppend { .. } => E::CoordinatorNotAvailable.code(),
+    }
+}
+
+// ---- SCRAM credentials (KIP-554) ----
+
+impl KafkaCode for crate::cluster::control::scram::ScramAlterError {
+    fn code(&self) -> i16 {
+        use crate::cluster::control::scram::ScramAlterError as S;
+        match self {
+            S::UnacceptableCredential(_) => E::UnacceptableCredential.code(),
+            S::UnsupportedMechanism(_) => E::UnsupportedSaslMechanism.code(),
+            S::ResourceNotFound => E::ResourceNotFound.code(),
+            S::DuplicateResource => E::DuplicateResource.code(),
+        }
     }
 }
 

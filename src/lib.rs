@@ -47,6 +47,7 @@ pub mod replication;
 pub mod security;
 pub mod shard;
 pub mod stall;
+pub mod transport;
 pub mod storage;
 pub mod txn;
 

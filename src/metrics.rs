@@ -71,6 +71,12 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         &|s| s.incremental_fetch_sessions.load(Relaxed),
     );
     family(
+        "fjord_tls_copied_bytes_total",
+        "counter",
+        "File-region bytes read and encrypted for TLS connections (refreshed about once a second).",
+        &|s| s.tls_copied_bytes.load(Relaxed),
+    );
+    family(
         "fjord_sendfile_fallback_bytes_total",
         "counter",
         "Bytes copied through user space because the socket was full (refreshed about once a second).",

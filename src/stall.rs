@@ -45,6 +45,9 @@ pub struct ShardStallStats {
     /// Bytes this shard copied through user space because the socket was
     /// full (same source and refresh as `sendfile_zero_copy_bytes`).
     pub sendfile_fallback_bytes: AtomicU64,
+    /// File-region bytes read and encrypted for TLS connections, same
+    /// refresh.
+    pub tls_copied_bytes: AtomicU64,
     /// Partitions this shard leads (Kafka's `ReplicaManager` LeaderCount),
     /// refreshed with the sendfile counters.
     pub leader_partitions: AtomicU64,

@@ -210,6 +210,13 @@ pub enum ControllerRequest {
         /// The asked partitions.
         topics: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// AlterUserScramCredentials (KIP-554).
+    AlterUserScramCredentials {
+        /// Credentials to delete.
+        deletions: Vec<scram::ScramDeletion>,
+        /// Credentials to set.
+        upsertions: Vec<scram::ScramUpsertion>,
+    },
     /// BrokerHeartbeat.
     BrokerHeartbeat {
         /// Broker id.
@@ -252,6 +259,8 @@ pub enum ControllerReply {
     AlterPartitionReassignments(Vec<Result<(), super::reassignment::ReassignmentError>>),
     /// The ongoing reassignments asked for.
     ListPartitionReassignments(Vec<super::reassignment::OngoingReassignment>),
+    /// Per user, in order of first appearance in the request.
+    AlterUserScramCredentials(Vec<(String, Result<(), scram::ScramAlterError>)>),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.
@@ -749,6 +758,16 @@ pub fn decide(
                 reply: ControllerReply::ElectLeaders(outcomes),
             }
         }
+        ControllerRequest::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        } => {
+            let (records, results) = scram::alter(image, deletions, upsertions);
+            Decision {
+                records,
+                reply: ControllerReply::AlterUserScramCredentials(results),
+            }
+        }
         ControllerRequest::AlterPartitionReassignments {
             targets,
             allow_replication_factor_change,
@@ -931,6 +950,7 @@ pub fn decide(
 }
 
 mod liveness;
+pub mod scram;
 pub use liveness::{expire_sessions, Liveness};
 
 #[cfg(test)]

@@ -205,6 +205,24 @@ impl MetadataImage {
                     }
                 }
             },
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                self.scram_credentials
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(*mechanism, credential.clone());
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                if let Some(m) = self.scram_credentials.get_mut(name) {
+                    m.remove(mechanism);
+                    if m.is_empty() {
+                        self.scram_credentials.remove(name);
+                    }
+                }
+            }
             MetadataRecord::ProducerIds {
                 next_producer_id, ..
             } => {

@@ -13,6 +13,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::security::scram::{ScramCredential, ScramMechanism};
+
 /// "No broker": the leader of a partition without one, as Kafka's `-1`.
 pub const NO_LEADER: i32 = -1;
 
@@ -180,6 +182,14 @@ pub struct MetadataImage {
     /// ([`crate::shard::removal`]). Kept for the life of the cluster (one
     /// small entry per deleted topic) and in snapshots.
     pub removed_topics: BTreeMap<Uuid, RemovedTopic>,
+    /// SCRAM credentials (KIP-554) by user name and mechanism.
+    pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
+}
+
+impl crate::security::sasl::CredentialSource for MetadataImage {
+    fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
+        self.scram_credentials.get(user)?.get(&mechanism).cloned()
+    }
 }
 
 /// A topic deleted through the metadata log.
@@ -220,6 +230,7 @@ impl MetadataImage {
             next_producer_id: 0,
             broker_configs: BTreeMap::new(),
             removed_topics: BTreeMap::new(),
+            scram_credentials: BTreeMap::new(),
         }
     }
 

@@ -126,6 +126,25 @@ pub enum MetadataRecord {
         /// The value; None removes it.
         value: Option<String>,
     },
+    /// A user's SCRAM credential for one mechanism was set (KRaft's
+    /// UserScramCredentialRecord, KIP-554): salt, stored key, server key
+    /// and iterations, never the password.
+    UserScramCredential {
+        /// The user name.
+        name: String,
+        /// The mechanism.
+        mechanism: crate::security::scram::ScramMechanism,
+        /// The credential.
+        credential: crate::security::scram::ScramCredential,
+    },
+    /// A user's SCRAM credential for one mechanism was deleted (KRaft's
+    /// RemoveUserScramCredentialRecord).
+    RemoveUserScramCredential {
+        /// The user name.
+        name: String,
+        /// The mechanism.
+        mechanism: crate::security::scram::ScramMechanism,
+    },
     /// A block of producer ids was handed to a broker: ids below
     /// `next_producer_id` are taken.
     ProducerIds {

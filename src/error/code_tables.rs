@@ -352,6 +352,30 @@ impl Variants for VerificationError {
     }
 }
 
+impl Variants for crate::cluster::control::scram::ScramAlterError {
+    const COUNT: usize = 4;
+    fn index(&self) -> usize {
+        use crate::cluster::control::scram::ScramAlterError as S;
+        match self {
+            S::UnacceptableCredential(_) => 0,
+            S::UnsupportedMechanism(_) => 1,
+            S::ResourceNotFound => 2,
+            S::DuplicateResource => 3,
+        }
+    }
+}
+
+#[test]
+fn scram_alter_error_codes() {
+    use crate::cluster::control::scram::ScramAlterError as S;
+    table(&[
+        (S::UnacceptableCredential("x".into()), 93),
+        (S::UnsupportedMechanism(3), 33),
+        (S::ResourceNotFound, 91),
+        (S::DuplicateResource, 92),
+    ]);
+}
+
 impl Variants for TxnRefusal {
     const COUNT: usize = 7;
     fn index(&self) -> usize {

@@ -168,6 +168,7 @@ pub fn legacy_produce(data: &[u8]) -> Result<(), Violation> {
         header: RequestHeader::default(),
         body: Bytes::copy_from_slice(body),
         peer: None,
+        context: None,
     };
     match unserved_version(&frame) {
         Some(outcome) => {

@@ -39,9 +39,11 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 pub mod produce;
 pub(crate) mod produce_legacy;
+pub mod sasl;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
+mod user_scram_credentials;
 mod write_txn_markers;
 
 use std::rc::Rc;
@@ -211,6 +213,10 @@ dispatch_table! { shard, frame, produce_dispatched;
     DescribeTransactions => describe_transactions::handle(shard, frame).await,
     ListTransactions => list_transactions::handle(shard, frame).await,
     WriteTxnMarkers => write_txn_markers::handle(shard, frame).await,
+    SaslHandshake => sasl::without_session(frame),
+    SaslAuthenticate => sasl::without_session(frame),
+    DescribeUserScramCredentials => user_scram_credentials::describe(shard, frame),
+    AlterUserScramCredentials => user_scram_credentials::alter(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);

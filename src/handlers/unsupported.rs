@@ -1,7 +1,7 @@
 //! Requests for APIs or versions this broker does not serve. Clients learn the
 //! supported set from ApiVersions and do not send these. When one arrives
 //! anyway:
-//! * an API whose response has a top-level error code (SASL, ACLs,
+//! * an API whose response has a top-level error code (ACLs,
 //!   transactions, quotas, telemetry, …) at a version the protocol crate
 //!   knows gets a well-formed response with UNSUPPORTED_VERSION (35);
 //! * anything else (an API key unknown to the protocol, or a response made
@@ -41,13 +41,10 @@ fn error_reply(frame: &RequestFrame) -> Option<Outcome> {
         return None;
     }
     error_response!(frame,
-        SaslHandshake => SaslHandshakeRequest, SaslHandshakeResponse;
-        SaslAuthenticate => SaslAuthenticateRequest, SaslAuthenticateResponse;
         DescribeAcls => DescribeAclsRequest, DescribeAclsResponse;
         ListTransactions => ListTransactionsRequest, ListTransactionsResponse;
         EndTxn => EndTxnRequest, EndTxnResponse;
         DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;
-        DescribeUserScramCredentials => DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse;
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;
         GetTelemetrySubscriptions => GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse;
         PushTelemetry => PushTelemetryRequest, PushTelemetryResponse;
@@ -86,18 +83,17 @@ pub fn handle(frame: &RequestFrame) -> Outcome {
 mod tests {
     use super::*;
     use bytes::{BufMut, BytesMut};
-    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+    use kafka_protocol::protocol::{Decodable, Encodable};
 
     #[test]
-    fn sasl_handshake_gets_unsupported_version() {
+    fn describe_delegation_token_gets_unsupported_version() {
         let mut h = RequestHeader::default();
-        h.request_api_key = ApiKey::SaslHandshake as i16;
+        h.request_api_key = ApiKey::DescribeDelegationToken as i16;
         h.request_api_version = 1;
         h.correlation_id = 3;
         let mut buf = BytesMut::new();
         kafka_protocol::protocol::encode_request_header_into_buffer(&mut buf, &h).unwrap();
-        let mut req = SaslHandshakeRequest::default();
-        req.mechanism = StrBytes::from_static_str("PLAIN");
+        let req = DescribeDelegationTokenRequest::default();
         req.encode(&mut buf, 1).unwrap();
         let frame = RequestFrame::parse(buf.freeze()).unwrap();
         let Outcome::Respond(r) = handle(&frame) else {
@@ -110,7 +106,7 @@ mod tests {
             }
         }
         let mut b = out.freeze().slice(8..);
-        let resp = SaslHandshakeResponse::decode(&mut b, 1).unwrap();
+        let resp = DescribeDelegationTokenResponse::decode(&mut b, 1).unwrap();
         assert_eq!(resp.error_code, 35);
     }
 }

@@ -14,14 +14,27 @@
 //! written to the segment. A frame whose size is outside
 //! [8, `socket.request.max.bytes`] closes the connection (logged at warn); a
 //! frame that does not parse closes it too. Other connections are unaffected.
+//!
+//! Security: a TLS listener's connection completes its handshake first
+//! (within [`TLS_HANDSHAKE_TIMEOUT`]); its bytes then go through
+//! `transport::Transport`. Every frame passes the connection's session
+//! (`security::session`): on a SASL listener only ApiVersions and
+//! SaslHandshake before authentication (frames capped at
+//! `sasl.server.max.receive.size`), SaslHandshake/SaslAuthenticate answered
+//! by `handlers::sasl`, a failed authentication closed after
+//! `connection.failed.authentication.delay.ms`, and a session past its
+//! KIP-368 lifetime closed at its next request that is not a
+//! re-authentication. Requests carry the listener and principal
+//! (`RequestFrame::context`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, BytesMut};
 use glommio::net::TcpStream;
-use std::os::fd::AsRawFd;
 
 use futures_channel::oneshot;
 use futures_lite::AsyncReadExt;
@@ -31,7 +44,10 @@ use super::sendfile::write_response;
 use crate::handlers::{dispatch, dispatch_pipelined, Outcome};
 use crate::protocol::ProtocolError;
 use crate::protocol::RequestFrame;
+use crate::security::session::{Gate, Session};
+use crate::security::{ListenerSecurity, RequestContext};
 use crate::shard::Shard;
+use crate::transport::{TlsState, Transport};
 
 /// Receive buffer growth step (bytes). Large, so that a frame cut by the end
 /// of the buffer (whose prefix must then move) is rare relative to the bytes
@@ -44,6 +60,10 @@ const WAIT_WINDOW: usize = 4096;
 /// Most Produce requests of one connection in flight at once (reserved,
 /// their writes and commits pending).
 pub const PIPELINE_DEPTH: usize = 8;
+
+/// How long a TLS client may take to complete its handshake before the
+/// connection is closed (a stalled handshake holds a connection slot).
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Takes the bytes buffered on a connection and `socket.request.max.bytes`;
 /// gives the size of the first frame (its `i32` size field, the 4 bytes of
@@ -65,10 +85,14 @@ pub fn frame_size(buf: &[u8], max: usize) -> Result<Option<usize>, ProtocolError
 /// (recv(2) with MSG_DONTWAIT, no zero-fill); gives None when nothing is
 /// ready, Some(0) at EOF.
 fn try_recv(
-    stream: &TcpStream,
+    transport: &mut Transport,
     buf: &mut BytesMut,
     max_frame: usize,
 ) -> std::io::Result<Option<usize>> {
+    let stream = match transport {
+        Transport::Plain(s) => s,
+        Transport::Tls(..) => return transport.tls_try_recv(buf),
+    };
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
     }
@@ -78,7 +102,7 @@ fn try_recv(
         // spare capacity; `set_len` covers only what it wrote.
         let n = unsafe {
             libc::recv(
-                stream.as_raw_fd(),
+                std::os::fd::AsRawFd::as_raw_fd(stream),
                 spare.as_mut_ptr() as *mut libc::c_void,
                 spare.len(),
                 libc::MSG_DONTWAIT,
@@ -114,7 +138,7 @@ impl Drop for InFlight {
 /// Writes (or acts on) one request's outcome. Gives false when the
 /// connection must close.
 async fn deliver(
-    stream: &mut TcpStream,
+    stream: &mut Transport,
     peer: SocketAddr,
     outcome: Outcome,
     what: (ApiKey, i16),
@@ -146,16 +170,20 @@ async fn deliver(
 /// readability) fills a small zeroed window. Gives the bytes received, 0 at
 /// EOF.
 async fn recv_into(
-    stream: &mut TcpStream,
+    transport: &mut Transport,
     buf: &mut BytesMut,
     max_frame: usize,
 ) -> std::io::Result<usize> {
+    let stream = match transport {
+        Transport::Plain(s) => s,
+        Transport::Tls(..) => return transport.tls_recv(buf).await,
+    };
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
     }
     loop {
         let spare = buf.spare_capacity_mut();
-        let fd = stream.as_raw_fd();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(stream);
         // SAFETY: the pointer and length describe `buf`'s spare capacity,
         // which recv writes at most `len` bytes into; `set_len` below covers
         // only the `n` bytes the kernel initialised.
@@ -198,16 +226,85 @@ async fn recv_into(
     }
 }
 
-/// Serves one connection until the peer closes it, an I/O error occurs or a
-/// request forces a close. A follower's fetch connection may move to the
-/// shard owning its partitions at its first request (`net::handoff`).
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
+/// One connection's transport and session.
+pub struct Conn {
+    /// Its bytes (plain TCP or TLS).
+    pub transport: Transport,
+    /// Its authentication.
+    pub session: Session,
+    /// The context its requests carry (refreshed when the session's
+    /// principal changes).
+    context: Arc<RequestContext>,
+}
+
+impl Conn {
+    fn new(transport: Transport, session: Session) -> Conn {
+        let context = context_of(&session);
+        Conn {
+            transport,
+            session,
+            context,
+        }
+    }
+}
+
+fn context_of(session: &Session) -> Arc<RequestContext> {
+    Arc::new(RequestContext {
+        listener: Arc::from(session.listener.name.as_str()),
+        protocol: session.listener.protocol,
+        principal: session.principal.clone(),
+    })
+}
+
+/// Serves one connection accepted on `listener` until the peer closes it,
+/// an I/O error occurs or a request forces a close. A TLS listener's
+/// handshake runs first. A follower's fetch connection may move to the
+/// shard owning its partitions at its first request after authentication
+/// (`net::handoff`).
+pub async fn serve(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    listener: Arc<ListenerSecurity>,
+) {
     let _ = stream.set_nodelay(true);
+    let mut transport = match &listener.tls {
+        None => Transport::Plain(stream),
+        Some(config) => match TlsState::server(config.clone()) {
+            Ok(tls) => Transport::Tls(stream, Box::new(tls)),
+            Err(e) => {
+                log::warn!("TLS on listener {} for {peer}: {e}", listener.name);
+                return;
+            }
+        },
+    };
+    if transport.is_tls() {
+        let timeout = async {
+            glommio::timer::sleep(TLS_HANDSHAKE_TIMEOUT).await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no completed handshake within 10 s",
+            ))
+        };
+        if let Err(e) = futures_lite::future::or(transport.handshake(), timeout).await {
+            log::info!(
+                "TLS handshake with {peer} on listener {} failed: {e}",
+                listener.name
+            );
+            return;
+        }
+    }
+    let mut session = Session::new(listener, peer);
+    if let Some(dn) = transport
+        .peer_certificates()
+        .and_then(|c| c.first().and_then(|d| crate::security::principal::rfc2253(d)))
+    {
+        session.set_certificate_subject(&dn);
+    }
     let first = shard.shards > 1;
     serve_from(
         shard,
-        stream,
-        peer,
+        Conn::new(transport, session),
         BytesMut::with_capacity(64 * 1024),
         first,
     )
@@ -218,25 +315,71 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr) {
 /// starting with the bytes it had received (its first request, whole, and
 /// anything after it). A panic ends this connection only, as for accepted
 /// ones.
-pub async fn serve_moved(shard: Rc<Shard>, stream: TcpStream, peer: SocketAddr, buf: BytesMut) {
-    let conn = std::panic::AssertUnwindSafe(serve_from(shard, stream, peer, buf, false));
-    if futures_lite::FutureExt::catch_unwind(conn).await.is_err() {
+pub async fn serve_moved(
+    shard: Rc<Shard>,
+    stream: TcpStream,
+    tls: Option<Box<TlsState>>,
+    session: Session,
+    buf: BytesMut,
+) {
+    let peer = session.peer;
+    let conn = Conn::new(Transport::from_parts(stream, tls), session);
+    let serving = std::panic::AssertUnwindSafe(serve_from(shard, conn, buf, false));
+    if futures_lite::FutureExt::catch_unwind(serving).await.is_err() {
         log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
     }
 }
 
+/// Answers a SASL frame (a SaslHandshake/SaslAuthenticate request, or a
+/// raw token after SaslHandshake v0). Gives false when the connection must
+/// close (after the answer and the listener's delay).
+async fn sasl_frame(shard: &Shard, conn: &mut Conn, frame: bytes::Bytes, raw: bool) -> bool {
+    let peer = conn.session.peer;
+    let answer = if raw {
+        crate::handlers::sasl::raw_token(shard, &mut conn.session, &frame)
+    } else {
+        let request = match RequestFrame::parse(frame) {
+            Ok(r) => r,
+            Err(e) => {
+                log::warn!("closing connection from {peer}: {e}");
+                return false;
+            }
+        };
+        match crate::handlers::sasl::handle(shard, &mut conn.session, &request) {
+            Ok(a) => a,
+            Err(e) => {
+                log::warn!("closing connection from {peer}: {e}");
+                return false;
+            }
+        }
+    };
+    conn.context = context_of(&conn.session);
+    let what = (ApiKey::SaslAuthenticate, 0);
+    if !deliver(&mut conn.transport, peer, answer.outcome, what).await {
+        return false;
+    }
+    match answer.close_after {
+        None => true,
+        Some((delay, reason)) => {
+            log::info!("closing connection from {peer}: {reason}");
+            if !delay.is_zero() {
+                glommio::timer::sleep(delay).await;
+            }
+            conn.transport.close().await;
+            false
+        }
+    }
+}
+
 /// The connection loop: `buf` holds bytes already received; with
-/// `may_move`, the first request may hand the connection to another shard.
-async fn serve_from(
-    shard: Rc<Shard>,
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    mut buf: BytesMut,
-    mut may_move: bool,
-) {
-    let max = shard.config.socket_request_max_bytes;
+/// `may_move`, the first request after authentication may hand the
+/// connection to another shard.
+async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may_move: bool) {
+    let socket_max = shard.config.socket_request_max_bytes;
+    let peer = conn.session.peer;
     let mut inflight = InFlight(VecDeque::new());
     loop {
+        let max = conn.session.max_frame(socket_max);
         // Dispatch every complete frame already buffered.
         while buf.len() >= 4 {
             let size = match frame_size(&buf, max) {
@@ -262,8 +405,30 @@ async fn serve_from(
             }
             buf.advance(4);
             let frame = buf.split_to(size).freeze();
-            let raw = may_move.then(|| frame.clone());
-            let request = match RequestFrame::parse(frame) {
+            let key = frame
+                .first_chunk::<2>()
+                .and_then(|k| ApiKey::try_from(i16::from_be_bytes(*k)).ok());
+            match conn.session.gate(key, Instant::now()) {
+                Gate::Serve => {}
+                Gate::Close(reason) => {
+                    log::warn!("closing connection from {peer}: {reason}");
+                    return;
+                }
+                gate @ (Gate::Sasl | Gate::RawToken) => {
+                    while let Some(t) = inflight.0.pop_front() {
+                        if !deliver(&mut conn.transport, peer, t.await, (ApiKey::Produce, 0)).await
+                        {
+                            return;
+                        }
+                    }
+                    if !sasl_frame(&shard, &mut conn, frame, gate == Gate::RawToken).await {
+                        return;
+                    }
+                    break;
+                }
+            }
+            let raw = (may_move && conn.session.authenticated()).then(|| frame.clone());
+            let mut request = match RequestFrame::parse(frame) {
                 Ok(mut r) => {
                     r.peer = Some(peer);
                     r
@@ -273,19 +438,18 @@ async fn serve_from(
                     return;
                 }
             };
+            request.context = Some(conn.context.clone());
             if let Some(raw) = raw.filter(|_| inflight.0.is_empty()) {
                 use super::handoff::Placement;
                 let placement = super::handoff::replica_fetch_owner(&shard, &request);
                 may_move = placement == Placement::Undecided;
                 if let Placement::Move(target) = placement {
                     let rest = std::mem::take(&mut buf);
-                    match super::handoff::move_connection(&shard, target, stream, peer, raw, rest)
-                        .await
-                    {
+                    match super::handoff::move_connection(&shard, target, conn, raw, rest).await {
                         Ok(()) => return,
                         Err((back, pending)) => {
                             // Not moved: served here, from this request.
-                            return Box::pin(serve_from(shard, back, peer, pending, false)).await;
+                            return Box::pin(serve_from(shard, back, pending, false)).await;
                         }
                     }
                 }
@@ -294,6 +458,7 @@ async fn serve_from(
             let version = request.prefix.api_version;
             let name = crate::protocol::versions::api_name(api);
             crate::shard::stall::set_request(api as i16, name, version);
+            let stream = &mut conn.transport;
             if api == ApiKey::Produce {
                 let (tx, rx) = oneshot::channel();
                 let sh = shard.clone();
@@ -312,7 +477,7 @@ async fn serve_from(
                     let Some(t) = inflight.0.pop_front() else {
                         break;
                     };
-                    if !deliver(&mut stream, peer, t.await, (api, version)).await {
+                    if !deliver(stream, peer, t.await, (api, version)).await {
                         return;
                     }
                 }
@@ -322,33 +487,33 @@ async fn serve_from(
                         break;
                     };
                     inflight.0.pop_front();
-                    if !deliver(&mut stream, peer, outcome, (api, version)).await {
+                    if !deliver(stream, peer, outcome, (api, version)).await {
                         return;
                     }
                 }
                 continue;
             }
             while let Some(t) = inflight.0.pop_front() {
-                if !deliver(&mut stream, peer, t.await, (ApiKey::Produce, 0)).await {
+                if !deliver(stream, peer, t.await, (ApiKey::Produce, 0)).await {
                     return;
                 }
             }
             let outcome = dispatch(&shard, request).await;
-            if !deliver(&mut stream, peer, outcome, (api, version)).await {
+            if !deliver(stream, peer, outcome, (api, version)).await {
                 return;
             }
         }
         // With Produce answers pending, take only what the socket already
         // holds; when it holds nothing, answer the oldest first.
         if let Some(t) = inflight.0.pop_front() {
-            match try_recv(&stream, &mut buf, max) {
+            match try_recv(&mut conn.transport, &mut buf, max) {
                 Ok(Some(0)) => return,
                 Ok(Some(_)) => {
                     inflight.0.push_front(t);
                     continue;
                 }
                 Ok(None) => {
-                    if !deliver(&mut stream, peer, t.await, (ApiKey::Produce, 0)).await {
+                    if !deliver(&mut conn.transport, peer, t.await, (ApiKey::Produce, 0)).await {
                         return;
                     }
                     continue;
@@ -359,8 +524,12 @@ async fn serve_from(
                 }
             }
         }
+        // A SASL answer may have left complete frames buffered.
+        if frame_size(&buf, max).ok().flatten().is_some_and(|n| buf.len() >= 4 + n) {
+            continue;
+        }
         // Read more bytes at the end of the buffer.
-        match recv_into(&mut stream, &mut buf, max).await {
+        match recv_into(&mut conn.transport, &mut buf, max).await {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) => {

@@ -24,14 +24,14 @@
 //! landed and its reads cross cores as any other fetch does (counted in
 //! `WriteStats::replica_reads_cross_shard`).
 
-use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::FromRawFd;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 
+use super::connection::Conn;
 use crate::cluster::leadership::Requester;
 use crate::protocol::RequestFrame;
 use crate::shard::write_stats::WRITE_STATS;
@@ -56,7 +56,18 @@ pub enum Placement {
 /// Takes a request of a connection not placed yet; gives where the
 /// connection belongs (see [`Placement`]).
 pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Placement {
-    if shard.shards < 2 || request.api_key != ApiKey::Fetch {
+    if shard.shards < 2 {
+        return Placement::Stay;
+    }
+    // A client's first words (versions, authentication) do not tell what
+    // it fetches.
+    if matches!(
+        request.api_key,
+        ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+    ) {
+        return Placement::Undecided;
+    }
+    if request.api_key != ApiKey::Fetch {
         return Placement::Stay;
     }
     let Ok(req) = request.decode::<FetchRequest>() else {
@@ -91,38 +102,43 @@ pub fn replica_fetch_owner(shard: &Shard, request: &RequestFrame) -> Placement {
     }
 }
 
-/// Takes the connection, its peer, the target shard, the first request's
-/// frame (without its 4-byte size) and the bytes received after it; hands
-/// the connection to `target`, which serves it from that request on. Gives
-/// the stream back with the bytes to serve (the request re-framed, then the
-/// rest) when the hand-off failed (the descriptor could not be duplicated
-/// or the target shard is gone): the caller then serves it here. On success
-/// the caller drops its stream, which closes only its own descriptor.
+/// Takes the connection (its transport, TLS state and session go along),
+/// the target shard, the first request's frame (without its 4-byte size)
+/// and the bytes received after it; hands the connection to `target`,
+/// which serves it from that request on. Gives the connection back with
+/// the bytes to serve (the request re-framed, then the rest) when the
+/// hand-off failed (the descriptor could not be duplicated or the target
+/// shard is gone): the caller then serves it here. On success the caller's
+/// socket is dropped, which closes only its own descriptor.
 pub async fn move_connection(
     shard: &Rc<Shard>,
     target: usize,
-    stream: TcpStream,
-    peer: SocketAddr,
+    conn: Conn,
     first: Bytes,
     rest: BytesMut,
-) -> Result<(), (TcpStream, BytesMut)> {
+) -> Result<(), (Conn, BytesMut)> {
+    let peer = conn.session.peer;
     let mut pending = BytesMut::with_capacity(4 + first.len() + rest.len());
     pending.extend_from_slice(&(first.len() as u32).to_be_bytes());
     pending.extend_from_slice(&first);
     pending.extend_from_slice(&rest);
     // SAFETY: dup(2) of a descriptor this stream owns; the new descriptor
     // is owned by whoever rebuilds a stream from it below.
-    let fd = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+    let fd = unsafe { libc::fcntl(conn.transport.fd(), libc::F_DUPFD_CLOEXEC, 0) };
     if fd < 0 {
         log::warn!(
             "connection from {peer} stays on shard {}: dup failed: {}",
             shard.id,
             std::io::Error::last_os_error()
         );
-        return Err((stream, pending));
+        return Err((conn, pending));
     }
     let from = shard.id;
     let handed = pending.clone();
+    let Conn {
+        transport, session, ..
+    } = conn;
+    let (stream, tls) = transport.into_parts();
     let moved = shard
         .invoke_on(target, move |s| async move {
             // SAFETY: `fd` is the duplicate made above, owned by no one else.
@@ -132,7 +148,7 @@ pub async fn move_connection(
                 s.id
             );
             crate::shard::stall::spawn_local("connection", async move {
-                super::connection::serve_moved(s, stream, peer, handed).await;
+                super::connection::serve_moved(s, stream, tls, session, handed).await;
             })
             .detach();
         })
@@ -146,12 +162,15 @@ pub async fn move_connection(
             Ok(())
         }
         Err(e) => {
-            // The target shard is gone (shutdown). The duplicate is left
-            // open rather than closed: whether the task took it cannot be
-            // told here, and closing a descriptor number another file may
-            // have reused would be worse than one descriptor until exit.
-            log::warn!("connection from {peer} stays on shard {from}: {e}");
-            Err((stream, pending))
+            // The target shard is gone (shutdown): whether the task ran and
+            // took the TLS state and session cannot be told, so the
+            // connection cannot go on safely here; it is closed. The
+            // duplicate is left open rather than closed: closing a
+            // descriptor number another file may have reused would be
+            // worse than one descriptor until exit.
+            log::warn!("connection from {peer} closed on shard {from} during a hand-off: {e}");
+            drop(stream);
+            Ok(())
         }
     }
 }

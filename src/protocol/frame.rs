@@ -42,6 +42,9 @@ pub struct RequestFrame {
     /// The client's address (set by the connection; shown as a member's
     /// client host by the group coordinator).
     pub peer: Option<std::net::SocketAddr>,
+    /// The listener and principal of the connection (set by the
+    /// connection; None for requests made inside the broker).
+    pub context: Option<std::sync::Arc<crate::security::RequestContext>>,
 }
 
 impl RequestPrefix {
@@ -77,6 +80,7 @@ impl RequestFrame {
             header,
             body: buf,
             peer: None,
+            context: None,
         })
     }
 

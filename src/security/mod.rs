@@ -144,6 +144,19 @@ pub struct Security {
     pub controller: Option<ClientSecurity>,
 }
 
+/// Who sent a request and on which listener: what handlers (and the
+/// authorizer) need of a connection. Shared by the connection's requests
+/// until the session's principal changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestContext {
+    /// The listener's name.
+    pub listener: Arc<str>,
+    /// The listener's security protocol.
+    pub protocol: SecurityProtocol,
+    /// The connection's principal.
+    pub principal: KafkaPrincipal,
+}
+
 /// Kafka's default for `sasl.enabled.mechanisms` and the inter-broker and
 /// controller mechanisms: GSSAPI, which Fjord does not serve.
 const KAFKA_DEFAULT_MECHANISM: &str = "GSSAPI";

@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
 
 /// The SCRAM mechanisms Kafka defines (KIP-554 numbers them 1 and 2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum ScramMechanism {
     /// `SCRAM-SHA-256` (type 1).
     Sha256,

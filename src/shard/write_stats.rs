@@ -12,6 +12,9 @@ pub struct WriteStats {
     pub zero_copy_bytes: Cell<u64>,
     /// Bytes copied through user space because the socket was full.
     pub fallback_bytes: Cell<u64>,
+    /// Bytes of file regions read and encrypted for TLS connections
+    /// (sendfile cannot send them: the records are encrypted in user space).
+    pub tls_copied_bytes: Cell<u64>,
     /// File regions checked for page-cache residency before sendfile.
     pub regions_checked: Cell<u64>,
     /// Regions found not (fully) cached and warmed off the shard first.

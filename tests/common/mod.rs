@@ -48,6 +48,8 @@ pub struct Broker {
     starts: usize,
     /// Port for the next start; 0 picks a free one.
     next_port: u16,
+    /// Every client listener of the current run: (name, `host:port`).
+    listeners: Vec<(String, String)>,
 }
 
 impl Broker {
@@ -80,6 +82,7 @@ impl Broker {
             addr: String::new(),
             starts: 0,
             next_port: 0,
+            listeners: Vec::new(),
         };
         b.spawn();
         b
@@ -102,6 +105,16 @@ impl Broker {
     /// The data directory passed as `--log-dirs`.
     pub fn data_dir(&self) -> PathBuf {
         self.root.path().join("data")
+    }
+
+    /// `host:port` of the current run's listener `name` (as in
+    /// `listeners`, upper-cased).
+    pub fn listener(&self, name: &str) -> String {
+        self.listeners
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("no listener {name} in {:?}", self.listeners))
     }
 
     /// `host:port` of the current run.
@@ -133,6 +146,7 @@ impl Broker {
 
     fn spawn(&mut self) {
         assert!(self.child.is_none(), "broker already running");
+        self.listeners.clear();
         self.starts += 1;
         let stderr = fs::File::create(self.stderr_path(self.starts)).expect("create stderr file");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fjord"));
@@ -176,6 +190,13 @@ impl Broker {
             let left = deadline.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(line) => {
+                    if let Some(rest) = line.strip_prefix("fjord listener ") {
+                        // `NAME (PROTOCOL) on host:port`
+                        let name = rest.split_whitespace().next().unwrap_or_default();
+                        let addr = rest.rsplit(' ').next().unwrap_or_default();
+                        self.listeners.push((name.to_string(), addr.to_string()));
+                        continue;
+                    }
                     if let Some(rest) = line.split(" listening on ").nth(1) {
                         let addr = rest.split_whitespace().next().unwrap_or_default();
                         assert!(

@@ -7,6 +7,7 @@
 //! Snapshots are the image itself as JSON, kept in memory and in
 //! `__cluster_metadata-0/quorum-snapshot.json`; they compact the log.
 
+use crate::security::scram::{ScramCredential, ScramMechanism};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -57,6 +58,10 @@ struct ImageSnapshot {
     /// (absent in snapshots written before it was kept).
     #[serde(default)]
     removed_topics: Vec<(Uuid, RemovedTopic)>,
+    /// SCRAM credentials (absent in snapshots written before they were
+    /// kept).
+    #[serde(default)]
+    scram_credentials: Vec<(String, ScramMechanism, ScramCredential)>,
 }
 
 impl ImageSnapshot {
@@ -80,6 +85,14 @@ impl ImageSnapshot {
                 .removed_topics
                 .iter()
                 .map(|(id, r)| (*id, r.clone()))
+                .collect(),
+            scram_credentials: image
+                .scram_credentials
+                .iter()
+                .flat_map(|(user, m)| {
+                    m.iter()
+                        .map(move |(mech, c)| (user.clone(), *mech, c.clone()))
+                })
                 .collect(),
         }
     }
@@ -111,6 +124,12 @@ impl ImageSnapshot {
         img.next_producer_id = self.next_producer_id;
         img.broker_configs = self.broker_configs.into_iter().collect();
         img.removed_topics = self.removed_topics.into_iter().collect();
+        for (user, mech, c) in self.scram_credentials {
+            img.scram_credentials
+                .entry(user)
+                .or_default()
+                .insert(mech, c);
+        }
         img
     }
 }
