@@ -317,14 +317,15 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
         };
         served.push((bound, ls.clone()));
     }
-    let bound = served
-        .first()
-        .map(|(a, _)| *a)
-        .ok_or_else(|| crate::config::ConfigError::Invalid {
-            key: "listeners".to_string(),
-            value: String::new(),
-            allowed: "a listener not named in controller.listener.names".to_string(),
-        })?;
+    let bound =
+        served
+            .first()
+            .map(|(a, _)| *a)
+            .ok_or_else(|| crate::config::ConfigError::Invalid {
+                key: "listeners".to_string(),
+                value: String::new(),
+                allowed: "a listener not named in controller.listener.names".to_string(),
+            })?;
     let served = Arc::new(served);
     // process.roles=broker: this node observes the quorum (Config::validate
     // made sure the voters are given and it is not one of them).

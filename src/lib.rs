@@ -47,8 +47,8 @@ pub mod replication;
 pub mod security;
 pub mod shard;
 pub mod stall;
-pub mod transport;
 pub mod storage;
+pub mod transport;
 pub mod txn;
 
 #[cfg(test)]

@@ -260,7 +260,7 @@ pub enum ControllerReply {
     /// The ongoing reassignments asked for.
     ListPartitionReassignments(Vec<super::reassignment::OngoingReassignment>),
     /// Per user, in order of first appearance in the request.
-    AlterUserScramCredentials(Vec<(String, Result<(), scram::ScramAlterError>)>),
+    AlterUserScramCredentials(scram::UserResults),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.

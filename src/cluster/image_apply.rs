@@ -292,7 +292,7 @@ mod tests {
         let img = MetadataImage::empty("c".into());
         let img = img.apply(3, &[reg(1)]);
         assert_eq!(img.registrations[&1].epoch, 3);
-        assert!(img.brokers().is_empty(), "a new registration is fenced");
+        assert!(img.brokers(None).is_empty(), "a new registration is fenced");
         let img = img.apply(
             4,
             &[MetadataRecord::UnfenceBroker {
@@ -300,7 +300,7 @@ mod tests {
                 epoch: 3,
             }],
         );
-        assert_eq!(img.brokers().len(), 1);
+        assert_eq!(img.brokers(None).len(), 1);
         // A stale epoch changes nothing.
         let img = img.apply(
             5,

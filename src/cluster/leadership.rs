@@ -203,14 +203,20 @@ pub struct CurrentLeader {
     pub node: Option<BrokerMeta>,
 }
 
-/// Takes the image and a partition; gives its current leader as Kafka's
+/// Takes the image, a partition and the listener the request came in on
+/// (None: the first endpoint); gives its current leader as Kafka's
 /// `KafkaApis.getCurrentLeader` does: the registration's leader and leader
-/// epoch (-1, -1 for an unknown partition) and the leader's endpoint if it
-/// is alive.
-pub fn current_leader(image: &MetadataImage, topic: &str, partition: i32) -> CurrentLeader {
+/// epoch (-1, -1 for an unknown partition) and the leader's endpoint on
+/// that listener if it is alive.
+pub fn current_leader(
+    image: &MetadataImage,
+    topic: &str,
+    partition: i32,
+    listener: Option<&str>,
+) -> CurrentLeader {
     let (leader_id, leader_epoch) = image.leader(topic, partition).unwrap_or((NO_LEADER, -1));
     let node = (leader_id != NO_LEADER && image.is_alive(leader_id))
-        .then(|| image.broker_meta(leader_id))
+        .then(|| image.broker_meta(leader_id, listener))
         .flatten();
     CurrentLeader {
         leader_id,
@@ -380,7 +386,7 @@ mod tests {
     fn current_leader_names_alive_leaders_only() {
         let img = image();
         assert_eq!(
-            current_leader(&img, "t", 0),
+            current_leader(&img, "t", 0, None),
             CurrentLeader {
                 leader_id: 1,
                 leader_epoch: 4,
@@ -393,11 +399,11 @@ mod tests {
             }
         );
         // Broker 3 leads t-1 but is fenced: id and epoch, no endpoint.
-        let l = current_leader(&img, "t", 1);
+        let l = current_leader(&img, "t", 1, None);
         assert_eq!((l.leader_id, l.leader_epoch, l.node), (3, 2, None));
-        let l = current_leader(&img, "t", 2);
+        let l = current_leader(&img, "t", 2, None);
         assert_eq!((l.leader_id, l.leader_epoch, l.node), (NO_LEADER, 7, None));
-        let l = current_leader(&img, "nope", 0);
+        let l = current_leader(&img, "nope", 0, None);
         assert_eq!((l.leader_id, l.leader_epoch, l.node), (NO_LEADER, -1, None));
     }
 }

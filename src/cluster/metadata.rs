@@ -266,21 +266,26 @@ impl MetadataImage {
         self.topic(topic).and_then(|t| t.partition(index))
     }
 
-    /// The alive (unfenced, not shutting down) brokers as clients see them,
-    /// by id.
-    pub fn brokers(&self) -> Vec<BrokerMeta> {
+    /// The alive (unfenced, not shutting down) brokers as clients of
+    /// `listener` see them (None: the first endpoint of each), by id; a
+    /// broker without that listener is left out, as Kafka does.
+    pub fn brokers(&self, listener: Option<&str>) -> Vec<BrokerMeta> {
         self.registrations
             .values()
             .filter(|b| b.is_alive())
-            .filter_map(|b| self.broker_meta(b.node_id))
+            .filter_map(|b| self.broker_meta(b.node_id, listener))
             .collect()
     }
 
-    /// Broker `id` as clients see it (its client endpoint), alive or not;
-    /// None when it never registered.
-    pub fn broker_meta(&self, id: i32) -> Option<BrokerMeta> {
+    /// Broker `id` as clients of `listener` see it (that listener's
+    /// endpoint; None: its first endpoint), alive or not; None when it
+    /// never registered or has no such listener.
+    pub fn broker_meta(&self, id: i32, listener: Option<&str>) -> Option<BrokerMeta> {
         let b = self.registrations.get(&id)?;
-        let e = b.client_endpoint()?;
+        let e = match listener {
+            None => b.client_endpoint()?,
+            Some(l) => b.endpoints.iter().find(|e| e.listener == l)?,
+        };
         Some(BrokerMeta {
             node_id: b.node_id,
             host: e.host.clone(),
@@ -463,7 +468,7 @@ mod tests {
                 },
             );
         }
-        let ids: Vec<i32> = img.brokers().iter().map(|b| b.node_id).collect();
+        let ids: Vec<i32> = img.brokers(None).iter().map(|b| b.node_id).collect();
         assert_eq!(ids, [1, 3]);
         img.controller_id = 2;
         assert_eq!(

@@ -23,7 +23,7 @@ pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.endpoint_type = 1;
     resp.cluster_authorized_operations = i32::MIN;
     resp.brokers = image
-        .brokers()
+        .brokers(frame.listener())
         .iter()
         .map(|b| {
             let mut rb = DescribeClusterBroker::default();

@@ -55,7 +55,7 @@ pub async fn ensure_transaction_state_topic(
 fn internal_rf(shard: &Shard, configured: i16) -> i16 {
     let single = shard.config.kraft.voters.len() <= 1;
     if single {
-        let alive = shard.metadata().brokers().len().max(1);
+        let alive = shard.metadata().brokers(None).len().max(1);
         configured.min(i16::try_from(alive).unwrap_or(i16::MAX))
     } else {
         configured
@@ -132,6 +132,7 @@ async fn coordinator(
     shard: &Rc<Shard>,
     key_type: i8,
     key: &str,
+    listener: Option<&str>,
 ) -> Result<BrokerMeta, CoordinatorLookupError> {
     let (topic, partitions) = match key_type {
         0 => {
@@ -165,7 +166,7 @@ async fn coordinator(
         .filter(|l| image.is_alive(*l))
         .ok_or(CoordinatorLookupError::NoLeader { topic, partition })?;
     image
-        .broker_meta(leader)
+        .broker_meta(leader, listener)
         .ok_or(CoordinatorLookupError::NoLeader { topic, partition })
 }
 
@@ -178,7 +179,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         for k in &req.coordinator_keys {
             let mut c = Coordinator::default();
             c.key = k.clone();
-            match coordinator(shard, req.key_type, k).await {
+            match coordinator(shard, req.key_type, k, frame.listener()).await {
                 Ok(b) => {
                     c.node_id = BrokerId(b.node_id);
                     c.host = StrBytes::from_string(b.host);
@@ -193,7 +194,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             resp.coordinators.push(c);
         }
     } else {
-        match coordinator(shard, req.key_type, &req.key).await {
+        match coordinator(shard, req.key_type, &req.key, frame.listener()).await {
             Ok(b) => {
                 resp.node_id = BrokerId(b.node_id);
                 resp.host = StrBytes::from_string(b.host);

@@ -183,7 +183,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 
     let mut resp = MetadataResponse::default();
     resp.brokers = image
-        .brokers()
+        .brokers(frame.listener())
         .iter()
         .map(|b| {
             let mut rb = MetadataResponseBroker::default();

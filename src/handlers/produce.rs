@@ -250,7 +250,12 @@ pub async fn handle(
                     pr.log_start_offset = r.log_start_offset;
                     pr.error_message = r.error_message.map(StrBytes::from_string);
                     if with_leaders && r.error_code == codes::NOT_LEADER_OR_FOLLOWER {
-                        let l = leadership::current_leader(&now, t.name.0.as_str(), r.index);
+                        let l = leadership::current_leader(
+                            &now,
+                            t.name.0.as_str(),
+                            r.index,
+                            frame.listener(),
+                        );
                         pr.current_leader.leader_id = BrokerId(l.leader_id);
                         pr.current_leader.leader_epoch = l.leader_epoch;
                         if let Some(node) = l.node {

@@ -62,11 +62,7 @@ pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
         r
     };
     resp.results = match &req.users {
-        None => image
-            .scram_credentials
-            .keys()
-            .map(|u| result(u))
-            .collect(),
+        None => image.scram_credentials.keys().map(|u| result(u)).collect(),
         Some(users) => {
             let names: Vec<&str> = users.iter().map(|u| u.name.as_str()).collect();
             let mut out: Vec<DescribeUserScramCredentialsResult> = Vec::new();

@@ -295,10 +295,10 @@ pub async fn serve(
         }
     }
     let mut session = Session::new(listener, peer);
-    if let Some(dn) = transport
-        .peer_certificates()
-        .and_then(|c| c.first().and_then(|d| crate::security::principal::rfc2253(d)))
-    {
+    if let Some(dn) = transport.peer_certificates().and_then(|c| {
+        c.first()
+            .and_then(|d| crate::security::principal::rfc2253(d))
+    }) {
         session.set_certificate_subject(&dn);
     }
     let first = shard.shards > 1;
@@ -325,7 +325,10 @@ pub async fn serve_moved(
     let peer = session.peer;
     let conn = Conn::new(Transport::from_parts(stream, tls), session);
     let serving = std::panic::AssertUnwindSafe(serve_from(shard, conn, buf, false));
-    if futures_lite::FutureExt::catch_unwind(serving).await.is_err() {
+    if futures_lite::FutureExt::catch_unwind(serving)
+        .await
+        .is_err()
+    {
         log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
     }
 }
@@ -525,7 +528,11 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
             }
         }
         // A SASL answer may have left complete frames buffered.
-        if frame_size(&buf, max).ok().flatten().is_some_and(|n| buf.len() >= 4 + n) {
+        if frame_size(&buf, max)
+            .ok()
+            .flatten()
+            .is_some_and(|n| buf.len() >= 4 + n)
+        {
             continue;
         }
         // Read more bytes at the end of the buffer.

@@ -84,6 +84,13 @@ impl RequestFrame {
         })
     }
 
+    /// The name of the listener the request came in on (None for requests
+    /// made inside the broker): answers name brokers by their endpoint on
+    /// that listener, as Kafka's do.
+    pub fn listener(&self) -> Option<&str> {
+        self.context.as_deref().map(|c| &*c.listener)
+    }
+
     /// Decodes the body as `T` at the request's version. Trailing bytes are
     /// tolerated (newer clients may add fields we skip), as Kafka does.
     pub fn decode<T: Decodable>(&self) -> Result<T, ProtocolError> {

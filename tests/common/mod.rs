@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod cluster;
 pub mod layout;
 pub mod ports;

@@ -65,13 +65,16 @@ pub enum ScramAlterError {
     DuplicateResource,
 }
 
+/// Each user's result, in order of first appearance in the request.
+pub type UserResults = Vec<(String, Result<(), ScramAlterError>)>;
+
 /// Checks and applies a request: per user (in order of first appearance)
 /// its result, and the records of the users without an error.
 pub fn alter(
     image: &MetadataImage,
     deletions: &[ScramDeletion],
     upsertions: &[ScramUpsertion],
-) -> (Vec<MetadataRecord>, Vec<(String, Result<(), ScramAlterError>)>) {
+) -> (Vec<MetadataRecord>, UserResults) {
     let mut users: Vec<String> = Vec::new();
     for n in deletions
         .iter()
@@ -114,7 +117,11 @@ fn user_records(
         ));
     }
     let mut seen = Vec::new();
-    for t in dels.iter().map(|d| d.mechanism).chain(ups.iter().map(|u| u.mechanism)) {
+    for t in dels
+        .iter()
+        .map(|d| d.mechanism)
+        .chain(ups.iter().map(|u| u.mechanism))
+    {
         if seen.contains(&t) {
             return Err(ScramAlterError::DuplicateResource);
         }
@@ -207,13 +214,24 @@ mod tests {
                 up("odd", 3, 4096),
             ],
         );
-        let r: Vec<(&str, Result<(), ScramAlterError>)> =
-            results.iter().map(|(u, r)| (u.as_str(), r.clone())).collect();
+        let r: Vec<(&str, Result<(), ScramAlterError>)> = results
+            .iter()
+            .map(|(u, r)| (u.as_str(), r.clone()))
+            .collect();
         assert_eq!(r[0], ("gone", Err(ScramAlterError::ResourceNotFound)));
         assert_eq!(r[1], ("alice", Ok(())));
-        assert!(matches!(r[2].1, Err(ScramAlterError::UnacceptableCredential(_))));
-        assert!(matches!(r[3].1, Err(ScramAlterError::UnacceptableCredential(_))));
-        assert!(matches!(r[4].1, Err(ScramAlterError::UnacceptableCredential(_))));
+        assert!(matches!(
+            r[2].1,
+            Err(ScramAlterError::UnacceptableCredential(_))
+        ));
+        assert!(matches!(
+            r[3].1,
+            Err(ScramAlterError::UnacceptableCredential(_))
+        ));
+        assert!(matches!(
+            r[4].1,
+            Err(ScramAlterError::UnacceptableCredential(_))
+        ));
         assert_eq!(r[5].1, Err(ScramAlterError::DuplicateResource));
         assert_eq!(r[6].1, Err(ScramAlterError::UnsupportedMechanism(3)));
         // Only alice's two credentials.

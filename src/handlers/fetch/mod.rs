@@ -335,7 +335,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
         );
         let current_leader = (version >= 16 && refused).then(|| {
-            let l = leadership::current_leader(&now, &slot.read.topic, slot.read.partition);
+            let l = leadership::current_leader(
+                &now,
+                &slot.read.topic,
+                slot.read.partition,
+                frame.listener(),
+            );
             if let Some(node) = l.node {
                 endpoints.insert(node.node_id, node);
             }
