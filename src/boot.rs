@@ -360,6 +360,19 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
             .then(|| Duration::from_secs(config.cluster.leader_imbalance_check_interval_s.max(1))),
         election: election_rules(&config),
         previous_broker_epoch: crate::cluster::controller::take_clean_shutdown(&data_dir),
+        controller_client: security.controller.clone().unwrap_or_else(|| {
+            crate::security::ClientSecurity::plaintext(
+                config
+                    .kraft
+                    .controller_listener_names
+                    .first()
+                    .map_or("CONTROLLER", String::as_str),
+            )
+        }),
+        controller_listener: config
+            .controller_listener()
+            .and_then(|l| security.listener(&l.name).cloned()),
+        super_users: security.super_users.clone(),
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.
@@ -379,6 +392,7 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
         settings: quorum,
         controller_addr,
         flags: flags.clone(),
+        security: security.clone(),
     });
 
     let cores = core_affinity::get_core_ids().unwrap_or_default();
@@ -674,6 +688,8 @@ struct QuorumBoot {
     controller_addr: Option<SocketAddr>,
     /// The node's shared flags.
     flags: Arc<NodeFlags>,
+    /// The security settings every shard uses.
+    security: Arc<crate::security::Security>,
 }
 
 /// How long a single-node broker waits at start for its own registration
@@ -807,7 +823,13 @@ async fn shard_main(
         Duration::from_micros(config.reactor_stall_threshold_us),
     );
     let metrics_on = config.metrics_listener.is_some();
-    let shard = Shard::install(config, image.clone(), senders, receivers);
+    let shard = Shard::install(
+        config,
+        boot.security.clone(),
+        image.clone(),
+        senders,
+        receivers,
+    );
     // The coordinators follow their partitions' leadership from the first
     // image on.
     crate::group::GroupCoordinator::install(&shard);

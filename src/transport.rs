@@ -18,10 +18,14 @@
 
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+
+use crate::security::sasl::SaslClient;
+use crate::security::ClientSecurity;
 
 /// Ciphertext read from the socket at once (bytes).
 const CIPHER_CHUNK: usize = 64 * 1024;
@@ -173,6 +177,43 @@ async fn read_cipher(stream: &mut TcpStream, tls: &mut TlsState) -> io::Result<b
 }
 
 impl Transport {
+    /// Connects to `addr` (`host:port`) within `timeout` with `security`'s
+    /// protocol: the TCP connection, the TLS handshake and the SASL exchange.
+    /// Errors with the connect failure, the handshake's, or
+    /// `PermissionDenied` when the other broker refuses the credentials.
+    pub async fn connect(
+        addr: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> io::Result<Transport> {
+        let stream = TcpStream::connect_timeout(addr, timeout)
+            .await
+            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let mut transport = match &security.tls {
+            None => Transport::Plain(stream),
+            Some(config) => {
+                let host = addr
+                    .rsplit_once(':')
+                    .map_or(addr, |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                Transport::Tls(stream, Box::new(TlsState::client(config.clone(), host)?))
+            }
+        };
+        if transport.is_tls() {
+            let timer = async {
+                glommio::timer::sleep(timeout).await;
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no TLS handshake with {addr} within {timeout:?}"),
+                ))
+            };
+            futures_lite::future::or(transport.handshake(), timer).await?;
+        }
+        Ok(transport)
+    }
+
     /// The socket's descriptor.
     pub fn fd(&self) -> i32 {
         match self {
@@ -298,6 +339,38 @@ impl Transport {
         }
     }
 
+    /// Reads exactly `buf.len()` bytes (plaintext). Errors with
+    /// `UnexpectedEof` when the peer closes first.
+    pub async fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            Transport::Plain(s) => s.read_exact(buf).await,
+            Transport::Tls(stream, tls) => {
+                let mut filled = 0;
+                while filled < buf.len() {
+                    match tls.conn.reader().read(&mut buf[filled..]) {
+                        Ok(0) => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "the peer closed TLS",
+                            ))
+                        }
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            if tls.eof || read_cipher(stream, tls).await? {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::UnexpectedEof,
+                                    "the peer closed the connection",
+                                ));
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Writes all of `data`.
     pub async fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
@@ -319,4 +392,23 @@ impl Transport {
             let _ = flush_tls(stream, tls).await;
         }
     }
+}
+
+/// Takes a SASL client and the server's token; gives the client back with
+/// its next token (None: done), computed off the reactor (SCRAM's
+/// client-final runs PBKDF2). Errors (`PermissionDenied`) when the server's
+/// token is wrong.
+pub async fn sasl_step(
+    client: SaslClient,
+    server: Vec<u8>,
+) -> io::Result<(SaslClient, Option<Vec<u8>>)> {
+    let (client, next) = glommio::executor()
+        .spawn_blocking(move || {
+            let mut client = client;
+            let next = client.step(&server);
+            (client, next)
+        })
+        .await;
+    let next = next.map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    Ok((client, next))
 }

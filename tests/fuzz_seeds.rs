@@ -23,6 +23,7 @@ const TARGETS: &[(&str, Entry)] = &[
     ("metadata_log", fjord::fuzzing::metadata_log),
     ("controller_rpc", fjord::fuzzing::controller_rpc),
     ("coordinator_records", fjord::fuzzing::coordinator_records),
+    ("sasl_tokens", fjord::fuzzing::sasl_tokens),
 ];
 
 fn seeds_of(target: &str) -> Vec<std::path::PathBuf> {

@@ -131,6 +131,16 @@ impl BrokerRegistration {
         self.endpoints.first()
     }
 
+    /// The endpoint of listener `listener`, or the first one when the
+    /// broker has none of that name (a broker registered before it had
+    /// several listeners).
+    pub fn endpoint_for(&self, listener: &str) -> Option<&Endpoint> {
+        self.endpoints
+            .iter()
+            .find(|e| e.listener == listener)
+            .or_else(|| self.endpoints.first())
+    }
+
     /// Whether the broker may lead partitions and is shown to clients.
     pub fn is_alive(&self) -> bool {
         !self.fenced && !self.in_controlled_shutdown

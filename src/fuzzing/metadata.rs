@@ -164,7 +164,15 @@ pub fn controller_rpc(data: &[u8]) -> Result<(), Violation> {
             QuorumRequest::Snapshot { data, .. } => {
                 let _ = image_from_snapshot(&data, &image);
             }
+            QuorumRequest::SaslAuthenticate { token } => {
+                for selector in 0u8..4 {
+                    let mut input = vec![selector];
+                    input.extend_from_slice(&token);
+                    super::sasl_tokens(&input)?;
+                }
+            }
             QuorumRequest::Hello { .. }
+            | QuorumRequest::SaslHandshake { .. }
             | QuorumRequest::Vote(_)
             | QuorumRequest::PreVote(_)
             | QuorumRequest::Describe

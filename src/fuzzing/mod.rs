@@ -14,11 +14,13 @@ mod files;
 mod metadata;
 mod records;
 mod requests;
+mod sasl;
 
 pub use files::{checkpoint_files, partition_dir};
 pub use metadata::{controller_rpc, metadata_log};
 pub use records::{compressed_batches, coordinator_records, record_batches};
 pub use requests::{legacy_produce, request_stream};
+pub use sasl::sasl_tokens;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,16 +1,25 @@
-//! One Kafka protocol connection from this broker to another one's client
-//! listener, for broker-to-broker requests (the replica fetcher's Fetch):
-//! requests framed and encoded with the `kafka-protocol` crate, one at a
-//! time, each answered before the next (the correlation id is checked).
+//! One Kafka protocol connection from this broker to another one's
+//! inter-broker listener, for broker-to-broker requests (the replica
+//! fetcher's Fetch, coordinator calls): requests framed and encoded with
+//! the `kafka-protocol` crate, one at a time, each answered before the next
+//! (the correlation id is checked). The connection uses the inter-broker
+//! listener's protocol (`security.inter.broker.protocol` /
+//! `inter.broker.listener.name`): TLS with the truststore (and the
+//! keystore as client certificate), then SASL with
+//! `sasl.mechanism.inter.broker.protocol` and the JAAS line's `username`
+//! and `password`. A session the other broker expires (KIP-368) ends in a
+//! closed connection, which the caller reconnects.
 
 use std::io;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
-use kafka_protocol::messages::RequestHeader;
+use kafka_protocol::messages::{RequestHeader, SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+
+use crate::security::sasl::SaslClient;
+use crate::security::{ClientSasl, ClientSecurity};
+use crate::transport::Transport;
 
 /// The largest response accepted (bytes): a follower fetch is bounded by
 /// `replica.fetch.response.max.bytes` plus the first batch of each
@@ -22,24 +31,74 @@ const CLIENT_ID: &str = "fjord-replica-fetcher";
 
 /// A connection to another broker.
 pub struct BrokerConnection {
-    stream: TcpStream,
+    stream: Transport,
     addr: String,
     next_correlation_id: i32,
 }
 
 impl BrokerConnection {
-    /// Connects to `addr` (`host:port`) within `timeout`. Errors with the
-    /// connect failure.
-    pub async fn connect(addr: &str, timeout: Duration) -> io::Result<BrokerConnection> {
-        let stream = TcpStream::connect_timeout(addr, timeout)
-            .await
-            .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
-        let _ = stream.set_nodelay(true);
-        Ok(BrokerConnection {
+    /// Connects to `addr` (`host:port`) within `timeout`, secured as
+    /// `security` says (see `Transport::connect`).
+    pub async fn connect(
+        addr: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> io::Result<BrokerConnection> {
+        let stream = Transport::connect(addr, timeout, security).await?;
+        let mut c = BrokerConnection {
             stream,
             addr: addr.to_string(),
             next_correlation_id: 1,
-        })
+        };
+        if let Some(sasl) = &security.sasl {
+            c.authenticate(sasl, timeout).await?;
+        }
+        Ok(c)
+    }
+
+    /// SaslHandshake v1 and SaslAuthenticate v2 until the exchange ends.
+    async fn authenticate(&mut self, sasl: &ClientSasl, timeout: Duration) -> io::Result<()> {
+        let denied = |what: String| io::Error::new(io::ErrorKind::PermissionDenied, what);
+        let hs = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_static_str(sasl.mechanism.name()));
+        let r = self.call(&hs, 1, timeout).await?;
+        if r.error_code != 0 {
+            return Err(denied(format!(
+                "{} refused SASL mechanism {} (error {}; it offers {:?})",
+                self.addr,
+                sasl.mechanism.name(),
+                r.error_code,
+                r.mechanisms
+            )));
+        }
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let (mut client, mut token) = SaslClient::start(
+            sasl.mechanism,
+            &sasl.username,
+            &sasl.password,
+            crate::shard::now_ms(),
+            &nonce,
+        );
+        loop {
+            let req = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+            let r = self.call(&req, 2, timeout).await?;
+            if r.error_code != 0 {
+                return Err(denied(format!(
+                    "{} refused the credentials of {} ({}): {}",
+                    self.addr,
+                    sasl.username,
+                    sasl.mechanism.name(),
+                    r.error_message.map(|m| m.to_string()).unwrap_or_default()
+                )));
+            }
+            let (next_client, next) =
+                crate::transport::sasl_step(client, r.auth_bytes.to_vec()).await?;
+            client = next_client;
+            match next {
+                Some(t) => token = t,
+                None => return Ok(()),
+            }
+        }
     }
 
     /// Where this connection goes.
@@ -75,7 +134,6 @@ impl BrokerConnection {
             frame.extend_from_slice(&len.to_be_bytes());
             frame.extend_from_slice(&body);
             self.stream.write_all(&frame).await?;
-            self.stream.flush().await?;
             let mut size = [0u8; 4];
             self.stream.read_exact(&mut size).await?;
             let size = u32::from_be_bytes(size) as usize;

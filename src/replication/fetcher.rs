@@ -196,7 +196,7 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
         let addr = image
             .registrations
             .get(&f.leader)
-            .and_then(|b| b.client_endpoint())
+            .and_then(|b| b.endpoint_for(&shard.security.inter_broker.listener))
             .map(|e| format!("{}:{}", e.host, e.port));
         let Some(addr) = addr else {
             drop(shard);
@@ -210,7 +210,9 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
         let socket_timeout = Duration::from_millis(shard.config.cluster.replica_socket_timeout_ms);
         if conn.is_none() {
             session.reset();
-            match BrokerConnection::connect(&addr, socket_timeout).await {
+            match BrokerConnection::connect(&addr, socket_timeout, &shard.security.inter_broker)
+                .await
+            {
                 Ok(c) => conn = Some(c),
                 Err(e) => {
                     log::debug!(

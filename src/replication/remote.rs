@@ -60,13 +60,13 @@ impl Remote {
             .metadata()
             .registrations
             .get(&broker)
-            .and_then(|b| b.client_endpoint())
+            .and_then(|b| b.endpoint_for(&shard.security.inter_broker.listener))
             .map(|e| format!("{}:{}", e.host, e.port))
             .ok_or_else(|| unreachable("no endpoint registered".into()))?;
         let pooled = idle.borrow_mut().remove(&broker);
         let mut conn = match pooled {
             Some(c) if c.addr() == addr => c,
-            _ => BrokerConnection::connect(&addr, CALL_TIMEOUT)
+            _ => BrokerConnection::connect(&addr, CALL_TIMEOUT, &shard.security.inter_broker)
                 .await
                 .map_err(|e| unreachable(e.to_string()))?,
         };

@@ -105,6 +105,18 @@ pub struct ClientSecurity {
     pub sasl: Option<ClientSasl>,
 }
 
+impl ClientSecurity {
+    /// Plain TCP without authentication to listener `listener`.
+    pub fn plaintext(listener: &str) -> ClientSecurity {
+        ClientSecurity {
+            listener: listener.to_string(),
+            protocol: SecurityProtocol::Plaintext,
+            tls: None,
+            sasl: None,
+        }
+    }
+}
+
 /// A SASL client's mechanism and credentials (from the JAAS line's
 /// `username` and `password`; OAUTHBEARER: an unsecured token for
 /// `unsecuredLoginStringClaim_sub`).

@@ -362,6 +362,71 @@ pub fn plain_client_token(user: &str, password: &str) -> Vec<u8> {
     format!("\u{0}{user}\u{0}{password}").into_bytes()
 }
 
+/// The client side of an exchange (this broker authenticating to another
+/// node): PLAIN, SCRAM, or OAUTHBEARER with an unsecured token for the
+/// configured principal (Kafka's `unsecuredLoginStringClaim_sub`, one hour).
+#[derive(Debug)]
+pub enum SaslClient {
+    /// PLAIN: one token, then done.
+    Plain,
+    /// SCRAM: client-first sent, the server-first awaited, then the
+    /// server-final.
+    Scram(Box<super::scram::ScramClient>, bool),
+    /// OAUTHBEARER: one token, then done.
+    OAuthBearer,
+}
+
+impl SaslClient {
+    /// Starts an exchange for `mechanism` as `user` with `password`; gives
+    /// the client and its first token. `now_ms` dates an OAUTHBEARER token;
+    /// `nonce` is fresh random printable text.
+    pub fn start(
+        mechanism: Mechanism,
+        user: &str,
+        password: &str,
+        now_ms: i64,
+        nonce: &str,
+    ) -> (SaslClient, Vec<u8>) {
+        match mechanism {
+            Mechanism::Plain => (SaslClient::Plain, plain_client_token(user, password)),
+            Mechanism::Scram(m) => {
+                let (c, first) = super::scram::ScramClient::start(m, user, password, nonce);
+                (SaslClient::Scram(Box::new(c), false), first)
+            }
+            Mechanism::OAuthBearer => {
+                let header = B64URL.encode(br#"{"alg":"none"}"#);
+                let claims = serde_json::json!({
+                    "sub": user,
+                    "iat": now_ms as f64 / 1000.0,
+                    "exp": (now_ms + 3_600_000) as f64 / 1000.0,
+                });
+                let payload = B64URL.encode(claims.to_string());
+                let token = format!("n,,\u{1}auth=Bearer {header}.{payload}.\u{1}\u{1}");
+                (SaslClient::OAuthBearer, token.into_bytes())
+            }
+        }
+    }
+
+    /// Takes the server's token; gives the next one to send, or None when
+    /// the exchange is complete. Errors when the server's token is wrong
+    /// (SCRAM's signature, a malformed message). SCRAM's client-final runs
+    /// PBKDF2: call it off the reactor.
+    pub fn step(&mut self, server: &[u8]) -> Result<Option<Vec<u8>>, SaslFailure> {
+        match self {
+            SaslClient::Plain | SaslClient::OAuthBearer => Ok(None),
+            SaslClient::Scram(c, done_first) => {
+                if !*done_first {
+                    *done_first = true;
+                    Ok(Some(c.step(server)?))
+                } else {
+                    c.finish(server)?;
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

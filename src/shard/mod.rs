@@ -72,6 +72,9 @@ pub struct Shard {
     pub shards: usize,
     /// Broker configuration.
     pub config: Arc<Config>,
+    /// The listeners' security and how this broker authenticates to
+    /// others (built at start from the configuration).
+    pub security: Arc<crate::security::Security>,
     /// The latest metadata image this shard applied.
     metadata: RefCell<Arc<MetadataImage>>,
     /// Bumped after each newer image is applied (the replica fetchers
@@ -121,6 +124,7 @@ impl Shard {
     /// spawns the loops that run tasks sent by other shards.
     pub fn install(
         config: Arc<Config>,
+        security: Arc<crate::security::Security>,
         image: Arc<MetadataImage>,
         senders: Senders<Task>,
         receivers: Receivers<Task>,
@@ -143,6 +147,7 @@ impl Shard {
             id,
             shards,
             config,
+            security,
             // Start from the empty image (offset 0, version 0): every
             // published image is newer and opens what this shard owns.
             metadata: RefCell::new(Arc::new(MetadataImage {

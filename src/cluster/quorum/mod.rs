@@ -95,6 +95,25 @@ pub struct QuorumSettings {
     /// clean-shutdown marker, KIP-966's `PreviousBrokerEpoch`); None after
     /// an unclean one.
     pub previous_broker_epoch: Option<i64>,
+    /// How this node connects to the others' controller listeners (their
+    /// protocol, `sasl.mechanism.controller.protocol` and its credentials).
+    pub controller_client: crate::security::ClientSecurity,
+    /// The security of this node's own controller listener (None: it
+    /// serves none).
+    pub controller_listener: Option<std::sync::Arc<crate::security::ListenerSecurity>>,
+    /// `super.users`: the principals welcome on a controller listener that
+    /// is not PLAINTEXT.
+    pub super_users: Vec<crate::security::principal::KafkaPrincipal>,
+}
+
+impl QuorumSettings {
+    /// What this node presents to the other nodes' controller listeners.
+    pub fn peer_auth(&self) -> rpc::PeerAuth {
+        rpc::PeerAuth {
+            cluster_id: self.cluster_id.clone(),
+            client: self.controller_client.clone(),
+        }
+    }
 }
 
 /// The quorum member of this node (on shard 0).
@@ -209,7 +228,7 @@ impl Quorum {
             raft_id(settings.node_id),
             Arc::new(config),
             NetworkFactory {
-                cluster_id: settings.cluster_id.clone(),
+                auth: settings.peer_auth(),
                 voters: settings.voters.iter().cloned().collect(),
                 min_timeout: settings.election_timeout,
             },
@@ -266,7 +285,7 @@ impl Quorum {
                 open_files_limit: open_files_limit(),
                 election: settings.election,
             },
-            peers: Peers::new(settings.cluster_id.clone()),
+            peers: Peers::new(settings.peer_auth()),
             settings,
             raft,
             log,

@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::io;
 
-use glommio::net::TcpStream;
 use openraft::error::{NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable};
 use openraft::network::RPCOption;
 use openraft::raft::{
@@ -13,14 +12,16 @@ use openraft::raft::{
 };
 use openraft::{BasicNode, RaftNetworkFactory, RaftNetworkV2};
 
-use super::rpc::{exchange, QuorumRequest, QuorumResponse};
+use super::rpc::{exchange, PeerAuth, QuorumRequest, QuorumResponse};
 use super::types::{MetadataSnapshot, TypeConfig, Vote};
+use crate::transport::Transport;
 
 /// Makes a [`Network`] per target.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NetworkFactory {
-    /// This node's `cluster.id` (sent in each connection's hello).
-    pub cluster_id: String,
+    /// This node's `cluster.id` (sent in each connection's hello) and how
+    /// it connects and authenticates.
+    pub auth: PeerAuth,
     /// Each voter's address from this node's `controller.quorum.voters`:
     /// it wins over the address in the membership log, so voters that
     /// moved are reached where this node's configuration says (as Kafka's
@@ -47,7 +48,7 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
         Network {
             target,
             addr,
-            cluster_id: self.cluster_id.clone(),
+            auth: self.auth.clone(),
             min_timeout: self.min_timeout,
             conn: None,
         }
@@ -59,9 +60,9 @@ impl RaftNetworkFactory<TypeConfig> for NetworkFactory {
 pub struct Network {
     target: u64,
     addr: String,
-    cluster_id: String,
+    auth: PeerAuth,
     min_timeout: std::time::Duration,
-    conn: Option<TcpStream>,
+    conn: Option<Transport>,
 }
 
 fn unreachable(e: &io::Error) -> RPCError<TypeConfig> {
@@ -91,7 +92,7 @@ impl Network {
         option: &RPCOption,
     ) -> Result<QuorumResponse, RPCError<TypeConfig>> {
         let timeout = option.hard_ttl().max(self.min_timeout);
-        exchange(&mut self.conn, &self.addr, &self.cluster_id, req, timeout)
+        exchange(&mut self.conn, &self.addr, &self.auth, req, timeout)
             .await
             .map_err(|e| {
                 log::debug!(

@@ -4,14 +4,21 @@
 //! connection carries one request at a time, each answered before the next.
 //! (Kafka's own KRaft RPCs are not spoken: no client talks to a controller
 //! listener; DescribeQuorum is answered on the client listener.)
+//!
+//! A connection is secured as the controller listener's protocol says
+//! (`listener.security.protocol.map`): TLS first, then, on a SASL
+//! listener, a SASL exchange in this framing (`SaslHandshake`,
+//! `SaslAuthenticate`, the same mechanisms and credentials as a Kafka
+//! client's), then the hello. Before its hello is accepted a connection's
+//! frames are capped at [`MAX_FRAME_BEFORE_HELLO`]; on any listener but
+//! PLAINTEXT only a principal of `super.users` is welcome (the brokers'
+//! own principals belong there, as Kafka recommends).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::time::Duration;
 
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use openraft::error::RaftError;
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
@@ -20,9 +27,27 @@ use serde::{Deserialize, Serialize};
 
 use super::types::{SnapshotMeta, TypeConfig, Vote};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
+use crate::security::sasl::SaslClient;
+use crate::security::ClientSecurity;
+use crate::transport::Transport;
 
 /// Largest frame accepted (bytes): a snapshot of a large cluster fits.
 pub const MAX_FRAME: usize = 256 << 20;
+
+/// Largest frame accepted before a connection's hello is welcome (bytes):
+/// the hello and the SASL exchange are small.
+pub const MAX_FRAME_BEFORE_HELLO: usize = 64 << 10;
+
+/// What a node presents to another's controller listener: its cluster id
+/// (in the hello) and how it connects and authenticates.
+#[derive(Debug, Clone)]
+pub struct PeerAuth {
+    /// This node's `cluster.id`.
+    pub cluster_id: String,
+    /// The controller listener's protocol and this node's credentials
+    /// (`sasl.mechanism.controller.protocol`).
+    pub client: ClientSecurity,
+}
 
 /// A request between nodes.
 #[derive(Debug, Serialize, Deserialize)]
@@ -33,6 +58,16 @@ pub enum QuorumRequest {
     Hello {
         /// The caller's `cluster.id`.
         cluster_id: String,
+    },
+    /// A SASL listener's handshake: the mechanism the caller uses.
+    SaslHandshake {
+        /// The mechanism's name.
+        mechanism: String,
+    },
+    /// One SASL token of the caller.
+    SaslAuthenticate {
+        /// The token.
+        token: Vec<u8>,
     },
     /// Raft AppendEntries.
     Append(AppendEntriesRequest<TypeConfig>),
@@ -161,13 +196,20 @@ pub enum QuorumResponse {
     Log(Result<LogChunk, ControllerUnavailable>),
     /// The cluster ids match: requests may follow.
     Welcome,
+    /// The handshake's answer: accepted, or why not.
+    SaslHandshake(Result<(), String>),
+    /// The server's token, or why the credentials were refused (the
+    /// connection then closes).
+    SaslAuthenticate(Result<Vec<u8>, String>),
     /// The request could not be read, or the caller is of another cluster.
     Malformed(String),
 }
 
-/// Reads one frame; `Ok(None)` at a clean end of stream.
+/// Reads one frame of at most `max` bytes; `Ok(None)` at a clean end of
+/// stream.
 pub async fn read_frame<T: serde::de::DeserializeOwned>(
-    s: &mut TcpStream,
+    s: &mut Transport,
+    max: usize,
 ) -> io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match s.read_exact(&mut len).await {
@@ -176,10 +218,10 @@ pub async fn read_frame<T: serde::de::DeserializeOwned>(
         Err(e) => return Err(e),
     }
     let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
+    if len > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes is larger than {MAX_FRAME}"),
+            format!("frame of {len} bytes is larger than {max}"),
         ));
     }
     let mut body = vec![0u8; len];
@@ -190,57 +232,98 @@ pub async fn read_frame<T: serde::de::DeserializeOwned>(
 }
 
 /// Writes one frame.
-pub async fn write_frame<T: Serialize>(s: &mut TcpStream, v: &T) -> io::Result<()> {
+pub async fn write_frame<T: Serialize>(s: &mut Transport, v: &T) -> io::Result<()> {
     let body = serde_json::to_vec(v).map_err(io::Error::other)?;
     let len = u32::try_from(body.len()).map_err(io::Error::other)?;
     let mut out = Vec::with_capacity(4 + body.len());
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&body);
-    s.write_all(&out).await?;
-    s.flush().await
+    s.write_all(&out).await
+}
+
+/// One request and its answer on a connection being opened.
+async fn ask(s: &mut Transport, req: &QuorumRequest) -> io::Result<QuorumResponse> {
+    write_frame(s, req).await?;
+    read_frame::<QuorumResponse>(s, MAX_FRAME)
+        .await?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"))
+}
+
+/// Opens a connection to the controller listener at `addr`: TCP and TLS
+/// ([`Transport::connect`]), the SASL exchange, the hello. Errors with
+/// `PermissionDenied` when the other node refuses the credentials or the
+/// cluster id.
+async fn open(addr: &str, auth: &PeerAuth, timeout: Duration) -> io::Result<Transport> {
+    let denied = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
+    let unexpected = |r: QuorumResponse| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected answer {r:?}"),
+        )
+    };
+    let mut s = Transport::connect(addr, timeout, &auth.client).await?;
+    if let Some(sasl) = &auth.client.sasl {
+        let hs = QuorumRequest::SaslHandshake {
+            mechanism: sasl.mechanism.name().to_string(),
+        };
+        match ask(&mut s, &hs).await? {
+            QuorumResponse::SaslHandshake(Ok(())) => {}
+            QuorumResponse::SaslHandshake(Err(why)) => return Err(denied(why)),
+            other => return Err(unexpected(other)),
+        }
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let (mut client, mut token) = SaslClient::start(
+            sasl.mechanism,
+            &sasl.username,
+            &sasl.password,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+            &nonce,
+        );
+        loop {
+            match ask(&mut s, &QuorumRequest::SaslAuthenticate { token }).await? {
+                QuorumResponse::SaslAuthenticate(Ok(server)) => {
+                    let (c, next) = crate::transport::sasl_step(client, server).await?;
+                    client = c;
+                    match next {
+                        Some(t) => token = t,
+                        None => break,
+                    }
+                }
+                QuorumResponse::SaslAuthenticate(Err(why)) => return Err(denied(why)),
+                other => return Err(unexpected(other)),
+            }
+        }
+    }
+    let hello = QuorumRequest::Hello {
+        cluster_id: auth.cluster_id.clone(),
+    };
+    match ask(&mut s, &hello).await? {
+        QuorumResponse::Welcome => Ok(s),
+        QuorumResponse::Malformed(why) => Err(denied(why)),
+        other => Err(unexpected(other)),
+    }
 }
 
 /// One request/response exchange with the node at `addr` over `conn`
 /// (connected first when empty; dropped after any failure so the next call
 /// reconnects), within `timeout`.
 pub async fn exchange(
-    conn: &mut Option<TcpStream>,
+    conn: &mut Option<Transport>,
     addr: &str,
-    cluster_id: &str,
+    auth: &PeerAuth,
     req: &QuorumRequest,
     timeout: Duration,
 ) -> io::Result<QuorumResponse> {
     let run = async {
         if conn.is_none() {
-            let mut s = TcpStream::connect_timeout(addr, timeout)
-                .await
-                .map_err(|e| io::Error::new(io::ErrorKind::ConnectionRefused, e.to_string()))?;
-            let _ = s.set_nodelay(true);
-            let hello = QuorumRequest::Hello {
-                cluster_id: cluster_id.to_string(),
-            };
-            write_frame(&mut s, &hello).await?;
-            match read_frame::<QuorumResponse>(&mut s).await? {
-                Some(QuorumResponse::Welcome) => {}
-                Some(QuorumResponse::Malformed(why)) => {
-                    return Err(io::Error::new(io::ErrorKind::PermissionDenied, why))
-                }
-                other => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("unexpected answer to hello: {other:?}"),
-                    ))
-                }
-            }
-            *conn = Some(s);
+            *conn = Some(open(addr, auth, timeout).await?);
         }
         let Some(s) = conn.as_mut() else {
             return Err(io::Error::other("no connection"));
         };
-        write_frame(s, req).await?;
-        read_frame::<QuorumResponse>(s)
-            .await?
-            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"))
+        ask(s, req).await
     };
     let out = match futures_lite::future::or(async { Some(run.await) }, async {
         glommio::timer::sleep(timeout).await;
@@ -263,17 +346,17 @@ pub async fn exchange(
 /// Idle connections to other nodes' controller listeners, for forwarded
 /// requests: a call takes one (or connects), and gives it back after a
 /// clean exchange.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Peers {
-    cluster_id: String,
-    idle: RefCell<HashMap<String, Vec<TcpStream>>>,
+    auth: PeerAuth,
+    idle: RefCell<HashMap<String, Vec<Transport>>>,
 }
 
 impl Peers {
-    /// Connections of a node of cluster `cluster_id`.
-    pub fn new(cluster_id: String) -> Peers {
+    /// Connections of a node presenting `auth`.
+    pub fn new(auth: PeerAuth) -> Peers {
         Peers {
-            cluster_id,
+            auth,
             idle: RefCell::default(),
         }
     }
@@ -286,7 +369,7 @@ impl Peers {
         timeout: Duration,
     ) -> io::Result<QuorumResponse> {
         let mut conn = self.idle.borrow_mut().get_mut(addr).and_then(Vec::pop);
-        let out = exchange(&mut conn, addr, &self.cluster_id, req, timeout).await;
+        let out = exchange(&mut conn, addr, &self.auth, req, timeout).await;
         if let Some(c) = conn {
             self.idle
                 .borrow_mut()

@@ -1,6 +1,8 @@
 //! The controller listener: other nodes' Raft RPCs and their requests for
 //! the active controller, answered on shard 0. A malformed frame closes
-//! that connection only (with a log line).
+//! that connection only (with a log line). A connection is secured as the
+//! listener's protocol says (TLS, SASL; see `rpc`), and only a welcome
+//! hello opens it to Raft and controller requests.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -8,8 +10,14 @@ use std::rc::Rc;
 use glommio::net::{TcpListener, TcpStream};
 use openraft::storage::Snapshot;
 
-use super::rpc::{read_frame, write_frame, QuorumRequest, QuorumResponse};
+use super::rpc::{
+    read_frame, write_frame, QuorumRequest, QuorumResponse, MAX_FRAME, MAX_FRAME_BEFORE_HELLO,
+};
 use super::Quorum;
+use crate::config::SecurityProtocol;
+use crate::security::sasl::CredentialSource;
+use crate::security::session::{Authenticated, Session};
+use crate::transport::{TlsState, Transport};
 
 /// Accepts on `listener` until the quorum is dropped.
 pub async fn serve(listener: TcpListener, quorum: std::rc::Weak<Quorum>) {
@@ -34,39 +42,113 @@ pub async fn serve(listener: TcpListener, quorum: std::rc::Weak<Quorum>) {
     }
 }
 
-async fn connection(q: Rc<Quorum>, mut s: TcpStream, peer: SocketAddr) {
-    // The first frame names the caller's cluster.
-    match read_frame::<QuorumRequest>(&mut s).await {
-        Ok(Some(QuorumRequest::Hello { cluster_id })) if cluster_id == q.settings.cluster_id => {
-            if write_frame(&mut s, &QuorumResponse::Welcome).await.is_err() {
+async fn connection(q: Rc<Quorum>, stream: TcpStream, peer: SocketAddr) {
+    let listener = q.settings.controller_listener.clone();
+    let mut s = match listener.as_ref().and_then(|l| l.tls.clone()) {
+        None => Transport::Plain(stream),
+        Some(config) => match TlsState::server(config) {
+            Ok(tls) => Transport::Tls(stream, Box::new(tls)),
+            Err(e) => {
+                log::warn!("controller listener: TLS for {peer}: {e}");
                 return;
             }
-        }
-        Ok(Some(QuorumRequest::Hello { cluster_id })) => {
-            log::error!(
-                "controller listener: refusing {peer}: it is of cluster {cluster_id}, this node of {}",
-                q.settings.cluster_id
-            );
-            let why = format!(
-                "cluster id {cluster_id} is not this cluster's ({})",
-                q.settings.cluster_id
-            );
-            let _ = write_frame(&mut s, &QuorumResponse::Malformed(why)).await;
-            return;
-        }
-        Ok(Some(_)) => {
-            log::warn!("controller listener: closing the connection from {peer}: no hello first");
-            let _ = write_frame(&mut s, &QuorumResponse::Malformed("hello expected".into())).await;
-            return;
-        }
-        Ok(None) => return,
-        Err(e) => {
-            log::warn!("controller listener: closing the connection from {peer}: {e}");
+        },
+    };
+    if s.is_tls() {
+        let timer = async {
+            glommio::timer::sleep(HANDSHAKE_TIMEOUT).await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no completed handshake",
+            ))
+        };
+        if let Err(e) = futures_lite::future::or(s.handshake(), timer).await {
+            log::info!("controller listener: TLS handshake with {peer} failed: {e}");
             return;
         }
     }
+    let mut session = listener.clone().map(|l| Session::new(l, peer));
+    if let (Some(session), Some(dn)) = (
+        session.as_mut(),
+        s.peer_certificates().and_then(|c| {
+            c.first()
+                .and_then(|d| crate::security::principal::rfc2253(d))
+        }),
+    ) {
+        session.set_certificate_subject(&dn);
+    }
+    // Until the hello is welcome: the SASL exchange, then the hello.
     loop {
-        let req = match read_frame::<QuorumRequest>(&mut s).await {
+        let req = match read_frame::<QuorumRequest>(&mut s, MAX_FRAME_BEFORE_HELLO).await {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                log::warn!("controller listener: closing the connection from {peer}: {e}");
+                return;
+            }
+        };
+        match (req, session.as_mut()) {
+            (QuorumRequest::SaslHandshake { mechanism }, Some(session)) => {
+                let answer = session.handshake(&mechanism, 1).map_err(|e| e.to_string());
+                let refused = answer.is_err();
+                if write_frame(&mut s, &QuorumResponse::SaslHandshake(answer))
+                    .await
+                    .is_err()
+                    || refused
+                {
+                    return;
+                }
+            }
+            (QuorumRequest::SaslAuthenticate { token }, Some(session)) => {
+                let image = q.image();
+                let nonce = uuid::Uuid::new_v4().simple().to_string();
+                let step = session.authenticate(
+                    &token,
+                    2,
+                    &*image as &dyn CredentialSource,
+                    std::time::Instant::now(),
+                    now_ms(),
+                    &nonce,
+                );
+                let (answer, failed) = match step {
+                    Authenticated::Continue(t) | Authenticated::Done { token: t, .. } => {
+                        (Ok(t), None)
+                    }
+                    Authenticated::Failed { message, detail } => (Err(message), Some(detail)),
+                };
+                let written = write_frame(&mut s, &QuorumResponse::SaslAuthenticate(answer)).await;
+                if let Some(detail) = failed {
+                    log::warn!("controller listener: authentication of {peer} failed: {detail}");
+                    glommio::timer::sleep(session.listener.failed_auth_delay).await;
+                    return;
+                }
+                if written.is_err() {
+                    return;
+                }
+            }
+            (QuorumRequest::Hello { cluster_id }, session) => {
+                if let Some(why) = refusal(&q, session.as_deref(), &cluster_id) {
+                    log::error!("controller listener: refusing {peer}: {why}");
+                    let _ = write_frame(&mut s, &QuorumResponse::Malformed(why)).await;
+                    return;
+                }
+                if write_frame(&mut s, &QuorumResponse::Welcome).await.is_err() {
+                    return;
+                }
+                break;
+            }
+            (_, _) => {
+                log::warn!(
+                    "controller listener: closing the connection from {peer}: a request before the hello"
+                );
+                let _ =
+                    write_frame(&mut s, &QuorumResponse::Malformed("hello expected".into())).await;
+                return;
+            }
+        }
+    }
+    loop {
+        let req = match read_frame::<QuorumRequest>(&mut s, MAX_FRAME).await {
             Ok(Some(r)) => r,
             Ok(None) => return,
             Err(e) => {
@@ -82,6 +164,41 @@ async fn connection(q: Rc<Quorum>, mut s: TcpStream, peer: SocketAddr) {
         }
     }
 }
+
+/// Why a hello is refused: another cluster's id, a SASL listener's caller
+/// that has not authenticated, or, on a listener that is not PLAINTEXT, a
+/// principal outside `super.users`. None: welcome.
+fn refusal(q: &Quorum, session: Option<&Session>, cluster_id: &str) -> Option<String> {
+    if cluster_id != q.settings.cluster_id {
+        return Some(format!(
+            "it is of cluster {cluster_id}, this node of {}",
+            q.settings.cluster_id
+        ));
+    }
+    let session = session?;
+    if !session.authenticated() {
+        return Some("it has not authenticated (SASL listener)".into());
+    }
+    if session.listener.protocol != SecurityProtocol::Plaintext
+        && !q.settings.super_users.contains(&session.principal)
+    {
+        return Some(format!(
+            "{} is not in super.users (only brokers and super users may use the controller listener)",
+            session.principal
+        ));
+    }
+    None
+}
+
+/// Wall-clock ms since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// How long a TLS client may take to complete its handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
     let Some(raft) = q.raft.as_ref() else {
@@ -109,5 +226,8 @@ async fn answer(q: &Quorum, req: QuorumRequest) -> QuorumResponse {
                 .await,
         ),
         QuorumRequest::Hello { .. } => QuorumResponse::Welcome,
+        QuorumRequest::SaslHandshake { .. } | QuorumRequest::SaslAuthenticate { .. } => {
+            QuorumResponse::Malformed("SASL after the hello".into())
+        }
     }
 }

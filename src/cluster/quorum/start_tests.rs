@@ -30,6 +30,9 @@ fn settings(dir: &std::path::Path) -> QuorumSettings {
         leader_rebalance_every: None,
         election: Default::default(),
         previous_broker_epoch: None,
+        controller_client: crate::security::ClientSecurity::plaintext("CONTROLLER"),
+        controller_listener: None,
+        super_users: Vec::new(),
     }
 }
 
