@@ -494,6 +494,9 @@ static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 /// How often a joining shard's reactor wakes up (see `shard_main`).
 const MESH_JOIN_TICK: Duration = Duration::from_millis(5);
 
+/// How long a stopping shard waits for partitions still being opened.
+const SHUTDOWN_OPEN_WAIT: Duration = Duration::from_secs(10);
+
 /// How often a shard checks the shutdown flag (only at shutdown matters).
 const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 
@@ -676,6 +679,10 @@ async fn shard_main(
     crate::txn::verify::CoordinatorVerifier::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
+    // The partitions of the image this node caught up to open off the
+    // reactor; clients are accepted once they are open, as before
+    // (docs/decisions/partitions-open-off-the-reactor.md).
+    shard.wait_opened(u64::MAX, None).await;
     let listener = match bind_listener(addr) {
         Ok(l) => l,
         Err(e) => {
@@ -729,8 +736,18 @@ async fn shard_main(
             LAST_BROKER_EPOCH.store(epoch, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    // Let in-flight appends finish (their futures run on this executor).
+    // Let in-flight appends finish (their futures run on this executor),
+    // and partitions still opening end, so they are closed cleanly too.
     glommio::timer::sleep(SHUTDOWN_TICK).await;
+    if !shard
+        .wait_opened(u64::MAX, Some(Instant::now() + SHUTDOWN_OPEN_WAIT))
+        .await
+    {
+        log::warn!(
+            "shard {}: partitions still opening at shutdown are not closed",
+            shard.id
+        );
+    }
     shard.close_all();
     if let Some(s) = stalls.get(shard.id) {
         sync_write_stats(s);

@@ -14,6 +14,7 @@ pub mod internal;
 pub mod io;
 pub mod isr_change;
 pub mod notify;
+mod opening;
 pub mod owner;
 pub mod partition;
 pub mod remote;
@@ -104,8 +105,10 @@ pub struct Shard {
     /// What the last high-watermark checkpoint of this shard wrote.
     hw_written: RefCell<Option<crate::storage::checkpoint::OffsetCheckpoint>>,
     /// Directories an image named for another topic id than the one they
-    /// hold (logged once each; `image.rs`).
+    /// hold (logged once each; `opening.rs`).
     held_back: RefCell<std::collections::HashSet<(Arc<str>, i32, uuid::Uuid)>>,
+    /// The partitions being opened off the reactor (`opening.rs`).
+    opens: opening::Opens,
     senders: Senders<Task>,
 }
 
@@ -167,6 +170,7 @@ impl Shard {
             hw_restore: RefCell::new(hw_restore),
             hw_written: RefCell::new(None),
             held_back: RefCell::new(Default::default()),
+            opens: Default::default(),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
@@ -298,8 +302,9 @@ impl Shard {
     /// of the data-path handlers, run on the owner shard
     /// (`cluster::leadership::check` on this shard's image and the
     /// partition's replica state). Errors with why not
-    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
-    /// KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER — also while the
+    /// partition's log is being opened —, KAFKA_STORAGE_ERROR,
+    /// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
     pub fn serving(
         &self,
         topic: &str,
@@ -308,6 +313,14 @@ impl Shard {
         current_leader_epoch: Option<i32>,
     ) -> Result<Rc<Partition>, LeadershipError> {
         let part = self.partition(topic, partition);
+        if part.is_none() && self.is_opening(topic, partition) {
+            return Err(leadership::check_opening(
+                &self.metadata(),
+                self.config.node_id,
+                topic,
+                partition,
+            ));
+        }
         leadership::check(
             &self.metadata(),
             self.config.node_id,

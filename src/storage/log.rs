@@ -10,13 +10,14 @@ use super::batch::{
     log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
 use super::epoch_cache::LeaderEpochCache;
+use super::file_jobs::{run_or_queue, FileJob};
 use super::index::IndexWrite;
 use super::recovery;
 use super::segment::{
     segment_file_name, ReadMode, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES,
 };
 use super::txn_index::{
-    append_txn_index, read_txn_index, write_txn_index, AbortedTxn, ControlMarker, TXN_INDEX_SUFFIX,
+    read_txn_index, write_txn_index, AbortedTxn, ControlMarker, TXN_INDEX_SUFFIX,
 };
 use super::StorageError;
 use std::os::unix::fs::FileExt;
@@ -156,6 +157,42 @@ pub struct PartitionLog {
     /// The leader-epoch cache (`leader-epoch-checkpoint`), updated at
     /// every reservation whose batches start a newer epoch.
     pub(super) epochs: LeaderEpochCache,
+    /// File work left to the owner, in order (see
+    /// [`PartitionLog::defer_file_work`]); None: run at once.
+    pub(super) jobs: Option<Vec<FileJob>>,
+    /// The next segment, created ahead off the shard and swapped in by the
+    /// next roll ([`PartitionLog::prepare_segment`]).
+    pub(super) prepared: Option<Segment>,
+    /// A [`SegmentPrep`] was handed out and not yet installed.
+    pub(super) preparing: bool,
+}
+
+/// What it takes to create the next segment of a log ahead of its roll,
+/// off the shard ([`PartitionLog::prepare_segment`]): its files under the
+/// prepared names, indexes emptied, disk reserved with `preallocate`.
+#[derive(Debug, Clone)]
+pub struct SegmentPrep {
+    dir: PathBuf,
+    index_max_bytes: u32,
+    preallocate: Option<u64>,
+}
+
+impl SegmentPrep {
+    /// Creates the segment (blocking: the shard's I/O thread runs it). Give
+    /// the result to [`PartitionLog::install_prepared`]. Errors with the
+    /// failed file creation or reservation.
+    pub fn create(self) -> std::io::Result<Segment> {
+        Segment::create_prepared(&self.dir, self.index_max_bytes, self.preallocate)
+    }
+}
+
+/// Why the active segment is due to roll (Kafka `LogSegment.shouldRoll`).
+#[derive(Debug, Clone, Copy)]
+struct RollDue {
+    full: bool,
+    aged: bool,
+    index_full: bool,
+    overflow: bool,
 }
 
 impl PartitionLog {
@@ -197,9 +234,120 @@ impl PartitionLog {
             failed: None,
             hw_follows_leo: true,
             epochs: LeaderEpochCache::new(dir, Vec::new()),
+            jobs: None,
+            prepared: None,
+            preparing: false,
         };
         log.load_epoch_cache(clean_shutdown)?;
         Ok(log)
+    }
+
+    /// From now on the log's file work that may block in the kernel (see
+    /// [`super::file_jobs`]: leader-epoch checkpoints, `.txnindex` appends,
+    /// a roll's work on the old and the new segment, renames of deleted
+    /// segments) is not done by the calls that cause it but queued, in
+    /// order, for the owner to take with [`Self::take_file_jobs`] after
+    /// each call and run on one thread in that order; and a roll swaps in
+    /// a segment created ahead ([`Self::prepare_segment`]). Memory (the
+    /// epoch cache, the segments) changes at once as before. A shard
+    /// switches its logs to this when it opens them; [`Self::close`]
+    /// switches back.
+    pub fn defer_file_work(&mut self) {
+        self.jobs.get_or_insert_with(Vec::new);
+    }
+
+    /// Gives the file work queued since the last call, in the order to run
+    /// it (empty without [`Self::defer_file_work`]).
+    pub fn take_file_jobs(&mut self) -> Vec<FileJob> {
+        self.jobs.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Takes why queued file work failed (a critical [`FileJob`]): the log
+    /// takes no more appends (as after a failed write; restart recovery
+    /// cuts what is left) and its leader-epoch checkpoint counts as not
+    /// written, so a close writes it again.
+    pub fn file_work_failed(&mut self, why: String) {
+        ::log::error!(
+            "{}: {why}; the partition takes no appends until restart",
+            self.dir.display()
+        );
+        self.failed.get_or_insert(why);
+        self.epochs.mark_dirty();
+    }
+
+    /// With deferred file work, gives what it takes to create the next
+    /// segment ahead of its roll when none is prepared or being prepared
+    /// (and the log takes appends); the owner runs [`SegmentPrep::create`]
+    /// off the shard and hands the result to [`Self::install_prepared`].
+    /// None otherwise.
+    pub fn prepare_segment(&mut self) -> Option<SegmentPrep> {
+        if self.jobs.is_none() || self.prepared.is_some() || self.preparing || self.failed.is_some()
+        {
+            return None;
+        }
+        self.preparing = true;
+        Some(SegmentPrep {
+            dir: self.dir.clone(),
+            index_max_bytes: self.config.segment_index_bytes,
+            preallocate: self
+                .config
+                .preallocate
+                .then(|| self.config.segment_bytes.min(MAX_SEGMENT_BYTES)),
+        })
+    }
+
+    /// Takes the outcome of a [`SegmentPrep::create`]; keeps the segment for
+    /// the next roll. A failure is logged (the next roll then waits, or
+    /// creates the segment itself when it cannot wait); a segment that
+    /// comes back to a closed log is dropped (its files are removed at
+    /// close or by recovery).
+    pub fn install_prepared(&mut self, seg: std::io::Result<Segment>) {
+        self.preparing = false;
+        match seg {
+            Ok(seg) => {
+                if self.jobs.is_some() && self.failed.is_none() && self.prepared.is_none() {
+                    self.prepared = Some(seg);
+                }
+            }
+            Err(e) => ::log::warn!(
+                "{}: the next segment could not be prepared: {e}",
+                self.dir.display()
+            ),
+        }
+    }
+
+    /// Whether a [`SegmentPrep`] was handed out and its outcome not yet
+    /// installed.
+    pub fn preparing_segment(&self) -> bool {
+        self.preparing
+    }
+
+    /// Whether a segment is prepared for the next roll.
+    pub fn has_prepared_segment(&self) -> bool {
+        self.prepared.is_some()
+    }
+
+    /// Takes an upper bound of an append's bytes and offsets and the broker
+    /// time `now_ms` (ms); gives whether its reservation would roll the
+    /// active segment while no prepared segment is there to swap in (with
+    /// deferred file work only): the owner then awaits a preparation
+    /// before it reserves, so the roll opens no file on the shard.
+    pub fn needs_prepared_segment(&self, bytes: u64, offsets: i64, now_ms: i64) -> bool {
+        self.jobs.is_some()
+            && self.prepared.is_none()
+            && self.roll_due(bytes, offsets, now_ms).is_some()
+    }
+
+    /// Writes the leader-epoch cache's whole checkpoint, or queues it with
+    /// deferred file work. A failure (at once only) marks it as not
+    /// written and gives `Io`.
+    pub(super) fn write_epochs(&mut self) -> Result<(), StorageError> {
+        let c = self.epochs.checkpoint();
+        if let Err(e) = run_or_queue(&mut self.jobs, FileJob::EpochCheckpoint(c)) {
+            self.epochs.mark_dirty();
+            return Err(e.into());
+        }
+        Ok(())
     }
 
     /// Takes a new config (e.g. after an AlterConfigs); it applies to later
@@ -232,12 +380,15 @@ impl PartitionLog {
         self.next_offset != self.log_end_offset
     }
 
-    fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {
+    /// Gives why the active segment is due to roll before an append of
+    /// `bytes` bytes and `offsets` offsets at `now_ms`, None when it is
+    /// not (or holds nothing yet).
+    fn roll_due(&self, bytes: u64, offsets: i64, now_ms: i64) -> Option<RollDue> {
         let leo = self.next_offset;
         let cfg = &self.config;
         let seg = &self.active;
         if self.active_reserved == 0 {
-            return Ok(());
+            return None;
         }
         let max_bytes = cfg.segment_bytes.min(MAX_SEGMENT_BYTES);
         let full = self.active_reserved.saturating_add(bytes) > max_bytes;
@@ -250,31 +401,111 @@ impl PartitionLog {
         };
         let index_full = seg.indexes_full();
         let overflow = leo + offsets - 1 - seg.base_offset() > MAX_RELATIVE_OFFSET;
-        if full || aged || index_full || overflow {
-            ::log::debug!(
-                "{}: rolling segment at offset {leo} (size {full}, time {aged}, index {index_full}, offsets {overflow})",
-                self.dir.display()
-            );
-            self.roll()?;
-        }
+        (full || aged || index_full || overflow).then_some(RollDue {
+            full,
+            aged,
+            index_full,
+            overflow,
+        })
+    }
+
+    fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {
+        let Some(due) = self.roll_due(bytes, offsets, now_ms) else {
+            return Ok(());
+        };
+        // Past these the append cannot go into the active segment at all.
+        let must = due.overflow || self.active_reserved.saturating_add(bytes) > MAX_SEGMENT_BYTES;
+        ::log::debug!(
+            "{}: rolling segment at offset {} (size {}, time {}, index {}, offsets {})",
+            self.dir.display(),
+            self.next_offset,
+            due.full,
+            due.aged,
+            due.index_full,
+            due.overflow
+        );
+        self.roll_with(must)?;
         Ok(())
     }
 
     /// Closes the active segment for appends and starts a new one whose base
     /// offset is the LEO. Gives the new segment's base offset. (Kafka also
     /// flushes the old segment asynchronously; here it is flushed at close.)
+    /// With deferred file work the new segment is the prepared one and the
+    /// file work is queued (the old segment's last time-index entry and
+    /// released preallocation, the new one's names); without a prepared
+    /// segment the roll waits for the next append (the active segment
+    /// stays, the base offset given is its own).
     pub fn roll(&mut self) -> Result<i64, StorageError> {
+        self.roll_with(false)
+    }
+
+    /// [`Self::roll`]; `must`: the append cannot wait (the segment would
+    /// pass its byte or offset limit), so without a prepared segment the
+    /// new one is created on the calling thread, logged.
+    fn roll_with(&mut self, must: bool) -> Result<i64, StorageError> {
         let leo = self.next_offset;
         if self.active_reserved == 0 {
             return Ok(self.active.base_offset());
         }
-        self.active.finish_time_index()?;
-        let seg = self.new_segment(leo)?;
+        let deferred = self.jobs.is_some();
+        if deferred && self.prepared.is_none() && !must {
+            ::log::debug!(
+                "{}: the roll at offset {leo} waits for the next segment to be prepared",
+                self.dir.display()
+            );
+            return Ok(self.active.base_offset());
+        }
+        if deferred {
+            let time_entry = self.active.finish_time_index_deferred();
+            let release = self
+                .active
+                .release_preallocation_deferred(self.active_reserved);
+            run_or_queue(
+                &mut self.jobs,
+                FileJob::FinishSegment {
+                    time_entry,
+                    release,
+                },
+            )?;
+        } else {
+            self.active.finish_time_index()?;
+        }
+        let seg = self.next_segment(leo)?;
         let mut old = std::mem::replace(&mut self.active, seg);
-        old.release_preallocation_at(self.active_reserved)?;
+        if !deferred {
+            old.release_preallocation_at(self.active_reserved)?;
+        }
         self.older.push(old);
         self.active_reserved = 0;
         Ok(leo)
+    }
+
+    /// Gives the segment starting at `base_offset` for a roll: the prepared
+    /// one, renamed in memory with its files' renaming queued (or made at
+    /// once), else one created on the calling thread (logged when file work
+    /// is deferred: the shard then waited for nothing).
+    fn next_segment(&mut self, base_offset: i64) -> Result<Segment, StorageError> {
+        if let Some(mut seg) = self.prepared.take() {
+            seg.rebase(&self.dir, base_offset);
+            seg.set_index_max_bytes(self.config.segment_index_bytes);
+            seg.roll_jitter_ms = self.config.random_segment_jitter();
+            run_or_queue(
+                &mut self.jobs,
+                FileJob::NameSegment {
+                    dir: self.dir.clone(),
+                    base_offset,
+                },
+            )?;
+            return Ok(seg);
+        }
+        if self.jobs.is_some() {
+            ::log::warn!(
+                "{}: no segment prepared for a roll at offset {base_offset} that cannot wait; creating it on the shard",
+                self.dir.display()
+            );
+        }
+        self.new_segment(base_offset)
     }
 
     /// Creates the empty segment starting at `base_offset` with this log's
@@ -508,6 +739,25 @@ impl PartitionLog {
     /// they reach into a segment after the active one's start cannot be
     /// told, the close is refused (`Io`) and the next start recovers.
     pub fn close(&mut self) -> Result<(), StorageError> {
+        // The rest is done here, on the calling thread; work still queued
+        // (the owner waited for what it took) is done first, in order.
+        if let Some(queued) = self.jobs.take() {
+            for job in queued {
+                job.run()?;
+            }
+        }
+        self.prepared = None;
+        match super::segment::remove_prepared_files(&self.dir) {
+            Ok(0) => {}
+            Ok(n) => ::log::info!(
+                "{}: removed the {n} file(s) of the segment prepared for the next roll (it holds no record)",
+                self.dir.display()
+            ),
+            Err(e) => ::log::warn!(
+                "{}: cannot remove the segment prepared for the next roll: {e}",
+                self.dir.display()
+            ),
+        }
         if self.has_pending() {
             if self.log_end_offset < self.active.base_offset() {
                 return Err(StorageError::Io(std::io::Error::other(format!(
@@ -520,7 +770,7 @@ impl PartitionLog {
             self.next_offset = self.log_end_offset;
             self.active_reserved = committed;
             if self.epochs.truncate_from_end(self.log_end_offset) {
-                self.epochs.write()?;
+                self.write_epochs()?;
             }
         }
         self.failed
@@ -532,7 +782,7 @@ impl PartitionLog {
         }
         self.active.flush_all()?;
         if self.epochs.is_dirty() {
-            self.epochs.write()?;
+            self.write_epochs()?;
         }
         recovery::write_clean_shutdown_marker(&self.dir)?;
         Ok(())
@@ -607,15 +857,15 @@ impl PartitionLog {
         Ok(out)
     }
 
-    /// Gives the `.txnindex` files that exist, oldest segment first (to
-    /// fsync before a producer-state snapshot covering them is written).
-    pub fn txn_index_files(&self) -> Vec<PathBuf> {
+    /// Gives the `.txnindex` path of every segment, oldest first, whether
+    /// the file exists or not (no system call: for a snapshot written off
+    /// the shard, which skips the missing ones).
+    pub fn txn_index_paths(&self) -> Vec<PathBuf> {
         self.segments()
             .map(|seg| {
                 self.dir
                     .join(segment_file_name(seg.base_offset(), TXN_INDEX_SUFFIX))
             })
-            .filter(|p| p.exists())
             .collect()
     }
 
@@ -632,11 +882,21 @@ impl PartitionLog {
     }
 
     /// Takes an aborted transaction whose ABORT marker (`entry.last_offset`)
-    /// was just appended; appends its 34-byte entry to the `.txnindex` of the
-    /// segment holding the marker. `Io` on failure (KAFKA_STORAGE_ERROR; the
-    /// file is rebuilt from the log at the next start-up).
-    pub fn append_txn_index(&self, entry: &AbortedTxn) -> Result<(), StorageError> {
-        append_txn_index(&self.txn_index_path_for(entry.last_offset), entry)?;
+    /// was just reserved; appends its 34-byte entry to the `.txnindex` of
+    /// the segment holding the marker, or, with deferred file work, queues
+    /// the append (it then lands before the marker's own write, which the
+    /// owner queues after it). `Io` on failure of an append made at once
+    /// (KAFKA_STORAGE_ERROR; the file is rebuilt from the log at the next
+    /// start-up).
+    pub fn append_txn_index(&mut self, entry: &AbortedTxn) -> Result<(), StorageError> {
+        let path = self.txn_index_path_for(entry.last_offset);
+        run_or_queue(
+            &mut self.jobs,
+            FileJob::TxnIndexAppend {
+                path,
+                entry: *entry,
+            },
+        )?;
         Ok(())
     }
 

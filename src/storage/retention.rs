@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use super::file_jobs::{run_or_queue, FileJob};
 use super::log::PartitionLog;
 use super::segment::Segment;
 use super::StorageError;
@@ -36,7 +37,9 @@ pub enum DeleteReason {
 /// What a retention pass or DeleteRecords removed.
 #[derive(Debug, Default)]
 pub struct Deleted {
-    /// Files renamed to `*.deleted`, to remove after `file.delete.delay.ms`.
+    /// Files renamed to `*.deleted` (or to be, by queued file work), to
+    /// remove after `file.delete.delay.ms`; a file that never existed
+    /// (a segment without `.txnindex`) is among them then.
     pub files: Vec<PathBuf>,
     /// Number of segments removed.
     pub segments: usize,
@@ -44,13 +47,24 @@ pub struct Deleted {
     pub bytes: u64,
 }
 
-fn rename_deleted(seg: &Segment, out: &mut Deleted) {
-    out.files.extend(seg.rename_deleted());
-    out.segments += 1;
-    out.bytes += seg.size();
-}
-
 impl PartitionLog {
+    /// Renames a removed segment's files to `*.deleted`, at once or, with
+    /// deferred file work, as a queued job (`out.files` then names the
+    /// targets, to unlink once that job ran); counts it in `out`.
+    fn rename_deleted(&mut self, seg: &Segment, out: &mut Deleted) {
+        if self.jobs.is_some() {
+            let files = seg.deleted_names();
+            out.files
+                .extend(files.iter().map(|(_, target)| target.clone()));
+            // Never fails when queued.
+            let _ = run_or_queue(&mut self.jobs, FileJob::RenameDeleted { files });
+        } else {
+            out.files.extend(seg.rename_deleted());
+        }
+        out.segments += 1;
+        out.bytes += seg.size();
+    }
+
     /// Applies `retention.ms` (`retention_ms`, None = forever, against each
     /// segment's largest timestamp) and `retention.bytes` (None = no limit) at
     /// `now_ms`: deletes the oldest segments that are expired, oldest first,
@@ -104,7 +118,7 @@ impl PartitionLog {
             });
             let seg = self.older.remove(0);
             total -= seg.size() as i64;
-            rename_deleted(&seg, &mut out);
+            self.rename_deleted(&seg, &mut out);
         }
         if out.segments > 0 {
             let next_base = self.older.first().unwrap_or(&self.active).base_offset();
@@ -163,7 +177,7 @@ impl PartitionLog {
             .is_some_and(|s| s.next_offset() <= target && !(pending && s.next_offset() == leo))
         {
             let seg = self.older.remove(0);
-            rename_deleted(&seg, &mut out);
+            self.rename_deleted(&seg, &mut out);
         }
         self.log_start_offset = target;
         self.epochs.truncate_from_start(target);
