@@ -669,6 +669,11 @@ async fn shard_main(
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
     }
+    // The partitions of the image this node caught up to open off the
+    // reactor; the coordinators start (on the state their partitions
+    // loaded) and clients are accepted once every shard opened them, as
+    // before (docs/decisions/partitions-open-off-the-reactor.md).
+    crate::shard::opened_everywhere(&shard, u64::MAX, None).await;
     crate::group::GroupCoordinator::start(&shard);
     crate::txn::TransactionCoordinator::start(&shard);
     shard.start_retention();
@@ -679,10 +684,6 @@ async fn shard_main(
     crate::txn::verify::CoordinatorVerifier::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);
-    // The partitions of the image this node caught up to open off the
-    // reactor; clients are accepted once they are open, as before
-    // (docs/decisions/partitions-open-off-the-reactor.md).
-    shard.wait_opened(u64::MAX, None).await;
     let listener = match bind_listener(addr) {
         Ok(l) => l,
         Err(e) => {

@@ -42,29 +42,11 @@ pub async fn submit(
         .await??;
     if adds_partitions {
         let wait = Duration::from_millis(shard.config.cluster.request_timeout_ms);
-        opened_everywhere(shard, offset, Instant::now() + wait).await;
-    }
-    Ok(reply)
-}
-
-/// Waits until no shard of this broker is still opening a partition that an
-/// image at or below metadata offset `offset` gave it, or until `deadline`.
-async fn opened_everywhere(shard: &Rc<Shard>, offset: u64, deadline: Instant) {
-    let mut waits = Vec::new();
-    for target in 0..shard.shards {
-        let me = shard.clone();
-        waits.push(super::stall::spawn_local("wait for opens", async move {
-            me.invoke_on(target, move |s| async move {
-                s.wait_opened(offset, Some(deadline)).await
-            })
-            .await
-        }));
-    }
-    for w in waits {
-        if !matches!(w.await, Ok(true)) {
+        if !super::opened_everywhere(shard, offset, Some(Instant::now() + wait)).await {
             log::debug!("partitions of metadata offset {offset} still opening at the answer");
         }
     }
+    Ok(reply)
 }
 
 /// A producer id never handed out before (InitProducerId): from this

@@ -24,6 +24,7 @@ pub mod write_stats;
 
 pub use controller_call::submit;
 use notify::Notify;
+pub use opening::opened_everywhere;
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -62,7 +62,7 @@ struct Opening {
 /// What the background thread did for one open.
 enum Outcome {
     /// The log, recovered, with its state rebuilt.
-    Opened(Rebuilt),
+    Opened(Box<Rebuilt>),
     /// The directory belongs to another topic id the image does not know
     /// as deleted: neither opened nor deleted.
     NotYet(Uuid),
@@ -203,7 +203,7 @@ impl Shard {
                 );
                 drop(rebuilt);
             }
-            Outcome::Opened(rebuilt) => self.install_opened(topic, index, want, rebuilt),
+            Outcome::Opened(rebuilt) => self.install_opened(topic, index, want, *rebuilt),
         }
         self.opens.ended.notify_all();
         // The replica fetchers look at the partitions again.
@@ -328,6 +328,28 @@ impl Shard {
     }
 }
 
+/// Waits until no shard of this broker is still opening a partition that
+/// an image at or below metadata offset `up_to` gave it, or until
+/// `deadline` (None: no limit); gives whether they all ended (false also
+/// when a shard did not answer).
+pub async fn opened_everywhere(shard: &Rc<Shard>, up_to: u64, deadline: Option<Instant>) -> bool {
+    let mut waits = Vec::new();
+    for target in 0..shard.shards {
+        let me = shard.clone();
+        waits.push(stall::spawn_local("wait for opens", async move {
+            me.invoke_on(target, move |s| async move {
+                s.wait_opened(up_to, deadline).await
+            })
+            .await
+        }));
+    }
+    let mut all = true;
+    for w in waits {
+        all &= matches!(w.await, Ok(true));
+    }
+    all
+}
+
 /// The background thread's part of an open (blocking): reads the
 /// directory's topic id, deletes it first when it is a deleted topic id's
 /// (for the image's cause), leaves it when it belongs to an id the image
@@ -359,7 +381,7 @@ fn open_directory(
         Ok(r)
     });
     match opened {
-        Ok(r) => Outcome::Opened(r),
+        Ok(r) => Outcome::Opened(Box::new(r)),
         Err(e) => Outcome::Failed(e),
     }
 }

@@ -983,4 +983,8 @@ mod truncate;
 pub(crate) mod tests;
 
 #[cfg(test)]
+#[path = "log/deferred_tests.rs"]
+mod deferred_tests;
+
+#[cfg(test)]
 mod model_tests;

@@ -198,3 +198,7 @@ pub(super) fn remove_later(
     })
     .detach();
 }
+
+#[cfg(test)]
+#[path = "file_work_tests.rs"]
+mod tests;
