@@ -95,7 +95,21 @@ impl Partition {
         let name = format!("{}-{}-cleaner", self.topic, self.index);
         let done = crate::shard::io::on_new_thread(name, move || job.run()).await;
         let stats = match done {
-            Ok(Ok(done)) => Ok(self.log.borrow_mut().apply_compaction(done)),
+            Ok(Ok(done)) => {
+                let (stats, replaced) = self.log.borrow_mut().apply_compaction(done);
+                // Closing the old segments frees the disk of the files the
+                // pass replaced or deleted: on the background thread.
+                if !replaced.is_empty() {
+                    let close = crate::shard::io::run_in_background(move || drop(replaced));
+                    crate::shard::stall::spawn_local("compacted segments' close", async move {
+                        if let Err(e) = close.await {
+                            log::warn!("compacted segments not closed off the shard: {e}");
+                        }
+                    })
+                    .detach();
+                }
+                Ok(stats)
+            }
             Ok(Err(e)) => Err(e),
             Err(e) => Err(StorageError::Io(e)),
         };
