@@ -215,6 +215,11 @@ impl Shard {
     /// otherwise the broker is stopping on an unexplained removal and the
     /// log is left as it is).
     fn install_opened(&self, topic: &Arc<str>, index: i32, want: Uuid, mut rebuilt: Rebuilt) {
+        if self.partition(topic, index).is_some() {
+            // Never: an open starts only for a partition not held.
+            log::warn!("{topic}-{index}: opened while already held; the new open is dropped");
+            return;
+        }
         let node = self.config.node_id;
         let image = self.metadata();
         let Some((meta, reg)) = image
