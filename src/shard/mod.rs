@@ -421,7 +421,7 @@ impl Shard {
             |shard| async move {
                 let now = now_ms();
                 for p in shard.owned_partitions() {
-                    if let Err(e) = p.apply_retention(now) {
+                    if let Err(e) = p.apply_retention(now).await {
                         log::warn!("retention on {}-{} failed: {e}", p.topic(), p.index());
                     }
                 }

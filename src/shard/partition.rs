@@ -399,8 +399,10 @@ impl Partition {
         drop((producers, txns, log));
         // The log's file work of this reservation (a roll's, a new epoch's
         // checkpoint, `.txnindex` entries) goes to the I/O thread now,
-        // ahead of the write queued below.
+        // ahead of the write queued below; the next segment is prepared
+        // once the active one is half way to its roll.
         let _ = self.submit_file_work();
+        self.prepare_ahead(false);
         if rolled {
             // The state at the new segment's base, or (a roll inside a
             // multi-batch append) at the LEO.

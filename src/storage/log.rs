@@ -277,12 +277,19 @@ impl PartitionLog {
 
     /// With deferred file work, gives what it takes to create the next
     /// segment ahead of its roll when none is prepared or being prepared
-    /// (and the log takes appends); the owner runs [`SegmentPrep::create`]
-    /// off the shard and hands the result to [`Self::install_prepared`].
-    /// None otherwise.
-    pub fn prepare_segment(&mut self) -> Option<SegmentPrep> {
+    /// (and the log takes appends), and the roll is near at `now_ms` (ms):
+    /// the active segment holds half of `segment.bytes`, or half of
+    /// `segment.ms` passed since its first append; with `force`, whenever
+    /// one is wanted now. Only logs that fill up hold a second segment's
+    /// files (and its `preallocate` reservation). The owner runs
+    /// [`SegmentPrep::create`] off the shard and hands the result to
+    /// [`Self::install_prepared`]. None otherwise.
+    pub fn prepare_segment(&mut self, now_ms: i64, force: bool) -> Option<SegmentPrep> {
         if self.jobs.is_none() || self.prepared.is_some() || self.preparing || self.failed.is_some()
         {
+            return None;
+        }
+        if !force && !self.roll_near(now_ms) {
             return None;
         }
         self.preparing = true;
@@ -407,6 +414,21 @@ impl PartitionLog {
             index_full,
             overflow,
         })
+    }
+
+    /// Whether the active segment is half way to a roll by size or age (see
+    /// [`Self::prepare_segment`]).
+    fn roll_near(&self, now_ms: i64) -> bool {
+        let max_bytes = self.config.segment_bytes.min(MAX_SEGMENT_BYTES);
+        let half_full = self.active_reserved.saturating_mul(2) >= max_bytes;
+        let half_aged = match (self.config.segment_ms, self.active.roll_base_ms) {
+            (Some(ms), Some(base)) => {
+                let limit = i64::try_from(ms).unwrap_or(i64::MAX) - self.active.roll_jitter_ms;
+                now_ms.saturating_sub(base).saturating_mul(2) > limit
+            }
+            _ => false,
+        };
+        half_full || half_aged
     }
 
     fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {

@@ -9,8 +9,9 @@
 //!   writing a compacted segment and putting it in place) completes the
 //!   swap as Kafka's `LogLoader` does: it becomes `<base>.log`, and the
 //!   segments it replaced (bases inside its offset range) are deleted; other
-//!   `.swap` files (indexes, rebuilt) and `*.cleaned` and `*.deleted`
-//!   leftovers are deleted; index files (`.index`, `.timeindex`,
+//!   `.swap` files (indexes, rebuilt), `*.cleaned` and `*.deleted`
+//!   leftovers and the files of a segment prepared for a roll that did not
+//!   happen (`*.prepared`, which never hold a record) are deleted; index files (`.index`, `.timeindex`,
 //!   `.txnindex`) without a `.log` are deleted; other files are logged and
 //!   left. Every deletion is logged with its rule. `.txnindex` contents are
 //!   checked against the log by the partition after opening (see

@@ -85,16 +85,11 @@ impl PartitionLog {
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
     ) -> Result<(Deleted, Option<DeleteReason>), StorageError> {
-        // An empty closed segment (left by compaction) holds nothing to keep.
-        let expired_by_time = |seg: &Segment| {
-            retention_ms.is_some_and(|ms| {
-                seg.size() == 0
-                    || (seg.max_timestamp >= 0 && now_ms.saturating_sub(seg.max_timestamp) > ms)
-            })
-        };
-        if self.older.iter().all(&expired_by_time) && expired_by_time(&self.active) {
+        if self.retention_rolls(now_ms, retention_ms) {
             self.roll()?;
         }
+        // An empty closed segment (left by compaction) holds nothing to keep.
+        let expired_by_time = |seg: &Segment| expired(seg, now_ms, retention_ms);
         let mut out = Deleted::default();
         let mut reason = None;
         let mut total: i64 = self.size_bytes() as i64;
@@ -126,6 +121,27 @@ impl PartitionLog {
             self.epochs.truncate_from_start(self.log_start_offset);
         }
         Ok((out, reason))
+    }
+
+    /// Whether [`Self::apply_retention`] at `now_ms` with `retention_ms`
+    /// rolls the active segment first (every segment expired, the active
+    /// one not empty): a shard has the next segment prepared before it.
+    pub fn retention_rolls(&self, now_ms: i64, retention_ms: Option<i64>) -> bool {
+        self.active.size() > 0
+            && self.older.iter().all(|s| expired(s, now_ms, retention_ms))
+            && expired(&self.active, now_ms, retention_ms)
+    }
+
+    /// Whether [`Self::delete_records_before`] to `offset` rolls the active
+    /// segment first (the log start moves to the LEO of a non-empty active
+    /// segment): a shard has the next segment prepared before it.
+    pub fn delete_records_rolls(&self, offset: i64) -> bool {
+        let target = if offset == -1 {
+            self.high_watermark
+        } else {
+            offset
+        };
+        target > self.log_start_offset && target == self.log_end_offset && self.active.size() > 0
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1 means the
@@ -187,6 +203,15 @@ impl PartitionLog {
         };
         Ok((target, out, Some(checkpoint)))
     }
+}
+
+/// Whether `seg` is past `retention_ms` at `now_ms` (its newest record
+/// older than that; an empty segment, left by compaction, holds nothing to
+/// keep).
+fn expired(seg: &Segment, now_ms: i64, retention_ms: Option<i64>) -> bool {
+    retention_ms.is_some_and(|ms| {
+        seg.size() == 0 || (seg.max_timestamp >= 0 && now_ms.saturating_sub(seg.max_timestamp) > ms)
+    })
 }
 
 /// A log-start-offset checkpoint to write (see

@@ -17,10 +17,10 @@ use super::*;
 impl Partition {
     /// Switches the log to deferred file work (a partition served by a
     /// shard: see `PartitionLog::defer_file_work`) and has its next
-    /// segment prepared.
+    /// segment prepared when its roll is near.
     pub fn defer_file_work(self: &Rc<Self>) {
         self.log.borrow_mut().defer_file_work();
-        self.prepare_ahead();
+        self.prepare_ahead(false);
     }
 
     /// Hands the log's queued file work to the shard's I/O thread (one job
@@ -65,7 +65,7 @@ impl Partition {
         })
         .detach();
         // A roll may have used the prepared segment.
-        self.prepare_ahead();
+        self.prepare_ahead(false);
         Some(rx)
     }
 
@@ -95,13 +95,15 @@ impl Partition {
     }
 
     /// Has the next segment created on the I/O thread when the log wants
-    /// one (deferred file work, none prepared or being prepared); the
-    /// segment is kept by the log for its next roll.
-    pub(super) fn prepare_ahead(self: &Rc<Self>) {
+    /// one (deferred file work, none prepared or being prepared, its roll
+    /// near, or at once with `force`; see `PartitionLog::prepare_segment`);
+    /// the segment is kept by the log for its next roll.
+    pub(super) fn prepare_ahead(self: &Rc<Self>, force: bool) {
         if self.retired.get() {
             return;
         }
-        let Some(prep) = self.log.borrow_mut().prepare_segment() else {
+        let now = crate::shard::now_ms();
+        let Some(prep) = self.log.borrow_mut().prepare_segment(now, force) else {
             return;
         };
         let create = super::super::io::run_on_io(move || prep.create());
@@ -124,15 +126,26 @@ impl Partition {
     /// creates it on the shard (logged). The client and follower append
     /// paths call it before they reserve.
     pub async fn ready_for_append(self: &Rc<Self>, bytes: u64, offsets: i64) {
-        let g = self.segment_prepared.generation();
-        if !self
+        if self
             .log
             .borrow()
             .needs_prepared_segment(bytes, offsets, crate::shard::now_ms())
         {
+            self.segment_ready().await;
+        }
+    }
+
+    /// Resolves once a segment is prepared for the next roll (started now
+    /// if none is being prepared), or at once when none can be (a log that
+    /// takes no appends, or without deferred file work): for the callers
+    /// that roll without an append (retention, DeleteRecords) and those
+    /// that append ([`Self::ready_for_append`]).
+    pub(super) async fn segment_ready(self: &Rc<Self>) {
+        let g = self.segment_prepared.generation();
+        if self.log.borrow().has_prepared_segment() {
             return;
         }
-        self.prepare_ahead();
+        self.prepare_ahead(true);
         if !self.log.borrow().preparing_segment() {
             return;
         }

@@ -111,7 +111,7 @@ fn retention_renames_on_the_io_thread_then_unlinks() {
         s.retention_bytes = Some(1);
         s.file_delete_delay_ms = 0;
         p.set_settings(s);
-        let n = p.apply_retention(crate::shard::now_ms()).unwrap();
+        let n = p.apply_retention(crate::shard::now_ms()).await.unwrap();
         assert!(n > 0);
         let start = p.log_start_offset();
         assert!(start > 0);
@@ -177,4 +177,27 @@ async fn poll(mut done: impl FnMut() -> bool) {
         glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
     }
     panic!("condition not reached within 5 s");
+}
+
+#[test]
+fn an_idle_expired_partition_rolls_into_a_prepared_segment_and_ages_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.defer_file_work();
+        append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        assert!(!p.log.borrow().has_prepared_segment(), "far from its roll");
+        let mut s = p.settings();
+        s.retention_ms = Some(1_000);
+        p.set_settings(s);
+        // Long after its records: the active segment is rolled (into a
+        // segment prepared for it) and deleted.
+        let later = crate::shard::now_ms() + 3_600_000;
+        assert_eq!(p.apply_retention(later).await.unwrap(), 1);
+        assert_eq!(p.log_start_offset(), 3);
+        assert_eq!(p.log.borrow().segment_base_offsets(), vec![3]);
+        io_barrier().await.unwrap();
+        assert!(path.join(segment_file_name(3, "log")).exists());
+    });
 }

@@ -12,13 +12,18 @@ impl Partition {
     /// renamed `*.deleted` on the I/O thread and unlinked after
     /// `file.delete.delay.ms` on the background thread. Gives the number
     /// of segments removed.
-    pub fn apply_retention(self: &Rc<Self>, now_ms: i64) -> Result<usize, StorageError> {
-        if self.log.borrow().has_pending() || self.compacting.get() {
-            // Appends in flight: the next round runs it.
-            return Ok(0);
-        }
+    pub async fn apply_retention(self: &Rc<Self>, now_ms: i64) -> Result<usize, StorageError> {
         let s = self.settings();
         if !s.delete || (s.retention_ms.is_none() && s.retention_bytes.is_none()) {
+            return Ok(0);
+        }
+        if self.log.borrow().retention_rolls(now_ms, s.retention_ms) {
+            // An idle partition's expired active segment is rolled first:
+            // into a segment prepared off the reactor.
+            self.segment_ready().await;
+        }
+        if self.log.borrow().has_pending() || self.compacting.get() {
+            // Appends in flight: the next round runs it.
             return Ok(0);
         }
         let (deleted, reason) =
@@ -138,10 +143,16 @@ impl Partition {
     /// this broker.
     pub async fn delete_records(self: &Rc<Self>, offset: i64) -> Result<i64, StorageError> {
         self.refuse_if_retired()?;
+        if self.log.borrow().delete_records_rolls(offset) {
+            // The log start moves to the LEO: the active segment is rolled
+            // first, into a segment prepared off the reactor.
+            self.segment_ready().await;
+        }
         while self.compacting.get() {
             let g = self.compaction_done.generation();
             crate::shard::notify::any_changed(vec![(self.compaction_done.clone(), g)]).await;
         }
+        self.refuse_if_retired()?;
         let (low, deleted, checkpoint) = self.log.borrow_mut().delete_records_deferred(offset)?;
         if deleted.segments > 0 {
             log::info!(

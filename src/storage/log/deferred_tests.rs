@@ -48,8 +48,8 @@ fn deferred(dir: &Path, config: LogConfig) -> PartitionLog {
 }
 
 fn prepare(log: &mut PartitionLog) {
-    let prep = log.prepare_segment().expect("a preparation");
-    assert!(log.prepare_segment().is_none(), "one at a time");
+    let prep = log.prepare_segment(0, true).expect("a preparation");
+    assert!(log.prepare_segment(0, true).is_none(), "one at a time");
     assert!(log.preparing_segment());
     log.install_prepared(prep.create());
     assert!(log.has_prepared_segment());
@@ -261,4 +261,35 @@ fn a_prepared_segment_left_by_a_crash_is_not_part_of_the_log() {
     for ext in ["log", "index", "timeindex"] {
         assert!(!prepared_path(dir.path(), ext).exists(), "{ext}");
     }
+}
+
+#[test]
+fn a_segment_is_prepared_only_once_its_roll_is_near() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = build_batch(0, 2, 0, 30).len() as u64;
+    let config = LogConfig {
+        segment_bytes: 4 * one,
+        segment_ms: Some(10_000),
+        ..cfg()
+    };
+    let mut log = PartitionLog::open(dir.path(), config).unwrap();
+    log.defer_file_work();
+    assert!(log.prepare_segment(1_000, false).is_none(), "an empty log");
+    let (w, t, jobs) = reserve(&mut log, 2, 30, 0);
+    land(&mut log, w, &t, jobs);
+    assert!(
+        log.prepare_segment(1_000, false).is_none(),
+        "a quarter full"
+    );
+    // Half of segment.ms since the first append (at 1 000 ms).
+    assert!(log.prepare_segment(6_001, false).is_some(), "half aged");
+    log.install_prepared(Err(std::io::Error::other("test")));
+    assert!(!log.has_prepared_segment());
+    let (w, t, jobs) = reserve(&mut log, 2, 30, 0);
+    land(&mut log, w, &t, jobs);
+    assert!(log.prepare_segment(1_000, false).is_some(), "half full");
+    assert!(
+        !prepared_path(dir.path(), "log").exists(),
+        "nothing created by the log itself"
+    );
 }
