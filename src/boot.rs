@@ -373,6 +373,14 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
             .controller_listener()
             .and_then(|l| security.listener(&l.name).cloned()),
         super_users: security.super_users.clone(),
+        bootstrap_scram: crate::cluster::bootstrap_scram::read(&data_dir).map_err(|source| {
+            BootError::DataDir {
+                path: data_dir
+                    .join(crate::cluster::controller::METADATA_DIR)
+                    .join(crate::cluster::bootstrap_scram::FILE),
+                source,
+            }
+        })?,
     };
     // The controller listener (other voters' Raft RPCs and forwarded
     // requests) is served by shard 0, where the quorum member lives.
@@ -670,6 +678,9 @@ fn election_rules(config: &Config) -> crate::cluster::elr::ElectionRules {
 /// How often a joining shard's reactor wakes up (see `shard_main`).
 const MESH_JOIN_TICK: Duration = Duration::from_millis(5);
 
+/// How long a stopping shard waits for partitions still being opened.
+const SHUTDOWN_OPEN_WAIT: Duration = Duration::from_secs(10);
+
 /// How often a shard checks the shutdown flag (only at shutdown matters).
 const SHUTDOWN_TICK: Duration = Duration::from_millis(50);
 
@@ -881,6 +892,11 @@ async fn shard_main(
             glommio::timer::sleep(Duration::from_millis(5)).await;
         }
     }
+    // The partitions of the image this node caught up to open off the
+    // reactor; the coordinators start (on the state their partitions
+    // loaded) and clients are accepted once every shard opened them, as
+    // before (docs/decisions/partitions-open-off-the-reactor.md).
+    crate::shard::opened_everywhere(&shard, u64::MAX, None).await;
     crate::group::GroupCoordinator::start(&shard);
     crate::txn::TransactionCoordinator::start(&shard);
     shard.start_retention();
@@ -919,8 +935,18 @@ async fn shard_main(
                 .store(epoch, std::sync::atomic::Ordering::SeqCst);
         }
     }
-    // Let in-flight appends finish (their futures run on this executor).
+    // Let in-flight appends finish (their futures run on this executor),
+    // and partitions still opening end, so they are closed cleanly too.
     glommio::timer::sleep(SHUTDOWN_TICK).await;
+    if !shard
+        .wait_opened(u64::MAX, Some(Instant::now() + SHUTDOWN_OPEN_WAIT))
+        .await
+    {
+        log::warn!(
+            "shard {}: partitions still opening at shutdown are not closed",
+            shard.id
+        );
+    }
     shard.close_all();
     if let Some(s) = stalls.get(shard.id) {
         sync_write_stats(s);

@@ -117,6 +117,8 @@ impl KafkaCode for LeadershipError {
             LeadershipError::NotReplica { .. } => E::NotLeaderOrFollower.code(),
             // Kafka's `HostedPartition.Offline`.
             LeadershipError::ReplicaOffline { .. } => E::KafkaStorageError.code(),
+            // Kafka: a replica not hosted yet is `HostedPartition.None`.
+            LeadershipError::ReplicaOpening { .. } => E::NotLeaderOrFollower.code(),
             LeadershipError::NotLeader => E::NotLeaderOrFollower.code(),
             LeadershipError::FencedLeaderEpoch { .. } => E::FencedLeaderEpoch.code(),
             LeadershipError::UnknownLeaderEpoch { .. } => E::UnknownLeaderEpoch.code(),

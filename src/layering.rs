@@ -145,7 +145,7 @@ const STORAGE_STAGES: &[&[&str]] = &[
     ],
     &["batch"],
     &["segment", "recompress", "records"],
-    &["recovery"],
+    &["recovery", "file_jobs"],
     &["log"],
     &["retention", "cleaner"],
 ];

@@ -72,6 +72,16 @@ struct FormatArgs {
     /// Leave an already formatted directory as it is instead of failing.
     #[arg(long = "ignore-formatted", short = 'g')]
     ignore_formatted: bool,
+    /// A first SCRAM user, as kafka-storage.sh format (KIP-900):
+    /// 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (optional
+    /// iterations=, salt=); repeatable. Written as salted keys, never the
+    /// password.
+    #[arg(
+        long = "add-scram",
+        short = 'S',
+        value_name = "MECHANISM=[name=...,password=...]"
+    )]
+    add_scram: Vec<String>,
     /// Any Kafka config as key=value; repeatable; wins over the file.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
@@ -85,16 +95,37 @@ fn run_format(args: FormatArgs) -> Result<(), String> {
         ..ServeArgs::default()
     })?;
     config.validate().map_err(|e| e.to_string())?;
+    let scram = args
+        .add_scram
+        .iter()
+        .map(|v| fjord::cluster::bootstrap_scram::parse_add_scram(v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     let dir = config.data_dir();
-    match format_data_dir(
+    let formatted = format_data_dir(
         &dir,
         config.node_id,
         &args.cluster_id,
         config.cluster_id.as_deref(),
         args.ignore_formatted,
     )
-    .map_err(|e| e.to_string())?
-    {
+    .map_err(|e| e.to_string())?;
+    if !scram.is_empty() && matches!(formatted, Formatted::Written { .. }) {
+        fjord::cluster::bootstrap_scram::write(&dir, &scram).map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                fjord::cluster::bootstrap_scram::FILE
+            )
+        })?;
+        for c in &scram {
+            println!(
+                "Added SCRAM credential of {} ({}) to the bootstrap metadata",
+                c.name,
+                c.mechanism.name()
+            );
+        }
+    }
+    match formatted {
         Formatted::Written { directory_id } => println!(
             "Formatted data directory {} for cluster {} (node.id={}, directory.id={directory_id})",
             dir.display(),

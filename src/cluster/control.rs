@@ -210,6 +210,12 @@ pub enum ControllerRequest {
         /// The asked partitions.
         topics: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// The first SCRAM credentials of `fjord format --add-scram`: written
+    /// for each user and mechanism that has none yet.
+    BootstrapScram {
+        /// The credentials.
+        credentials: Vec<super::bootstrap_scram::BootstrapCredential>,
+    },
     /// AlterUserScramCredentials (KIP-554).
     AlterUserScramCredentials {
         /// Credentials to delete.
@@ -261,6 +267,8 @@ pub enum ControllerReply {
     ListPartitionReassignments(Vec<super::reassignment::OngoingReassignment>),
     /// Per user, in order of first appearance in the request.
     AlterUserScramCredentials(scram::UserResults),
+    /// How many bootstrap credentials were written.
+    BootstrapScram(usize),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.
@@ -756,6 +764,13 @@ pub fn decide(
             Decision {
                 records,
                 reply: ControllerReply::ElectLeaders(outcomes),
+            }
+        }
+        ControllerRequest::BootstrapScram { credentials } => {
+            let records = scram::bootstrap(image, credentials);
+            Decision {
+                reply: ControllerReply::BootstrapScram(records.len()),
+                records,
             }
         }
         ControllerRequest::AlterUserScramCredentials {

@@ -118,6 +118,15 @@ pub enum LeadershipError {
         /// This broker's id.
         broker: i32,
     },
+    /// This broker is a replica and its log is being opened (recovered) off
+    /// the shard after the image that assigned it: NOT_LEADER_OR_FOLLOWER
+    /// (6), Kafka's answer while a replica is not hosted yet
+    /// (`ReplicaManager.getPartitionOrError`), so the client retries.
+    #[error("broker {broker} is still opening this partition's log")]
+    ReplicaOpening {
+        /// This broker's id.
+        broker: i32,
+    },
     /// This broker is a follower of the partition, or the partition has no
     /// leader: NOT_LEADER_OR_FOLLOWER (6).
     #[error("this broker is not the leader of this partition")]
@@ -187,6 +196,24 @@ pub fn check(
         Some(replica) => check_replica(replica, requester, current_leader_epoch),
         None if reg.replicas.contains(&broker) => Err(LeadershipError::ReplicaOffline { broker }),
         None => Err(LeadershipError::NotReplica { broker }),
+    }
+}
+
+/// Takes the image, this broker's id and a partition whose log this broker
+/// is opening; gives why it is not served yet: UNKNOWN_TOPIC_OR_PARTITION
+/// when the image no longer knows it, NOT_LEADER_OR_FOLLOWER otherwise
+/// ([`LeadershipError::NotReplica`] when this broker is no longer a
+/// replica, else [`LeadershipError::ReplicaOpening`]).
+pub fn check_opening(
+    image: &MetadataImage,
+    broker: i32,
+    topic: &str,
+    partition: i32,
+) -> LeadershipError {
+    match image.partition(topic, partition) {
+        None => LeadershipError::UnknownTopicOrPartition,
+        Some(reg) if reg.replicas.contains(&broker) => LeadershipError::ReplicaOpening { broker },
+        Some(_) => LeadershipError::NotReplica { broker },
     }
 }
 
@@ -341,6 +368,22 @@ mod tests {
         assert_eq!(
             check(&img, 2, "t", 0, None, Requester::Client, None),
             Err(LeadershipError::ReplicaOffline { broker: 2 })
+        );
+    }
+
+    #[test]
+    fn a_replica_being_opened_is_not_served_yet() {
+        let img = image();
+        // The leader itself while its log opens: NOT_LEADER_OR_FOLLOWER.
+        let e = check_opening(&img, 1, "t", 0);
+        assert_eq!(e, LeadershipError::ReplicaOpening { broker: 1 });
+        assert_eq!(
+            check_opening(&img, 3, "t", 0),
+            LeadershipError::NotReplica { broker: 3 }
+        );
+        assert_eq!(
+            check_opening(&img, 1, "gone", 0),
+            LeadershipError::UnknownTopicOrPartition
         );
     }
 

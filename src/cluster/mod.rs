@@ -9,6 +9,7 @@
 //! [`placement`], leader [`election`]s).
 
 pub mod alter_partition;
+pub mod bootstrap_scram;
 pub mod control;
 pub mod controller;
 pub mod election;

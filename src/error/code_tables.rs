@@ -113,7 +113,7 @@ impl Variants for ProduceError {
 }
 
 impl Variants for LeadershipError {
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
     fn index(&self) -> usize {
         match self {
             LeadershipError::UnknownTopicOrPartition => 0,
@@ -122,6 +122,7 @@ impl Variants for LeadershipError {
             LeadershipError::NotLeader => 3,
             LeadershipError::FencedLeaderEpoch { .. } => 4,
             LeadershipError::UnknownLeaderEpoch { .. } => 5,
+            LeadershipError::ReplicaOpening { .. } => 6,
         }
     }
 }
@@ -495,7 +496,7 @@ fn shard_error_codes() {
 
 #[test]
 fn leadership_error_codes_and_texts() {
-    let rows: [(LeadershipError, i16, &str); 6] = [
+    let rows: [(LeadershipError, i16, &str); 7] = [
         (
             LeadershipError::UnknownTopicOrPartition,
             3,
@@ -515,6 +516,11 @@ fn leadership_error_codes_and_texts() {
             LeadershipError::NotLeader,
             6,
             "this broker is not the leader of this partition",
+        ),
+        (
+            LeadershipError::ReplicaOpening { broker: 2 },
+            6,
+            "broker 2 is still opening this partition's log",
         ),
         (
             LeadershipError::FencedLeaderEpoch {

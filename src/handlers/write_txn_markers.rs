@@ -51,6 +51,11 @@ async fn write_all(
                 let mut written = Vec::with_capacity(work.len());
                 for (_, t, p) in work {
                     let Some(part) = s.partition(&t, p) else {
+                        // Still opening here: the coordinator retries.
+                        if s.is_opening(&t, p) {
+                            written.push(codes::NOT_LEADER_OR_FOLLOWER);
+                            continue;
+                        }
                         let unknown = TxnError::UnknownTopicOrPartition {
                             topic: t,
                             partition: p,

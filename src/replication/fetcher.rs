@@ -391,6 +391,7 @@ async fn apply_partition(
         let to = truncation_point(part, div.epoch, div.end_offset);
         let leo = part
             .truncate_to(to)
+            .await
             .map_err(|e| format!("truncation to {to} failed: {e}"))?;
         log::info!(
             "{}-{}: diverged from the leader at epoch {} end offset {}; truncated to {leo}",
@@ -403,7 +404,11 @@ async fn apply_partition(
     }
     if let Some(records) = pd.records.as_ref().filter(|r| !r.is_empty()) {
         let batches = replica_batches(records).map_err(|e| format!("bad batches: {e}"))?;
-        if !batches.is_empty() {
+        if let Some(last) = batches.last() {
+            // The segment a roll needs is prepared first (off the reactor).
+            let end = last.header.base_offset + i64::from(last.header.last_offset_delta) + 1;
+            part.ready_for_append(records.len() as u64, end - part.log_end_offset())
+                .await;
             let appending = part
                 .append_replica(records, &batches, now_ms())
                 .map_err(|e| format!("append failed: {e}"))?;
@@ -448,6 +453,7 @@ async fn out_of_range(part: &Rc<Partition>, pd: &PartitionData) -> Result<(), St
     if leo < pd.log_start_offset {
         let at = part
             .truncate_fully_and_start_at(pd.log_start_offset)
+            .await
             .map_err(|e| format!("restart at {} failed: {e}", pd.log_start_offset))?;
         log::info!(
             "{}-{}: behind the leader's log start; the log starts again at {at}",
@@ -460,6 +466,7 @@ async fn out_of_range(part: &Rc<Partition>, pd: &PartitionData) -> Result<(), St
         let to = pd.high_watermark;
         let at = part
             .truncate_to(to)
+            .await
             .map_err(|e| format!("truncation to {to} failed: {e}"))?;
         log::info!(
             "{}-{}: past the leader's log end; truncated to {at}",

@@ -2,11 +2,14 @@
 //! member lives on shard 0 ([`crate::cluster::quorum::Quorum`]);
 //! [`submit`] runs a [`ControllerRequest`] there, which decides it if this
 //! node is the active controller and forwards it otherwise, and answers once
-//! the records are applied on this node and published to every shard, so a
-//! client that gets a successful CreateTopics can produce at once on any
+//! the records are applied on this node and published to every shard (and,
+//! for a request that adds partitions, once this broker's shards opened the
+//! partitions it gave them, which they do off the reactor), so a client
+//! that gets a successful CreateTopics can produce at once on any
 //! connection of this broker.
 
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use crate::cluster::control::{ControllerReply, ControllerRequest, PRODUCER_ID_BLOCK};
 use crate::cluster::error::ControllerCallError;
@@ -14,21 +17,36 @@ use crate::cluster::error::ControllerCallError;
 use super::Shard;
 
 /// Runs `req` through the metadata quorum and gives the controller's reply.
+/// A CreateTopics or CreatePartitions is answered once every shard of this
+/// broker opened the partitions the records gave it (at most
+/// `controller.quorum.request.timeout.ms` more: past that the client finds
+/// them still opening, NOT_LEADER_OR_FOLLOWER, and retries).
 /// Errors: the quorum is not running on shard 0 or no active controller
 /// answered within `controller.quorum.request.timeout.ms`.
 pub async fn submit(
     shard: &Rc<Shard>,
     req: ControllerRequest,
 ) -> Result<ControllerReply, ControllerCallError> {
-    shard
+    let adds_partitions = matches!(
+        req,
+        ControllerRequest::CreateTopics { .. } | ControllerRequest::CreatePartitions { .. }
+    );
+    let (reply, offset) = shard
         .invoke_on(0, move |s| async move {
             let q = s.quorum().ok_or(ControllerCallError::NotStarted)?;
             q.submit(req)
                 .await
-                .map(|a| a.reply)
+                .map(|a| (a.reply, a.offset))
                 .map_err(ControllerCallError::Unavailable)
         })
-        .await?
+        .await??;
+    if adds_partitions {
+        let wait = Duration::from_millis(shard.config.cluster.request_timeout_ms);
+        if !super::opened_everywhere(shard, offset, Some(Instant::now() + wait)).await {
+            log::debug!("partitions of metadata offset {offset} still opening at the answer");
+        }
+    }
+    Ok(reply)
 }
 
 /// A producer id never handed out before (InitProducerId): from this

@@ -4,8 +4,17 @@
 //! set to `STAGE:MS` (STAGE is `reserved`, `written` or `committed`; MS the
 //! pause in milliseconds), read once at first use. When it fires, a line
 //! `fault injection: append paused at STAGE` is logged at warn level before
-//! the pause, which is what the tests wait for. [`hold_load`] likewise holds
-//! a coordinator's load of its partition (`FJORD_FAULT_LOAD_HOLD`).
+//! the pause, which is what the tests wait for.
+//!
+//! `FJORD_FAULT_OPEN_HOLD=TOPIC` holds the opening of every partition of
+//! TOPIC (on the shard's background thread, before its directory is
+//! touched) until a file `fault-release-open-TOPIC` exists in the data
+//! directory; `fault injection: open of TOPIC-P held` is logged at warn
+//! level when the hold starts. A test sees the partition while it opens,
+//! for as long as it likes, without relying on timing.
+//!
+//! [`hold_load`] likewise holds a coordinator's load of its partition
+//! (`FJORD_FAULT_LOAD_HOLD`).
 
 use std::rc::Rc;
 use std::sync::OnceLock;
@@ -95,4 +104,32 @@ pub async fn hold_load(part: &Partition) {
     while file.exists() {
         glommio::timer::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The topic whose partitions' opens are held (`FJORD_FAULT_OPEN_HOLD`).
+fn open_hold() -> Option<&'static str> {
+    static SETTING: OnceLock<Option<String>> = OnceLock::new();
+    SETTING
+        .get_or_init(|| {
+            let topic = std::env::var("FJORD_FAULT_OPEN_HOLD").ok()?;
+            log::warn!("fault injection on: opens of {topic} are held");
+            Some(topic)
+        })
+        .as_deref()
+}
+
+/// Blocks while fault injection holds the opening of `topic`-`index` (see
+/// the module docs): until `fault-release-open-<topic>` exists in
+/// `data_dir`. Runs on the background thread that opens partitions, never
+/// on the reactor.
+pub fn hold_open(data_dir: &std::path::Path, topic: &str, index: i32) {
+    if open_hold() != Some(topic) {
+        return;
+    }
+    log::warn!("fault injection: open of {topic}-{index} held");
+    let release = data_dir.join(format!("fault-release-open-{topic}"));
+    while !release.exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    log::warn!("fault injection: open of {topic}-{index} released");
 }

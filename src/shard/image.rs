@@ -1,8 +1,9 @@
 //! Applying a published metadata image on a shard: the partitions this
-//! shard owns and this broker replicates are opened (recovering their logs),
-//! those the metadata log removed are dropped and their directories deleted
-//! for the cause [`super::removal`] finds, and topic settings and
-//! registrations are updated.
+//! shard owns and this broker replicates are opened (their logs recovered
+//! off the reactor, `opening.rs`; served once open), those the metadata log
+//! removed are dropped and their directories deleted (off the reactor) for
+//! the cause [`super::removal`] finds, and topic settings and registrations
+//! are updated. Nothing here touches a file.
 //!
 //! Images only move forward: one that reflects fewer log entries than the
 //! image held is ignored with an error line (the publisher never sends one;
@@ -10,18 +11,14 @@
 //! id its `partition.metadata` names, and is deleted only for a record that
 //! deleted that id.
 
-use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 
-use uuid::Uuid;
-
-use super::removal::{self, Cause, DirVerdict, Held, Verdict};
-use super::{now_ms, Partition, Shard, TopicPartition};
+use super::removal::{self, Held, Verdict};
+use super::{now_ms, Shard};
 use crate::cluster::leadership::ReplicaState;
 use crate::cluster::metadata::{ImageOrder, MetadataImage};
 use crate::cluster::topic_config;
-use crate::storage::{PartitionLog, StorageError};
+use crate::storage::StorageError;
 
 impl Shard {
     /// Applies a newer image (see the module docs), not settled: a
@@ -35,8 +32,9 @@ impl Shard {
     /// start-up, and a partition whose replicas no longer name this broker
     /// is dropped and its directory deleted (Kafka's StopReplica with
     /// delete). A partition whose topic is gone with no record deleting it
-    /// stops the broker ([`super::fatal`]) and keeps its directory. Errors
-    /// with the first log that could not be opened.
+    /// stops the broker ([`super::fatal`]) and keeps its directory. Opens
+    /// run off the reactor and end later (a failure is logged then), so
+    /// this gives Ok.
     pub fn apply_metadata_settled(
         &self,
         image: Arc<MetadataImage>,
@@ -60,20 +58,18 @@ impl Shard {
         }
         self.metadata.replace(image.clone());
         self.drop_removed(&image, settled);
-        let first_error = self.open_assigned(&image);
+        self.open_assigned(&image);
         self.metadata_applied.notify_all();
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
-    /// Drops the held partitions the image removes, deleting their
-    /// directories with the cause logged; refuses (and stops the broker)
-    /// where no record explains a removal.
+    /// Drops the held partitions the image removes (and cancels the opens
+    /// of those being opened), deleting their directories with the cause
+    /// logged, off the reactor (`opening.rs`); refuses (and stops the
+    /// broker) where no record explains a removal.
     fn drop_removed(&self, image: &MetadataImage, settled: bool) {
         let node = self.config.node_id;
-        let verdicts: Vec<(TopicPartition, Verdict)> = self
+        let held: Vec<(Held, bool)> = self
             .partitions
             .borrow()
             .iter()
@@ -84,30 +80,42 @@ impl Shard {
                         index: *i,
                         topic_id: p.topic_id(),
                     };
-                    ((t.clone(), *i), removal::judge(image, &held, node, settled))
+                    (held, false)
                 })
             })
-            .filter(|(_, v)| *v != Verdict::Keep)
+            .chain(self.opening_held().into_iter().map(|h| (h, true)))
             .collect();
-        for ((topic, index), verdict) in verdicts {
+        let verdicts: Vec<(Held, bool, Verdict)> = held
+            .into_iter()
+            .map(|(h, opening)| {
+                let v = removal::judge(image, &h, node, settled);
+                (h, opening, v)
+            })
+            .filter(|(_, _, v)| *v != Verdict::Keep)
+            .collect();
+        for (held, opening, verdict) in verdicts {
             match verdict {
                 Verdict::Keep => {}
+                Verdict::Delete(cause) if opening => self.cancel_open(&held, cause),
                 Verdict::Delete(cause) => {
                     let removed = {
                         let mut map = self.partitions.borrow_mut();
-                        let removed = map.get_mut(&topic).and_then(|m| m.remove(&index));
-                        if map.get(&topic).is_some_and(|m| m.is_empty()) {
-                            map.remove(&topic);
+                        let removed = map.get_mut(&held.topic).and_then(|m| m.remove(&held.index));
+                        if map.get(&held.topic).is_some_and(|m| m.is_empty()) {
+                            map.remove(&held.topic);
                         }
                         removed
                     };
                     if let Some(p) = removed {
+                        // No new file work for it from now on; what its I/O
+                        // thread still holds lands before the deletion.
+                        p.retire();
                         let dir = self.partition_dir(p.topic(), p.index());
-                        delete_partition_dir(&dir, p.topic(), p.index(), &p.topic_id(), &cause);
+                        self.delete_dir_later(&dir, &held, cause, true);
                     }
                 }
                 Verdict::Unexplained(why) => {
-                    let dir = self.partition_dir(&topic, index);
+                    let dir = self.partition_dir(&held.topic, held.index);
                     super::fatal::stop_broker(format!(
                         "refusing to delete {}: {why}",
                         dir.display()
@@ -117,11 +125,11 @@ impl Shard {
         }
     }
 
-    /// Opens the partitions of `image` this shard owns and this broker
-    /// replicates, and updates those it holds; gives the first open error.
-    fn open_assigned(&self, image: &MetadataImage) -> Option<StorageError> {
+    /// Starts opening the partitions of `image` this shard owns and this
+    /// broker replicates (off the reactor, `opening.rs`), and updates those
+    /// it holds.
+    fn open_assigned(&self, image: &Arc<MetadataImage>) {
         let node = self.config.node_id;
-        let mut first_error = None;
         for topic in image.topics.values() {
             let settings = topic_config::settings(&self.config, &topic.configs);
             for (p, reg) in topic.assignments.iter().enumerate() {
@@ -155,87 +163,12 @@ impl Shard {
                     }
                     continue;
                 }
-                let dir = self.partition_dir(&topic.name, p);
-                let on_disk = match crate::cluster::import::read_partition_metadata(&dir) {
-                    Ok(id) => id,
-                    Err(e) => {
-                        log::error!("cannot open {}: {e}", dir.display());
-                        first_error.get_or_insert(StorageError::Io(e));
-                        continue;
-                    }
-                };
-                match removal::judge_directory(image, topic.id, on_disk) {
-                    DirVerdict::Open => {}
-                    DirVerdict::DeleteStale(cause) => {
-                        let stale = on_disk.unwrap_or(topic.id);
-                        delete_partition_dir(&dir, &topic.name, p, &stale, &cause);
-                    }
-                    DirVerdict::NotYet => {
-                        let id = on_disk.unwrap_or_default();
-                        if self
-                            .held_back
-                            .borrow_mut()
-                            .insert((topic.name.clone(), p, id))
-                        {
-                            log::info!(
-                                "{}: not opened for topic id {} at metadata offset {}: the directory belongs to topic id {id}",
-                                dir.display(),
-                                topic.id,
-                                image.offset
-                            );
-                        }
-                        continue;
-                    }
+                if self.is_opening(&topic.name, p) {
+                    // Its end takes the image held then.
+                    continue;
                 }
-                let opened = PartitionLog::open(&dir, settings.log.clone()).and_then(|mut log| {
-                    crate::cluster::import::ensure_partition_metadata(&dir, &topic.id)?;
-                    log.restore_high_watermark(self.take_checkpointed_hw(&topic.name, p));
-                    Ok(log)
-                });
-                match opened {
-                    Ok(log) => {
-                        let part = Rc::new(Partition::new(
-                            topic.name.clone(),
-                            p,
-                            topic.id,
-                            log,
-                            settings.clone(),
-                        ));
-                        part.set_registration(node, reg, now_ms());
-                        self.partitions
-                            .borrow_mut()
-                            .entry(topic.name.clone())
-                            .or_default()
-                            .insert(p, part.clone());
-                        if leads {
-                            self.leadership_changed(&part, true);
-                        }
-                    }
-                    Err(e) => {
-                        log::error!("cannot open {}: {e}", dir.display());
-                        first_error.get_or_insert(e);
-                    }
-                }
+                self.start_open(image, topic, p, settings.log.clone());
             }
         }
-        first_error
-    }
-}
-
-/// Deletes the directory of partition `index` of `topic` (topic id `id`)
-/// for `cause`, logged at warn level with the cause. Kafka renames to
-/// `<dir>.<id>-delete` first so a crash mid-delete leaves a directory that
-/// is recognisably garbage; Fjord does the same.
-fn delete_partition_dir(dir: &Path, topic: &str, index: i32, id: &Uuid, cause: &Cause) {
-    log::warn!("deleting {} (topic id {id}): {cause}", dir.display());
-    let tomb = dir.with_file_name(format!("{topic}-{index}.{}-delete", id.simple()));
-    match std::fs::rename(dir, &tomb) {
-        Ok(()) => {
-            if let Err(e) = std::fs::remove_dir_all(&tomb) {
-                log::warn!("cannot remove {}: {e}", tomb.display());
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => log::warn!("cannot rename {} for deletion: {e}", dir.display()),
     }
 }

@@ -5,6 +5,12 @@
 //!
 //! One thread per shard, started lazily by the shard's first file write and
 //! stopped (after finishing every queued job) when the shard's thread exits.
+//! Besides the appends it runs a partition log's other file work in the
+//! order the log made it (`storage::file_jobs`: leader-epoch checkpoints,
+//! `.txnindex` appends, a roll's work, renames of deleted segments) and
+//! creates the next segment of a log ahead of its roll. A second thread,
+//! the background thread ([`run_in_background`]), takes the long jobs:
+//! opening partitions, deleting directories, unlinking deleted segments.
 //! It inherits the shard's CPU affinity, so on a pinned shard it runs on the
 //! same core: the work it does (the kernel's copy of record bytes into the
 //! page cache) is the work the shard did before, only no longer on the
@@ -305,6 +311,64 @@ pub fn run_on_io<R: Send + 'static>(
     f: impl FnOnce() -> R + Send + 'static,
 ) -> impl std::future::Future<Output = io::Result<R>> {
     let fut = with_io(|io| io.run(f));
+    async move { fut?.await }
+}
+
+/// Resolves once this shard's I/O thread has run every job queued before
+/// the call. Errors when the thread is gone.
+pub fn io_barrier() -> impl std::future::Future<Output = io::Result<()>> {
+    run_on_io(|| ())
+}
+
+/// A point in this shard's I/O thread's queue that a blocking job on
+/// another thread can wait for ([`IoMark::wait`]).
+pub struct IoMark(mpsc::Receiver<()>);
+
+impl IoMark {
+    /// Queues the mark on this shard's I/O thread now. Errors when the
+    /// thread could not be started.
+    pub fn queue() -> io::Result<IoMark> {
+        let (tx, rx) = mpsc::channel();
+        // The job is queued by `run` itself; its result is not awaited.
+        let _queued = with_io(|io| {
+            io.run(move || {
+                let _ = tx.send(());
+            })
+        })?;
+        Ok(IoMark(rx))
+    }
+
+    /// Blocks until the I/O thread reached the mark, i.e. ran every job
+    /// queued before it (or is gone). For a background job only: never call
+    /// it on the reactor.
+    pub fn wait(self) {
+        let _ = self.0.recv();
+    }
+}
+
+thread_local! {
+    static BACKGROUND: Result<IoThread, String> = {
+        let name = std::thread::current()
+            .name()
+            .map(|n| format!("{n}-bg"))
+            .unwrap_or_else(|| "fjord-bg".into());
+        IoThread::start(name).map_err(|e| e.to_string())
+    };
+}
+
+/// Runs `f` on this shard's background thread (started on first use, on
+/// the shard's core, `SCHED_BATCH`, jobs in submission order): for long
+/// file work that must hold up neither the reactor nor the appends on the
+/// I/O thread — opening (recovering) a partition's log, deleting a
+/// partition directory, unlinking deleted segments. Gives `f`'s result;
+/// errors when the thread is gone or could not start.
+pub fn run_in_background<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> impl std::future::Future<Output = io::Result<R>> {
+    let fut = BACKGROUND.with(|b| match b {
+        Ok(t) => Ok(t.run(f)),
+        Err(e) => Err(io::Error::other(format!("no background thread: {e}"))),
+    });
     async move { fut?.await }
 }
 

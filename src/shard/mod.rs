@@ -15,6 +15,7 @@ pub mod io;
 pub mod isr_change;
 pub mod listener;
 pub mod notify;
+mod opening;
 pub mod owner;
 pub mod partition;
 pub mod remote;
@@ -24,6 +25,7 @@ pub mod write_stats;
 
 pub use controller_call::submit;
 use notify::Notify;
+pub use opening::opened_everywhere;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -103,8 +105,10 @@ pub struct Shard {
     /// What the last high-watermark checkpoint of this shard wrote.
     hw_written: RefCell<Option<crate::storage::checkpoint::OffsetCheckpoint>>,
     /// Directories an image named for another topic id than the one they
-    /// hold (logged once each; `image.rs`).
+    /// hold (logged once each; `opening.rs`).
     held_back: RefCell<std::collections::HashSet<(Arc<str>, i32, uuid::Uuid)>>,
+    /// The partitions being opened off the reactor (`opening.rs`).
+    opens: opening::Opens,
     senders: Senders<Task>,
 }
 
@@ -167,6 +171,7 @@ impl Shard {
             hw_restore: RefCell::new(hw_restore),
             hw_written: RefCell::new(None),
             held_back: RefCell::new(Default::default()),
+            opens: Default::default(),
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
@@ -298,8 +303,9 @@ impl Shard {
     /// of the data-path handlers, run on the owner shard
     /// (`cluster::leadership::check` on this shard's image and the
     /// partition's replica state). Errors with why not
-    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
-    /// KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
+    /// (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER — also while the
+    /// partition's log is being opened —, KAFKA_STORAGE_ERROR,
+    /// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH).
     pub fn serving(
         &self,
         topic: &str,
@@ -308,6 +314,14 @@ impl Shard {
         current_leader_epoch: Option<i32>,
     ) -> Result<Rc<Partition>, LeadershipError> {
         let part = self.partition(topic, partition);
+        if part.is_none() && self.is_opening(topic, partition) {
+            return Err(leadership::check_opening(
+                &self.metadata(),
+                self.config.node_id,
+                topic,
+                partition,
+            ));
+        }
         leadership::check(
             &self.metadata(),
             self.config.node_id,
@@ -407,7 +421,7 @@ impl Shard {
             |shard| async move {
                 let now = now_ms();
                 for p in shard.owned_partitions() {
-                    if let Err(e) = p.apply_retention(now) {
+                    if let Err(e) = p.apply_retention(now).await {
                         log::warn!("retention on {}-{} failed: {e}", p.topic(), p.index());
                     }
                 }

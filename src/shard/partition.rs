@@ -36,16 +36,19 @@ use crate::storage::{
     AppendResult, BatchHeader, Inconsistency, PartitionLog, StorageError, ValidatedBatch,
 };
 
+mod file_work;
 mod produce;
 pub(crate) mod produce_rules;
 mod read;
 mod rebuild;
 mod replication;
+mod retention;
 mod truncate;
 
 pub use produce::ProduceOutcome;
 pub use read::{IsolatedRead, ProducerSummary};
 pub(crate) use rebuild::rebuild_state;
+pub use rebuild::Rebuilt;
 use rebuild::{apply_batch, write_snapshot_files};
 pub use replication::{FollowerState, IsrChange, Replication};
 
@@ -193,10 +196,20 @@ pub struct Partition {
     replication: RefCell<Replication>,
     /// Bumped by every truncation (`partition/truncate.rs`).
     truncations: Cell<u64>,
+    /// Set on the I/O thread when critical file work of the log failed
+    /// (`partition/file_work.rs`): later writes are not committed.
+    file_failed: Arc<std::sync::atomic::AtomicBool>,
+    /// Bumped when a segment prepared ahead of a roll was installed (or its
+    /// preparation failed).
+    segment_prepared: Rc<Notify>,
+    /// Taken out of this broker by an image; its directory is being deleted.
+    retired: Cell<bool>,
 }
 
 impl Partition {
-    /// Wraps an opened log.
+    /// Wraps an opened log, rebuilding its producer and transaction state
+    /// on the calling thread (tests and tools; a shard opens partitions
+    /// off its reactor with [`Rebuilt::open`] and [`Self::from_rebuilt`]).
     pub fn new(
         topic: Arc<str>,
         index: i32,
@@ -204,8 +217,27 @@ impl Partition {
         log: PartitionLog,
         settings: TopicSettings,
     ) -> Partition {
+        let rebuilt = Rebuilt::from_log(&topic, index, log);
+        Partition::from_rebuilt(topic, index, topic_id, rebuilt, settings)
+    }
+
+    /// Takes a log opened with its producer and transaction state
+    /// ([`Rebuilt`]); gives the partition (no file work: cheap on the
+    /// shard). Its log runs its file work at once until
+    /// [`Self::defer_file_work`].
+    pub fn from_rebuilt(
+        topic: Arc<str>,
+        index: i32,
+        topic_id: Uuid,
+        rebuilt: Rebuilt,
+        settings: TopicSettings,
+    ) -> Partition {
+        let Rebuilt {
+            log,
+            producers,
+            txns,
+        } = rebuilt;
         let leo = log.log_end_offset();
-        let (producers, txns) = rebuild_state(&topic, index, &log);
         Partition {
             topic,
             index,
@@ -229,6 +261,9 @@ impl Partition {
             compaction_done: Rc::new(Notify::default()),
             replication: RefCell::new(Replication::default()),
             truncations: Cell::new(0),
+            file_failed: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            segment_prepared: Rc::new(Notify::default()),
+            retired: Cell::new(false),
         }
     }
 
@@ -324,6 +359,7 @@ impl Partition {
         now_ms: i64,
         replica: bool,
     ) -> Result<Appending, StorageError> {
+        self.refuse_if_retired()?;
         let mut log = self.log.borrow_mut();
         let before = log.active_base_offset();
         let (write, ticket) = if replica {
@@ -352,6 +388,8 @@ impl Partition {
             };
             let aborted = apply_batch(&mut producers, &mut txns, &b.header, first, marker);
             if let Some(a) = aborted {
+                // Queued file work on a shard (it lands before the marker's
+                // write); made at once otherwise.
                 if let Err(e) = log.append_txn_index(&a) {
                     log::error!("{}-{}: .txnindex write failed: {e}", self.topic, self.index);
                 }
@@ -359,6 +397,12 @@ impl Partition {
             first += b.header.last_offset_delta as i64 + 1;
         }
         drop((producers, txns, log));
+        // The log's file work of this reservation (a roll's, a new epoch's
+        // checkpoint, `.txnindex` entries) goes to the I/O thread now,
+        // ahead of the write queued below; the next segment is prepared
+        // once the active one is half way to its roll.
+        let _ = self.submit_file_work();
+        self.prepare_ahead(false);
         if rolled {
             // The state at the new segment's base, or (a roll inside a
             // multi-batch append) at the LEO.
@@ -410,13 +454,23 @@ impl Partition {
                 }
             };
             let Some(mut p) = front else { break };
-            let reply = match p.written.take() {
+            let written = match p.written.take() {
+                // File work queued before this write failed (a checkpoint,
+                // a new segment's names): the write is not committed.
+                Some(Ok(())) if self.file_work_failed() => Some(Err(std::io::Error::other(
+                    "file work queued before this write failed",
+                ))),
+                w => w,
+            };
+            let reply = match written {
                 Some(Ok(())) => self
                     .commit(&p.ticket)
                     .map(|due| (p.ticket.result.clone(), due)),
                 Some(Err(e)) => {
                     self.log.borrow_mut().fail(&p.ticket, &e);
-                    self.log_dir_failed(&format!("a write failed: {e}"));
+                    if !self.retired.get() {
+                        self.log_dir_failed(&format!("a write failed: {e}"));
+                    }
                     Err(StorageError::Io(e))
                 }
                 None => Err(StorageError::Inconsistent {
@@ -525,13 +579,15 @@ impl Partition {
     }
 
     /// What a producer-state snapshot needs besides its entries: the
-    /// partition directory, the LEO and the `.txnindex` files to fsync first.
+    /// partition directory, the LEO and the `.txnindex` files to fsync
+    /// first (every segment's; the write skips those that do not exist, so
+    /// no file is looked at here).
     fn snapshot_location(&self) -> (std::path::PathBuf, i64, Vec<std::path::PathBuf>) {
         let log = self.log.borrow();
         (
             log.dir().to_path_buf(),
             log.log_end_offset(),
-            log.txn_index_files(),
+            log.txn_index_paths(),
         )
     }
 
@@ -559,7 +615,18 @@ impl Partition {
         let (offset, entries) = at.unwrap_or_else(|| (leo, self.snapshot_entries()));
         let name = format!("{}-{}", self.topic, self.index);
         let (me, truncations) = (self.clone(), self.truncations.get());
+        // `.txnindex` appends queued on the I/O thread before it land first:
+        // the snapshot fsyncs those files and then covers their entries.
+        let barrier = super::io::io_barrier();
         crate::shard::stall::spawn_local("snapshot", async move {
+            if let Err(e) = barrier.await {
+                log::warn!("{name}: no producer-state snapshot at {offset}: {e}");
+                return;
+            }
+            if me.retired.get() {
+                // Its directory is being deleted.
+                return;
+            }
             let res = glommio::executor()
                 .spawn_blocking(move || write_snapshot_files(&dir, offset, &entries, &indexes))
                 .await;
@@ -677,138 +744,6 @@ impl Partition {
         .detach();
     }
 
-    /// Runs retention (`retention.ms`, `retention.bytes`) when the topic's
-    /// `cleanup.policy` includes `delete`; removed files are unlinked after
-    /// `file.delete.delay.ms`. Gives the number of segments removed.
-    pub fn apply_retention(&self, now_ms: i64) -> Result<usize, StorageError> {
-        if self.log.borrow().has_pending() || self.compacting.get() {
-            // Appends in flight: the next round runs it.
-            return Ok(0);
-        }
-        let s = self.settings();
-        if !s.delete || (s.retention_ms.is_none() && s.retention_bytes.is_none()) {
-            return Ok(0);
-        }
-        let (deleted, reason) =
-            self.log
-                .borrow_mut()
-                .apply_retention(now_ms, s.retention_ms, s.retention_bytes)?;
-        if deleted.segments > 0 {
-            log::info!(
-                "{}-{}: retention ({reason:?}) deleted {} segment(s), {} bytes; log start offset now {}",
-                self.topic,
-                self.index,
-                deleted.segments,
-                deleted.bytes,
-                self.log.borrow().log_start_offset()
-            );
-        }
-        let n = deleted.segments;
-        if n > 0 {
-            let start = self.log.borrow().log_start_offset();
-            self.txns.borrow_mut().drop_aborted_before(start);
-        }
-        remove_later(deleted.files, s.file_delete_delay_ms);
-        Ok(n)
-    }
-
-    /// One compaction pass (at most `max_segments` segments rewritten) when
-    /// `cleanup.policy` includes `compact`: planned here, run on a thread
-    /// of its own (it reads and rewrites whole segments and fsyncs them), the
-    /// rewritten segments put in place here. Appends and fetches go on
-    /// meanwhile; retention and DeleteRecords wait for it. Gives what was
-    /// done; `Io`/`Inconsistent` (KAFKA_STORAGE_ERROR) when the pass failed.
-    pub async fn compact(
-        self: &Rc<Self>,
-        now_ms: i64,
-        max_segments: usize,
-    ) -> Result<CleanStats, StorageError> {
-        if self.log.borrow().has_pending() || self.compacting.get() {
-            // Appends in flight, or a pass running: the next round runs it.
-            return Ok(CleanStats::default());
-        }
-        let s = self.settings();
-        if !s.compact {
-            return Ok(CleanStats::default());
-        }
-        let cfg = CompactionConfig {
-            min_compaction_lag_ms: s.min_compaction_lag_ms,
-            max_compaction_lag_ms: s.max_compaction_lag_ms,
-            min_cleanable_dirty_ratio: s.min_cleanable_dirty_ratio,
-            delete_retention_ms: s.delete_retention_ms,
-        };
-        // Never past the first undecided transaction (see
-        // `PartitionLog::compaction_plan`).
-        let (stable, aborted) = {
-            let t = self.txns.borrow();
-            let hw = self.log.borrow().high_watermark();
-            (
-                t.first_unstable_offset().map_or(hw, |o| o.min(hw)),
-                t.aborted().to_vec(),
-            )
-        };
-        let Some(job) =
-            self.log
-                .borrow()
-                .compaction_plan(now_ms, cfg, max_segments, stable, &aborted)
-        else {
-            return Ok(CleanStats::default());
-        };
-        self.compacting.set(true);
-        let name = format!("{}-{}-cleaner", self.topic, self.index);
-        let done = super::io::on_new_thread(name, move || job.run()).await;
-        let stats = match done {
-            Ok(Ok(done)) => Ok(self.log.borrow_mut().apply_compaction(done)),
-            Ok(Err(e)) => Err(e),
-            Err(e) => Err(StorageError::Io(e)),
-        };
-        self.compacting.set(false);
-        self.compaction_done.notify_all();
-        let stats = stats?;
-        if stats.segments > 0 {
-            log::info!(
-                "{}-{}: compacted {} segment(s), {} -> {} bytes ({} superseded records, {} tombstones removed)",
-                self.topic,
-                self.index,
-                stats.segments,
-                stats.bytes_before,
-                stats.bytes_after,
-                stats.superseded,
-                stats.tombstones
-            );
-        }
-        Ok(stats)
-    }
-
-    /// DeleteRecords: moves the log start offset to `offset` (-1 = high
-    /// watermark); gives the new low watermark. Waits for a running
-    /// compaction pass first (both change the closed segments).
-    pub async fn delete_records(&self, offset: i64) -> Result<i64, StorageError> {
-        while self.compacting.get() {
-            let g = self.compaction_done.generation();
-            super::notify::any_changed(vec![(self.compaction_done.clone(), g)]).await;
-        }
-        let (low, deleted, checkpoint) = self.log.borrow_mut().delete_records_deferred(offset)?;
-        if deleted.segments > 0 {
-            log::info!(
-                "{}-{}: DeleteRecords to offset {offset} deleted {} segment(s), {} bytes; log start offset now {low}",
-                self.topic,
-                self.index,
-                deleted.segments,
-                deleted.bytes
-            );
-        }
-        self.txns.borrow_mut().drop_aborted_before(low);
-        remove_later(deleted.files, self.settings().file_delete_delay_ms);
-        if let Some(c) = checkpoint {
-            // Durable before the answer, written off the reactor.
-            glommio::executor()
-                .spawn_blocking(move || c.write())
-                .await?;
-        }
-        Ok(low)
-    }
-
     /// Forgets producers idle for `producer.id.expiration.ms` (`expiration_ms`)
     /// at `now_ms`, except those with an ongoing transaction. Gives how many
     /// were removed.
@@ -900,23 +835,6 @@ pub(crate) fn encode_marker(
         headers: Default::default(),
     };
     super::internal::encode_batch(std::slice::from_ref(&record))
-}
-
-/// Unlinks `*.deleted` files after `delay_ms` (Kafka's `file.delete.delay.ms`)
-/// so that fetches already reading them finish first.
-fn remove_later(files: Vec<std::path::PathBuf>, delay_ms: u64) {
-    if files.is_empty() {
-        return;
-    }
-    crate::shard::stall::spawn_local("segment removal", async move {
-        glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
-        for f in files {
-            if let Err(e) = std::fs::remove_file(&f) {
-                log::warn!("cannot remove {}: {e}", f.display());
-            }
-        }
-    })
-    .detach();
 }
 
 #[cfg(test)]

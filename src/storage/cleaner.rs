@@ -409,7 +409,7 @@ impl PartitionLog {
     ) -> Result<CleanStats, StorageError> {
         match self.compaction_plan(now_ms, cfg, max_segments, stable_offset, aborted) {
             None => Ok(CleanStats::default()),
-            Some(job) => Ok(self.apply_compaction(job.run()?)),
+            Some(job) => Ok(self.apply_compaction(job.run()?).0),
         }
     }
 
@@ -487,21 +487,28 @@ impl PartitionLog {
     }
 
     /// Takes the result of a [`CompactionJob`] planned on this log: puts the
-    /// rewritten segments in place of the old ones and drops the removed
-    /// ones (matched by base offset). Gives the pass's statistics.
-    pub fn apply_compaction(&mut self, done: CompactionDone) -> CleanStats {
+    /// rewritten segments in place of the old ones and takes out the removed
+    /// ones (matched by base offset). Gives the pass's statistics and the
+    /// segments taken out of the log. Their `.log` files were replaced or
+    /// deleted by the job, so closing them is the last reference to the old
+    /// data and frees its disk: a shard drops them off its reactor.
+    pub fn apply_compaction(&mut self, done: CompactionDone) -> (CleanStats, Vec<Segment>) {
+        let mut replaced = Vec::new();
         for (base, fresh) in done.rewritten {
             match self.older.iter_mut().find(|s| s.base_offset() == base) {
-                Some(slot) => *slot = fresh,
+                Some(slot) => replaced.push(std::mem::replace(slot, fresh)),
                 None => ::log::warn!(
                     "{}: compacted segment {base} is no longer in the log",
                     self.dir.display()
                 ),
             }
         }
-        self.older
-            .retain(|s| !done.removed.contains(&s.base_offset()));
-        done.stats
+        let (gone, kept): (Vec<Segment>, Vec<Segment>) = std::mem::take(&mut self.older)
+            .into_iter()
+            .partition(|s| done.removed.contains(&s.base_offset()));
+        self.older = kept;
+        replaced.extend(gone);
+        (done.stats, replaced)
     }
 }
 

@@ -195,6 +195,39 @@ pub fn read(dir: &Path) -> Result<Option<Vec<EpochEntry>>, CheckpointReadError> 
         .map_err(|format| CheckpointReadError::Format { path, format })
 }
 
+/// The whole `leader-epoch-checkpoint` of a partition as the cache held it
+/// when [`LeaderEpochCache::checkpoint`] was called, to write in order
+/// with the other writes of the partition (the shard's I/O thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochCheckpointWrite {
+    dir: PathBuf,
+    text: String,
+}
+
+impl EpochCheckpointWrite {
+    /// Replaces the file with this content: temporary file, fsync, rename,
+    /// fsync of the directory (blocking). Errors with the I/O failure (the
+    /// file keeps its old content).
+    pub fn write(&self) -> io::Result<()> {
+        super::write_file_durably(
+            &self.dir,
+            LEADER_EPOCH_CHECKPOINT,
+            LEADER_EPOCH_CHECKPOINT_TMP,
+            self.text.as_bytes(),
+        )
+    }
+
+    /// Gives the partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Gives the file's text (Kafka's checkpoint format).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 /// The cache: its entries in memory and the directory of its file.
 #[derive(Debug)]
 pub struct LeaderEpochCache {
@@ -291,15 +324,19 @@ impl LeaderEpochCache {
         epoch >= 0 && self.latest_epoch().is_none_or(|l| epoch > l)
     }
 
-    /// Takes (epoch, start offset) pairs of batches, in offset order;
-    /// [`Self::assign`]s each and, when one was added, writes the file
-    /// ([`Self::write`]) before giving true. A failed write takes the
+    /// Takes (epoch, start offset) pairs of batches, in offset order, and
+    /// the way the file is written (`write`: at once on the calling thread,
+    /// or queued in order for the shard's I/O thread); [`Self::assign`]s
+    /// each and, when one was added, hands the whole cache to `write`
+    /// ([`Self::checkpoint`]) before giving true. A failed `write` takes the
     /// added entries back out and gives the I/O error.
     pub fn assign_durably(
         &mut self,
         batches: impl IntoIterator<Item = (i32, i64)>,
+        write: impl FnOnce(EpochCheckpointWrite) -> io::Result<()>,
     ) -> io::Result<bool> {
         let before = self.entries.len();
+        let was_dirty = self.dirty;
         let mut added = false;
         for (epoch, start) in batches {
             added |= self.assign(epoch, start);
@@ -307,8 +344,9 @@ impl LeaderEpochCache {
         if !added {
             return Ok(false);
         }
-        if let Err(e) = self.write() {
+        if let Err(e) = write(self.checkpoint()) {
             self.entries.truncate(before);
+            self.dirty = was_dirty;
             return Err(e);
         }
         Ok(true)
@@ -371,14 +409,32 @@ impl LeaderEpochCache {
     /// thread: temporary file, fsync, rename, fsync of the directory.
     /// Errors with the I/O failure (the file keeps its old content).
     pub fn write(&mut self) -> io::Result<()> {
-        super::write_file_durably(
-            &self.dir,
-            LEADER_EPOCH_CHECKPOINT,
-            LEADER_EPOCH_CHECKPOINT_TMP,
-            encode(&self.entries).as_bytes(),
-        )?;
+        let c = EpochCheckpointWrite {
+            dir: self.dir.clone(),
+            text: encode(&self.entries),
+        };
+        c.write()?;
         self.dirty = false;
         Ok(())
+    }
+
+    /// Gives the whole cache as the file's next content, for a caller that
+    /// writes it later, in the order of its calls (the shard's I/O thread:
+    /// each write replaces the file, so the last one queued is what it
+    /// holds). The file counts as up to date from now; a write that then
+    /// fails is reported with [`Self::mark_dirty`].
+    pub fn checkpoint(&mut self) -> EpochCheckpointWrite {
+        self.dirty = false;
+        EpochCheckpointWrite {
+            dir: self.dir.clone(),
+            text: encode(&self.entries),
+        }
+    }
+
+    /// Marks the file as behind memory (a queued write failed), so the next
+    /// write or the close writes it again.
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
     }
 }
 
@@ -498,8 +554,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(read(dir.path()).unwrap().is_none());
         let mut c = LeaderEpochCache::new(dir.path(), Vec::new());
-        assert!(c.assign_durably([(0, 0), (0, 3), (2, 5)]).unwrap());
-        assert!(!c.assign_durably([(2, 9), (-1, 10)]).unwrap());
+        let now = |w: EpochCheckpointWrite| w.write();
+        assert!(c.assign_durably([(0, 0), (0, 3), (2, 5)], now).unwrap());
+        assert!(!c.assign_durably([(2, 9), (-1, 10)], now).unwrap());
         let path = dir.path().join(LEADER_EPOCH_CHECKPOINT);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "0\n2\n0 0\n2 5\n");
         assert_eq!(read(dir.path()).unwrap(), Some(vec![e(0, 0), e(2, 5)]));
@@ -514,7 +571,38 @@ mod tests {
         // A write that fails leaves memory as it was.
         let gone = dir.path().join("gone");
         let mut c = LeaderEpochCache::new(&gone, vec![e(0, 0)]);
-        assert!(c.assign_durably([(1, 4)]).is_err());
+        assert!(c.assign_durably([(1, 4)], now).is_err());
         assert_eq!(c.entries(), &[e(0, 0)]);
+    }
+
+    #[test]
+    fn queued_checkpoints_land_in_the_order_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = LeaderEpochCache::new(dir.path(), Vec::new());
+        let mut queue = Vec::new();
+        let mut later = |w: EpochCheckpointWrite| {
+            queue.push(w);
+            Ok(())
+        };
+        assert!(c.assign_durably([(1, 0)], &mut later).unwrap());
+        assert!(c.assign_durably([(3, 7)], &mut later).unwrap());
+        // Memory is authoritative at once; nothing is on disk yet.
+        assert_eq!(c.entries(), &[e(1, 0), e(3, 7)]);
+        assert!(read(dir.path()).unwrap().is_none());
+        assert!(!c.is_dirty());
+        assert_eq!(queue.len(), 2);
+        for w in &queue {
+            w.write().unwrap();
+        }
+        assert_eq!(read(dir.path()).unwrap(), Some(vec![e(1, 0), e(3, 7)]));
+        // A queued write that fails is reported back: the close writes again.
+        c.mark_dirty();
+        assert!(c.is_dirty());
+        // A refused queue takes the entry back out.
+        assert!(c
+            .assign_durably([(4, 9)], |_| Err(io::Error::other("full")))
+            .is_err());
+        assert_eq!(c.entries(), &[e(1, 0), e(3, 7)]);
+        assert!(c.is_dirty(), "the failed queueing keeps the mark");
     }
 }

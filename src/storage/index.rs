@@ -287,6 +287,17 @@ impl OffsetIndex {
         }
     }
 
+    /// Takes the path and base offset of the segment a prepared (empty)
+    /// index now belongs to; renames it in memory only (the caller renames
+    /// the file, whose descriptor stays valid). An index holding entries
+    /// keeps its base offset (they are relative to it).
+    pub fn rebase(&mut self, path: &Path, base_offset: i64) {
+        self.path = path.to_path_buf();
+        if self.entries.is_empty() {
+            self.base_offset = base_offset;
+        }
+    }
+
     /// Takes a byte position of the `.log`; drops entries at or past it and
     /// shrinks the file to match.
     pub fn truncate_to_position(&mut self, position: u64) -> io::Result<()> {
@@ -470,6 +481,15 @@ impl TimeIndex {
             None
         } else {
             Some(self.base_offset + i64::from(self.entries[n - 1].relative_offset))
+        }
+    }
+
+    /// As [`OffsetIndex::rebase`]: the path and base offset of the segment
+    /// this prepared (empty) index now belongs to, in memory only.
+    pub fn rebase(&mut self, path: &Path, base_offset: i64) {
+        self.path = path.to_path_buf();
+        if self.entries.is_empty() {
+            self.base_offset = base_offset;
         }
     }
 

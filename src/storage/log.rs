@@ -10,13 +10,14 @@ use super::batch::{
     log_append_time_header, BatchHeader, ValidatedBatch, RECORD_BATCH_HEADER_BYTES,
 };
 use super::epoch_cache::LeaderEpochCache;
+use super::file_jobs::{run_or_queue, FileJob};
 use super::index::IndexWrite;
 use super::recovery;
 use super::segment::{
     segment_file_name, ReadMode, Segment, MAX_RELATIVE_OFFSET, MAX_SEGMENT_BYTES,
 };
 use super::txn_index::{
-    append_txn_index, read_txn_index, write_txn_index, AbortedTxn, ControlMarker, TXN_INDEX_SUFFIX,
+    read_txn_index, write_txn_index, AbortedTxn, ControlMarker, TXN_INDEX_SUFFIX,
 };
 use super::StorageError;
 use std::os::unix::fs::FileExt;
@@ -156,6 +157,14 @@ pub struct PartitionLog {
     /// The leader-epoch cache (`leader-epoch-checkpoint`), updated at
     /// every reservation whose batches start a newer epoch.
     pub(super) epochs: LeaderEpochCache,
+    /// File work left to the owner, in order (see
+    /// [`PartitionLog::defer_file_work`]); None: run at once.
+    pub(super) jobs: Option<Vec<FileJob>>,
+    /// The next segment, created ahead off the shard and swapped in by the
+    /// next roll ([`PartitionLog::prepare_segment`]).
+    pub(super) prepared: Option<Segment>,
+    /// A [`SegmentPrep`] was handed out and not yet installed.
+    pub(super) preparing: bool,
 }
 
 impl PartitionLog {
@@ -197,6 +206,9 @@ impl PartitionLog {
             failed: None,
             hw_follows_leo: true,
             epochs: LeaderEpochCache::new(dir, Vec::new()),
+            jobs: None,
+            prepared: None,
+            preparing: false,
         };
         log.load_epoch_cache(clean_shutdown)?;
         Ok(log)
@@ -230,62 +242,6 @@ impl PartitionLog {
     /// True while reserved appends are not yet committed (their writes in flight).
     pub fn has_pending(&self) -> bool {
         self.next_offset != self.log_end_offset
-    }
-
-    fn maybe_roll(&mut self, bytes: u64, offsets: i64, now_ms: i64) -> Result<(), StorageError> {
-        let leo = self.next_offset;
-        let cfg = &self.config;
-        let seg = &self.active;
-        if self.active_reserved == 0 {
-            return Ok(());
-        }
-        let max_bytes = cfg.segment_bytes.min(MAX_SEGMENT_BYTES);
-        let full = self.active_reserved.saturating_add(bytes) > max_bytes;
-        let aged = match (cfg.segment_ms, seg.roll_base_ms) {
-            (Some(ms), Some(base)) => {
-                let limit = i64::try_from(ms).unwrap_or(i64::MAX) - seg.roll_jitter_ms;
-                now_ms.saturating_sub(base) > limit
-            }
-            _ => false,
-        };
-        let index_full = seg.indexes_full();
-        let overflow = leo + offsets - 1 - seg.base_offset() > MAX_RELATIVE_OFFSET;
-        if full || aged || index_full || overflow {
-            ::log::debug!(
-                "{}: rolling segment at offset {leo} (size {full}, time {aged}, index {index_full}, offsets {overflow})",
-                self.dir.display()
-            );
-            self.roll()?;
-        }
-        Ok(())
-    }
-
-    /// Closes the active segment for appends and starts a new one whose base
-    /// offset is the LEO. Gives the new segment's base offset. (Kafka also
-    /// flushes the old segment asynchronously; here it is flushed at close.)
-    pub fn roll(&mut self) -> Result<i64, StorageError> {
-        let leo = self.next_offset;
-        if self.active_reserved == 0 {
-            return Ok(self.active.base_offset());
-        }
-        self.active.finish_time_index()?;
-        let seg = self.new_segment(leo)?;
-        let mut old = std::mem::replace(&mut self.active, seg);
-        old.release_preallocation_at(self.active_reserved)?;
-        self.older.push(old);
-        self.active_reserved = 0;
-        Ok(leo)
-    }
-
-    /// Creates the empty segment starting at `base_offset` with this log's
-    /// settings: its roll jitter and, with `preallocate`, its disk reserved.
-    fn new_segment(&self, base_offset: i64) -> Result<Segment, StorageError> {
-        let mut seg = Segment::create(&self.dir, base_offset, self.config.segment_index_bytes)?;
-        seg.roll_jitter_ms = self.config.random_segment_jitter();
-        if self.config.preallocate {
-            seg.preallocate(self.config.segment_bytes.min(MAX_SEGMENT_BYTES))?;
-        }
-        Ok(seg)
     }
 
     /// Takes a fetch offset, a byte budget (`max_bytes`, the partition's
@@ -508,6 +464,25 @@ impl PartitionLog {
     /// they reach into a segment after the active one's start cannot be
     /// told, the close is refused (`Io`) and the next start recovers.
     pub fn close(&mut self) -> Result<(), StorageError> {
+        // The rest is done here, on the calling thread; work still queued
+        // (the owner waited for what it took) is done first, in order.
+        if let Some(queued) = self.jobs.take() {
+            for job in queued {
+                job.run()?;
+            }
+        }
+        self.prepared = None;
+        match super::segment::remove_prepared_files(&self.dir) {
+            Ok(0) => {}
+            Ok(n) => ::log::info!(
+                "{}: removed the {n} file(s) of the segment prepared for the next roll (it holds no record)",
+                self.dir.display()
+            ),
+            Err(e) => ::log::warn!(
+                "{}: cannot remove the segment prepared for the next roll: {e}",
+                self.dir.display()
+            ),
+        }
         if self.has_pending() {
             if self.log_end_offset < self.active.base_offset() {
                 return Err(StorageError::Io(std::io::Error::other(format!(
@@ -520,7 +495,7 @@ impl PartitionLog {
             self.next_offset = self.log_end_offset;
             self.active_reserved = committed;
             if self.epochs.truncate_from_end(self.log_end_offset) {
-                self.epochs.write()?;
+                self.write_epochs()?;
             }
         }
         self.failed
@@ -532,7 +507,7 @@ impl PartitionLog {
         }
         self.active.flush_all()?;
         if self.epochs.is_dirty() {
-            self.epochs.write()?;
+            self.write_epochs()?;
         }
         recovery::write_clean_shutdown_marker(&self.dir)?;
         Ok(())
@@ -607,15 +582,15 @@ impl PartitionLog {
         Ok(out)
     }
 
-    /// Gives the `.txnindex` files that exist, oldest segment first (to
-    /// fsync before a producer-state snapshot covering them is written).
-    pub fn txn_index_files(&self) -> Vec<PathBuf> {
+    /// Gives the `.txnindex` path of every segment, oldest first, whether
+    /// the file exists or not (no system call: for a snapshot written off
+    /// the shard, which skips the missing ones).
+    pub fn txn_index_paths(&self) -> Vec<PathBuf> {
         self.segments()
             .map(|seg| {
                 self.dir
                     .join(segment_file_name(seg.base_offset(), TXN_INDEX_SUFFIX))
             })
-            .filter(|p| p.exists())
             .collect()
     }
 
@@ -632,11 +607,21 @@ impl PartitionLog {
     }
 
     /// Takes an aborted transaction whose ABORT marker (`entry.last_offset`)
-    /// was just appended; appends its 34-byte entry to the `.txnindex` of the
-    /// segment holding the marker. `Io` on failure (KAFKA_STORAGE_ERROR; the
-    /// file is rebuilt from the log at the next start-up).
-    pub fn append_txn_index(&self, entry: &AbortedTxn) -> Result<(), StorageError> {
-        append_txn_index(&self.txn_index_path_for(entry.last_offset), entry)?;
+    /// was just reserved; appends its 34-byte entry to the `.txnindex` of
+    /// the segment holding the marker, or, with deferred file work, queues
+    /// the append (it then lands before the marker's own write, which the
+    /// owner queues after it). `Io` on failure of an append made at once
+    /// (KAFKA_STORAGE_ERROR; the file is rebuilt from the log at the next
+    /// start-up).
+    pub fn append_txn_index(&mut self, entry: &AbortedTxn) -> Result<(), StorageError> {
+        let path = self.txn_index_path_for(entry.last_offset);
+        run_or_queue(
+            &mut self.jobs,
+            FileJob::TxnIndexAppend {
+                path,
+                entry: *entry,
+            },
+        )?;
         Ok(())
     }
 
@@ -715,12 +700,20 @@ mod append;
 #[path = "log/epochs.rs"]
 mod epochs;
 
+#[path = "log/roll.rs"]
+mod roll;
+pub use roll::SegmentPrep;
+
 #[path = "log/truncate.rs"]
 mod truncate;
 
 #[cfg(test)]
 #[path = "log/tests.rs"]
 pub(crate) mod tests;
+
+#[cfg(test)]
+#[path = "log/deferred_tests.rs"]
+mod deferred_tests;
 
 #[cfg(test)]
 mod model_tests;

@@ -9,6 +9,7 @@
 //! - [`batch`]: zero-copy RecordBatch v2 header view and Produce validation.
 //! - [`index`]: `.index` / `.timeindex` files.
 //! - [`epoch_cache`]: the leader-epoch cache and its `leader-epoch-checkpoint`.
+//! - [`file_jobs`]: the log's file work a shard runs off its reactor, in order.
 //! - [`segment`]: one segment.
 //! - [`log`]: [`PartitionLog`], append/read/list-offsets.
 //! - [`recompress`]: broker-side compression (topic `compression.type`).
@@ -20,6 +21,7 @@ pub mod cache;
 pub mod checkpoint;
 pub mod cleaner;
 pub mod epoch_cache;
+pub mod file_jobs;
 pub mod index;
 pub mod log;
 pub mod log_config;

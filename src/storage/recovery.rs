@@ -9,8 +9,9 @@
 //!   writing a compacted segment and putting it in place) completes the
 //!   swap as Kafka's `LogLoader` does: it becomes `<base>.log`, and the
 //!   segments it replaced (bases inside its offset range) are deleted; other
-//!   `.swap` files (indexes, rebuilt) and `*.cleaned` and `*.deleted`
-//!   leftovers are deleted; index files (`.index`, `.timeindex`,
+//!   `.swap` files (indexes, rebuilt), `*.cleaned` and `*.deleted`
+//!   leftovers and the files of a segment prepared for a roll that did not
+//!   happen (`*.prepared`, which never hold a record) are deleted; index files (`.index`, `.timeindex`,
 //!   `.txnindex`) without a `.log` are deleted; other files are logged and
 //!   left. Every deletion is logged with its rule. `.txnindex` contents are
 //!   checked against the log by the partition after opening (see
@@ -40,7 +41,7 @@ use super::epoch_cache::{LEADER_EPOCH_CHECKPOINT, LEADER_EPOCH_CHECKPOINT_TMP};
 use super::log_config::LogConfig;
 use super::segment::{
     parse_segment_file_name, Segment, INDEX_SUFFIX, LOG_SUFFIX, MAX_RELATIVE_OFFSET,
-    MAX_SEGMENT_BYTES, TIME_INDEX_SUFFIX,
+    MAX_SEGMENT_BYTES, PREPARED_SUFFIX, TIME_INDEX_SUFFIX,
 };
 use super::txn_index::TXN_INDEX_SUFFIX;
 use super::StorageError;
@@ -49,9 +50,10 @@ use super::StorageError;
 pub const CLEAN_SHUTDOWN_FILE: &str = ".clean_shutdown";
 
 /// Suffixes of temporary files left by an interrupted operation (Kafka log
-/// cleaner `.cleaned`, async delete `.deleted`, and `.swap` files other than
-/// a segment's `.log.swap`); deleted on open.
-const TEMP_SUFFIXES: [&str; 3] = [".cleaned", ".swap", ".deleted"];
+/// cleaner `.cleaned`, async delete `.deleted`, `.swap` files other than
+/// a segment's `.log.swap`, and a segment created ahead of a roll that did
+/// not happen, `.prepared`: it holds no record); deleted on open.
+const TEMP_SUFFIXES: [&str; 4] = [".cleaned", ".swap", ".deleted", PREPARED_SUFFIX];
 
 /// Suffix of a compacted segment Kafka's cleaner had not put in place yet.
 const SWAP_SUFFIX: &str = ".swap";
@@ -144,7 +146,7 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
         }
         if TEMP_SUFFIXES.iter().any(|s| name.ends_with(s)) {
             ::log::warn!(
-                "{}: deleting a leftover temporary file (an interrupted compaction or deletion)",
+                "{}: deleting a leftover temporary file (an interrupted compaction or deletion, or a segment prepared for a roll)",
                 path.display()
             );
             fs::remove_file(&path)?;

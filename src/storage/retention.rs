@@ -16,6 +16,7 @@
 
 use std::path::PathBuf;
 
+use super::file_jobs::{run_or_queue, FileJob};
 use super::log::PartitionLog;
 use super::segment::Segment;
 use super::StorageError;
@@ -36,7 +37,9 @@ pub enum DeleteReason {
 /// What a retention pass or DeleteRecords removed.
 #[derive(Debug, Default)]
 pub struct Deleted {
-    /// Files renamed to `*.deleted`, to remove after `file.delete.delay.ms`.
+    /// Files renamed to `*.deleted` (or to be, by queued file work), to
+    /// remove after `file.delete.delay.ms`; a file that never existed
+    /// (a segment without `.txnindex`) is among them then.
     pub files: Vec<PathBuf>,
     /// Number of segments removed.
     pub segments: usize,
@@ -44,13 +47,24 @@ pub struct Deleted {
     pub bytes: u64,
 }
 
-fn rename_deleted(seg: &Segment, out: &mut Deleted) {
-    out.files.extend(seg.rename_deleted());
-    out.segments += 1;
-    out.bytes += seg.size();
-}
-
 impl PartitionLog {
+    /// Renames a removed segment's files to `*.deleted`, at once or, with
+    /// deferred file work, as a queued job (`out.files` then names the
+    /// targets, to unlink once that job ran); counts it in `out`.
+    fn rename_deleted(&mut self, seg: &Segment, out: &mut Deleted) {
+        if self.jobs.is_some() {
+            let files = seg.deleted_names();
+            out.files
+                .extend(files.iter().map(|(_, target)| target.clone()));
+            // Never fails when queued.
+            let _ = run_or_queue(&mut self.jobs, FileJob::RenameDeleted { files });
+        } else {
+            out.files.extend(seg.rename_deleted());
+        }
+        out.segments += 1;
+        out.bytes += seg.size();
+    }
+
     /// Applies `retention.ms` (`retention_ms`, None = forever, against each
     /// segment's largest timestamp) and `retention.bytes` (None = no limit) at
     /// `now_ms`: deletes the oldest segments that are expired, oldest first,
@@ -71,16 +85,11 @@ impl PartitionLog {
         retention_ms: Option<i64>,
         retention_bytes: Option<i64>,
     ) -> Result<(Deleted, Option<DeleteReason>), StorageError> {
-        // An empty closed segment (left by compaction) holds nothing to keep.
-        let expired_by_time = |seg: &Segment| {
-            retention_ms.is_some_and(|ms| {
-                seg.size() == 0
-                    || (seg.max_timestamp >= 0 && now_ms.saturating_sub(seg.max_timestamp) > ms)
-            })
-        };
-        if self.older.iter().all(&expired_by_time) && expired_by_time(&self.active) {
+        if self.retention_rolls(now_ms, retention_ms) {
             self.roll()?;
         }
+        // An empty closed segment (left by compaction) holds nothing to keep.
+        let expired_by_time = |seg: &Segment| expired(seg, now_ms, retention_ms);
         let mut out = Deleted::default();
         let mut reason = None;
         let mut total: i64 = self.size_bytes() as i64;
@@ -104,7 +113,7 @@ impl PartitionLog {
             });
             let seg = self.older.remove(0);
             total -= seg.size() as i64;
-            rename_deleted(&seg, &mut out);
+            self.rename_deleted(&seg, &mut out);
         }
         if out.segments > 0 {
             let next_base = self.older.first().unwrap_or(&self.active).base_offset();
@@ -112,6 +121,27 @@ impl PartitionLog {
             self.epochs.truncate_from_start(self.log_start_offset);
         }
         Ok((out, reason))
+    }
+
+    /// Whether [`Self::apply_retention`] at `now_ms` with `retention_ms`
+    /// rolls the active segment first (every segment expired, the active
+    /// one not empty): a shard has the next segment prepared before it.
+    pub fn retention_rolls(&self, now_ms: i64, retention_ms: Option<i64>) -> bool {
+        self.active.size() > 0
+            && self.older.iter().all(|s| expired(s, now_ms, retention_ms))
+            && expired(&self.active, now_ms, retention_ms)
+    }
+
+    /// Whether [`Self::delete_records_before`] to `offset` rolls the active
+    /// segment first (the log start moves to the LEO of a non-empty active
+    /// segment): a shard has the next segment prepared before it.
+    pub fn delete_records_rolls(&self, offset: i64) -> bool {
+        let target = if offset == -1 {
+            self.high_watermark
+        } else {
+            offset
+        };
+        target > self.log_start_offset && target == self.log_end_offset && self.active.size() > 0
     }
 
     /// DeleteRecords: moves the log start offset to `offset` (-1 means the
@@ -163,7 +193,7 @@ impl PartitionLog {
             .is_some_and(|s| s.next_offset() <= target && !(pending && s.next_offset() == leo))
         {
             let seg = self.older.remove(0);
-            rename_deleted(&seg, &mut out);
+            self.rename_deleted(&seg, &mut out);
         }
         self.log_start_offset = target;
         self.epochs.truncate_from_start(target);
@@ -173,6 +203,15 @@ impl PartitionLog {
         };
         Ok((target, out, Some(checkpoint)))
     }
+}
+
+/// Whether `seg` is past `retention_ms` at `now_ms` (its newest record
+/// older than that; an empty segment, left by compaction, holds nothing to
+/// keep).
+fn expired(seg: &Segment, now_ms: i64, retention_ms: Option<i64>) -> bool {
+    retention_ms.is_some_and(|ms| {
+        seg.size() == 0 || (seg.max_timestamp >= 0 && now_ms.saturating_sub(seg.max_timestamp) > ms)
+    })
 }
 
 /// A log-start-offset checkpoint to write (see

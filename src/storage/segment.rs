@@ -20,6 +20,64 @@ pub const INDEX_SUFFIX: &str = "index";
 /// Suffix of time index files.
 pub const TIME_INDEX_SUFFIX: &str = "timeindex";
 
+/// Suffix of the files of a segment created ahead of a roll (see
+/// [`Segment::create_prepared`]); recovery deletes leftovers.
+pub const PREPARED_SUFFIX: &str = ".prepared";
+
+/// Takes a partition directory and a segment file suffix ("log", "index",
+/// "timeindex"); gives the path of the prepared segment's file:
+/// `next-segment.<suffix>.prepared` (not a segment name, so nothing reads
+/// it as part of the log until the roll renames it).
+pub fn prepared_path(dir: &Path, suffix: &str) -> PathBuf {
+    dir.join(format!("next-segment.{suffix}{PREPARED_SUFFIX}"))
+}
+
+/// Takes a partition directory and a base offset; renames the prepared
+/// segment's files to that base offset's names (`<base>.log`, `.index`,
+/// `.timeindex`), then fsyncs the directory so the names are durable
+/// before any record is written to them. Blocking. Errors with the first
+/// failed rename or the fsync.
+pub fn name_prepared_segment(dir: &Path, base_offset: i64) -> io::Result<()> {
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        std::fs::rename(
+            prepared_path(dir, suffix),
+            dir.join(segment_file_name(base_offset, suffix)),
+        )?;
+    }
+    File::open(dir)?.sync_all()
+}
+
+/// Takes a partition directory; removes the files of a prepared segment
+/// that never became part of the log (they hold no record). Gives how many
+/// were removed; a missing file is not an error.
+pub fn remove_prepared_files(dir: &Path) -> io::Result<usize> {
+    let mut n = 0;
+    for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+        match std::fs::remove_file(prepared_path(dir, suffix)) {
+            Ok(()) => n += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Takes (file, target) pairs; renames each file to its target, for
+/// deletion (`*.deleted`, see [`Segment::deleted_names`]). A file already
+/// gone is skipped; a rename that fails is logged and its file left
+/// (recovery does not delete a live segment). Gives the targets renamed.
+pub fn rename_for_deletion(pairs: &[(PathBuf, PathBuf)]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (path, target) in pairs {
+        match std::fs::rename(path, target) {
+            Ok(()) => out.push(target.clone()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => ::log::warn!("cannot rename {} for deletion: {e}", path.display()),
+        }
+    }
+    out
+}
+
 /// How a read of batch headers treats bytes that are not in the page cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadMode {
@@ -161,6 +219,61 @@ impl Segment {
         Ok(seg)
     }
 
+    /// Takes the partition dir, `segment.index.bytes` and the bytes of disk
+    /// to reserve (`preallocate`, None: none); creates an empty segment
+    /// ahead of a roll under the prepared names ([`prepared_path`],
+    /// emptied if they exist), so that the roll itself opens no file: it
+    /// gives the segment its base offset with [`Self::rebase`] and has the
+    /// files renamed ([`name_prepared_segment`]). Blocking: run off the
+    /// shard. Errors with the failed open or reservation.
+    pub fn create_prepared(
+        dir: &Path,
+        index_max_bytes: u32,
+        preallocate: Option<u64>,
+    ) -> io::Result<Segment> {
+        let log_path = prepared_path(dir, LOG_SUFFIX);
+        let log = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&log_path)?;
+        let size = log.metadata()?.len();
+        let mut offset_index =
+            OffsetIndex::open(&prepared_path(dir, INDEX_SUFFIX), 0, index_max_bytes)?;
+        let mut time_index =
+            TimeIndex::open(&prepared_path(dir, TIME_INDEX_SUFFIX), 0, index_max_bytes)?;
+        offset_index.reset()?;
+        time_index.reset()?;
+        let mut seg = Segment::from_parts(0, log_path, log, size, offset_index, time_index);
+        if let Some(bytes) = preallocate {
+            seg.preallocate(bytes)?;
+        }
+        Ok(seg)
+    }
+
+    /// Takes the partition dir and the base offset a prepared, empty
+    /// segment starts at; gives it that base offset and its files' names,
+    /// in memory only (no system call: the caller renames the files with
+    /// [`name_prepared_segment`], their descriptors staying valid). Does
+    /// nothing to a segment holding data.
+    pub fn rebase(&mut self, dir: &Path, base_offset: i64) {
+        if self.size != 0 {
+            return;
+        }
+        self.base_offset = base_offset;
+        self.next_offset = base_offset;
+        self.log_path = dir.join(segment_file_name(base_offset, LOG_SUFFIX));
+        self.offset_index.rebase(
+            &dir.join(segment_file_name(base_offset, INDEX_SUFFIX)),
+            base_offset,
+        );
+        self.time_index.rebase(
+            &dir.join(segment_file_name(base_offset, TIME_INDEX_SUFFIX)),
+            base_offset,
+        );
+    }
+
     /// Takes the partition dir, a base offset and `segment.index.bytes`;
     /// opens an existing segment's files as they are (recovery fixes them up:
     /// `size` is the file length and `next_offset` the base offset until then).
@@ -196,7 +309,25 @@ impl Segment {
             base_offset,
             index_max_bytes,
         )?;
-        Ok(Segment {
+        Ok(Segment::from_parts(
+            base_offset,
+            log_path,
+            log,
+            size,
+            offset_index,
+            time_index,
+        ))
+    }
+
+    fn from_parts(
+        base_offset: i64,
+        log_path: PathBuf,
+        log: File,
+        size: u64,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+    ) -> Segment {
+        Segment {
             base_offset,
             log_path,
             log: Arc::new(log),
@@ -211,7 +342,7 @@ impl Segment {
             roll_jitter_ms: 0,
             preallocated: false,
             log_dirty: false,
-        })
+        }
     }
 
     /// Takes a byte count (`segment.bytes`); reserves that much disk for the
@@ -252,6 +383,18 @@ impl Segment {
             self.preallocated = false;
         }
         Ok(())
+    }
+
+    /// Like [`Self::release_preallocation_at`], without the system call:
+    /// gives the `.log` and the length to cut it to (`set_len`), for the
+    /// caller to run off the shard after the writes queued before it;
+    /// None when nothing was reserved.
+    pub fn release_preallocation_deferred(&mut self, len: u64) -> Option<(Arc<File>, u64)> {
+        if !self.preallocated {
+            return None;
+        }
+        self.preallocated = false;
+        Some((Arc::clone(&self.log), len.max(self.size)))
     }
 
     /// Gives the base offset (first offset this segment may hold).
@@ -546,6 +689,20 @@ impl Segment {
         Ok(())
     }
 
+    /// Like [`Self::finish_time_index`], the entry added in memory only:
+    /// gives its file write for the caller to make (None: no entry).
+    pub fn finish_time_index_deferred(&mut self) -> Option<IndexWrite> {
+        if self.max_timestamp >= 0 || self.offset_of_max_timestamp >= 0 {
+            self.time_index.maybe_append_deferred(
+                self.max_timestamp,
+                self.offset_of_max_timestamp,
+                true,
+            )
+        } else {
+            None
+        }
+    }
+
     /// fdatasyncs the `.log` if written since the last flush.
     pub fn flush_log(&mut self) -> io::Result<()> {
         if self.log_dirty {
@@ -617,22 +774,27 @@ impl Segment {
     /// removes `.deleted` leftovers). Gives the renamed paths; a rename
     /// that fails is logged and its file left.
     pub fn rename_deleted(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for path in [
+        rename_for_deletion(&self.deleted_names())
+    }
+
+    /// Gives (file, `<file>.deleted`) for each of the segment's files
+    /// (`.log`, `.index`, `.timeindex`, `.txnindex`, whether they exist or
+    /// not): what [`Self::rename_deleted`] renames, for a caller that
+    /// renames them later ([`rename_for_deletion`]).
+    pub fn deleted_names(&self) -> Vec<(PathBuf, PathBuf)> {
+        [
             self.log_path.with_extension(LOG_SUFFIX),
             self.log_path.with_extension(INDEX_SUFFIX),
             self.log_path.with_extension(TIME_INDEX_SUFFIX),
             self.log_path
                 .with_extension(super::txn_index::TXN_INDEX_SUFFIX),
-        ] {
+        ]
+        .into_iter()
+        .map(|path| {
             let target = PathBuf::from(format!("{}.deleted", path.display()));
-            match std::fs::rename(&path, &target) {
-                Ok(()) => out.push(target),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => ::log::warn!("cannot rename {} for deletion: {e}", path.display()),
-            }
-        }
-        out
+            (path, target)
+        })
+        .collect()
     }
 }
 

@@ -627,6 +627,15 @@ async fn write_markers(
             me.invoke_on(owner, move |s| async move {
                 for (t, p) in parts {
                     let Some(part) = s.partition(&t, p) else {
+                        // Still opening (after a restart or a move): the
+                        // marker waits for it (the caller retries).
+                        if s.is_opening(&t, p) {
+                            return Err(TxnError::MarkerWrite {
+                                topic: t,
+                                partition: p,
+                                cause: MarkerCause::Partition(MarkerFailure::NotLeader),
+                            });
+                        }
                         log::warn!("marker for {t}-{p} skipped: the partition is gone");
                         continue;
                     };

@@ -670,6 +670,35 @@ impl Cluster {
         try_kp_call(&mut s, 12, 1, &req).map_err(|e| format!("node {id}: {e}"))
     }
 
+    /// ListOffsets v7 (latest) of `topic`-`partition` to node `id`; gives
+    /// the partition's error code: 0 once its leader serves it (a broker
+    /// answers NOT_LEADER_OR_FOLLOWER while it still opens the partition's
+    /// log, as Kafka does for a replica it does not host yet).
+    pub fn list_offsets_code(&self, id: i32, topic: &str, partition: i32) -> Result<i16, String> {
+        use kafka_protocol::messages::list_offsets_request::{
+            ListOffsetsPartition, ListOffsetsTopic,
+        };
+        use kafka_protocol::messages::{BrokerId, ListOffsetsRequest};
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(partition)
+                    .with_current_leader_epoch(-1)
+                    .with_timestamp(-1)])]);
+        let mut s =
+            TcpStream::connect(self.bootstrap(id)).map_err(|e| format!("node {id}: {e}"))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(|e| e.to_string())?;
+        let resp = try_kp_call(&mut s, 7, 2, &req).map_err(|e| format!("node {id}: {e}"))?;
+        resp.topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .map(|p| p.error_code)
+            .ok_or_else(|| format!("node {id}: no partition in the ListOffsets answer"))
+    }
+
     /// An acks=all Produce of one record to `topic`-0 on node `id` (raw
     /// Produce v7, 5 s timeout); gives the partition's error code.
     pub fn produce_raw(&self, id: i32, topic: &str, value: impl Into<bytes::Bytes>) -> i16 {

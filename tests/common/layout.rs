@@ -89,7 +89,9 @@ pub fn layout_on(c: &Cluster, id: i32, topic: &str) -> Result<Option<Layout>, St
 }
 
 /// Waits until every node of `nodes` shows `topic` with `parts` partitions,
-/// each with a leader, all with the same topic id; gives node `nodes[0]`'s
+/// each with a leader, all with the same topic id, and each leader among
+/// `nodes` serves its partition (its log is open: a broker answers
+/// NOT_LEADER_OR_FOLLOWER while it opens it); gives node `nodes[0]`'s
 /// layout.
 pub fn wait_topic(c: &Cluster, nodes: &[i32], topic: &str, parts: usize) -> Layout {
     poll_until(
@@ -110,7 +112,21 @@ pub fn wait_topic(c: &Cluster, nodes: &[i32], topic: &str, parts: usize) -> Layo
                     Some(_) => {}
                 }
             }
-            Ok(first.unwrap())
+            let l = first.unwrap();
+            for (p, part) in &l.parts {
+                if nodes.contains(&part.leader) {
+                    match c.list_offsets_code(part.leader, topic, *p)? {
+                        NONE => {}
+                        code => {
+                            return Err(format!(
+                                "partition {p}: its leader {} answers error {code}",
+                                part.leader
+                            ))
+                        }
+                    }
+                }
+            }
+            Ok(l)
         },
     )
 }

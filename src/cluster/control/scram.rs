@@ -180,6 +180,28 @@ fn user_records(
     Ok(records)
 }
 
+/// The records of the bootstrap credentials whose user has no credential
+/// of that mechanism in `image` (a later change through the API wins).
+pub fn bootstrap(
+    image: &MetadataImage,
+    credentials: &[crate::cluster::bootstrap_scram::BootstrapCredential],
+) -> Vec<MetadataRecord> {
+    credentials
+        .iter()
+        .filter(|c| {
+            !image
+                .scram_credentials
+                .get(&c.name)
+                .is_some_and(|m| m.contains_key(&c.mechanism))
+        })
+        .map(|c| MetadataRecord::UserScramCredential {
+            name: c.name.clone(),
+            mechanism: c.mechanism,
+            credential: c.credential.clone(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

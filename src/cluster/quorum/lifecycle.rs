@@ -212,6 +212,21 @@ pub async fn adopt_inbox(q: &Quorum, data_dir: &std::path::Path) -> usize {
             return 0;
         }
     };
+    let bootstrap = q.settings.bootstrap_scram.clone();
+    if !bootstrap.is_empty() {
+        let n = bootstrap.len();
+        let req = ControllerRequest::BootstrapScram {
+            credentials: bootstrap,
+        };
+        match q.submit(req).await {
+            Ok(a) => log::info!(
+                "bootstrap SCRAM credentials: {n} in {}, {:?} written to the metadata log",
+                crate::cluster::bootstrap_scram::FILE,
+                a.reply
+            ),
+            Err(e) => log::warn!("cannot write the bootstrap SCRAM credentials: {e}"),
+        }
+    }
     if let Some(next) = crate::cluster::producer_ids::reserved(&data_dir.join(METADATA_DIR)) {
         let req = ControllerRequest::ReserveProducerIds {
             next_producer_id: next,

@@ -104,6 +104,9 @@ pub struct QuorumSettings {
     /// `super.users`: the principals welcome on a controller listener that
     /// is not PLAINTEXT.
     pub super_users: Vec<crate::security::principal::KafkaPrincipal>,
+    /// The credentials of `fjord format --add-scram`
+    /// (`cluster::bootstrap_scram`).
+    pub bootstrap_scram: Vec<crate::cluster::bootstrap_scram::BootstrapCredential>,
 }
 
 impl QuorumSettings {

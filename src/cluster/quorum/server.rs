@@ -101,11 +101,15 @@ async fn connection(q: Rc<Quorum>, stream: TcpStream, peer: SocketAddr) {
             }
             (QuorumRequest::SaslAuthenticate { token }, Some(session)) => {
                 let image = q.image();
+                let creds = WithBootstrap {
+                    image: &image,
+                    bootstrap: &q.settings.bootstrap_scram,
+                };
                 let nonce = uuid::Uuid::new_v4().simple().to_string();
                 let step = session.authenticate(
                     &token,
                     2,
-                    &*image as &dyn CredentialSource,
+                    &creds as &dyn CredentialSource,
                     std::time::Instant::now(),
                     now_ms(),
                     &nonce,
@@ -188,6 +192,29 @@ fn refusal(q: &Quorum, session: Option<&Session>, cluster_id: &str) -> Option<St
         ));
     }
     None
+}
+
+/// The credentials a controller listener checks: the metadata log's, then
+/// those of `fjord format --add-scram` (the nodes authenticate to each
+/// other before the log holds any).
+struct WithBootstrap<'a> {
+    image: &'a crate::cluster::metadata::MetadataImage,
+    bootstrap: &'a [crate::cluster::bootstrap_scram::BootstrapCredential],
+}
+
+impl CredentialSource for WithBootstrap<'_> {
+    fn scram(
+        &self,
+        user: &str,
+        mechanism: crate::security::scram::ScramMechanism,
+    ) -> Option<crate::security::scram::ScramCredential> {
+        self.image.scram(user, mechanism).or_else(|| {
+            self.bootstrap
+                .iter()
+                .find(|c| c.name == user && c.mechanism == mechanism)
+                .map(|c| c.credential.clone())
+        })
+    }
 }
 
 /// Wall-clock ms since the Unix epoch.

@@ -33,6 +33,7 @@ fn settings(dir: &std::path::Path) -> QuorumSettings {
         controller_client: crate::security::ClientSecurity::plaintext("CONTROLLER"),
         controller_listener: None,
         super_users: Vec::new(),
+        bootstrap_scram: Vec::new(),
     }
 }
 

@@ -211,6 +211,7 @@ async fn append(
                 continue;
             }
         };
+        ready_for(&part, &w.records).await;
         let outcome = part.produce(
             &w.records,
             w.transactional_id.is_some(),
@@ -243,6 +244,16 @@ async fn append(
     let _ = reserved.send(());
     finish(stage1, &mut out, acks_all).await;
     out
+}
+
+/// Waits, when the append of `records` would roll the partition's active
+/// segment, until the next segment is prepared (created on the I/O thread
+/// ahead of the roll; `Partition::ready_for_append`), so the reservation
+/// that follows without an await opens no file on the reactor.
+async fn ready_for(part: &Rc<Partition>, records: &Bytes) {
+    let offsets = crate::storage::BatchHeader::parse(records)
+        .map_or(1, |h| i64::from(h.last_offset_delta) + 1);
+    part.ready_for_append(records.len() as u64, offsets).await;
 }
 
 /// Records a stage-1 outcome that needs no coordinator.
@@ -312,6 +323,7 @@ async fn verify_all(
                 .unwrap_or(Err(VerificationError::NoVerifier))
             {
                 Ok(()) => {
+                    ready_for(&part, &w.records).await;
                     let outcome = part.produce(&w.records, true, true, wait_for_flush, now_ms());
                     settle(answer, stage1, i, part, outcome);
                 }

@@ -79,6 +79,53 @@ pub(crate) fn rebuild_state(
     (producers, txns)
 }
 
+/// A partition's log opened (recovered) with its producer and transaction
+/// state rebuilt: the slow part of opening a partition, done off the
+/// shard ([`Rebuilt::open`] on a background thread), then given to
+/// [`Partition::from_rebuilt`] on the shard.
+pub struct Rebuilt {
+    pub(super) log: PartitionLog,
+    pub(super) producers: ProducerStateMap,
+    pub(super) txns: PartitionTxns,
+}
+
+impl Rebuilt {
+    /// Takes the partition's topic name, index, directory and log config;
+    /// opens and recovers the log (`PartitionLog::open`) and rebuilds the
+    /// state ([`rebuild_state`]). Blocking. Errors as `PartitionLog::open`
+    /// (`Io`, `Corrupt`: KAFKA_STORAGE_ERROR).
+    pub fn open(
+        topic: &str,
+        index: i32,
+        dir: &std::path::Path,
+        config: crate::storage::LogConfig,
+    ) -> Result<Rebuilt, StorageError> {
+        let log = PartitionLog::open(dir, config)?;
+        Ok(Rebuilt::from_log(topic, index, log))
+    }
+
+    /// Takes an opened log; rebuilds its state ([`rebuild_state`], blocking).
+    pub fn from_log(topic: &str, index: i32, log: PartitionLog) -> Rebuilt {
+        let (producers, txns) = rebuild_state(topic, index, &log);
+        Rebuilt {
+            log,
+            producers,
+            txns,
+        }
+    }
+
+    /// Takes the high watermark a checkpoint kept for the partition (see
+    /// `PartitionLog::restore_high_watermark`).
+    pub fn restore_high_watermark(&mut self, checkpointed: Option<i64>) {
+        self.log.restore_high_watermark(checkpointed);
+    }
+
+    /// Gives the log end offset of the opened log.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+}
+
 /// Producer-state snapshots kept per partition.
 const SNAPSHOTS_KEPT: usize = 2;
 

@@ -113,7 +113,12 @@ impl Partition {
     /// when the image holds another partition epoch. Wakes acks=all waiters
     /// and long-polling fetches (leadership or ISR may have changed what
     /// they wait for).
-    pub fn set_registration(&self, node: i32, reg: &PartitionRegistration, now_ms: i64) {
+    pub fn set_registration(
+        self: &std::rc::Rc<Self>,
+        node: i32,
+        reg: &PartitionRegistration,
+        now_ms: i64,
+    ) {
         let leads = reg.is_leader(node);
         let new_term = leads && (!self.is_leader() || self.leader_epoch() != reg.leader_epoch);
         self.set_leadership(leads, reg.leader_epoch);

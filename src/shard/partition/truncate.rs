@@ -3,6 +3,8 @@
 //! (`truncate_to`, after asking the leader with OffsetForLeaderEpoch), and
 //! OffsetForLeaderEpoch is answered from the log's leader-epoch cache.
 
+use std::rc::Rc;
+
 use super::{rebuild_state, snapshot, Partition};
 use crate::storage::{Inconsistency, StorageError};
 
@@ -18,28 +20,39 @@ impl Partition {
     /// holds the LSO), the durable offset is brought back to the new LEO if
     /// past it, and waiting fetches are woken.
     ///
-    /// Runs on the calling thread, file operations included: truncation is
-    /// rare (a follower after a leader change).
+    /// First waits until the shard's I/O thread ran the file work queued
+    /// before (a roll's renames, checkpoints: the truncation must not race
+    /// them); then runs on the calling thread, file operations included
+    /// (truncation is rare: a follower after a leader change), but for its
+    /// leader-epoch checkpoint, queued in order on the I/O thread.
     ///
     /// Errors (each KAFKA_STORAGE_ERROR, 56): appends reserved and not yet
     /// committed → `Inconsistent` (`TruncateWithPendingAppends`), a
     /// compaction pass running → `Inconsistent`
     /// (`TruncateDuringCompaction`); the caller truncates again once they
-    /// are done; `offset` < 0 → `OffsetOutOfRange` (1); an I/O failure →
-    /// `Io` (the log then takes no appends until restart).
-    pub fn truncate_to(&self, offset: i64) -> Result<i64, StorageError> {
-        self.cut(offset, false)
+    /// are done; `offset` < 0 → `OffsetOutOfRange` (1); an I/O failure, or
+    /// a partition removed from this broker → `Io` (the log then takes no
+    /// appends until restart).
+    pub async fn truncate_to(self: &Rc<Self>, offset: i64) -> Result<i64, StorageError> {
+        self.cut(offset, false).await
     }
 
     /// Takes an offset; deletes the whole log and starts it again, empty,
     /// at `offset` (Kafka `truncateFullyAndStartAt`: a follower behind its
     /// leader's log start offset); then as [`Self::truncate_to`]. Errors as
     /// it.
-    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<i64, StorageError> {
-        self.cut(offset, true)
+    pub async fn truncate_fully_and_start_at(
+        self: &Rc<Self>,
+        offset: i64,
+    ) -> Result<i64, StorageError> {
+        self.cut(offset, true).await
     }
 
-    fn cut(&self, offset: i64, fully: bool) -> Result<i64, StorageError> {
+    async fn cut(self: &Rc<Self>, offset: i64, fully: bool) -> Result<i64, StorageError> {
+        self.refuse_if_retired()?;
+        crate::shard::io::io_barrier().await?;
+        // No await from here on: the barrier holds for what follows.
+        self.refuse_if_retired()?;
         if self.compacting.get() {
             return Err(StorageError::Inconsistent {
                 path: Some(self.log.borrow().dir().to_path_buf()),
@@ -48,10 +61,13 @@ impl Partition {
         }
         let before = self.log.borrow().log_end_offset();
         let leo = if fully {
-            self.log.borrow_mut().restart_at(offset)?
+            self.log.borrow_mut().restart_at(offset)
         } else {
-            self.log.borrow_mut().truncate_to(offset)?
+            self.log.borrow_mut().truncate_to(offset)
         };
+        // The checkpoint it queued, if any, in order after earlier ones.
+        let _ = self.submit_file_work();
+        let leo = leo?;
         if leo == before && !fully {
             return Ok(leo);
         }
@@ -89,10 +105,15 @@ impl Partition {
     /// its entry (starting at the log end) to the leader-epoch cache before
     /// any append of that epoch, as Kafka's `Partition.makeLeader` does
     /// (see `PartitionLog::assign_epoch_start_offset`); gives whether it
-    /// was added. Writes the checkpoint on the calling thread. Errors with
-    /// the failed write (`Io`, KAFKA_STORAGE_ERROR).
-    pub fn assign_epoch_start_offset(&self, epoch: i32) -> Result<bool, StorageError> {
-        self.log.borrow_mut().assign_epoch_start_offset(epoch)
+    /// was added. The checkpoint is written on the shard's I/O thread,
+    /// ahead of the epoch's first write (a failure there stops appends and
+    /// the broker, see `partition/file_work.rs`); on a log without deferred
+    /// file work, on the calling thread. Errors with the failed write
+    /// (`Io`, KAFKA_STORAGE_ERROR).
+    pub fn assign_epoch_start_offset(self: &Rc<Self>, epoch: i32) -> Result<bool, StorageError> {
+        let added = self.log.borrow_mut().assign_epoch_start_offset(epoch);
+        let _ = self.submit_file_work();
+        added
     }
 
     /// Gives the latest leader epoch the log holds data of, None when it

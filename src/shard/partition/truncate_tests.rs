@@ -59,7 +59,7 @@ fn truncation_mid_epoch_rebuilds_producer_and_transaction_state() {
             Ok(Check::Duplicate(_))
         ));
         // Offset 7 is inside epoch 2's first batch (6..=8): it goes whole.
-        assert_eq!(p.truncate_to(7).unwrap(), 6);
+        assert_eq!(p.truncate_to(7).await.unwrap(), 6);
         assert_eq!(p.log_end_offset(), 6);
         assert_eq!(p.latest_epoch(), Some(1));
         assert_eq!(p.end_offset_for_epoch(1), Some((1, 6)));
@@ -104,14 +104,14 @@ fn truncation_to_the_log_start_forgets_every_producer() {
     let path = dir.path().to_path_buf();
     glommio::LocalExecutor::default().run(async move {
         let p = leader_in_three_epochs(&path);
-        assert_eq!(p.truncate_to(0).unwrap(), 0);
+        assert_eq!(p.truncate_to(0).await.unwrap(), 0);
         assert_eq!((p.log_start_offset(), p.log_end_offset()), (0, 0));
         assert_eq!(p.latest_epoch(), None);
         assert!(snapshot::list(&path).is_empty());
         assert!(p.producers.borrow().snapshot().is_empty());
         assert_eq!(p.last_stable_offset(), 0);
         // Nothing to cut: the same LEO back.
-        assert_eq!(p.truncate_to(5).unwrap(), 0);
+        assert_eq!(p.truncate_to(5).await.unwrap(), 0);
     });
 }
 
@@ -122,7 +122,7 @@ fn truncation_waits_for_a_compaction_pass() {
     glommio::LocalExecutor::default().run(async move {
         let p = leader_in_three_epochs(&path);
         p.compacting.set(true);
-        let e = p.truncate_to(3).unwrap_err();
+        let e = p.truncate_to(3).await.unwrap_err();
         assert!(matches!(
             e,
             StorageError::Inconsistent {
@@ -132,7 +132,7 @@ fn truncation_waits_for_a_compaction_pass() {
         ));
         assert_eq!(p.log_end_offset(), 11);
         p.compacting.set(false);
-        assert_eq!(p.truncate_to(3).unwrap(), 3);
+        assert_eq!(p.truncate_to(3).await.unwrap(), 3);
     });
 }
 
@@ -143,7 +143,7 @@ fn a_snapshot_written_across_a_truncation_is_dropped() {
     glommio::LocalExecutor::default().run(async move {
         let p = leader_in_three_epochs(&path);
         let before = p.truncations.get();
-        assert_eq!(p.truncate_to(3).unwrap(), 3);
+        assert_eq!(p.truncate_to(3).await.unwrap(), 3);
         // A background snapshot captured before the truncation lands after it.
         std::fs::write(snapshot::path(&path, 11), b"stale").unwrap();
         p.drop_snapshot_if_truncated(before, 11);

@@ -27,6 +27,13 @@ impl PartitionLog {
     ) -> Result<AppendResult, StorageError> {
         let records = bytes::Bytes::copy_from_slice(records);
         let (write, ticket) = self.reserve(&records, batches, leader_epoch, now_ms)?;
+        // Queued file work (deferred) lands before the write, as on a shard.
+        for job in self.take_file_jobs() {
+            if let Err(e) = job.run() {
+                self.fail(&ticket, &e);
+                return Err(e.into());
+            }
+        }
         if let Some(w) = write {
             if let Err(e) = w.write_now() {
                 self.fail(&ticket, &e);
@@ -65,9 +72,11 @@ impl PartitionLog {
     ///
     /// When `leader_epoch` (>= 0) is newer than the leader-epoch cache's
     /// latest epoch, the entry (`leader_epoch`, first offset reserved) is
-    /// added and `leader-epoch-checkpoint` written (fsynced) on the calling
-    /// thread before the reservation is made; an epoch of -1 is not
-    /// recorded.
+    /// added and `leader-epoch-checkpoint` written (fsynced) before the
+    /// reservation's write: on the calling thread, or, with deferred file
+    /// work, queued ahead of the write the owner queues next; an epoch of
+    /// -1 is not recorded. A roll with deferred file work swaps in the
+    /// prepared segment and queues its file work (see [`Self::roll`]).
     ///
     /// Empty `batches` gives no write and base/last offset -1. Batches not
     /// lying inside `records` → `Batch(CorruptMessage)`; a log whose earlier
@@ -153,7 +162,11 @@ impl PartitionLog {
         let at = self.active_reserved;
         // A newer epoch starts here: the leader-epoch checkpoint is written
         // before the reservation (rare; see docs/decisions/leader-epoch-cache.md).
-        self.epochs.assign_durably([(leader_epoch, first_offset)])?;
+        let jobs = &mut self.jobs;
+        self.epochs
+            .assign_durably([(leader_epoch, first_offset)], |c| {
+                run_or_queue(jobs, FileJob::EpochCheckpoint(c))
+            })?;
 
         // The bytes this append adds before each batch's own bytes: the
         // 16-byte prefix (assigned base offset, the batch's own batchLength,
@@ -278,10 +291,12 @@ impl PartitionLog {
             });
         }
         // Each batch's own epoch, as the leader stamped it.
+        let jobs = &mut self.jobs;
         self.epochs.assign_durably(
             batches
                 .iter()
                 .map(|b| (b.header.partition_leader_epoch, b.header.base_offset)),
+            |c| run_or_queue(jobs, FileJob::EpochCheckpoint(c)),
         )?;
         let at = self.active_reserved;
         let mut pos = at;

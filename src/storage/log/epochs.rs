@@ -54,7 +54,7 @@ impl PartitionLog {
         changed |= self.epochs.truncate_from_end(self.log_end_offset);
         changed |= self.epochs.truncate_from_start(self.log_start_offset);
         if changed {
-            self.epochs.write()?;
+            self.write_epochs()?;
         }
         Ok(())
     }
@@ -63,14 +63,22 @@ impl PartitionLog {
     /// `maybeAssignEpochStartOffset`, called by `Partition.makeLeader`);
     /// adds (epoch, the offset the next reservation gets) to the
     /// leader-epoch cache when the epoch is newer than its latest, and
-    /// writes the checkpoint on the calling thread; gives whether it was
-    /// added. With the entry in place before the new leader's first append,
+    /// writes the checkpoint on the calling thread (queued, in order, with
+    /// deferred file work); gives whether it was added. With the entry in place before the new leader's first append,
     /// a follower asking for the end of an older epoch gets the new
     /// leader's log end offset at its election, not "undefined". Errors
     /// with the failed write (`Io`, KAFKA_STORAGE_ERROR; the cache is left
     /// as it was).
     pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool, StorageError> {
-        Ok(self.epochs.assign_durably([(epoch, self.next_offset)])?)
+        let jobs = &mut self.jobs;
+        Ok(self
+            .epochs
+            .assign_durably([(epoch, self.next_offset)], |c| {
+                crate::storage::file_jobs::run_or_queue(
+                    jobs,
+                    crate::storage::file_jobs::FileJob::EpochCheckpoint(c),
+                )
+            })?)
     }
 
     /// Gives the latest leader epoch the log holds data of (the largest

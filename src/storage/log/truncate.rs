@@ -53,7 +53,7 @@ impl PartitionLog {
         self.check_truncatable(offset)?;
         if offset >= self.log_end_offset {
             if self.epochs.truncate_from_end(self.log_end_offset) {
-                self.epochs.write()?;
+                self.write_epochs()?;
             }
             return Ok(self.log_end_offset);
         }
@@ -151,7 +151,7 @@ impl PartitionLog {
         self.cut_txn_index(new_end)?;
         self.remove_producer_snapshots(|o| o > new_end);
         if self.epochs.truncate_from_end(new_end) || self.epochs.is_dirty() {
-            self.epochs.write()?;
+            self.write_epochs()?;
         }
         self.pull_back_cleaner_checkpoint(new_end)?;
         self.log_end_offset = new_end;
@@ -178,7 +178,7 @@ impl PartitionLog {
         remove_files(removed);
         self.remove_producer_snapshots(|_| true);
         self.epochs.clear();
-        self.epochs.write()?;
+        self.write_epochs()?;
         if self.dir.join(LOG_START_CHECKPOINT).exists() {
             crate::storage::write_offset_file(&self.dir, LOG_START_CHECKPOINT, offset)?;
         }

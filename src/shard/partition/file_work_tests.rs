@@ -1,0 +1,203 @@
+//! Tests of a partition whose log's file work runs on the shard's I/O
+//! thread (as a served partition's does): rolls into prepared segments,
+//! `.txnindex` entries written before the marker and rebuilt when short,
+//! retention renames then unlinks, a failed checkpoint stopping the appends
+//! queued after it, and a retired partition taking no more work.
+
+use super::super::tests::{batch, marker, open};
+use super::*;
+use crate::shard::io::io_barrier;
+use crate::storage::segment::{prepared_path, segment_file_name};
+use crate::storage::txn_index::read_txn_index;
+use crate::storage::validate_batches;
+
+/// Appends `b` as a client's append does on a shard: waits for a prepared
+/// segment when it would roll, reserves, writes on the I/O thread, commits.
+async fn append(p: &Rc<Partition>, b: &bytes::Bytes) -> Result<AppendResult, StorageError> {
+    let v = validate_batches(b, usize::MAX).unwrap();
+    let offsets = i64::from(v[0].header.last_offset_delta) + 1;
+    p.ready_for_append(b.len() as u64, offsets).await;
+    let a = p.append(b, &v, crate::shard::now_ms())?;
+    a.finish().await.map(|(r, _)| r)
+}
+
+#[test]
+fn a_served_partition_rolls_into_prepared_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let segment_bytes = 600;
+        let p = open(&path, segment_bytes);
+        p.defer_file_work();
+        for i in 0..30 {
+            let r = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+            assert_eq!(r.base_offset, 3 * i);
+        }
+        io_barrier().await.unwrap();
+        let bases = p.log.borrow().segment_base_offsets();
+        assert!(bases.len() > 4, "{bases:?}");
+        for base in &bases {
+            for ext in ["log", "index", "timeindex"] {
+                assert!(
+                    path.join(segment_file_name(*base, ext)).exists(),
+                    "{base}.{ext}"
+                );
+            }
+            // Every roll found its segment prepared: none grew past the limit.
+            let len = std::fs::metadata(path.join(segment_file_name(*base, "log")))
+                .unwrap()
+                .len();
+            assert!(len <= segment_bytes, "segment {base}: {len} bytes");
+        }
+        drop(p);
+        // What a kill leaves: the log without the prepared segment.
+        let p = open(&path, segment_bytes);
+        assert_eq!(p.log_end_offset(), 90);
+        assert_eq!(p.log.borrow().segment_base_offsets(), bases);
+        assert!(!prepared_path(&path, "log").exists());
+    });
+}
+
+#[test]
+fn txn_index_entries_land_before_their_marker_and_a_short_file_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.defer_file_work();
+        assert_eq!(
+            append(&p, &batch(1, 0, 0, 2, true))
+                .await
+                .unwrap()
+                .base_offset,
+            0
+        );
+        assert_eq!(marker(&p, 1, 0, false, 0).await, Ok(2));
+        assert_eq!(
+            append(&p, &batch(2, 0, 0, 1, true))
+                .await
+                .unwrap()
+                .base_offset,
+            3
+        );
+        assert_eq!(marker(&p, 2, 0, false, 0).await, Ok(4));
+        // The marker is committed: its entry, queued before its write, is in.
+        let idx = path.join(segment_file_name(0, "txnindex"));
+        let entries = read_txn_index(&idx).unwrap().unwrap();
+        assert_eq!(entries.len(), 2);
+        let aborted = p.txns.borrow().aborted().to_vec();
+        drop(p);
+        // A crash that lost the last entry (written, not flushed): the
+        // reopened partition rebuilds it from the log.
+        let bytes = std::fs::read(&idx).unwrap();
+        std::fs::write(&idx, &bytes[..34]).unwrap();
+        let p = open(&path, 1 << 30);
+        assert_eq!(std::fs::read(&idx).unwrap(), bytes);
+        assert_eq!(p.txns.borrow().aborted(), aborted.as_slice());
+    });
+}
+
+#[test]
+fn retention_renames_on_the_io_thread_then_unlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 200);
+        p.defer_file_work();
+        for _ in 0..6 {
+            append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        }
+        let mut s = p.settings();
+        s.retention_bytes = Some(1);
+        s.file_delete_delay_ms = 0;
+        p.set_settings(s);
+        let n = p.apply_retention(crate::shard::now_ms()).await.unwrap();
+        assert!(n > 0);
+        let start = p.log_start_offset();
+        assert!(start > 0);
+        let first = path.join(segment_file_name(0, "log"));
+        poll(|| !first.exists() && !path.join(format!("{}.deleted", first.display())).exists())
+            .await;
+        // The log start survives a reopen.
+        drop(p);
+        let p = open(&path, 200);
+        assert_eq!(p.log_start_offset(), start);
+    });
+}
+
+#[test]
+fn a_failed_checkpoint_stops_the_appends_queued_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.defer_file_work();
+        assert_eq!(
+            append(&p, &batch(-1, -1, -1, 3, false))
+                .await
+                .unwrap()
+                .base_offset,
+            0
+        );
+        // The next checkpoint cannot be written (its temporary file's name
+        // is taken by a directory).
+        std::fs::create_dir(path.join("leader-epoch-checkpoint.tmp")).unwrap();
+        p.set_leadership(true, 5);
+        let e = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap_err();
+        assert!(matches!(e, StorageError::Io(_)), "{e}");
+        assert_eq!(p.log_end_offset(), 3, "not committed");
+        assert!(append(&p, &batch(-1, -1, -1, 1, false)).await.is_err());
+        assert!(crate::shard::fatal::reason().is_some(), "the broker stops");
+    });
+}
+
+#[test]
+fn a_retired_partition_takes_no_more_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.defer_file_work();
+        append(&p, &batch(-1, -1, -1, 2, false)).await.unwrap();
+        p.retire();
+        assert!(p.is_retired());
+        assert!(append(&p, &batch(-1, -1, -1, 1, false)).await.is_err());
+        assert!(p.truncate_to(0).await.is_err());
+        assert!(p.delete_records(1).await.is_err());
+        assert_eq!(p.log_end_offset(), 2);
+    });
+}
+
+/// Polls `done` every millisecond (up to 5 s) on the executor.
+async fn poll(mut done: impl FnMut() -> bool) {
+    for _ in 0..5_000 {
+        if done() {
+            return;
+        }
+        glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("condition not reached within 5 s");
+}
+
+#[test]
+fn an_idle_expired_partition_rolls_into_a_prepared_segment_and_ages_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 30);
+        p.defer_file_work();
+        append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        assert!(!p.log.borrow().has_prepared_segment(), "far from its roll");
+        let mut s = p.settings();
+        s.retention_ms = Some(1_000);
+        p.set_settings(s);
+        // Long after its records: the active segment is rolled (into a
+        // segment prepared for it) and deleted.
+        let later = crate::shard::now_ms() + 3_600_000;
+        assert_eq!(p.apply_retention(later).await.unwrap(), 1);
+        assert_eq!(p.log_start_offset(), 3);
+        assert_eq!(p.log.borrow().segment_base_offsets(), vec![3]);
+        io_barrier().await.unwrap();
+        assert!(path.join(segment_file_name(3, "log")).exists());
+    });
+}
