@@ -80,6 +80,8 @@ struct Node {
     starts: usize,
     /// A quorum voter (`broker,controller`); false: a broker-only node.
     voter: bool,
+    /// The port of its `SECURE` listener (secured clusters).
+    secure_port: u16,
 }
 
 impl Node {
@@ -118,6 +120,20 @@ pub struct Cluster {
     cpus: Vec<usize>,
     /// Shards per node (`--shards`).
     shards: usize,
+    /// The security of a secured cluster ([`Cluster::start_secured`]).
+    secure: Option<SecureSetup>,
+}
+
+/// A secured cluster: every node also has a `SECURE` listener (SASL_SSL),
+/// which is the inter-broker listener, and its controller listener is
+/// SASL_SSL too; the `PLAINTEXT` listener stays for the test's own checks.
+#[derive(Debug, Clone, Default)]
+pub struct SecureSetup {
+    /// `key=value` lines every node's `server.properties` gets (keystores,
+    /// mechanisms, JAAS lines, `super.users`).
+    pub props: Vec<String>,
+    /// `fjord format --add-scram` values.
+    pub add_scram: Vec<String>,
 }
 
 impl Cluster {
@@ -140,7 +156,27 @@ impl Cluster {
         Cluster::start_inner(n, overrides, true, 1)
     }
 
+    /// [`Cluster::start`] secured as `setup` says (see [`SecureSetup`]).
+    pub fn start_secured(n: usize, setup: SecureSetup) -> Cluster {
+        Cluster::start_full(n, &[], false, 1, Some(setup))
+    }
+
+    /// `host:port` of node `id`'s `SECURE` listener.
+    pub fn secure_bootstrap(&self, id: i32) -> String {
+        format!("127.0.0.1:{}", self.nodes[self.idx(id)].secure_port)
+    }
+
     fn start_inner(n: usize, overrides: &[&str], proxied: bool, shards: usize) -> Cluster {
+        Cluster::start_full(n, overrides, proxied, shards, None)
+    }
+
+    fn start_full(
+        n: usize,
+        overrides: &[&str],
+        proxied: bool,
+        shards: usize,
+        secure: Option<SecureSetup>,
+    ) -> Cluster {
         assert!(n >= 1);
         let root = tempfile::Builder::new()
             .prefix("fjord-cluster-")
@@ -159,6 +195,7 @@ impl Cluster {
                     lines: None,
                     starts: 0,
                     voter: true,
+                    secure_port: free_port(),
                 }
             })
             .collect();
@@ -209,6 +246,7 @@ impl Cluster {
             pids,
             cpus: allowed_cpus(),
             shards,
+            secure: secure.clone(),
         };
         for i in 0..c.nodes.len() {
             c.write_properties(i);
@@ -310,6 +348,28 @@ impl Cluster {
                 data = n.data_dir().display(),
             );
         }
+        if let Some(s) = &self.secure {
+            text = text
+                .replace(
+                    &format!(",CONTROLLER://127.0.0.1:{}\n", n.controller_port),
+                    &format!(
+                        ",CONTROLLER://127.0.0.1:{},SECURE://127.0.0.1:{}\n",
+                        n.controller_port, n.secure_port
+                    ),
+                )
+                .replace(
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "inter.broker.listener.name=SECURE",
+                )
+                .replace(
+                    "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                    "listener.security.protocol.map=CONTROLLER:SASL_SSL,PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL",
+                );
+            for p in &s.props {
+                text.push_str(p);
+                text.push('\n');
+            }
+        }
         if let Some(p) = self.data_inbound.get(&n.id) {
             text.push_str(&format!(
                 "advertised.listeners=PLAINTEXT://127.0.0.1:{}\n",
@@ -344,6 +404,7 @@ impl Cluster {
             lines: None,
             starts: 0,
             voter: false,
+            secure_port: free_port(),
         });
         let i = self.nodes.len() - 1;
         self.write_properties(i);
@@ -362,6 +423,12 @@ impl Cluster {
             .arg(n.props())
             .arg("--cluster-id")
             .arg(&self.cluster_id)
+            .args(
+                self.secure
+                    .iter()
+                    .flat_map(|s| s.add_scram.iter())
+                    .flat_map(|v| ["--add-scram", v.as_str()]),
+            )
             .output()
             .expect("run fjord format");
         assert!(
