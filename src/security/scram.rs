@@ -387,7 +387,10 @@ impl ScramServer {
                 "channel binding differs from the GS2 header",
             ));
         }
-        if nonce != self.nonce {
+        // The client's nonce must end with the server's, as Kafka checks
+        // it (`endsWith`): librdkafka before 2.x's fix sends its own nonce
+        // again in front. The proof covers the message as sent.
+        if !nonce.ends_with(&self.nonce) {
             return Err(ScramError::Nonce);
         }
         let proof = B64
