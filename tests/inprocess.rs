@@ -1,16 +1,87 @@
 //! Scenarios run in-process (`harness`): a whole broker with two shards in
-//! this test process, driven through the owners' operations and the
-//! coordinators, without a client or a child process. Each was a process
-//! test before; the client-visible behaviour stays covered by the
-//! compatibility runners and the process tests that need a real client.
+//! this test process, driven through the owners' operations, the
+//! coordinators and the partitions, without a client or a child process.
+//! Each was a process test before (its doc comment names it); the
+//! behaviour a real client sees end to end stays covered by the process
+//! tests that need a client and by the compatibility runners.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// The handlers' futures nest as deeply as in the crate (see src/lib.rs).
+#![recursion_limit = "256"]
 
 mod harness;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use harness::groups::{assignment, join_args, subscription, sync_args, MEMBER_ID_REQUIRED};
+use harness::txn::TxnProducer;
 use harness::*;
+use kafka_protocol::messages as kp;
+use kafka_protocol::protocol::StrBytes;
+
+// Kafka error codes the scenarios expect.
+const NONE: i16 = 0;
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const NOT_ENOUGH_REPLICAS: i16 = 19;
+const ILLEGAL_GENERATION: i16 = 22;
+const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const INVALID_SESSION_TIMEOUT: i16 = 26;
+const REBALANCE_IN_PROGRESS: i16 = 27;
+const INVALID_TIMESTAMP: i16 = 32;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
+const INVALID_TXN_STATE: i16 = 48;
+const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+const OPERATION_NOT_ATTEMPTED: i16 = 55;
+const NON_EMPTY_GROUP: i16 = 68;
+const GROUP_ID_NOT_FOUND: i16 = 69;
+const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+const INVALID_RECORD: i16 = 87;
+const PRODUCER_FENCED: i16 = 90;
+const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
+
+/// Isolation levels.
+const READ_UNCOMMITTED: i8 = 0;
+const READ_COMMITTED: i8 = 1;
+
+/// Broker settings of the transaction and group scenarios (as the process
+/// tests had them).
+const TXN: &[&str] = &[
+    "offsets.topic.num.partitions=4",
+    "transaction.state.log.num.partitions=4",
+    "group.initial.rebalance.delay.ms=0",
+    "group.min.session.timeout.ms=1000",
+];
+
+/// Retention from start-up and every 200 ms, deleted files removed at once.
+const FAST_RETENTION: &[&str] = &[
+    "log.initial.task.delay.ms=0",
+    "log.retention.check.interval.ms=200",
+    "log.segment.delete.delay.ms=0",
+];
+
+fn with(base: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+/// `count` values `{tag}-{i}`.
+fn values(tag: &str, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{tag}-{i}")).collect()
+}
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn error_code(a: &fjord::shard::owner::produce::AppendAnswer) -> i16 {
+    a.error.as_ref().map_or(NONE, |e| e.code())
+}
 
 /// Records appended through the owner from the other shard are read back
 /// in order, and are still there after a clean restart.
@@ -35,4 +106,553 @@ fn appends_cross_shards_and_survive_a_restart() {
         assert_eq!(recs.len(), 15);
         assert!(recs.iter().enumerate().all(|(i, (o, _))| *o == i as i64));
     }
+}
+
+// ================================================================ transactions
+
+/// While a transaction is open its first offset is the last stable offset:
+/// read_committed reads nothing from there on (not even a later
+/// non-transactional record), ListOffsets with read_committed answers the
+/// LSO; after the commit everything is visible and LSO == high watermark.
+/// (Was transactions.rs `open_transaction_holds_the_last_stable_offset`.)
+#[test]
+fn open_transaction_holds_the_last_stable_offset() {
+    let node = Node::start(TXN);
+    let topic = "txn-lso";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut p = TxnProducer::init(&node, "lso-tx", 60_000);
+    let first = values("c1", 10);
+    p.send(&node, topic, 0, &first); // 0..=9
+    assert_eq!(p.commit(&node), NONE); // marker 10
+
+    let open = values("open", 10);
+    let open_start = p.send(&node, topic, 0, &open);
+    assert_eq!(
+        open_start, 11,
+        "the open transaction starts after c1 and its marker"
+    );
+    let late = node.append(
+        topic,
+        0,
+        values_batch(&["plain-after".to_string()], now_ms()),
+    );
+    assert_eq!(late, 21);
+
+    assert_eq!(node.list_offset(topic, 0, -2, READ_UNCOMMITTED), Some(0));
+    assert_eq!(node.list_offset(topic, 0, -1, READ_UNCOMMITTED), Some(22));
+    assert_eq!(
+        node.list_offset(topic, 0, -1, READ_COMMITTED),
+        Some(open_start),
+        "ListOffsets latest under read_committed while the transaction is open"
+    );
+    let (read, _) = node.fetch(topic, 0, 0, READ_COMMITTED);
+    assert_eq!(read.high_watermark, 22);
+    assert_eq!(
+        read.last_stable_offset, open_start,
+        "LSO in the Fetch answer while the transaction is open"
+    );
+    assert_eq!(
+        node.values(topic, 0, 0, READ_COMMITTED),
+        first,
+        "read_committed while the transaction is open"
+    );
+    assert_eq!(
+        node.read_all(topic, 0, 0, READ_UNCOMMITTED).len(),
+        21,
+        "read_uncommitted reads c1, the open records and plain-after"
+    );
+
+    assert_eq!(p.commit(&node), NONE);
+    let mut want: Vec<String> = first.iter().chain(&open).cloned().collect();
+    want.push("plain-after".to_string());
+    assert_eq!(
+        node.values(topic, 0, 0, READ_COMMITTED),
+        want,
+        "read_committed after the commit"
+    );
+    assert_eq!(
+        node.hw_and_lso(topic, 0),
+        (23, 23),
+        "LSO after the commit (marker at 22)"
+    );
+    assert_eq!(node.list_offset(topic, 0, -1, READ_COMMITTED), Some(23));
+}
+
+/// A second producer with the same transactional id fences the first: the
+/// first one's open transaction is aborted, its commit is refused with
+/// PRODUCER_FENCED (and it stays fenced), and the second one commits
+/// normally. (Was transactions.rs `second_producer_fences_the_first`.)
+#[test]
+fn second_producer_fences_the_first() {
+    let node = Node::start(TXN);
+    let topic = "txn-fence";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut a = TxnProducer::init(&node, "fence-tx", 60_000);
+    a.send(&node, topic, 0, &values("a", 5));
+    let before = node.describe_txn("fence-tx");
+    assert_eq!(before.state, "Ongoing", "{before:?}");
+
+    let mut b = TxnProducer::init(&node, "fence-tx", 60_000);
+    let after = node.describe_txn("fence-tx");
+    assert_eq!(after.state, "Empty", "after B's InitProducerId: {after:?}");
+    assert_eq!(after.producer_id, before.producer_id);
+    assert!(
+        after.producer_epoch > before.producer_epoch,
+        "B's epoch {} must be above A's {}",
+        after.producer_epoch,
+        before.producer_epoch
+    );
+    // A's transaction was aborted: an ABORT marker follows its 5 records.
+    assert_eq!(node.watermarks(topic, 0).1, 6);
+
+    assert_eq!(
+        a.commit(&node),
+        PRODUCER_FENCED,
+        "A's commit after being fenced"
+    );
+    assert_eq!(
+        node.add_partitions("fence-tx", a.pid, a.epoch, &[(topic, 0)]),
+        PRODUCER_FENCED,
+        "A stays fenced"
+    );
+
+    b.send(&node, topic, 0, &values("b", 5));
+    assert_eq!(b.commit(&node), NONE);
+    assert_eq!(node.describe_txn("fence-tx").state, "CompleteCommit");
+    assert_eq!(node.read_all(topic, 0, 0, READ_UNCOMMITTED).len(), 10);
+    assert_eq!(
+        node.values(topic, 0, 0, READ_COMMITTED),
+        values("b", 5),
+        "read_committed sees B's records only"
+    );
+}
+
+/// A transaction left open past `transaction.timeout.ms` is aborted by the
+/// coordinator with a bumped epoch: DescribeTransactions says CompleteAbort,
+/// an ABORT marker ends the records, read_committed skips them, and the
+/// producer's commit is refused. (Was transactions.rs
+/// `coordinator_aborts_timed_out_transaction`.)
+#[test]
+fn coordinator_aborts_timed_out_transaction() {
+    let node = Node::start(&with(
+        TXN,
+        &["transaction.abort.timed.out.transaction.cleanup.interval.ms=200"],
+    ));
+    let topic = "txn-timeout";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut p = TxnProducer::init(&node, "slow-tx", 2000);
+    let initial = node.describe_txn("slow-tx");
+    assert_eq!(initial.state, "Empty", "{initial:?}");
+    assert_eq!(initial.timeout_ms, 2000);
+
+    p.send(&node, topic, 0, &values("slow", 5));
+    let aborted = node.poll("the coordinator to abort slow-tx", || {
+        let d = node.describe_txn("slow-tx");
+        (d.state == "CompleteAbort")
+            .then_some(d.clone())
+            .ok_or(format!("{d:?}"))
+    });
+    assert_eq!(aborted.error_code, NONE);
+    assert_eq!(aborted.producer_id, initial.producer_id);
+    assert_eq!(
+        aborted.producer_epoch,
+        initial.producer_epoch + 1,
+        "the timeout abort bumps the epoch"
+    );
+    assert!(aborted.partitions.is_empty(), "{aborted:?}");
+    assert_eq!(
+        node.watermarks(topic, 0).1,
+        6,
+        "5 records + the ABORT marker"
+    );
+    assert_eq!(
+        node.read_all(topic, 0, 0, READ_UNCOMMITTED).len(),
+        5,
+        "read_uncommitted sees the aborted records"
+    );
+    assert!(
+        node.read_all(topic, 0, 0, READ_COMMITTED).is_empty(),
+        "read_committed saw records of the timed-out transaction"
+    );
+    assert_eq!(
+        node.hw_and_lso(topic, 0).1,
+        6,
+        "read_committed reaches past the marker"
+    );
+    assert_ne!(p.commit(&node), NONE, "commit of the timed-out transaction");
+}
+
+/// Offsets committed through a transaction, and the transaction's state,
+/// survive a clean restart. (Was transactions.rs
+/// `transactional_offsets_survive_restart`.)
+#[test]
+fn transactional_offsets_survive_restart() {
+    let mut node = Node::start(TXN);
+    let (input, output, group) = ("rs-in", "rs-out", "rs-group");
+    node.create_topic(input, 1, &[]);
+    node.create_topic(output, 1, &[]);
+    node.groups_ready();
+    node.txn_ready();
+    let vs = values("v", 20);
+    node.append(input, 0, values_batch(&vs, now_ms()));
+    let consumed = node.values(input, 0, 0, READ_COMMITTED);
+    assert_eq!(consumed, vs);
+    let mut p = TxnProducer::init(&node, "rs-tx", 60_000);
+    let out: Vec<String> = consumed.iter().map(|v| format!("T({v})")).collect();
+    p.send(&node, output, 0, &out);
+    assert_eq!(node.add_offsets("rs-tx", p.pid, p.epoch, group), NONE);
+    assert_eq!(
+        node.txn_offset_commit("rs-tx", group, p.pid, p.epoch, &[(input, 0, 20)]),
+        vec![NONE]
+    );
+    assert_eq!(p.commit(&node), NONE);
+    assert_eq!(
+        node.committed(group, Some(&[(input, 0)])),
+        vec![(input.to_string(), 0, 20)]
+    );
+
+    node.restart();
+    node.groups_ready();
+    node.txn_ready();
+    assert_eq!(
+        node.committed(group, Some(&[(input, 0)])),
+        vec![(input.to_string(), 0, 20)],
+        "transactional offsets after a restart"
+    );
+    let d = node.describe_txn("rs-tx");
+    assert_eq!(d.state, "CompleteCommit", "{d:?}");
+    assert_eq!(node.values(output, 0, 0, READ_COMMITTED), out);
+}
+
+fn parts(topic: &str, ps: &[i32]) -> BTreeSet<(String, i32)> {
+    ps.iter().map(|p| (topic.to_string(), *p)).collect()
+}
+
+/// ListTransactions on shard 0 as the handler answers it (the unknown
+/// state filters are the handler's): the answer.
+fn list_txn_call(node: &Node, states: &[&str]) -> kp::ListTransactionsResponse {
+    let req = kp::ListTransactionsRequest::default()
+        .with_state_filters(states.iter().map(|x| s(x)).collect());
+    node.call(0, 0, req)
+}
+
+fn listed(r: &kp::ListTransactionsResponse) -> BTreeMap<String, String> {
+    r.transaction_states
+        .iter()
+        .map(|t| {
+            (
+                t.transactional_id.0.to_string(),
+                t.transaction_state.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// DescribeTransactions and ListTransactions for an open and a committed
+/// transaction, an unknown id, state and producer id filters, unknown
+/// state filters; DescribeProducers agrees on producer ids and epochs.
+/// (Was transactions.rs `describe_and_list_transactions`.)
+#[test]
+fn describe_and_list_transactions() {
+    let node = Node::start(TXN);
+    let topic = "txn-admin";
+    node.create_topic(topic, 2, &[]);
+    node.txn_ready();
+    let mut open = TxnProducer::init(&node, "adm-open", 45_000);
+    let mut done = TxnProducer::init(&node, "adm-done", 60_000);
+    done.send(&node, topic, 0, &["done-0".to_string()]);
+    assert_eq!(done.commit(&node), NONE);
+    let start_floor = now_ms();
+    open.send(&node, topic, 0, &values("open-p0", 2));
+    open.send(&node, topic, 1, &values("open-p1", 2));
+    let start_ceiling = now_ms();
+
+    let o = node.describe_txn("adm-open");
+    let c = node.describe_txn("adm-done");
+    let u = node.describe_txn("adm-unknown");
+    assert_eq!((o.error_code, o.state.as_str()), (NONE, "Ongoing"), "{o:?}");
+    assert_eq!(o.partitions, parts(topic, &[0, 1]));
+    assert_eq!(o.timeout_ms, 45000);
+    assert!(
+        (start_floor - 1000..=start_ceiling).contains(&o.start_ms),
+        "start time {} not within [{start_floor}, {start_ceiling}]",
+        o.start_ms
+    );
+    assert!(o.producer_id >= 0);
+    assert_eq!(
+        (c.error_code, c.state.as_str()),
+        (NONE, "CompleteCommit"),
+        "{c:?}"
+    );
+    assert!(c.partitions.is_empty(), "{c:?}");
+    // Kafka keeps the start time in the Complete state.
+    assert!(
+        c.start_ms > 0 && c.start_ms <= start_floor,
+        "completed transaction's start time {} (must be before {start_floor})",
+        c.start_ms
+    );
+    assert_ne!(c.producer_id, o.producer_id);
+    assert_eq!(u.error_code, TRANSACTIONAL_ID_NOT_FOUND, "{u:?}");
+
+    // DescribeProducers on partition 0 lists both producers with the
+    // coordinator's ids and epochs.
+    let producers: BTreeMap<i64, i16> = node
+        .describe_producers(topic, 0)
+        .into_iter()
+        .map(|p| (p.producer_id, p.producer_epoch))
+        .collect();
+    assert_eq!(producers.get(&o.producer_id), Some(&o.producer_epoch));
+    assert_eq!(producers.get(&c.producer_id), Some(&c.producer_epoch));
+
+    let all = node.list_txns(&[], &[]);
+    assert_eq!(all.get("adm-open").map(String::as_str), Some("Ongoing"));
+    assert_eq!(
+        all.get("adm-done").map(String::as_str),
+        Some("CompleteCommit")
+    );
+    let ongoing = node.list_txns(&["Ongoing"], &[]);
+    assert_eq!(
+        ongoing,
+        BTreeMap::from([("adm-open".to_string(), "Ongoing".to_string())])
+    );
+    let r = list_txn_call(&node, &["Ongoing"]);
+    assert!(r.unknown_state_filters.is_empty());
+    assert_eq!(listed(&r), ongoing);
+    let with_unknown = list_txn_call(&node, &["Ongoing", "Bogus"]);
+    assert_eq!(with_unknown.error_code, NONE);
+    let unknown: Vec<String> = with_unknown
+        .unknown_state_filters
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+    assert_eq!(unknown, vec!["Bogus".to_string()]);
+    assert_eq!(listed(&with_unknown), ongoing);
+    let only_unknown = list_txn_call(&node, &["Bogus"]);
+    assert!(
+        only_unknown.transaction_states.is_empty(),
+        "{only_unknown:?}"
+    );
+    assert_eq!(only_unknown.unknown_state_filters.len(), 1);
+    assert_eq!(
+        node.list_txns(&[], &[c.producer_id]),
+        BTreeMap::from([("adm-done".to_string(), "CompleteCommit".to_string())])
+    );
+
+    assert_eq!(open.commit(&node), NONE);
+    let o2 = node.describe_txn("adm-open");
+    assert_eq!(o2.state, "CompleteCommit", "{o2:?}");
+    assert!(o2.partitions.is_empty(), "{o2:?}");
+    assert!(node.list_txns(&["Ongoing"], &[]).is_empty());
+    assert_eq!(node.list_txns(&["CompleteCommit"], &[]).len(), 2);
+}
+
+/// DescribeProducers shows the first offset of a producer's open
+/// transaction (KIP-664's `current_txn_start_offset`), -1 once it ends.
+/// (Was transactions.rs `describe_producers_shows_open_transaction_start`.)
+#[test]
+fn describe_producers_shows_open_transaction_start() {
+    let node = Node::start(TXN);
+    let topic = "txn-producers";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    node.append(topic, 0, values_batch(&values("plain", 2), now_ms()));
+    let mut p = TxnProducer::init(&node, "dp-tx", 60_000);
+    assert_eq!(p.send(&node, topic, 0, &values("open", 3)), 2);
+    let pid = node.describe_txn("dp-tx").producer_id;
+    let start = |node: &Node| {
+        node.describe_producers(topic, 0)
+            .into_iter()
+            .find(|x| x.producer_id == pid)
+            .unwrap_or_else(|| panic!("producer {pid} not listed"))
+            .current_txn_start_offset
+    };
+    assert_eq!(start(&node), 2, "current_txn_start_offset while open");
+    assert_eq!(p.commit(&node), NONE);
+    assert_eq!(
+        start(&node),
+        -1,
+        "current_txn_start_offset after the commit"
+    );
+}
+
+/// AddPartitionsToTxn (`version`) as the handler answers it: the code per
+/// (topic, partition).
+fn add_partitions_call(
+    node: &Node,
+    version: i16,
+    id: &str,
+    pid: i64,
+    epoch: i16,
+    topics: &[(&str, &[i32])],
+) -> BTreeMap<(String, i32), i16> {
+    use kp::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let req = kp::AddPartitionsToTxnRequest::default()
+        .with_v3_and_below_transactional_id(s(id).into())
+        .with_v3_and_below_producer_id(kp::ProducerId(pid))
+        .with_v3_and_below_producer_epoch(epoch)
+        .with_v3_and_below_topics(
+            topics
+                .iter()
+                .map(|(t, ps)| {
+                    AddPartitionsToTxnTopic::default()
+                        .with_name(s(t).into())
+                        .with_partitions(ps.to_vec())
+                })
+                .collect(),
+        );
+    let r = node.call(0, version, req);
+    let mut out = BTreeMap::new();
+    for t in &r.results_by_topic_v3_and_below {
+        for p in &t.results_by_partition {
+            out.insert(
+                (t.name.0.to_string(), p.partition_index),
+                p.partition_error_code,
+            );
+        }
+    }
+    out
+}
+
+/// EndTxn v1 as the handler answers it.
+fn end_txn_v1(node: &Node, id: &str, pid: i64, epoch: i16, commit: bool) -> i16 {
+    let req = kp::EndTxnRequest::default()
+        .with_transactional_id(s(id).into())
+        .with_producer_id(kp::ProducerId(pid))
+        .with_producer_epoch(epoch)
+        .with_committed(commit);
+    node.call(0, 1, req).error_code
+}
+
+/// The coordinator's error answers: InitProducerId above
+/// `transaction.max.timeout.ms`; EndTxn and AddPartitionsToTxn with an
+/// unknown id, another producer id, a wrong epoch (PRODUCER_FENCED, and
+/// INVALID_PRODUCER_EPOCH for the versions before it), nothing open; an
+/// unknown partition fails the whole request; a retried abort is answered
+/// 0; markers go to the transaction's partitions only; TxnOffsetCommit
+/// needs AddOffsetsToTxn and the current epoch. (Was transactions.rs
+/// `bad_transaction_requests_get_kafka_errors`.)
+#[test]
+fn bad_transaction_requests_get_kafka_errors() {
+    let node = Node::start(&with(TXN, &["transaction.max.timeout.ms=30000"]));
+    let topic = "txn-bad";
+    node.create_topic(topic, 2, &[]);
+    node.txn_ready();
+
+    assert_eq!(
+        node.try_init_producer_id("bad-tx", 30001),
+        Err(INVALID_TRANSACTION_TIMEOUT)
+    );
+    assert_eq!(
+        node.describe_txn("bad-tx").error_code,
+        TRANSACTIONAL_ID_NOT_FOUND
+    );
+    let (pid, epoch) = node.init_producer_id("bad-tx", 30000);
+    assert!(pid >= 0 && epoch >= 0);
+
+    // EndTxn: an unknown transactional id, another producer id, nothing open.
+    assert_eq!(
+        node.end_txn("nobody-tx", 4242, 0, true),
+        INVALID_PRODUCER_ID_MAPPING
+    );
+    assert_eq!(
+        node.end_txn("bad-tx", pid + 1, epoch, true),
+        INVALID_PRODUCER_ID_MAPPING
+    );
+    assert_eq!(node.end_txn("bad-tx", pid, epoch, true), INVALID_TXN_STATE);
+
+    // AddPartitionsToTxn with a future epoch (v1 says INVALID_PRODUCER_EPOCH),
+    // an unknown id.
+    let p0 = [(topic, 0)];
+    assert_eq!(
+        node.add_partitions("bad-tx", pid, epoch + 1, &p0),
+        PRODUCER_FENCED
+    );
+    assert_eq!(
+        add_partitions_call(&node, 1, "bad-tx", pid, epoch + 1, &[(topic, &[0])]),
+        BTreeMap::from([((topic.to_string(), 0), INVALID_PRODUCER_EPOCH)])
+    );
+    assert_eq!(
+        node.add_partitions("nobody-tx", pid, epoch, &p0),
+        INVALID_PRODUCER_ID_MAPPING
+    );
+    assert_eq!(node.describe_txn("bad-tx").state, "Empty");
+
+    // An unknown topic (and a partition out of range) fails the whole request.
+    let mixed = add_partitions_call(
+        &node,
+        3,
+        "bad-tx",
+        pid,
+        epoch,
+        &[(topic, &[0, 1, 7]), ("no-such-topic", &[0])],
+    );
+    assert_eq!(
+        mixed,
+        BTreeMap::from([
+            ((topic.to_string(), 0), OPERATION_NOT_ATTEMPTED),
+            ((topic.to_string(), 1), OPERATION_NOT_ATTEMPTED),
+            ((topic.to_string(), 7), UNKNOWN_TOPIC_OR_PARTITION),
+            (("no-such-topic".to_string(), 0), UNKNOWN_TOPIC_OR_PARTITION),
+        ])
+    );
+    assert_eq!(
+        node.describe_txn("bad-tx").state,
+        "Empty",
+        "nothing was added"
+    );
+
+    // The right epoch works; then EndTxn with a future epoch is fenced, the
+    // right one aborts, and its retry is answered 0.
+    assert_eq!(node.add_partitions("bad-tx", pid, epoch, &p0), NONE);
+    let d = node.describe_txn("bad-tx");
+    assert_eq!(
+        (d.state.as_str(), d.partitions.clone()),
+        ("Ongoing", parts(topic, &[0]))
+    );
+    assert_eq!(
+        node.end_txn("bad-tx", pid, epoch + 1, false),
+        PRODUCER_FENCED
+    );
+    assert_eq!(
+        end_txn_v1(&node, "bad-tx", pid, epoch + 1, false),
+        INVALID_PRODUCER_EPOCH
+    );
+    assert_eq!(node.end_txn("bad-tx", pid, epoch, false), NONE);
+    assert_eq!(
+        node.end_txn("bad-tx", pid, epoch, false),
+        NONE,
+        "retried abort"
+    );
+    assert_eq!(
+        node.end_txn("bad-tx", pid, epoch, true),
+        INVALID_TXN_STATE,
+        "commit after abort"
+    );
+    assert_eq!(node.describe_txn("bad-tx").state, "CompleteAbort");
+    // The ABORT marker went to the partition of the transaction only.
+    assert_eq!(node.watermarks(topic, 0).1, 1);
+    assert_eq!(node.watermarks(topic, 1).1, 0);
+
+    // TxnOffsetCommit: only for a group whose offsets partition
+    // AddOffsetsToTxn put in the open transaction, with the current epoch
+    // (otherwise no marker could ever commit or abort those offsets).
+    node.groups_ready();
+    let offsets = [(topic, 0, 5)];
+    assert_eq!(
+        node.txn_offset_commit("bad-tx", "bad-group", pid, epoch, &offsets),
+        vec![INVALID_TXN_STATE]
+    );
+    assert_eq!(node.add_offsets("bad-tx", pid, epoch, "bad-group"), NONE);
+    assert_eq!(
+        node.txn_offset_commit("bad-tx", "bad-group", pid, epoch + 5, &offsets),
+        vec![INVALID_PRODUCER_EPOCH]
+    );
+    assert_eq!(
+        node.txn_offset_commit("bad-tx", "bad-group", pid, epoch, &offsets),
+        vec![NONE]
+    );
+    assert_eq!(node.end_txn("bad-tx", pid, epoch, false), NONE);
 }
