@@ -656,3 +656,310 @@ fn bad_transaction_requests_get_kafka_errors() {
     );
     assert_eq!(node.end_txn("bad-tx", pid, epoch, false), NONE);
 }
+
+// ================================================================ transaction recovery
+
+/// Broker settings of the recovery scenarios: one `__transaction_state`
+/// partition, no timeout abort in the way.
+const ONE_STATE_PARTITION: &[&str] = &[
+    "transaction.state.log.num.partitions=1",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms=3600000",
+];
+
+/// Appends one `__transaction_state` record for `id` to the end of the log
+/// of its partition 0 (the node is stopped), as the coordinator would have
+/// written it.
+fn append_txn_state(node: &Node, id: &str, value: &fjord::txn::records::TxnLogValue) {
+    use kafka_protocol::records::{
+        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    };
+    use std::io::Write;
+    let path = node.segment_path(fjord::txn::TRANSACTION_STATE_TOPIC, 0);
+    let leo = segment_batches(&path)
+        .last()
+        .map(|(_, base, count, _)| base + count)
+        .unwrap_or(0);
+    let record = Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: 0,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: leo,
+        sequence: -1,
+        timestamp: now_ms(),
+        key: Some(fjord::txn::records::txn_key(id)),
+        value: Some(fjord::txn::records::txn_value(value)),
+        headers: Default::default(),
+    };
+    let mut buf = bytes::BytesMut::new();
+    let opts = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, std::iter::once(&record), &opts).expect("encode");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open __transaction_state-0");
+    f.write_all(&buf).expect("append");
+    f.sync_all().expect("sync");
+}
+
+/// A transaction is left open with four records, the node stops, and
+/// `__transaction_state` gets the record the coordinator writes just before
+/// the markers (PrepareCommit or PrepareAbort); after the start the
+/// coordinator finishes the transaction itself: markers and the Complete
+/// state, so read_committed sees a committed transaction and skips an
+/// aborted one.
+fn prepared_transaction_is_finished_after_restart(commit: bool) {
+    use fjord::txn::records::{TxnLogValue, TxnStatus};
+    let mut node = Node::start(ONE_STATE_PARTITION);
+    let topic = if commit { "rec-commit" } else { "rec-abort" };
+    let id = format!("{topic}-id");
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut p = TxnProducer::init(&node, &id, 60_000);
+    let sent: Vec<String> = (0..4).map(|i| format!("{id}-{i}")).collect();
+    p.send(&node, topic, 0, &sent);
+    let d = node.describe_txn(&id);
+    assert_eq!(d.state, "Ongoing");
+    node.stop();
+
+    let now = now_ms();
+    append_txn_state(
+        &node,
+        &id,
+        &TxnLogValue {
+            producer_id: d.producer_id,
+            producer_epoch: d.producer_epoch,
+            timeout_ms: 60_000,
+            status: if commit {
+                TxnStatus::PrepareCommit
+            } else {
+                TxnStatus::PrepareAbort
+            },
+            partitions: parts(topic, &[0]),
+            last_update_ms: now,
+            start_ms: now,
+        },
+    );
+    node.start_again();
+    node.txn_ready();
+    let want = if commit {
+        "CompleteCommit"
+    } else {
+        "CompleteAbort"
+    };
+    node.poll("the coordinator to complete the transaction", || {
+        let d = node.describe_txn(&id);
+        (d.state == want).then_some(()).ok_or(format!("{d:?}"))
+    });
+    // Four records and one marker.
+    assert_eq!(node.hw_and_lso(topic, 0), (5, 5));
+    let expected = if commit { sent } else { Vec::new() };
+    assert_eq!(node.values(topic, 0, 0, READ_COMMITTED), expected);
+}
+
+/// A PrepareCommit found at start-up is committed. (Was txn_recovery.rs
+/// `prepare_commit_found_at_start_up_is_committed`, where the broker was
+/// killed; here it stops, and the record is appended as there.)
+#[test]
+fn prepare_commit_found_at_start_up_is_committed() {
+    prepared_transaction_is_finished_after_restart(true);
+}
+
+/// A PrepareAbort found at start-up is aborted. (Was txn_recovery.rs
+/// `prepare_abort_found_at_start_up_is_aborted`.)
+#[test]
+fn prepare_abort_found_at_start_up_is_aborted() {
+    prepared_transaction_is_finished_after_restart(false);
+}
+
+/// An operator ends a transaction that holds a partition's LSO with a
+/// marker (what WriteTxnMarkers from `kafka-transactions.sh abort` writes),
+/// using the producer id and epoch DescribeProducers shows: an epoch older
+/// than the partition knows is refused and writes nothing, the producer's
+/// epoch writes the ABORT marker, which frees the LSO; WriteTxnMarkers for
+/// a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION. (Was
+/// txn_recovery.rs `write_txn_markers_ends_a_hanging_transaction`; the
+/// producer is initialised twice so that an older epoch exists.)
+#[test]
+fn write_txn_markers_ends_a_hanging_transaction() {
+    let node = Node::start(&[]);
+    let topic = "hanging";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    node.init_producer_id("hanging-id", 60_000);
+    let mut p = TxnProducer::init(&node, "hanging-id", 60_000);
+    assert!(p.epoch > 0);
+    p.send(&node, topic, 0, &values("open", 3));
+    assert_eq!(node.hw_and_lso(topic, 0), (3, 0));
+
+    let prod = node
+        .describe_producers(topic, 0)
+        .into_iter()
+        .find(|x| x.producer_id == p.pid)
+        .expect("the producer is listed");
+    assert_eq!(prod.current_txn_start_offset, 0);
+    let coordinator_epoch = prod.coordinator_epoch.max(0);
+    let abort = move |epoch: i16| {
+        move |part: std::rc::Rc<fjord::shard::partition::Partition>| async move {
+            part.write_marker(prod.producer_id, epoch, false, coordinator_epoch)
+                .await
+                .map_err(|e| e.code())
+        }
+    };
+    assert_eq!(
+        node.on_partition(topic, 0, abort(prod.producer_epoch - 1)),
+        Err(INVALID_PRODUCER_EPOCH),
+        "an older epoch is refused"
+    );
+    assert_eq!(node.hw_and_lso(topic, 0), (3, 0), "nothing written");
+    assert_eq!(
+        node.on_partition(topic, 0, abort(prod.producer_epoch)),
+        Ok(3)
+    );
+    // The marker took offset 3; the LSO is free and the records are aborted.
+    assert_eq!(node.hw_and_lso(topic, 0), (4, 4));
+    assert!(node.read_all(topic, 0, 0, READ_COMMITTED).is_empty());
+
+    use kp::write_txn_markers_request::{WritableTxnMarker, WritableTxnMarkerTopic};
+    let req =
+        kp::WriteTxnMarkersRequest::default().with_markers(vec![WritableTxnMarker::default()
+            .with_producer_id(kp::ProducerId(prod.producer_id))
+            .with_producer_epoch(prod.producer_epoch)
+            .with_transaction_result(false)
+            .with_coordinator_epoch(coordinator_epoch)
+            .with_topics(vec![WritableTxnMarkerTopic::default()
+                .with_name(kp::TopicName(s(topic)))
+                .with_partition_indexes(vec![9])])]);
+    let r = node.call(0, 1, req);
+    assert_eq!(
+        r.markers[0].topics[0].partitions[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,
+        "partition 9 does not exist"
+    );
+}
+
+/// A transactional id with no transaction for
+/// `transactional.id.expiration.ms` is removed (a tombstone in
+/// `__transaction_state`), and stays removed after a restart; an id with an
+/// open transaction is kept. (Was txn_recovery.rs
+/// `idle_transactional_ids_expire`.)
+#[test]
+fn idle_transactional_ids_expire() {
+    let mut node = Node::start(&[
+        "transaction.state.log.num.partitions=1",
+        "transactional.id.expiration.ms=1000",
+        "transaction.remove.expired.transaction.cleanup.interval.ms=100",
+    ]);
+    node.create_topic("expiring", 1, &[]);
+    node.txn_ready();
+    TxnProducer::init(&node, "idle-id", 60_000);
+    let mut open = TxnProducer::init(&node, "open-id", 60_000);
+    open.send(&node, "expiring", 0, &["x".to_string()]);
+    node.poll("the idle transactional id to expire", || {
+        let d = node.describe_txn("idle-id");
+        (d.error_code == TRANSACTIONAL_ID_NOT_FOUND)
+            .then_some(())
+            .ok_or(format!("{d:?}"))
+    });
+    assert_eq!(node.describe_txn("open-id").state, "Ongoing");
+    node.restart();
+    node.txn_ready();
+    assert_eq!(
+        node.describe_txn("idle-id").error_code,
+        TRANSACTIONAL_ID_NOT_FOUND,
+        "the tombstone is replayed"
+    );
+}
+
+// ================================================================ read_committed
+
+/// READ_COMMITTED over the owners: transactional batches keep the last
+/// stable offset at the start of the open transaction, so READ_COMMITTED
+/// reads and ListOffsets stop there while READ_UNCOMMITTED sees
+/// everything; transactional batches need the request's transactional id
+/// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and a partition added to the
+/// transaction (INVALID_TXN_STATE); two batches in one partition's records,
+/// and a client-sent control batch, are INVALID_RECORD; the open
+/// transaction is rebuilt after a restart. (Was read_committed.rs
+/// `read_committed_stops_at_the_lso`.)
+#[test]
+fn read_committed_stops_at_the_lso() {
+    let mut node = Node::start(&[]);
+    let (topic, id) = ("rc", "rc-txn");
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let (pid, epoch) = node.init_producer_id(id, 60_000);
+    let ts = now_ms();
+    let produce = |records: bytes::Bytes, txn_id: Option<&str>| {
+        let a = node.produce(0, topic, 0, records, txn_id);
+        (error_code(&a), a.base_offset)
+    };
+    // 0..=1: plain records; 2..=4: an open transaction of `pid`.
+    assert_eq!(produce(batch(-1, -1, -1, 2, ts, false), None), (NONE, 0));
+    let txn_batch = batch(pid, epoch, 0, 3, ts + 100, true);
+    // Refused without a transactional id, and before the partition is in
+    // the transaction; nothing is appended.
+    assert_eq!(
+        produce(txn_batch.clone(), None).0,
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    );
+    assert_eq!(produce(txn_batch.clone(), Some(id)).0, INVALID_TXN_STATE);
+    assert_eq!(node.add_partitions(id, pid, epoch, &[(topic, 0)]), NONE);
+    // One record batch per partition (Kafka's rule for Produce v3+): a
+    // second batch cannot slip another producer's transaction past the
+    // check.
+    let mut two = bytes::BytesMut::from(&txn_batch[..]);
+    two.extend_from_slice(&batch(pid + 1, 0, 0, 1, ts, true));
+    assert_eq!(produce(two.freeze(), Some(id)).0, INVALID_RECORD);
+    assert_eq!(produce(txn_batch, Some(id)), (NONE, 2));
+
+    let offsets =
+        |bytes: &bytes::Bytes| -> Vec<i64> { records(bytes).iter().map(|r| r.0).collect() };
+    let (rc, bytes) = node.fetch(topic, 0, 0, READ_COMMITTED);
+    assert!(rc.error.is_none(), "{:?}", rc.error);
+    assert_eq!((rc.high_watermark, rc.last_stable_offset), (5, 2));
+    assert_eq!(rc.aborted_transactions.as_ref().map(Vec::len), Some(0));
+    assert_eq!(offsets(&bytes), vec![0, 1]);
+    // At the LSO: nothing yet, no error.
+    let (rc, bytes) = node.fetch(topic, 0, 2, READ_COMMITTED);
+    assert!(rc.error.is_none(), "{:?}", rc.error);
+    assert!(bytes.is_empty());
+    let (ru, bytes) = node.fetch(topic, 0, 0, READ_UNCOMMITTED);
+    assert_eq!((ru.high_watermark, ru.last_stable_offset), (5, 2));
+    assert!(ru.aborted_transactions.is_none());
+    assert_eq!(offsets(&bytes), vec![0, 1, 2, 3, 4]);
+
+    // ListOffsets: LATEST is the LSO under READ_COMMITTED; a timestamp only
+    // found in the open transaction is not answered there.
+    assert_eq!(node.list_offset(topic, 0, -1, READ_COMMITTED), Some(2));
+    assert_eq!(node.list_offset(topic, 0, -1, READ_UNCOMMITTED), Some(5));
+    assert_eq!(node.list_offset(topic, 0, ts + 100, READ_COMMITTED), None);
+    assert_eq!(
+        node.list_offset(topic, 0, ts + 100, READ_UNCOMMITTED),
+        Some(2)
+    );
+    assert_eq!(node.list_offset(topic, 0, ts, READ_COMMITTED), Some(0));
+
+    // DescribeProducers shows the open transaction's first offset.
+    let me = node
+        .describe_producers(topic, 0)
+        .into_iter()
+        .find(|x| x.producer_id == pid)
+        .expect("producer listed");
+    assert_eq!(me.current_txn_start_offset, 2);
+
+    // Clients may not write control batches (markers).
+    let marker = encode(pid, epoch, 3, &[(None, None, ts)], true, true);
+    assert_eq!(produce(marker, Some(id)).0, INVALID_RECORD);
+    // The transaction is still open after a restart (rebuilt from the log).
+    node.restart();
+    assert_eq!(node.list_offset(topic, 0, -1, READ_COMMITTED), Some(2));
+    let (rc, bytes) = node.fetch(topic, 0, 0, READ_COMMITTED);
+    assert_eq!(rc.last_stable_offset, 2);
+    assert_eq!(offsets(&bytes), vec![0, 1]);
+}
