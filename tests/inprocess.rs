@@ -963,3 +963,632 @@ fn read_committed_stops_at_the_lso() {
     assert_eq!(rc.last_stable_offset, 2);
     assert_eq!(offsets(&bytes), vec![0, 1]);
 }
+
+// ================================================================ groups
+
+/// A member of a group in a scenario: its JoinGroup and its id.
+struct Member {
+    args: fjord::group::JoinArgs,
+    id: String,
+}
+
+/// Every partition of `partitions` to the first member, for a group of one.
+fn all_to_first(topic: &str, partitions: i32) -> impl Fn(&[String]) -> Vec<(String, bytes::Bytes)> {
+    let topic = topic.to_string();
+    move |ids: &[String]| {
+        let all: Vec<i32> = (0..partitions).collect();
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mine: Vec<i32> = if i == 0 { all.clone() } else { Vec::new() };
+                (id.clone(), assignment(&topic, &mine))
+            })
+            .collect()
+    }
+}
+
+/// `partitions` partitions of `topic` split over the members in order
+/// (range-like: contiguous runs).
+fn split(topic: &str, partitions: i32) -> impl Fn(&[String]) -> Vec<(String, bytes::Bytes)> {
+    let topic = topic.to_string();
+    move |ids: &[String]| {
+        let n = ids.len() as i32;
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let i = i as i32;
+                let mine: Vec<i32> = (0..partitions)
+                    .filter(|p| p * n / partitions == i)
+                    .collect();
+                (id.clone(), assignment(&topic, &mine))
+            })
+            .collect()
+    }
+}
+
+/// A new member joins the group whose `members` are Stable at
+/// `generation` (none and 0 for a new group), as consumers do: the new
+/// member's JoinGroup (after MEMBER_ID_REQUIRED, unless it is static) is
+/// parked, each member sees REBALANCE_IN_PROGRESS on its heartbeat and
+/// rejoins, the leader syncs the assignments `assign` gives for the
+/// members it was told of, the others sync. Gives the new generation and
+/// the assignment each member got; `members` gets the new one.
+fn rebalance(
+    node: &Node,
+    generation: i32,
+    members: &mut Vec<Member>,
+    new: fjord::group::JoinArgs,
+    assign: impl Fn(&[String]) -> Vec<(String, bytes::Bytes)>,
+) -> (i32, BTreeMap<String, bytes::Bytes>) {
+    let group = new.group_id.clone();
+    let mut joins = Vec::new();
+    joins.push(if new.group_instance_id.is_some() {
+        node.join_pending(new.clone())
+    } else {
+        node.join_new(new.clone()).1
+    });
+    for m in members.iter() {
+        let instance = m.args.group_instance_id.as_deref();
+        node.wait_until("REBALANCE_IN_PROGRESS on a member's heartbeat", || {
+            node.heartbeat(&group, generation, &m.id, instance) == REBALANCE_IN_PROGRESS
+        });
+        joins.push(node.join_pending(fjord::group::JoinArgs {
+            member_id: m.id.clone(),
+            ..m.args.clone()
+        }));
+    }
+    let results: Vec<fjord::group::JoinResult> = joins.into_iter().map(|j| j.wait(node)).collect();
+    for r in &results {
+        assert!(r.error.is_none(), "JoinGroup: {r:?}");
+        assert_eq!(r.generation_id, results[0].generation_id, "{results:?}");
+    }
+    members.push(Member {
+        args: new,
+        id: results[0].member_id.clone(),
+    });
+    let gen = results[0].generation_id;
+    let leader = results[0].leader.clone();
+    let told = results
+        .iter()
+        .find(|r| r.member_id == leader)
+        .expect("the leader's answer")
+        .members
+        .iter()
+        .map(|(id, _, _)| id.clone())
+        .collect::<Vec<_>>();
+    let plan = assign(&told);
+    let syncs: Vec<(String, Pending<fjord::group::SyncResult>)> = members
+        .iter()
+        .map(|m| {
+            let mut a = sync_args(&group, gen, &m.id, Vec::new());
+            a.group_instance_id = m.args.group_instance_id.clone();
+            if m.id == leader {
+                a.assignments = plan.clone();
+            }
+            (m.id.clone(), node.sync_pending(a))
+        })
+        .collect();
+    let got = syncs
+        .into_iter()
+        .map(|(id, p)| {
+            let r = p.wait(node);
+            assert!(r.error.is_none(), "SyncGroup of {id}: {r:?}");
+            (id, r.assignment)
+        })
+        .collect();
+    (gen, got)
+}
+
+/// Waits until `group` is described Empty, without members.
+fn wait_empty(node: &Node, group: &str) {
+    node.poll("the group Empty", || {
+        let d = node.describe_group(group);
+        (d.state == "Empty" && d.members.is_empty())
+            .then_some(())
+            .ok_or(format!("{d:?}"))
+    });
+}
+
+/// The error answers of the group APIs, request by request: the
+/// coordinator's address, session timeouts, MEMBER_ID_REQUIRED (KIP-394),
+/// inconsistent protocols, wrong generations and unknown members in
+/// Heartbeat, SyncGroup and OffsetCommit, unknown topics in OffsetCommit,
+/// OffsetDelete of a subscribed topic, OffsetFetch of every partition and
+/// batched, ListGroups by state, LeaveGroup. (Was groups.rs
+/// `group_api_errors_on_the_wire`.)
+#[test]
+fn group_api_errors_on_the_wire() {
+    let node = Node::start(TXN);
+    let (topic, group) = ("raw-topic", "raw-group");
+    node.create_topic(topic, 1, &[]);
+    // FindCoordinator (creates __consumer_offsets): this broker.
+    let r = node.call(
+        0,
+        3,
+        kp::FindCoordinatorRequest::default().with_key(s(group)),
+    );
+    assert_eq!(r.error_code, NONE, "FindCoordinator: {r:?}");
+    assert_eq!(
+        format!("{}:{}", r.host.as_str(), r.port),
+        node.address().to_string(),
+        "coordinator address"
+    );
+    node.groups_ready();
+
+    let meta = subscription(&[topic]);
+    let args = |member: &str| join_args(group, member, topic);
+
+    // Session timeout below group.min.session.timeout.ms.
+    let r = node.join(fjord::group::JoinArgs {
+        session_timeout_ms: 500,
+        ..args("")
+    });
+    assert_eq!(r.error.map(|e| e.code()), Some(INVALID_SESSION_TIMEOUT));
+
+    // KIP-394: the first JoinGroup (v4+) of an unknown member gets an id.
+    let r = node.join(args(""));
+    assert_eq!(
+        r.error.as_ref().map(|e| e.code()),
+        Some(MEMBER_ID_REQUIRED),
+        "{r:?}"
+    );
+    let member = r.member_id.clone();
+    assert!(!member.is_empty(), "MEMBER_ID_REQUIRED without a member id");
+    let r = node.join(args(&member));
+    assert!(r.error.is_none(), "{r:?}");
+    assert_eq!(r.generation_id, 1);
+    assert_eq!(r.member_id, member);
+    assert_eq!(r.leader, member, "sole member leads");
+    assert_eq!(r.protocol_name.as_deref(), Some("range"));
+    assert_eq!(r.members.len(), 1);
+    assert_eq!(r.members[0].0, member);
+    assert_eq!(r.members[0].2, meta, "leader sees member metadata");
+
+    // A second member whose protocols share nothing with the group's, or
+    // with another protocol type.
+    let r = node.join(fjord::group::JoinArgs {
+        protocols: vec![("other".to_string(), meta.clone())],
+        ..args("")
+    });
+    assert_eq!(r.error.map(|e| e.code()), Some(INCONSISTENT_GROUP_PROTOCOL));
+    let r = node.join(fjord::group::JoinArgs {
+        protocol_type: "connect".to_string(),
+        ..args("")
+    });
+    assert_eq!(r.error.map(|e| e.code()), Some(INCONSISTENT_GROUP_PROTOCOL));
+
+    // Heartbeat with the wrong generation; SyncGroup by an unknown member.
+    assert_eq!(node.heartbeat(group, 2, &member, None), ILLEGAL_GENERATION);
+    let sync_code = |r: fjord::group::SyncResult| r.error.map_or(NONE, |e| e.code());
+    assert_eq!(
+        sync_code(node.sync(sync_args(group, 1, "nobody", vec![]))),
+        UNKNOWN_MEMBER_ID
+    );
+    assert_eq!(
+        sync_code(node.sync(sync_args(group, 7, &member, vec![]))),
+        ILLEGAL_GENERATION
+    );
+
+    // The leader's SyncGroup completes the rebalance.
+    let assigned = assignment(topic, &[0]);
+    let r = node.sync(sync_args(
+        group,
+        1,
+        &member,
+        vec![(member.clone(), assigned.clone())],
+    ));
+    assert!(r.error.is_none(), "{r:?}");
+    assert_eq!(r.assignment, assigned);
+    assert_eq!(node.heartbeat(group, 1, &member, None), NONE);
+    assert_eq!(node.heartbeat(group, 1, "nobody", None), UNKNOWN_MEMBER_ID);
+
+    // OffsetCommit: per-partition errors for an unknown topic; stale
+    // generation and unknown member for the whole request.
+    assert_eq!(
+        node.commit(group, 1, &member, &[(topic, 0, 5), ("no-such-topic", 0, 1)]),
+        vec![NONE, UNKNOWN_TOPIC_OR_PARTITION]
+    );
+    assert_eq!(
+        node.commit(group, 0, &member, &[(topic, 0, 9)]),
+        vec![ILLEGAL_GENERATION]
+    );
+    assert_eq!(
+        node.commit(group, 1, "nobody", &[(topic, 0, 9)]),
+        vec![UNKNOWN_MEMBER_ID]
+    );
+    assert_eq!(
+        node.committed(group, Some(&[(topic, 0)])),
+        vec![(topic.to_string(), 0, 5)],
+        "only the valid commit counts"
+    );
+
+    // OffsetDelete refuses a topic the group is subscribed to.
+    assert_eq!(
+        node.delete_offsets(group, &[(topic, 0)]),
+        (NONE, vec![GROUP_SUBSCRIBED_TO_TOPIC])
+    );
+
+    // OffsetFetch of every committed partition, and v8's batched form with
+    // a group that never committed (the batching is the handler's).
+    assert_eq!(node.committed(group, None), vec![(topic.to_string(), 0, 5)]);
+    let batched = kp::OffsetFetchRequest::default().with_groups(
+        [group, "never-committed"]
+            .iter()
+            .map(|g| {
+                kp::offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(s(g).into())
+                    .with_topics(None)
+            })
+            .collect(),
+    );
+    let r = node.call(0, 8, batched);
+    let per_group: Vec<(String, i16, Vec<(String, i32, i64)>)> = r
+        .groups
+        .iter()
+        .map(|g| {
+            let offsets = g
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partitions.iter().map(|p| {
+                        (
+                            t.name.as_str().to_string(),
+                            p.partition_index,
+                            p.committed_offset,
+                        )
+                    })
+                })
+                .collect();
+            (g.group_id.as_str().to_string(), g.error_code, offsets)
+        })
+        .collect();
+    assert_eq!(
+        per_group,
+        vec![
+            (group.to_string(), NONE, vec![(topic.to_string(), 0, 5)]),
+            ("never-committed".to_string(), NONE, vec![]),
+        ],
+        "OffsetFetch v8 (batched)"
+    );
+
+    // ListGroups filters by state (KIP-518), case-insensitively.
+    let ids = |l: Vec<(String, String, String)>| -> Vec<(String, String)> {
+        l.into_iter().map(|(g, _, st)| (g, st)).collect()
+    };
+    assert_eq!(
+        ids(node.list_groups(&["stable"])),
+        vec![(group.to_string(), "Stable".to_string())]
+    );
+    assert!(ids(node.list_groups(&["Empty"]))
+        .iter()
+        .all(|(g, _)| g != group));
+
+    // LeaveGroup; the member is gone, and its topic's offsets can go.
+    assert_eq!(node.leave(group, &[(&member, None)]), (NONE, vec![NONE]));
+    assert_eq!(node.heartbeat(group, 1, &member, None), UNKNOWN_MEMBER_ID);
+    assert_eq!(
+        node.delete_offsets(group, &[(topic, 0)]),
+        (NONE, vec![NONE])
+    );
+    assert_eq!(
+        node.committed(group, Some(&[(topic, 0)])),
+        vec![(topic.to_string(), 0, -1)],
+        "deleted offset"
+    );
+}
+
+/// ListGroups/DescribeGroups while active and when Empty; DeleteGroups
+/// refuses a non-empty group, deletes an empty one with its offsets, and
+/// answers GROUP_ID_NOT_FOUND the second time; a standalone commit (no
+/// generation) is allowed for an Empty group. (Was groups.rs
+/// `list_describe_and_delete_groups`.)
+#[test]
+fn list_describe_and_delete_groups() {
+    let node = Node::start(TXN);
+    let (topic, group) = ("admin-groups", "admin-group");
+    node.create_topic(topic, 4, &[]);
+    node.groups_ready();
+    let mut members = Vec::new();
+    let (gen, _) = rebalance(
+        &node,
+        0,
+        &mut members,
+        join_args(group, "", topic),
+        split(topic, 4),
+    );
+    rebalance(
+        &node,
+        gen,
+        &mut members,
+        join_args(group, "", topic),
+        split(topic, 4),
+    );
+    let view = node.describe_group(group);
+    assert_eq!(view.state, "Stable");
+    assert_eq!(view.protocol_type, "consumer");
+    assert_eq!(view.protocol, "range");
+    assert_eq!(view.members.len(), 2);
+    for m in &view.members {
+        assert!(!m.member_id.is_empty(), "{m:?}");
+        assert_eq!(m.client_host, "/127.0.0.1", "{m:?}");
+        assert!(
+            !m.metadata.is_empty(),
+            "subscription metadata missing: {m:?}"
+        );
+        assert!(!m.assignment.is_empty(), "assignment missing: {m:?}");
+    }
+    let listed = node.list_groups(&[]);
+    assert!(
+        listed.iter().any(|(g, t, _)| g == group && t == "consumer"),
+        "ListGroups shows the active group: {listed:?}"
+    );
+    assert_eq!(node.delete_group(group), NON_EMPTY_GROUP);
+
+    for m in &members {
+        assert_eq!(node.leave(group, &[(&m.id, None)]), (NONE, vec![NONE]));
+    }
+    wait_empty(&node, group);
+
+    // A standalone commit (no generation) is allowed for an Empty group.
+    assert_eq!(node.commit(group, -1, "", &[(topic, 2, 0)]), vec![NONE]);
+    assert_eq!(
+        node.committed(group, Some(&[(topic, 2)])),
+        vec![(topic.to_string(), 2, 0)]
+    );
+
+    assert_eq!(node.delete_group(group), NONE);
+    assert_eq!(
+        node.describe_group(group).state,
+        "Dead",
+        "deleted group still described"
+    );
+    assert!(
+        !node.list_groups(&[]).iter().any(|(g, _, _)| g == group),
+        "deleted group still listed"
+    );
+    let all: Vec<(&str, i32)> = (0..4).map(|p| (topic, p)).collect();
+    assert!(
+        node.committed(group, Some(&all))
+            .iter()
+            .all(|(_, _, o)| *o == -1),
+        "offsets of a deleted group must be gone"
+    );
+    assert_eq!(node.delete_group(group), GROUP_ID_NOT_FOUND);
+}
+
+/// Committed offsets and the group survive a clean restart: the group is
+/// described and listed Empty, its committed offsets are there, and
+/// reading from them gives exactly the records produced after the commit.
+/// (Was groups.rs `offsets_and_group_survive_restart`.)
+#[test]
+fn offsets_and_group_survive_restart() {
+    let mut node = Node::start(TXN);
+    let (topic, group) = ("durable", "durable-group");
+    node.create_topic(topic, 2, &[]);
+    node.groups_ready();
+    for p in 0..2 {
+        node.append(
+            topic,
+            p,
+            values_batch(&values(&format!("first-{p}"), 15), now_ms()),
+        );
+    }
+    let mut members = Vec::new();
+    let (gen, _) = rebalance(
+        &node,
+        0,
+        &mut members,
+        join_args(group, "", topic),
+        split(topic, 2),
+    );
+    let id = members[0].id.clone();
+    assert_eq!(
+        node.commit(group, gen, &id, &[(topic, 0, 15), (topic, 1, 15)]),
+        vec![NONE, NONE]
+    );
+    assert_eq!(node.leave(group, &[(&id, None)]), (NONE, vec![NONE]));
+    wait_empty(&node, group);
+
+    node.restart();
+    node.groups_ready();
+    let view = node.describe_group(group);
+    assert_eq!(view.state, "Empty", "group after restart: {view:?}");
+    assert!(view.members.is_empty(), "group after restart: {view:?}");
+    assert!(
+        node.list_groups(&[]).iter().any(|(g, _, _)| g == group),
+        "ListGroups after restart lacks {group}"
+    );
+    for p in 0..2 {
+        node.append(
+            topic,
+            p,
+            values_batch(&values(&format!("second-{p}"), 10), now_ms()),
+        );
+    }
+    assert_eq!(
+        node.committed(group, Some(&[(topic, 0), (topic, 1)])),
+        vec![(topic.to_string(), 0, 15), (topic.to_string(), 1, 15)],
+        "committed offsets after restart"
+    );
+    for p in 0..2 {
+        assert_eq!(
+            node.values(topic, p, 15, READ_UNCOMMITTED),
+            values(&format!("second-{p}"), 10),
+            "resumed at the committed offset of partition {p}"
+        );
+    }
+}
+
+/// A static member (`group.instance.id`) that goes away without a
+/// LeaveGroup and comes back within its session timeout gets a new member
+/// id and its old assignment in the same generation; the other member sees
+/// no rebalance at all. (Was groups.rs
+/// `static_member_rejoins_without_rebalance`.)
+#[test]
+fn static_member_rejoins_without_rebalance() {
+    let node = Node::start(TXN);
+    let (topic, group) = ("static", "static-group");
+    node.create_topic(topic, 4, &[]);
+    node.groups_ready();
+    let a_args = fjord::group::JoinArgs {
+        group_instance_id: Some("instance-a".to_string()),
+        session_timeout_ms: 10_000,
+        ..join_args(group, "", topic)
+    };
+    let b_args = fjord::group::JoinArgs {
+        session_timeout_ms: 10_000,
+        ..join_args(group, "", topic)
+    };
+    let mut members = Vec::new();
+    let (gen, _) = rebalance(&node, 0, &mut members, a_args.clone(), split(topic, 4));
+    let (gen, before) = rebalance(&node, gen, &mut members, b_args, split(topic, 4));
+    let (old_a, b) = (members[0].id.clone(), members[1].id.clone());
+
+    // The static member comes back (its old process sent no LeaveGroup).
+    let j = node.join(a_args);
+    assert!(j.error.is_none(), "{j:?}");
+    assert_eq!(j.generation_id, gen, "no new generation");
+    assert_ne!(
+        j.member_id, old_a,
+        "the returning instance gets a new member id"
+    );
+    let mut sync = sync_args(group, gen, &j.member_id, vec![]);
+    sync.group_instance_id = Some("instance-a".to_string());
+    let s = node.sync(sync);
+    assert!(s.error.is_none(), "{s:?}");
+    assert_eq!(
+        s.assignment, before[&old_a],
+        "the returning member's assignment"
+    );
+
+    assert_eq!(
+        node.heartbeat(group, gen, &b, None),
+        NONE,
+        "the other member must see no rebalance"
+    );
+    let view = node.describe_group(group);
+    assert_eq!(view.state, "Stable");
+    let ids: BTreeSet<&str> = view.members.iter().map(|m| m.member_id.as_str()).collect();
+    assert_eq!(ids, BTreeSet::from([j.member_id.as_str(), b.as_str()]));
+    let assigned: BTreeMap<&str, &bytes::Bytes> = view
+        .members
+        .iter()
+        .map(|m| (m.member_id.as_str(), &m.assignment))
+        .collect();
+    assert_eq!(assigned[j.member_id.as_str()], &before[&old_a]);
+    assert_eq!(
+        assigned[b.as_str()],
+        &before[&b],
+        "assignments after the static member came back"
+    );
+}
+
+/// A member that keeps heartbeating but does not rejoin during a rebalance
+/// is removed when the rebalance timeout passes (and not before); the new
+/// generation goes on without it. (Was groups.rs
+/// `member_not_rejoining_is_dropped_at_rebalance_timeout`.)
+#[test]
+fn member_not_rejoining_is_dropped_at_rebalance_timeout() {
+    const REBALANCE_MS: i32 = 2000;
+    let node = Node::start(TXN);
+    let (topic, group) = ("slow-topic", "slow-group");
+    node.create_topic(topic, 1, &[]);
+    node.groups_ready();
+    let args = fjord::group::JoinArgs {
+        rebalance_timeout_ms: REBALANCE_MS,
+        ..join_args(group, "", topic)
+    };
+    let mut members = Vec::new();
+    let (gen, _) = rebalance(&node, 0, &mut members, args.clone(), all_to_first(topic, 1));
+    assert_eq!(gen, 1);
+    let id1 = members[0].id.clone();
+
+    // A second member joins: its JoinGroup is parked while member 1 is
+    // asked (through heartbeats) to rejoin, which it never does.
+    let (id2, pending) = node.join_new(args);
+    let sent_at = Instant::now();
+    node.wait_until(
+        "REBALANCE_IN_PROGRESS on member 1's heartbeat",
+        || match node.heartbeat(group, 1, &id1, None) {
+            REBALANCE_IN_PROGRESS => true,
+            NONE => false,
+            other => panic!("heartbeat error {other}"),
+        },
+    );
+    let r = pending.wait(&node);
+    let took = sent_at.elapsed();
+    assert!(r.error.is_none(), "{r:?}");
+    assert_eq!(r.generation_id, 2);
+    assert_eq!(r.leader, id2, "the remaining member leads");
+    let ids: Vec<&str> = r.members.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(ids, vec![id2.as_str()], "member 1 was dropped");
+    assert!(
+        took >= Duration::from_millis(REBALANCE_MS as u64 - 500),
+        "join completed after {took:?}, before the rebalance timeout"
+    );
+    assert_eq!(
+        node.heartbeat(group, 1, &id1, None),
+        UNKNOWN_MEMBER_ID,
+        "dropped member's heartbeat"
+    );
+}
+
+/// A member that stops (no LeaveGroup, no more heartbeats) is removed when
+/// its session times out (and not before); the survivor, which kept
+/// heartbeating, rejoins alone and owns every partition. (Was groups.rs
+/// `dead_member_is_removed_after_session_timeout`, where the member's
+/// process was killed.)
+#[test]
+fn dead_member_is_removed_after_session_timeout() {
+    const SESSION_MS: i32 = 2000;
+    let node = Node::start(TXN);
+    let (topic, group) = ("deadmember", "deadmember-group");
+    node.create_topic(topic, 4, &[]);
+    node.groups_ready();
+    let args = fjord::group::JoinArgs {
+        session_timeout_ms: SESSION_MS,
+        ..join_args(group, "", topic)
+    };
+    let mut members = Vec::new();
+    let (gen, _) = rebalance(&node, 0, &mut members, args.clone(), split(topic, 4));
+    let (gen, _) = rebalance(&node, gen, &mut members, args, split(topic, 4));
+    let survivor = members.pop().expect("the survivor");
+    let stopped_at = Instant::now();
+
+    // The survivor heartbeats until the coordinator notices the session
+    // expiry and asks it to rejoin.
+    node.wait_until(
+        "REBALANCE_IN_PROGRESS on the survivor's heartbeat",
+        || match node.heartbeat(group, gen, &survivor.id, None) {
+            REBALANCE_IN_PROGRESS => true,
+            NONE => false,
+            other => panic!("heartbeat error {other}"),
+        },
+    );
+    let took = stopped_at.elapsed();
+    assert!(
+        took >= Duration::from_millis(SESSION_MS as u64 - 1000),
+        "dead member removed after only {took:?}"
+    );
+    let j = node.join(fjord::group::JoinArgs {
+        member_id: survivor.id.clone(),
+        ..survivor.args.clone()
+    });
+    assert!(j.error.is_none(), "{j:?}");
+    assert_eq!(j.generation_id, gen + 1);
+    assert_eq!(j.leader, survivor.id);
+    assert_eq!(j.members.len(), 1, "{j:?}");
+    let s = node.sync(sync_args(
+        group,
+        j.generation_id,
+        &survivor.id,
+        all_to_first(topic, 4)(&[survivor.id.clone()]),
+    ));
+    assert_eq!(s.assignment, assignment(topic, &[0, 1, 2, 3]));
+    let view = node.describe_group(group);
+    assert_eq!(
+        (view.state.as_str(), view.members.len()),
+        ("Stable", 1),
+        "{view:?}"
+    );
+}

@@ -88,6 +88,11 @@ impl Node {
         self.node = Some(fjord::boot::start(config).expect("the node starts"));
     }
 
+    /// The address the node's listener is bound to.
+    pub fn address(&self) -> std::net::SocketAddr {
+        self.node.as_ref().expect("the node is running").address()
+    }
+
     /// The node's data directory (`log.dirs`).
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
