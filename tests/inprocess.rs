@@ -1592,3 +1592,198 @@ fn dead_member_is_removed_after_session_timeout() {
         "{view:?}"
     );
 }
+
+// ================================================================ restarts
+
+/// The value of record `i` in the restart scenarios.
+fn value(i: usize) -> String {
+    format!("record number {i} ").repeat(1 + i % 5)
+}
+
+/// Appends records `range` (keys `k{i}`, values [`value`]) to `topic`-0 in
+/// batches of `per_batch`, each acknowledged before the next; checks their
+/// offsets.
+fn append_range(node: &Node, topic: &str, range: std::ops::Range<usize>, per_batch: usize) {
+    let ts = now_ms();
+    let all: Vec<usize> = range.collect();
+    for chunk in all.chunks(per_batch) {
+        let recs: Vec<Rec> = chunk
+            .iter()
+            .map(|i| (Some(format!("k{i}")), Some(value(*i)), ts))
+            .collect();
+        let base = node.append(topic, 0, encode(-1, -1, -1, &recs, false, false));
+        assert_eq!(base, chunk[0] as i64, "offsets continue in order");
+    }
+}
+
+/// Reads `topic`-0 and checks that it holds exactly the records `range`,
+/// each with its key and value at its offset.
+fn check_range(node: &Node, topic: &str, range: std::ops::Range<usize>) {
+    let got = node.read_all(topic, 0, range.start as i64, READ_UNCOMMITTED);
+    assert_eq!(got.len(), range.len(), "records {range:?} of {topic}");
+    for (r, i) in got.iter().zip(range) {
+        assert_eq!(r.offset, i as i64, "offset order");
+        assert_eq!(
+            r.value.as_deref(),
+            Some(value(i).as_str()),
+            "value at offset {i}"
+        );
+        assert_eq!(
+            r.key.as_deref(),
+            Some(format!("k{i}").as_str()),
+            "key at offset {i}"
+        );
+    }
+}
+
+/// A topic created before a clean restart is served after it, with its
+/// partitions and records; the metadata log and the partition directories
+/// are on disk. (Was restart_recovery.rs `topics_survive_restart`.)
+#[test]
+fn topics_survive_restart() {
+    let mut node = Node::start(&[]);
+    node.create_topic("kept", 3, &[]);
+    append_range(&node, "kept", 0..10, 1);
+    node.stop();
+    assert!(node
+        .data_dir()
+        .join("__cluster_metadata-0/quorum.log")
+        .exists());
+    assert!(node.partition_dir("kept", 2).is_dir());
+
+    node.start_again();
+    node.wait_served("kept", 3);
+    assert_eq!(node.watermarks("kept", 0), (0, 10));
+    check_range(&node, "kept", 0..10);
+}
+
+/// A clean restart keeps every record, the topic's partitions and an empty
+/// partition empty; offsets continue after it; a second restart in a row is
+/// as clean. (Was restart_recovery.rs `clean_restart_keeps_everything`.)
+#[test]
+fn clean_restart_keeps_everything() {
+    let mut node = Node::start(&[]);
+    let topic = "durable";
+    node.create_topic(topic, 2, &[]);
+    append_range(&node, topic, 0..1000, 50);
+
+    node.restart();
+    node.wait_served(topic, 2);
+    assert_eq!(node.watermarks(topic, 0), (0, 1000));
+    let partitions = node.on(0, |s| async move {
+        s.metadata().topic("durable").map(|t| t.partitions)
+    });
+    assert_eq!(partitions, Some(2), "topic keeps its 2 partitions");
+    assert_eq!(
+        node.watermarks(topic, 1),
+        (0, 0),
+        "untouched partition stays empty"
+    );
+    check_range(&node, topic, 0..1000);
+
+    append_range(&node, topic, 1000..1100, 10);
+    check_range(&node, topic, 0..1100);
+
+    // A second restart cycle in a row is just as clean.
+    node.restart();
+    assert_eq!(node.watermarks(topic, 0), (0, 1100));
+}
+
+/// Appends `groups` batches of 1..=groups records each; the total.
+fn append_batches(node: &Node, topic: &str, groups: usize) -> usize {
+    let mut next = 0;
+    for g in 1..=groups {
+        append_range(node, topic, next..next + g, g);
+        next += g;
+    }
+    next
+}
+
+/// A torn last batch (its final bytes cut while the node was down) is
+/// truncated at the next start: the log ends at the last whole batch, the
+/// torn bytes are gone from the segment, and producing continues there.
+/// (Was restart_recovery.rs `torn_last_batch_is_truncated_on_restart`.)
+#[test]
+fn torn_last_batch_is_truncated_on_restart() {
+    let mut node = Node::start(&[]);
+    let topic = "torn";
+    node.create_topic(topic, 1, &[]);
+    let total = append_batches(&node, topic, 8);
+    node.stop();
+
+    let seg = node.segment_path(topic, 0);
+    let batches = segment_batches(&seg);
+    let file_len = std::fs::metadata(&seg).unwrap().len() as usize;
+    let &(pos, base, count, len) = batches.last().expect("at least one batch");
+    assert_eq!(
+        pos + len,
+        file_len,
+        "segment ends with a whole batch after a clean stop"
+    );
+    assert_eq!((base + count) as usize, total, "batches cover every record");
+    assert!(
+        batches.len() >= 2,
+        "need several batches, got {}",
+        batches.len()
+    );
+
+    // Tear the last batch: cut its final 5 bytes.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len((file_len - 5) as u64)
+        .unwrap();
+
+    node.start_again();
+    node.wait_served(topic, 1);
+    assert_eq!(
+        node.watermarks(topic, 0).1,
+        base,
+        "log recovered to the last whole batch"
+    );
+    check_range(&node, topic, 0..base as usize);
+    assert_eq!(
+        std::fs::metadata(&seg).unwrap().len() as usize,
+        pos,
+        "the torn bytes are gone from the segment"
+    );
+    // Producing continues at the recovered end; the lost records are
+    // produced again with their original values.
+    append_range(&node, topic, base as usize..total, 100);
+    check_range(&node, topic, 0..total);
+}
+
+/// After an unclean shutdown (no clean-shutdown marker) a last batch with a
+/// bad CRC32C is dropped; producing continues before it. (Was
+/// restart_recovery.rs `corrupt_last_batch_is_dropped_after_unclean_shutdown`.)
+#[test]
+fn corrupt_last_batch_is_dropped_after_unclean_shutdown() {
+    let mut node = Node::start(&[]);
+    let topic = "crc";
+    node.create_topic(topic, 1, &[]);
+    let total = append_batches(&node, topic, 6);
+    node.stop();
+
+    let seg = node.segment_path(topic, 0);
+    let &(pos, base, _, len) = segment_batches(&seg).last().unwrap();
+    // Flip one byte in the last record's value: the CRC32C no longer
+    // matches. Remove the clean-shutdown marker so recovery validates CRCs.
+    let mut data = std::fs::read(&seg).unwrap();
+    data[pos + len - 3] ^= 0xff;
+    std::fs::write(&seg, &data).unwrap();
+    let marker = node.partition_dir(topic, 0).join(".clean_shutdown");
+    assert!(marker.exists(), "a clean stop leaves the marker");
+    std::fs::remove_file(&marker).unwrap();
+
+    node.start_again();
+    node.wait_served(topic, 1);
+    assert_eq!(
+        node.watermarks(topic, 0).1,
+        base,
+        "recovery stops before the corrupt batch"
+    );
+    check_range(&node, topic, 0..base as usize);
+    append_range(&node, topic, base as usize..total, 100);
+    check_range(&node, topic, 0..total);
+}
