@@ -1787,3 +1787,384 @@ fn corrupt_last_batch_is_dropped_after_unclean_shutdown() {
     append_range(&node, topic, base as usize..total, 100);
     check_range(&node, topic, 0..total);
 }
+
+// ================================================================ offsets, timestamps, produce rules
+
+/// ListOffsets by timestamp gives the first offset whose record's
+/// timestamp is at or after the one asked, across batches; none past the
+/// newest. (Was produce_consume.rs `list_offsets_by_timestamp`.)
+#[test]
+fn list_offsets_by_timestamp() {
+    let node = Node::start(&[]);
+    let topic = "times";
+    node.create_topic(topic, 1, &[]);
+    let base_ts = now_ms() - 600_000;
+    // Timestamps base, base+10, ..., base+190 at offsets 0..19, as four
+    // batches.
+    for chunk in 0..4 {
+        let recs: Vec<Rec> = (chunk * 5..chunk * 5 + 5)
+            .map(|i| {
+                (
+                    Some("k".to_string()),
+                    Some(format!("v{i}")),
+                    base_ts + 10 * i,
+                )
+            })
+            .collect();
+        node.append(topic, 0, encode(-1, -1, -1, &recs, false, false));
+    }
+    assert_eq!(node.watermarks(topic, 0), (0, 20));
+    let cases: [(i64, Option<i64>); 7] = [
+        (base_ts - 100_000, Some(0)),
+        (base_ts, Some(0)),
+        (base_ts + 1, Some(1)),
+        (base_ts + 55, Some(6)),
+        (base_ts + 60, Some(6)),
+        (base_ts + 190, Some(19)),
+        (base_ts + 191, None),
+    ];
+    // Collect every mismatch so one run shows the whole picture.
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter_map(|&(ts, want)| {
+            let got = node.list_offset(topic, 0, ts, READ_UNCOMMITTED);
+            (got != want).then(|| {
+                format!(
+                    "timestamp base+{}: want {want:?}, got {got:?}",
+                    ts - base_ts
+                )
+            })
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "ListOffsets by timestamp (first offset with timestamp >= t):\n{}",
+        wrong.join("\n")
+    );
+    assert_eq!(
+        node.list_offset(topic, 0, now_ms() + 86_400_000, READ_UNCOMMITTED),
+        None,
+        "future timestamp"
+    );
+}
+
+/// ListOffsets by timestamp gives the first record at or after the log
+/// start offset, as Kafka does: after DeleteRecords moved the log start
+/// into the middle of a batch, a timestamp older than every record answers
+/// the log start, not the batch's first (deleted) record. (Was parity.rs
+/// `timestamp_lookup_starts_at_the_log_start`.)
+#[test]
+fn timestamp_lookup_starts_at_the_log_start() {
+    let node = Node::start(&[]);
+    let topic = "ts-below-start";
+    node.create_topic(topic, 1, &[]);
+    // One batch of 20 records, timestamps 1_000_000 + i.
+    let kv: Vec<(Option<&str>, Option<&str>)> = (0..20).map(|_| (Some("k"), Some("v"))).collect();
+    node.append(topic, 0, keyed(&kv, 1_000_000));
+    let low = node.on_partition(topic, 0, |p| async move {
+        p.delete_records(10).await.map_err(|e| e.code())
+    });
+    assert_eq!(low, Ok(10), "DeleteRecords to 10");
+    assert_eq!(
+        node.list_offset(topic, 0, 0, READ_UNCOMMITTED),
+        Some(10),
+        "older than every record"
+    );
+    assert_eq!(
+        node.list_offset(topic, 0, 1_000_005, READ_UNCOMMITTED),
+        Some(10),
+        "a deleted record's time"
+    );
+    assert_eq!(
+        node.list_offset(topic, 0, 1_000_015, READ_UNCOMMITTED),
+        Some(15)
+    );
+    assert_eq!(
+        node.list_offset(topic, 0, 2_000_000, READ_UNCOMMITTED),
+        None,
+        "newer than every record"
+    );
+}
+
+/// CreateTime batches outside the topic's timestamp window
+/// (`message.timestamp.after.max.ms`, `message.timestamp.before.max.ms`)
+/// are refused with INVALID_TIMESTAMP; a wider window takes them; a
+/// LogAppendTime topic ignores the window. (Was parity.rs
+/// `timestamps_outside_the_topic_window_are_refused`.)
+#[test]
+fn timestamps_outside_the_topic_window_are_refused() {
+    let node = Node::start(&[]);
+    node.create_topic("ts-default", 1, &[]);
+    node.create_topic(
+        "ts-wide",
+        1,
+        &[("message.timestamp.after.max.ms", "10800000")],
+    );
+    node.create_topic(
+        "ts-recent",
+        1,
+        &[("message.timestamp.before.max.ms", "60000")],
+    );
+    node.create_topic(
+        "ts-append",
+        1,
+        &[
+            ("message.timestamp.type", "LogAppendTime"),
+            ("message.timestamp.before.max.ms", "0"),
+        ],
+    );
+    let hour = 3_600_000;
+    let send = |topic: &str, ts: i64| {
+        error_code(&node.produce(0, topic, 0, batch(-1, -1, -1, 1, ts, false), None))
+    };
+    assert_eq!(
+        send("ts-default", now_ms() + 2 * hour),
+        INVALID_TIMESTAMP,
+        "2 h ahead, default 1 h window"
+    );
+    assert_eq!(send("ts-wide", now_ms() + 2 * hour), NONE, "3 h window");
+    assert_eq!(
+        send("ts-recent", now_ms() - hour),
+        INVALID_TIMESTAMP,
+        "an hour old"
+    );
+    assert_eq!(send("ts-recent", now_ms() - 1000), NONE, "recent");
+    assert_eq!(
+        send("ts-append", 1),
+        NONE,
+        "LogAppendTime ignores the window"
+    );
+}
+
+/// `min.insync.replicas` above the ISR refuses acks=all with
+/// NOT_ENOUGH_REPLICAS; acks=1 appends. (Was parity.rs
+/// `min_insync_replicas_above_one_refuses_acks_all`.)
+#[test]
+fn min_insync_replicas_above_one_refuses_acks_all() {
+    let node = Node::start(&[]);
+    node.create_topic("isr2", 1, &[("min.insync.replicas", "2")]);
+    let records = || batch(-1, -1, -1, 1, now_ms(), false);
+    let all = node.produce_acks(0, "isr2", 0, records(), None, true);
+    assert_eq!(error_code(&all), NOT_ENOUGH_REPLICAS, "acks=all");
+    let one = node.produce_acks(0, "isr2", 0, records(), None, false);
+    assert_eq!((error_code(&one), one.base_offset), (NONE, 0), "acks=1");
+}
+
+/// `producer.id.expiration.check.interval.ms` sets how often idle producers
+/// are forgotten (it used to ride on the 5-minute retention pass): an
+/// idempotent producer idle for `producer.id.expiration.ms` leaves
+/// DescribeProducers. (Was parity.rs
+/// `idle_producers_expire_on_their_own_interval`.)
+#[test]
+fn idle_producers_expire_on_their_own_interval() {
+    let node = Node::start(&[
+        "producer.id.expiration.ms=1000",
+        "producer.id.expiration.check.interval.ms=200",
+        "log.initial.task.delay.ms=0",
+    ]);
+    node.create_topic("pids", 1, &[]);
+    // InitProducerId without a transactional id: a fresh id, epoch 0.
+    let pid = node.on(0, |s| async move {
+        fjord::txn::coordinator::new_producer_id(&s)
+            .await
+            .map_err(|e| e.code())
+    });
+    let pid = pid.expect("a producer id");
+    node.append("pids", 0, batch(pid, 0, 0, 1, now_ms(), false));
+    assert_eq!(node.describe_producers("pids", 0).len(), 1);
+    node.wait_until("the idle producer to expire", || {
+        node.describe_producers("pids", 0).is_empty()
+    });
+}
+
+/// The first retention pass runs `log.initial.task.delay.ms` after
+/// start-up, not a whole `log.retention.check.interval.ms` (5 minutes by
+/// default) later: segments already past retention go soon after a
+/// restart. The first run waits 10 minutes before its first pass, so
+/// nothing is deleted before the restart whatever the machine's speed.
+/// (Was parity.rs `retention_runs_soon_after_a_restart`.)
+#[test]
+fn retention_runs_soon_after_a_restart() {
+    let mut node = Node::start(&[
+        "log.initial.task.delay.ms=600000",
+        "log.segment.delete.delay.ms=0",
+    ]);
+    let topic = "old";
+    node.create_topic(
+        topic,
+        1,
+        &[("retention.ms", "60000"), ("segment.bytes", "1024")],
+    );
+    let hour_ago = now_ms() - 3_600_000;
+    for _ in 0..5 {
+        node.append(topic, 0, values_batch(&["x".repeat(600)], hour_ago));
+    }
+    assert_eq!(node.watermarks(topic, 0), (0, 5), "no retention pass yet");
+    node.stop();
+    node.set_overrides(&[
+        "log.initial.task.delay.ms=200",
+        "log.segment.delete.delay.ms=0",
+    ]);
+    node.start_again();
+    node.wait_served(topic, 1);
+    // Every segment is past retention (the active one is rolled first, as
+    // in Kafka), so the log starts at its end.
+    node.wait_until("retention after the restart", || {
+        node.watermarks(topic, 0) == (5, 5)
+    });
+}
+
+// ================================================================ retention, compaction
+
+/// Sum of the `.log` file sizes of a partition directory.
+fn log_bytes(dir: &std::path::Path) -> u64 {
+    segment_files(dir)
+        .iter()
+        .map(|(_, p)| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .sum()
+}
+
+/// `{prefix}-{i:06}-` and `pad` x's.
+fn padded(prefix: &str, i: usize, pad: usize) -> String {
+    format!("{prefix}-{i:06}-{}", "x".repeat(pad))
+}
+
+/// retention.bytes deletes the oldest segments until the partition is
+/// within one segment of the limit; the log start offset becomes the first
+/// remaining segment's base offset, reads below it are OFFSET_OUT_OF_RANGE
+/// and from it give the rest, and the size the partition reports
+/// (DescribeLogDirs') matches the files on disk. (Was lifecycle.rs
+/// `retention_by_size_shrinks_the_partition`.)
+#[test]
+fn retention_by_size_shrinks_the_partition() {
+    let node = Node::start(FAST_RETENTION);
+    let topic = "sized";
+    node.create_topic(topic, 1, &[("segment.bytes", "1024")]);
+    let dir = node.partition_dir(topic, 0);
+    let vs: Vec<String> = (0..60).map(|i| padded("s", i, 120)).collect();
+    for v in &vs {
+        node.append(topic, 0, values_batch(std::slice::from_ref(v), now_ms()));
+    }
+    let size = |node: &Node| node.with_partition(topic, 0, |p| p.size_bytes());
+    let size_before = size(&node);
+    assert_eq!(size_before, log_bytes(&dir), "reported size vs files");
+    assert!(size_before > 8 * 1024, "60 records: {size_before} bytes");
+    assert_eq!(node.watermarks(topic, 0), (0, 60));
+
+    let limit: u64 = 2048;
+    node.set_topic_configs(topic, &[("retention.bytes", &limit.to_string())]);
+    let low = node.poll("size retention", || {
+        let (low, high) = node.watermarks(topic, 0);
+        let (size, pending) = (size(&node), pending_deletes(&dir));
+        if low > 0 && pending.is_empty() && size < limit + 1024 {
+            assert_eq!(high, 60, "retention does not touch the high watermark");
+            Ok(low)
+        } else {
+            Err(format!(
+                "watermarks ({low}, {high}), size {size}, pending {pending:?}"
+            ))
+        }
+    });
+    let size_after = size(&node);
+    assert!(size_after < size_before);
+    assert_eq!(size_after, log_bytes(&dir), "reported size vs files");
+    assert_eq!(
+        segment_files(&dir)[0].0,
+        low,
+        "the log start is the first remaining segment's base offset"
+    );
+    let (read, _) = node.fetch(topic, 0, 0, READ_UNCOMMITTED);
+    assert_eq!(
+        read.error.as_ref().map(|e| e.code()),
+        Some(OFFSET_OUT_OF_RANGE)
+    );
+    assert_eq!(read.log_start_offset, low);
+    assert_eq!(
+        node.values(topic, 0, low, READ_UNCOMMITTED),
+        vs[low as usize..].to_vec()
+    );
+    assert_segments_intact(&dir);
+}
+
+/// cleanup.policy=compact keeps only the latest record per key in closed
+/// segments, at its original offset; a tombstone stays (delete.retention.ms
+/// has not passed); unique keys stay; the compacted log survives a restart
+/// and holds valid batches. (Was lifecycle.rs
+/// `compaction_keeps_the_latest_record_per_key`.)
+#[test]
+fn compaction_keeps_the_latest_record_per_key() {
+    let mut node = Node::start(&[
+        "log.initial.task.delay.ms=0",
+        "log.cleaner.backoff.ms=200",
+        "log.retention.check.interval.ms=200",
+        "log.segment.delete.delay.ms=0",
+    ]);
+    let topic = "compacted";
+    node.create_topic(
+        topic,
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "1024"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+            ("min.compaction.lag.ms", "0"),
+        ],
+    );
+    let dir = node.partition_dir(topic, 0);
+    const KEYS: usize = 8;
+    const ROUNDS: usize = 8;
+    // key → (offset, value) of its latest record; None value = tombstone.
+    let mut latest: BTreeMap<String, (i64, Option<String>)> = BTreeMap::new();
+    let mut send = |key: &str, value: Option<&str>| {
+        let o = node.append(topic, 0, keyed(&[(Some(key), value)], now_ms()));
+        latest.insert(key.to_string(), (o, value.map(str::to_string)));
+    };
+    for round in 0..ROUNDS {
+        for k in 0..KEYS {
+            let key = format!("key-{k}");
+            send(
+                &key,
+                Some(&format!("{key}-round-{round}-{}", "v".repeat(40))),
+            );
+        }
+    }
+    send(&format!("key-{}", KEYS - 1), None);
+    // Unique keys push every record above into closed segments.
+    for i in 0..20 {
+        let key = format!("filler-{i:02}");
+        send(&key, Some(&format!("{key}-{}", "f".repeat(60))));
+    }
+    let high = (KEYS * ROUNDS + 1 + 20) as i64;
+    assert_eq!(node.watermarks(topic, 0), (0, high));
+
+    // The view a fully compacted log gives: one record per key, in offset
+    // order, at the offset it was written at.
+    let mut expected: Vec<(i64, Option<String>, Option<String>)> = latest
+        .iter()
+        .map(|(k, (o, v))| (*o, Some(k.clone()), v.clone()))
+        .collect();
+    expected.sort();
+    let view = |node: &Node| -> Vec<(i64, Option<String>, Option<String>)> {
+        node.read_all(topic, 0, 0, READ_UNCOMMITTED)
+            .into_iter()
+            .map(|r| (r.offset, r.key, r.value))
+            .collect()
+    };
+    node.poll("the compacted view", || {
+        let v = view(&node);
+        (v == expected).then_some(()).ok_or(format!(
+            "{} records (want {}), first {:?}",
+            v.len(),
+            expected.len(),
+            v.first()
+        ))
+    });
+    assert_eq!(node.watermarks(topic, 0), (0, high), "offsets unchanged");
+    assert_segments_intact(&dir);
+
+    node.restart();
+    node.wait_served(topic, 1);
+    assert_eq!(view(&node), expected, "compacted log after a restart");
+    node.stop();
+    assert_segments_intact(&dir);
+}
