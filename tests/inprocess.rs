@@ -1222,7 +1222,8 @@ fn group_api_errors_on_the_wire() {
             .collect(),
     );
     let r = node.call(0, 8, batched);
-    let per_group: Vec<(String, i16, Vec<(String, i32, i64)>)> = r
+    type Committed = Vec<(String, i32, i64)>;
+    let per_group: Vec<(String, i16, Committed)> = r
         .groups
         .iter()
         .map(|g| {
@@ -1582,7 +1583,7 @@ fn dead_member_is_removed_after_session_timeout() {
         group,
         j.generation_id,
         &survivor.id,
-        all_to_first(topic, 4)(&[survivor.id.clone()]),
+        all_to_first(topic, 4)(std::slice::from_ref(&survivor.id)),
     ));
     assert_eq!(s.assignment, assignment(topic, &[0, 1, 2, 3]));
     let view = node.describe_group(group);

@@ -47,8 +47,6 @@ const OVERRIDES: &[&str] = &[
 /// transaction calls, group joins).
 const SETTLE: Duration = Duration::from_secs(30);
 
-/// Kafka error codes the tests expect.
-
 fn start_broker() -> Broker {
     Broker::start_with(OVERRIDES)
 }

@@ -131,15 +131,14 @@ impl Node {
         F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
         Fut: Future<Output = R> + 'static,
     {
-        let rx = self.on(shard, move |s| async move {
+        self.on(shard, move |s| async move {
             let (tx, rx) = futures_channel::oneshot::channel();
             fjord::shard::stall::spawn_local("harness", async move {
                 let _ = tx.send(f(s).await);
             })
             .detach();
-            rx
-        });
-        Pending(rx)
+            Pending(rx)
+        })
     }
 
     /// Stops the node in order (as SIGTERM does); [`Node::start_again`]
