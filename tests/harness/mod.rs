@@ -8,21 +8,27 @@
 //! lock held for a node's life): each has two shards, and the machine has
 //! two cores.
 //!
-//! This file: the node (start, stop, restart, files), topics, produce,
-//! fetch, ListOffsets, partitions, and [`Node::call`] for the few answers
-//! only a handler gives (version-dependent codes). `txn.rs`: the
-//! transaction coordinator; `groups.rs`: the group coordinator.
+//! This file: the node (start, stop, restart), topics, produce, fetch,
+//! ListOffsets, partitions, and [`Node::call`] for the few answers only a
+//! handler gives (version-dependent codes). `txn.rs`: the transaction
+//! coordinator; `groups.rs`: the group coordinator; `records.rs`: record
+//! batches to send and records as stored; `files.rs`: segment files.
 //!
 //! Nothing here sleeps for correctness: a scenario that waits for the
 //! broker polls its state with [`Node::wait_until`].
 
 #![allow(dead_code)]
 
+pub mod files;
 pub mod groups;
+pub mod records;
 pub mod txn;
 
+pub use files::*;
+pub use records::*;
+
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -557,224 +563,6 @@ impl<R> Pending<R> {
             self.try_take().ok_or_else(|| "no answer yet".into())
         })
     }
-}
-
-/// One RecordBatch v2 of `n` records `k{i}`/`v{i}` (timestamps from `ts`),
-/// of producer (`pid`, `epoch`) from sequence `seq` (-1 for none),
-/// transactional as asked.
-pub fn batch(pid: i64, epoch: i16, seq: i32, n: i64, ts: i64, transactional: bool) -> Bytes {
-    let recs: Vec<Rec> = (0..n)
-        .map(|i| (Some(format!("k{i}")), Some(format!("v{i}")), ts + i))
-        .collect();
-    encode(pid, epoch, seq, &recs, transactional, false)
-}
-
-/// One RecordBatch v2 without a producer, of records (key, value) with
-/// timestamps from `ts` (`None` key or value: null; a null value is a
-/// tombstone).
-pub fn keyed(kv: &[(Option<&str>, Option<&str>)], ts: i64) -> Bytes {
-    let recs: Vec<Rec> = kv
-        .iter()
-        .zip(ts..)
-        .map(|((k, v), t)| (k.map(str::to_string), v.map(str::to_string), t))
-        .collect();
-    encode(-1, -1, -1, &recs, false, false)
-}
-
-/// One batch without a producer of `values` (keys `k`), timestamps from
-/// `ts`.
-pub fn values_batch(values: &[String], ts: i64) -> Bytes {
-    let kv: Vec<(Option<&str>, Option<&str>)> = values
-        .iter()
-        .map(|v| (Some("k"), Some(v.as_str())))
-        .collect();
-    keyed(&kv, ts)
-}
-
-/// One record to encode: key, value, timestamp (ms).
-pub type Rec = (Option<String>, Option<String>, i64);
-
-/// Encodes one RecordBatch v2 of producer (`pid`, `epoch`) from sequence
-/// `seq` (-1: none); `control`: a control batch, whose records get the
-/// COMMIT marker key.
-pub fn encode(
-    pid: i64,
-    epoch: i16,
-    seq: i32,
-    recs: &[Rec],
-    transactional: bool,
-    control: bool,
-) -> Bytes {
-    use kafka_protocol::records::{
-        Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-    };
-    let recs: Vec<Record> = recs
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v, ts))| Record {
-            transactional,
-            control,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // The encoder keeps records of one batch while their sequences
-            // follow each other: a batch without a producer starts at -1.
-            sequence: if seq < 0 {
-                i as i32 - 1
-            } else {
-                seq + i as i32
-            },
-            timestamp: *ts,
-            key: if control {
-                Some(Bytes::from_static(&[0, 0, 0, 1]))
-            } else {
-                k.clone().map(Bytes::from)
-            },
-            value: v.clone().map(Bytes::from),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    let opts = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, recs.iter(), &opts).expect("encode batch");
-    buf.freeze()
-}
-
-/// A record as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stored {
-    /// Offset.
-    pub offset: i64,
-    /// Key, as text.
-    pub key: Option<String>,
-    /// Value, as text.
-    pub value: Option<String>,
-    /// Timestamp (ms).
-    pub timestamp: i64,
-    /// The batch's timestamp type is LogAppendTime.
-    pub log_append_time: bool,
-    /// Producer id (-1 for none).
-    pub producer_id: i64,
-    /// A control record (a transaction marker).
-    pub control: bool,
-}
-
-/// Every record of `bytes` (whole stored batches), control records too.
-pub fn stored(bytes: &Bytes) -> Vec<Stored> {
-    let text = |b: Option<Bytes>| b.map(|b| String::from_utf8_lossy(&b).to_string());
-    let mut buf = bytes.clone();
-    let mut out = Vec::new();
-    while !buf.is_empty() {
-        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf)
-            .expect("stored batches decode");
-        for r in set.records {
-            out.push(Stored {
-                offset: r.offset,
-                log_append_time: r.timestamp_type
-                    == kafka_protocol::records::TimestampType::LogAppend,
-                timestamp: r.timestamp,
-                producer_id: r.producer_id,
-                control: r.control,
-                key: text(r.key),
-                value: text(r.value),
-            });
-        }
-    }
-    out
-}
-
-/// The (offset, value) of every record of `bytes` (whole stored batches),
-/// control records left out.
-pub fn records(bytes: &Bytes) -> Vec<(i64, String)> {
-    stored(bytes)
-        .into_iter()
-        .filter(|r| !r.control)
-        .map(|r| (r.offset, r.value.unwrap_or_default()))
-        .collect()
-}
-
-/// `(position, base offset, record count, length)` of every whole batch of
-/// a segment file, read from its headers.
-pub fn segment_batches(path: &Path) -> Vec<(usize, i64, i64, usize)> {
-    let data = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let mut out = Vec::new();
-    let mut pos = 0usize;
-    while pos + 61 <= data.len() {
-        let at = |i: usize, n: usize| &data[pos + i..pos + i + n];
-        let base = i64::from_be_bytes(at(0, 8).try_into().expect("8 bytes"));
-        let len = i32::from_be_bytes(at(8, 4).try_into().expect("4 bytes")) as usize + 12;
-        if pos + len > data.len() {
-            break;
-        }
-        let last_delta = i32::from_be_bytes(at(23, 4).try_into().expect("4 bytes")) as i64;
-        out.push((pos, base, last_delta + 1, len));
-        pos += len;
-    }
-    out
-}
-
-/// `.log` segment files of a partition directory, by base offset.
-pub fn segment_files(dir: &Path) -> Vec<(i64, PathBuf)> {
-    let mut v: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
-        .filter_map(|e| {
-            let e = e.expect("dir entry");
-            let name = e.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".log")?;
-            let digits = stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit());
-            digits.then(|| (stem.parse().expect("digits"), e.path()))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-/// Files of a partition directory still waiting for removal (`*.deleted`).
-pub fn pending_deletes(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .expect("read partition dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".deleted"))
-        .collect()
-}
-
-/// Checks every `.log` file of a partition directory: each batch has magic
-/// 2 and a valid CRC32C, the file ends at a batch boundary, offsets never
-/// go back. Gives the number of batches.
-pub fn assert_segments_intact(dir: &Path) -> usize {
-    let mut next = i64::MIN;
-    let mut total = 0;
-    for (base, path) in segment_files(dir) {
-        let data = std::fs::read(&path).expect("read segment");
-        let batches = segment_batches(&path);
-        let end = batches.last().map(|b| b.0 + b.3).unwrap_or(0);
-        assert_eq!(end, data.len(), "{} ends inside a batch", path.display());
-        for &(pos, offset, count, len) in &batches {
-            let b = &data[pos..pos + len];
-            assert_eq!(b[16], 2, "{} @{pos}: magic", path.display());
-            let stored = u32::from_be_bytes(b[17..21].try_into().expect("4 bytes"));
-            assert_eq!(
-                stored,
-                crc32c::crc32c(&b[21..]),
-                "{} @{pos}: CRC32C",
-                path.display()
-            );
-            assert!(
-                offset >= base && offset >= next,
-                "{} @{pos}: offset",
-                path.display()
-            );
-            next = offset + count;
-            total += 1;
-        }
-    }
-    total
 }
 
 /// Wall-clock ms since the Unix epoch.
