@@ -4,9 +4,10 @@
 //! and driven by running work on its shards (`Node::on`): the owners'
 //! typed operations, the coordinators, the partitions. No child process,
 //! no client, no TCP on the driven path, so a scenario runs in about the
-//! time its broker takes to start. Nodes run one at a time (a process-wide
-//! lock held for a node's life): each has two shards, and the machine has
-//! two cores.
+//! time its broker takes to start. At most two nodes run at once (a place
+//! taken for a node's life, as `cargo test` runs two process tests at once
+//! on two cores); each has two shards. `FJORD_TEST_LOG=1` (with `RUST_LOG`)
+//! prints the nodes' logs.
 //!
 //! This file: the node (start, stop, restart), topics, produce, fetch,
 //! ListOffsets, partitions, and [`Node::call`] for the few answers only a
@@ -30,7 +31,7 @@ pub use records::*;
 use std::future::Future;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -43,8 +44,34 @@ use fjord::shard::Shard;
 
 pub use fjord::error::KafkaCode;
 
-/// One node at a time in this process.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// The nodes running in this process, and a signal when one stops.
+static RUNNING: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+/// How many nodes may run at once.
+const AT_ONCE: usize = 2;
+
+/// A place among the nodes running, given back on drop.
+struct Turn;
+
+impl Turn {
+    fn take() -> Turn {
+        let (count, freed) = &RUNNING;
+        let mut n = count.lock().unwrap_or_else(|p| p.into_inner());
+        while *n >= AT_ONCE {
+            n = freed.wait(n).unwrap_or_else(|p| p.into_inner());
+        }
+        *n += 1;
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let (count, freed) = &RUNNING;
+        *count.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        freed.notify_one();
+    }
+}
 
 /// How long [`Node::wait_until`] waits before it fails the test.
 pub const SETTLE: Duration = Duration::from_secs(30);
@@ -54,16 +81,17 @@ pub struct Node {
     node: Option<fjord::boot::Node>,
     dir: tempfile::TempDir,
     overrides: Vec<String>,
-    _turn: MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 impl Node {
     /// Starts a node with 2 shards on `127.0.0.1:0`, its data in a new
     /// temporary directory, with `overrides` (`key=value`, Kafka's names).
     pub fn start(overrides: &[&str]) -> Node {
-        let turn = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let turn = Turn::take();
+        if std::env::var("FJORD_TEST_LOG").is_ok() {
+            let _ = env_logger::builder().try_init();
+        }
         let dir = tempfile::tempdir().expect("temporary data directory");
         let mut node = Node {
             node: None,
