@@ -34,10 +34,6 @@ use rdkafka::message::Message;
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
 
-/// `broker.session.timeout.ms` and `broker.heartbeat.interval.ms` of
-/// [`common::cluster::FAST_SETTINGS`].
-const SESSION_TIMEOUT: Duration = Duration::from_millis(3000);
-const HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
 /// Generous bounds for what should take a few seconds.
 use common::layout::{FAILOVER_DEADLINE, VISIBLE_DEADLINE};
 
@@ -496,24 +492,26 @@ async fn admin_requests_to_a_non_controller_node_are_forwarded() {
     wait_topic_gone(&c, &all, t2);
 }
 
-/// (e) kill -9 of the active controller: the other two elect a new one
-/// within a few seconds, and topics can be created through either of them;
-/// the killed node, restarted, catches up.
+/// Whether one of the nodes `at` logged the decision an active controller
+/// takes to fence broker `broker` for missed heartbeats
+/// (`broker.session.timeout.ms` after its last one).
+fn fenced_for_missed_heartbeats(c: &Cluster, at: &[i32], broker: i32) -> bool {
+    let event = format!("broker {broker} missed its heartbeats");
+    at.iter().any(|&id| c.stderr_text(id).contains(&event))
+}
+
+/// (e) kill -9 of the active controller: the other two elect a new one,
+/// and topics can be created through either of them; the killed node,
+/// restarted, catches up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_active_controller_elects_another() {
     let mut c = Cluster::start(3, &[]);
     let old = c.controller(FAILOVER_DEADLINE);
     let rest = others(&c, old);
-    let killed_at = Instant::now();
     c.kill9(old);
     let new = c.controller_on(&rest, &[old], FAILOVER_DEADLINE);
-    let took = killed_at.elapsed();
     assert_ne!(new, old, "the killed node is still the controller");
     assert!(rest.contains(&new), "new controller {new}");
-    assert!(
-        took < Duration::from_secs(10),
-        "a new controller took {took:?} (election timeout 600 ms)"
-    );
 
     // Raw CreateTopics to each survivor (one forwards), RF 1 and RF 2 (the
     // dead broker may still count as alive until its session expires).
@@ -595,8 +593,9 @@ fn assert_leaders_moved(before: &Layout, after: &Layout, gone: i32) {
 }
 
 /// (f) A broker killed with SIGKILL is fenced once its session expires
-/// (not before): Metadata stops listing it, another ISR member leads its
-/// partitions and it leaves the ISR. Restarted, it is unfenced again.
+/// (the controller's decision for missed heartbeats, not another path):
+/// Metadata stops listing it, another ISR member leads its partitions and
+/// it leaves the ISR. Restarted, it is unfenced again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_broker_is_fenced_after_its_session_timeout() {
     let mut c = Cluster::start(3, &[]);
@@ -606,15 +605,17 @@ async fn a_killed_broker_is_fenced_after_its_session_timeout() {
     create_with_rdkafka(&c, &c.bootstrap(controller), "fenced", 6, 3).await;
     let before = wait_topic(&c, &c.ids(), "fenced", 6);
 
-    let killed_at = Instant::now();
     c.kill9(victim);
     let after = wait_fenced(&c, &survivors, victim, "fenced");
-    let took = killed_at.elapsed();
-    // Its last heartbeat was at most one interval before the kill.
-    let earliest = SESSION_TIMEOUT - HEARTBEAT_INTERVAL - Duration::from_millis(200);
-    assert!(
-        took >= earliest,
-        "broker {victim} fenced {took:?} after the kill; its session is {SESSION_TIMEOUT:?}"
+    // The controller fenced it because its session expired.
+    poll_until(
+        FAILOVER_DEADLINE,
+        &format!("a controller fencing broker {victim} for missed heartbeats"),
+        || {
+            fenced_for_missed_heartbeats(&c, &survivors, victim)
+                .then_some(())
+                .ok_or_else(String::new)
+        },
     );
     assert_leaders_moved(&before, &after, victim);
 
@@ -675,10 +676,17 @@ async fn a_partitioned_broker_is_fenced_and_returns_when_healed() {
 
 /// The active controller cut off (black-holed) while the brokers'
 /// requests to it are in flight, with `controller.quorum.request.timeout.ms`
-/// longer than the session: the majority elects a new controller within a
-/// few seconds and must keep its own two brokers alive (their heartbeats
-/// should go to the new controller once it is known, as Kafka's broker
-/// re-routes its requests when the active controller changes).
+/// longer than the session: the majority elects a new controller and must
+/// keep its own two brokers alive (their heartbeats should go to the new
+/// controller once it is known, as Kafka's broker re-routes its requests
+/// when the active controller changes).
+///
+/// No observation window: the new controller gives every broker a fresh
+/// session when it takes over and fences, in one pass, every broker whose
+/// session then expired. So when it fences the cut-off controller (a
+/// session after the takeover at the earliest), a survivor whose
+/// heartbeats had not reached it would be fenced with it; no survivor's
+/// log may name a survivor, and the survivors still list each other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cutting_off_the_controller_fences_only_it_even_with_a_long_request_timeout() {
     let mut c = Cluster::start_with_proxies(3, &["controller.quorum.request.timeout.ms=5000"]);
@@ -689,24 +697,32 @@ async fn cutting_off_the_controller_fences_only_it_even_with_a_long_request_time
     c.isolate(controller);
     let new = c.controller_on(&survivors, &[controller], FAILOVER_DEADLINE);
     assert!(survivors.contains(&new));
-    // For twice the session, the survivors never stop listing each other:
-    // a broker whose heartbeats did not reach the new controller in time
-    // would be fenced (and listed no more).
-    let until = Instant::now() + 2 * SESSION_TIMEOUT;
-    while Instant::now() < until {
-        for &id in &survivors {
-            if let Ok((_, alive)) = c.view(id) {
-                for s in &survivors {
-                    assert!(
-                        alive.contains(s),
-                        "node {id} lists {alive:?}: broker {s} was fenced (controller {new})"
-                    );
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
     wait_fenced(&c, &survivors, controller, "long-timeout");
+    poll_until(
+        FAILOVER_DEADLINE,
+        &format!("a controller fencing broker {controller} for missed heartbeats"),
+        || {
+            fenced_for_missed_heartbeats(&c, &survivors, controller)
+                .then_some(())
+                .ok_or_else(String::new)
+        },
+    );
+    for &s in &survivors {
+        assert!(
+            !fenced_for_missed_heartbeats(&c, &survivors, s),
+            "broker {s} was fenced (controller {new}):\n{}",
+            c.stderr_text(new)
+        );
+    }
+    for &id in &survivors {
+        let (_, alive) = c.view(id).expect("view");
+        for s in &survivors {
+            assert!(
+                alive.contains(s),
+                "node {id} lists {alive:?}: broker {s} was fenced (controller {new})"
+            );
+        }
+    }
 }
 
 /// Everything a restart must keep: per topic its id, partitions' replicas
@@ -986,15 +1002,32 @@ async fn a_quorum_outage_does_not_fence_the_broker_that_stayed_up() {
     let others: Vec<i32> = c.ids().into_iter().filter(|&i| i != controller).collect();
     c.kill9(others[0]);
     c.kill9(others[1]);
-    // Longer than the session timeout (3 s in the harness): without the
-    // heartbeats counted, every broker looks expired once the quorum is back.
     poll_until(FAILOVER_DEADLINE, "the survivor names itself", || {
         let (ctl, _) = c.view(controller)?;
         (ctl == controller)
             .then_some(())
             .ok_or(format!("controller {ctl}"))
     });
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // Longer than the session timeout: the outage lasts until the
+    // controller has found both killed brokers' sessions expired (it
+    // decides to fence them, which it cannot commit without a quorum).
+    // Without the heartbeats counted, every broker would look expired once
+    // the quorum is back.
+    poll_until(
+        FAILOVER_DEADLINE,
+        "the killed brokers' sessions expired at the controller",
+        || {
+            let missed: Vec<i32> = others
+                .iter()
+                .copied()
+                .filter(|&o| !fenced_for_missed_heartbeats(&c, &[controller], o))
+                .collect();
+            missed
+                .is_empty()
+                .then_some(())
+                .ok_or(format!("not yet for {missed:?}"))
+        },
+    );
     c.start_node(others[0]);
     c.start_node(others[1]);
     let all = c.ids();

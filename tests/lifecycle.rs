@@ -1,7 +1,8 @@
 //! Log lifecycle: topic configs (DescribeConfigs, AlterConfigs,
 //! IncrementalAlterConfigs) and their effect on a running broker, retention
-//! by time and by size, DeleteRecords, DescribeLogDirs, compaction, and the
-//! durability of acknowledged records across repeated `kill -9`.
+//! by time, DeleteRecords, DescribeLogDirs, and the durability of
+//! acknowledged records across repeated `kill -9`. (Retention by size and
+//! compaction are in-process scenarios in tests/inprocess.rs.)
 //!
 //! Retention tests start the broker with a short
 //! `log.retention.check.interval.ms` and `log.segment.delete.delay.ms=0`, and
@@ -340,14 +341,6 @@ fn pending_deletes(dir: &Path) -> Vec<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".deleted"))
         .collect()
-}
-
-/// Sum of the `.log` file sizes of a partition directory.
-fn log_bytes(dir: &Path) -> u64 {
-    segment_files(dir)
-        .iter()
-        .map(|(_, p)| fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .sum()
 }
 
 /// Checks every `.log` file of a partition: each batch has magic 2 and a
@@ -933,70 +926,6 @@ async fn retention_by_time_deletes_expired_segments() {
 // 4. Retention by size
 // ---------------------------------------------------------------------------
 
-/// retention.bytes deletes the oldest segments until the partition is within
-/// one segment of the limit; the low watermark becomes the first remaining
-/// segment's base offset and DescribeLogDirs reports the smaller size, which
-/// matches the files on disk.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retention_by_size_shrinks_the_partition() {
-    let mut broker = Broker::start_with(FAST_RETENTION);
-    let topic = "sized";
-    create_topic_with(&broker, topic, &[("segment.bytes", "1024")]).await;
-    let dir = partition_dir(&broker, topic);
-    let producer = broker.producer(&[("acks", "all")]);
-    let values: Vec<String> = (0..60).map(|i| padded("s", i, 120)).collect();
-    produce_each(&producer, topic, &values, None).await;
-
-    let size_before = log_dir_size(&broker, topic);
-    assert_eq!(
-        size_before as u64,
-        log_bytes(&dir),
-        "DescribeLogDirs vs files"
-    );
-    assert!(size_before > 8 * 1024, "60 records: {size_before} bytes");
-    let probe = broker.consumer(&[]);
-    assert_eq!(watermarks(&probe, topic, 0), (0, 60));
-
-    let limit: i64 = 2048;
-    set_configs(&broker, topic, &[("retention.bytes", &limit.to_string())]);
-    let low = poll_until(BACKGROUND_DEADLINE, "size retention", || {
-        let (low, high) = watermarks(&probe, topic, 0);
-        let size = log_dir_size(&broker, topic);
-        let pending = pending_deletes(&dir);
-        if low > 0 && pending.is_empty() && size < limit + 1024 {
-            assert_eq!(high, 60, "retention does not touch the high watermark");
-            Ok(low)
-        } else {
-            Err(format!(
-                "watermarks ({low}, {high}), size {size}, pending {pending:?}"
-            ))
-        }
-    });
-    let size_after = log_dir_size(&broker, topic);
-    assert!(size_after < size_before);
-    assert_eq!(
-        size_after as u64,
-        log_bytes(&dir),
-        "DescribeLogDirs vs files"
-    );
-    let segs = segment_files(&dir);
-    assert_eq!(
-        segs[0].0, low,
-        "the low watermark is the first remaining segment's base offset"
-    );
-
-    // A consumer from 0 starts at the low watermark and sees the rest.
-    let c = broker.assigned_consumer(topic, &[0], Offset::Offset(0));
-    let msgs = consume_n(&c, (60 - low) as usize, CLIENT_TIMEOUT);
-    assert_eq!(msgs[0].offset(), low);
-    assert_eq!(
-        msgs.iter().map(payload_str).collect::<Vec<_>>(),
-        values[low as usize..].to_vec()
-    );
-    assert_segments_intact(&dir);
-    broker.stop();
-}
-
 // ---------------------------------------------------------------------------
 // 5. DeleteRecords
 // ---------------------------------------------------------------------------
@@ -1466,123 +1395,3 @@ fn partition_directories(data: &Path) -> BTreeMap<String, String> {
 // ---------------------------------------------------------------------------
 // 7. Compaction
 // ---------------------------------------------------------------------------
-
-/// cleanup.policy=compact keeps only the latest record per key in closed
-/// segments, at its original offset; a tombstone stays (delete.retention.ms
-/// has not passed); unique keys stay; the compacted log survives a restart
-/// and holds valid batches.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compaction_keeps_the_latest_record_per_key() {
-    let mut broker = Broker::start_with(&[
-        "log.initial.task.delay.ms=0",
-        "log.cleaner.backoff.ms=200",
-        "log.retention.check.interval.ms=200",
-        "log.segment.delete.delay.ms=0",
-    ]);
-    let topic = "compacted";
-    create_topic_with(
-        &broker,
-        topic,
-        &[
-            ("cleanup.policy", "compact"),
-            ("segment.bytes", "1024"),
-            ("min.cleanable.dirty.ratio", "0.01"),
-            ("min.compaction.lag.ms", "0"),
-        ],
-    )
-    .await;
-    let dir = partition_dir(&broker, topic);
-    let producer = broker.producer(&[("acks", "all")]);
-    const KEYS: usize = 8;
-    const ROUNDS: usize = 8;
-    // key → (offset, value) of its latest record; None value = tombstone.
-    let mut latest: BTreeMap<String, (i64, Option<String>)> = BTreeMap::new();
-    for round in 0..ROUNDS {
-        for k in 0..KEYS {
-            let key = format!("key-{k}");
-            let value = format!("{key}-round-{round}-{}", "v".repeat(40));
-            let d = producer
-                .send(
-                    FutureRecord::to(topic)
-                        .partition(0)
-                        .key(&key)
-                        .payload(&value),
-                    Duration::from_secs(30),
-                )
-                .await
-                .unwrap_or_else(|(e, _)| panic!("produce {key}: {e}"));
-            latest.insert(key, (d.offset, Some(value)));
-        }
-    }
-    let dead = format!("key-{}", KEYS - 1);
-    let d = producer
-        .send(
-            FutureRecord::<String, ()>::to(topic)
-                .partition(0)
-                .key(&dead),
-            Duration::from_secs(30),
-        )
-        .await
-        .unwrap_or_else(|(e, _)| panic!("tombstone: {e}"));
-    latest.insert(dead.clone(), (d.offset, None));
-    // Unique keys push every record above into closed segments.
-    for i in 0..20 {
-        let key = format!("filler-{i:02}");
-        let value = format!("{key}-{}", "f".repeat(60));
-        let d = producer
-            .send(
-                FutureRecord::to(topic)
-                    .partition(0)
-                    .key(&key)
-                    .payload(&value),
-                Duration::from_secs(30),
-            )
-            .await
-            .unwrap_or_else(|(e, _)| panic!("produce {key}: {e}"));
-        latest.insert(key, (d.offset, Some(value)));
-    }
-    let high = (KEYS * ROUNDS + 1 + 20) as i64;
-    let probe = broker.consumer(&[]);
-    assert_eq!(watermarks(&probe, topic, 0), (0, high));
-
-    // The view a fully compacted log gives: one record per key, in offset
-    // order, at the offset it was written at.
-    let mut expected: Vec<(i64, String, Option<String>)> = latest
-        .iter()
-        .map(|(k, (o, v))| (*o, k.clone(), v.clone()))
-        .collect();
-    expected.sort();
-    let view = |broker: &Broker| -> Vec<(i64, String, Option<String>)> {
-        read_to_end(broker, topic, Offset::Beginning)
-            .iter()
-            .map(|m| {
-                (
-                    m.offset(),
-                    String::from_utf8(m.key().unwrap_or_default().to_vec()).unwrap(),
-                    m.payload().map(|p| String::from_utf8(p.to_vec()).unwrap()),
-                )
-            })
-            .collect()
-    };
-    poll_until(BACKGROUND_DEADLINE, "compacted view", || {
-        let v = view(&broker);
-        if v == expected {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} records (want {}), first {:?}",
-                v.len(),
-                expected.len(),
-                v.first()
-            ))
-        }
-    });
-    assert_eq!(watermarks(&probe, topic, 0), (0, high), "offsets unchanged");
-    assert_segments_intact(&dir);
-    drop(probe);
-
-    broker.restart();
-    assert_eq!(view(&broker), expected, "compacted log after a restart");
-    broker.stop();
-    assert_segments_intact(&dir);
-}

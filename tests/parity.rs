@@ -1,9 +1,11 @@
 //! Kafka 4.x parity: the version ranges ApiVersions lists (Produce from v0,
 //! Kafka 4.0's maxima) and what the new versions answer, every Kafka 4.x
-//! topic config, broker-side recompression, the timestamp window,
-//! `min.insync.replicas`, `preallocate`, Metadata by topic id, and the
-//! background tasks' first pass after a restart. Answers checked against
-//! Apache Kafka 4.4 are noted where they are asserted.
+//! topic config, broker-side recompression, `preallocate`, Metadata by
+//! topic id. Answers checked against Apache Kafka 4.4 are noted where they
+//! are asserted. The timestamp window, `min.insync.replicas`, the
+//! background tasks' first pass after a restart, idle producers' expiry and
+//! timestamp lookups below the log start are in-process scenarios in
+//! tests/inprocess.rs.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -566,87 +568,6 @@ async fn codec_levels_are_applied_when_recompressing() {
     assert_eq!(stored(&broker, "zstd-kept")[0].0 & 7, 4);
 }
 
-fn error_code(e: &KafkaError) -> Option<RDKafkaErrorCode> {
-    match e {
-        KafkaError::MessageProduction(c) => Some(*c),
-        _ => None,
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timestamps_outside_the_topic_window_are_refused() {
-    let broker = Broker::start();
-    let admin = broker.admin();
-    create(&admin, "ts-default", &[]).await;
-    create(
-        &admin,
-        "ts-wide",
-        &[("message.timestamp.after.max.ms", "10800000")],
-    )
-    .await;
-    create(
-        &admin,
-        "ts-recent",
-        &[("message.timestamp.before.max.ms", "60000")],
-    )
-    .await;
-    create(
-        &admin,
-        "ts-append",
-        &[
-            ("message.timestamp.type", "LogAppendTime"),
-            ("message.timestamp.before.max.ms", "0"),
-        ],
-    )
-    .await;
-    let p = broker.producer(&[("retries", "0"), ("message.timeout.ms", "10000")]);
-    let hour = 3_600_000;
-    let future = Some(now_ms() + 2 * hour);
-    let e = send(&p, "ts-default", b"x", future)
-        .await
-        .expect_err("2 h ahead, default 1 h window");
-    assert_eq!(
-        error_code(&e),
-        Some(RDKafkaErrorCode::InvalidTimestamp),
-        "{e}"
-    );
-    send(&p, "ts-wide", b"x", future).await.expect("3 h window");
-    let e = send(&p, "ts-recent", b"x", Some(now_ms() - hour))
-        .await
-        .expect_err("an hour old");
-    assert_eq!(
-        error_code(&e),
-        Some(RDKafkaErrorCode::InvalidTimestamp),
-        "{e}"
-    );
-    send(&p, "ts-recent", b"x", Some(now_ms() - 1000))
-        .await
-        .expect("recent");
-    send(&p, "ts-append", b"x", Some(1))
-        .await
-        .expect("LogAppendTime ignores the window");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn min_insync_replicas_above_one_refuses_acks_all() {
-    let broker = Broker::start();
-    create(&broker.admin(), "isr2", &[("min.insync.replicas", "2")]).await;
-    let all = broker.producer(&[
-        ("acks", "all"),
-        ("enable.idempotence", "false"),
-        ("retries", "0"),
-        ("message.timeout.ms", "10000"),
-    ]);
-    let e = send(&all, "isr2", b"x", None).await.expect_err("acks=all");
-    assert_eq!(
-        error_code(&e),
-        Some(RDKafkaErrorCode::NotEnoughReplicas),
-        "{e}"
-    );
-    let one = broker.producer(&[("acks", "1"), ("enable.idempotence", "false")]);
-    assert_eq!(send(&one, "isr2", b"x", None).await.expect("acks=1"), 0);
-}
-
 fn allocated(path: &std::path::Path) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).expect("stat");
@@ -695,89 +616,6 @@ async fn preallocate_reserves_the_active_segment() {
             );
         }
     }
-}
-
-/// The first retention pass runs `log.initial.task.delay.ms` after start-up,
-/// not a whole `log.retention.check.interval.ms` (5 minutes by default)
-/// later: segments already past retention go soon after a restart. The first
-/// run waits 10 minutes before its first pass, so nothing is deleted before
-/// the restart whatever the machine's speed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retention_runs_soon_after_a_restart() {
-    let mut broker = Broker::start_with(&[
-        "log.initial.task.delay.ms=600000",
-        "log.segment.delete.delay.ms=0",
-    ]);
-    create(
-        &broker.admin(),
-        "old",
-        &[("retention.ms", "60000"), ("segment.bytes", "1024")],
-    )
-    .await;
-    let p = broker.producer(&[("linger.ms", "0")]);
-    let hour_ago = now_ms() - 3_600_000;
-    for _ in 0..5 {
-        send(&p, "old", &[b'x'; 600], Some(hour_ago))
-            .await
-            .expect("produce");
-    }
-    drop(p);
-    let c = broker.consumer(&[]);
-    assert_eq!(watermarks(&c, "old", 0), (0, 5), "no retention pass yet");
-    drop(c);
-    broker.stop();
-    broker.set_overrides(&[
-        "log.initial.task.delay.ms=200",
-        "log.segment.delete.delay.ms=0",
-    ]);
-    broker.restart();
-    let c = broker.consumer(&[]);
-    // Every segment is past retention (the active one is rolled first, as
-    // in Kafka), so the log starts at its end.
-    poll_until(
-        Duration::from_secs(30),
-        "retention after the restart",
-        || {
-            let (lo, hi) = watermarks(&c, "old", 0);
-            (lo == 5 && hi == 5)
-                .then_some(())
-                .ok_or(format!("watermarks {lo}..{hi}"))
-        },
-    );
-}
-
-/// `producer.id.expiration.check.interval.ms` sets how often idle producers
-/// are forgotten (it used to ride on the 5-minute retention pass).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn idle_producers_expire_on_their_own_interval() {
-    let broker = Broker::start_with(&[
-        "producer.id.expiration.ms=1000",
-        "producer.id.expiration.check.interval.ms=200",
-        "log.initial.task.delay.ms=0",
-    ]);
-    create(&broker.admin(), "pids", &[]).await;
-    let p = broker.producer(&[("enable.idempotence", "true")]);
-    send(&p, "pids", b"x", None).await.expect("produce");
-    let mut c = connect(&broker.bootstrap());
-    let producers = |c: &mut std::net::TcpStream| {
-        let req = kp::DescribeProducersRequest::default().with_topics(vec![
-            kp::describe_producers_request::TopicRequest::default()
-                .with_name(TopicName(s("pids")))
-                .with_partition_indexes(vec![0]),
-        ]);
-        kp_call(c, 0, 1, &req).topics[0].partitions[0]
-            .active_producers
-            .len()
-    };
-    assert_eq!(producers(&mut c), 1);
-    poll_until(
-        Duration::from_secs(20),
-        "the idle producer to expire",
-        || {
-            let n = producers(&mut c);
-            (n == 0).then_some(()).ok_or(format!("{n} producers"))
-        },
-    );
 }
 
 /// The broker resource reports the broker keys of topic configs as Kafka
@@ -912,61 +750,4 @@ fn listener_and_offsets_keys_are_described() {
             ),
         ]
     );
-}
-
-/// ListOffsets by timestamp gives the first record at or after the log start
-/// offset, as Kafka does: after DeleteRecords moved the log start into the
-/// middle of a batch, a timestamp older than every record answers the log
-/// start, not the batch's first (deleted) record.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn timestamp_lookup_starts_at_the_log_start() {
-    use rdkafka::consumer::Consumer;
-    use rdkafka::TopicPartitionList;
-    let broker = Broker::start();
-    let topic = "ts-below-start";
-    broker.create_topic(topic, 1).await;
-    // One batch of 20 records (linger), timestamps 1_000_000 + i.
-    let p = broker.producer(&[("linger.ms", "200"), ("batch.num.messages", "100")]);
-    let futures: Vec<_> = (0..20i64)
-        .map(|i| {
-            let v = format!("v{i}");
-            p.send_result(
-                FutureRecord::to(topic)
-                    .partition(0)
-                    .key("k")
-                    .payload(&v)
-                    .timestamp(1_000_000 + i),
-            )
-            .expect("enqueue")
-        })
-        .collect();
-    for f in futures {
-        f.await.expect("delivery").expect("produced");
-    }
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Offset(10))
-        .unwrap();
-    broker
-        .admin()
-        .delete_records(&tpl, &admin_opts())
-        .await
-        .expect("DeleteRecords");
-    let c = broker.consumer(&[]);
-    let lookup = |ts: i64| {
-        let mut q = TopicPartitionList::new();
-        q.add_partition_offset(topic, 0, Offset::Offset(ts))
-            .unwrap();
-        let r = c
-            .offsets_for_times(q, Duration::from_secs(10))
-            .expect("offsets_for_times");
-        r.find_partition(topic, 0).expect("partition").offset()
-    };
-    assert_eq!(lookup(0), Offset::Offset(10), "older than every record");
-    assert_eq!(
-        lookup(1_000_005),
-        Offset::Offset(10),
-        "a deleted record's time"
-    );
-    assert_eq!(lookup(1_000_015), Offset::Offset(15));
-    assert_eq!(lookup(2_000_000), Offset::End, "newer than every record");
 }

@@ -1,6 +1,7 @@
 //! Produce and consume through librdkafka (rdkafka crate) against a real
 //! broker process: ordering, offsets, payload fidelity, compression, acks,
-//! watermarks, ListOffsets by timestamp, seek and long-poll wake-up.
+//! watermarks, seek and long-poll wake-up. (ListOffsets by timestamp is an
+//! in-process scenario in tests/inprocess.rs.)
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -15,7 +16,7 @@ use common::*;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
-use rdkafka::{Offset, Timestamp, TopicPartitionList};
+use rdkafka::{Offset, Timestamp};
 
 /// One record as sent, for comparison with what comes back.
 #[derive(Debug, Clone, PartialEq)]
@@ -273,78 +274,6 @@ async fn acks_zero_one_and_all() {
         );
         assert_no_more(&consumer, Duration::from_millis(200));
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_offsets_by_timestamp() {
-    let broker = Broker::start();
-    let topic = "times";
-    broker.create_topic(topic, 1).await;
-    let base_ts = now_ms() - 600_000;
-    // Timestamps base, base+10, ..., base+190 at offsets 0..19, sent as
-    // several batches.
-    let producer = broker.producer(&[("linger.ms", "0")]);
-    let records: Vec<Sent> = (0..20)
-        .map(|i| Sent {
-            key: b"k".to_vec(),
-            value: format!("v{i}").into_bytes(),
-            headers: Vec::new(),
-            timestamp: base_ts + 10 * i as i64,
-        })
-        .collect();
-    for chunk in records.chunks(5) {
-        let placed = produce_all(&producer, topic, chunk).await;
-        assert!(placed.iter().all(|&(p, _)| p == 0));
-    }
-    let consumer = broker.consumer(&[]);
-    assert_eq!(watermarks(&consumer, topic, 0), (0, 20));
-
-    let cases: [(i64, Offset); 7] = [
-        (base_ts - 100_000, Offset::Offset(0)),
-        (base_ts, Offset::Offset(0)),
-        (base_ts + 1, Offset::Offset(1)),
-        (base_ts + 55, Offset::Offset(6)),
-        (base_ts + 60, Offset::Offset(6)),
-        (base_ts + 190, Offset::Offset(19)),
-        (base_ts + 191, Offset::End),
-    ];
-    // Collect every mismatch so one run shows the whole picture.
-    let mut wrong = Vec::new();
-    for (ts, want) in cases {
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, 0, Offset::Offset(ts))
-            .unwrap();
-        let res = consumer
-            .offsets_for_times(tpl, CLIENT_TIMEOUT)
-            .unwrap_or_else(|e| panic!("offsets_for_times({ts}): {e}"));
-        let e = res.find_partition(topic, 0).expect("partition in result");
-        assert!(
-            e.error().is_ok(),
-            "offsets_for_times({ts}) error: {:?}",
-            e.error()
-        );
-        if e.offset() != want {
-            wrong.push(format!(
-                "timestamp base+{}: want {want:?}, got {:?}",
-                ts - base_ts,
-                e.offset()
-            ));
-        }
-    }
-    assert!(
-        wrong.is_empty(),
-        "ListOffsets by timestamp (first offset with timestamp >= t):\n{}",
-        wrong.join("\n")
-    );
-    // A timestamp far in the future: no such record.
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Offset(now_ms() + 86_400_000))
-        .unwrap();
-    let res = consumer
-        .offsets_for_times(tpl, CLIENT_TIMEOUT)
-        .expect("offsets_for_times(future)");
-    let e = res.find_partition(topic, 0).unwrap();
-    assert_eq!(e.offset(), Offset::End, "future timestamp");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,13 +1,9 @@
-//! READ_COMMITTED (KIP-98) over the wire: transactional batches sent with a
-//! raw Produce (attributes bit 4) keep the last stable offset (LSO) at the
-//! start of the open transaction, so READ_COMMITTED Fetch and ListOffsets
-//! stop there while READ_UNCOMMITTED sees everything; a client-sent control
-//! batch is refused with INVALID_RECORD. Transactional batches need the
-//! request's transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and a
-//! partition added to the open transaction (INVALID_TXN_STATE), so no
-//! transaction the coordinator does not know can hold the LSO. (Markers are
-//! written by the transaction coordinator; `Partition::write_marker` is
-//! tested in the unit tests.)
+//! Transactional Produce over the wire: a request's first transactional
+//! batches on ten partitions over both shards cost two cross-shard rounds
+//! (each owner asks the coordinator once for all its partitions, KIP-890),
+//! counted with the metrics endpoint. The READ_COMMITTED rules (the LSO,
+//! the refusals of transactional and control batches) are an in-process
+//! scenario (tests/inprocess.rs `read_committed_stops_at_the_lso`).
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -19,24 +15,17 @@ use bytes::{Bytes, BytesMut};
 use common::*;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::describe_producers_request::TopicRequest;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, BrokerId, CreateTopicsRequest, DescribeProducersRequest,
-    FetchRequest, FetchResponse, InitProducerIdRequest, ListOffsetsRequest, ProduceRequest,
+    AddPartitionsToTxnRequest, CreateTopicsRequest, InitProducerIdRequest, ProduceRequest,
     ProducerId, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-const TOPIC: &str = "rc";
-const INVALID_RECORD: i16 = 87;
 const INVALID_TXN_STATE: i16 = 48;
-const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const TXN_ID: &str = "rc-txn";
 
 fn sb(s: &str) -> StrBytes {
@@ -96,168 +85,6 @@ fn init_producer(s: &mut std::net::TcpStream) -> (i64, i16) {
     let resp = kp_call(s, 1, 2, &init);
     assert_eq!(resp.error_code, 0, "InitProducerId");
     (resp.producer_id.0, resp.producer_epoch)
-}
-
-fn produce(s: &mut std::net::TcpStream, records: Bytes, cid: i32) -> (i16, i64) {
-    produce_as(s, records, cid, Some(TXN_ID))
-}
-
-fn produce_as(
-    s: &mut std::net::TcpStream,
-    records: Bytes,
-    cid: i32,
-    transactional_id: Option<&str>,
-) -> (i16, i64) {
-    let req = ProduceRequest::default()
-        .with_transactional_id(transactional_id.map(|t| sb(t).into()))
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(TopicName(sb(TOPIC)))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])]);
-    let resp = kp_call(s, 8, cid, &req);
-    let p = &resp.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
-}
-
-fn fetch(s: &mut std::net::TcpStream, offset: i64, isolation: i8, cid: i32) -> FetchResponse {
-    let req = FetchRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_max_wait_ms(0)
-        .with_min_bytes(0)
-        .with_max_bytes(1 << 20)
-        .with_isolation_level(isolation)
-        .with_topics(vec![FetchTopic::default()
-            .with_topic(TopicName(sb(TOPIC)))
-            .with_partitions(vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(offset)
-                .with_partition_max_bytes(1 << 20)])]);
-    kp_call(s, 11, cid, &req)
-}
-
-/// Offsets of the records in a fetch response's partition 0.
-fn record_offsets(resp: &FetchResponse) -> Vec<i64> {
-    let p = &resp.responses[0].partitions[0];
-    let mut b = p.records.clone().unwrap_or_default();
-    if b.is_empty() {
-        return Vec::new();
-    }
-    RecordBatchDecoder::decode_all(&mut b)
-        .expect("decode records")
-        .into_iter()
-        .flat_map(|set| set.records.into_iter().map(|r| r.offset))
-        .collect()
-}
-
-fn list_offset(s: &mut std::net::TcpStream, ts: i64, isolation: i8, cid: i32) -> i64 {
-    let req = ListOffsetsRequest::default()
-        .with_replica_id(BrokerId(-1))
-        .with_isolation_level(isolation)
-        .with_topics(vec![ListOffsetsTopic::default()
-            .with_name(TopicName(sb(TOPIC)))
-            .with_partitions(vec![ListOffsetsPartition::default()
-                .with_partition_index(0)
-                .with_timestamp(ts)])]);
-    let resp = kp_call(s, 4, cid, &req);
-    let p = &resp.topics[0].partitions[0];
-    assert_eq!(p.error_code, 0, "ListOffsets error");
-    p.offset
-}
-
-#[test]
-fn read_committed_stops_at_the_lso() {
-    let broker = Broker::start();
-    let mut s = connect(&broker.bootstrap());
-    create_topic(&mut s, TOPIC, 1);
-
-    let (pid, epoch) = init_producer(&mut s);
-
-    let ts = now_ms();
-    // 0..=1: plain records; 2..=4: an open transaction of `pid`.
-    assert_eq!(
-        produce_as(&mut s, batch(-1, -1, -1, 2, ts, false, false), 3, None),
-        (0, 0)
-    );
-    let txn_batch = batch(pid, epoch, 0, 3, ts + 100, true, false);
-    // Refused without a transactional id, and before the partition is in
-    // the transaction; nothing is appended.
-    assert_eq!(
-        produce_as(&mut s, txn_batch.clone(), 20, None).0,
-        TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    );
-    assert_eq!(produce(&mut s, txn_batch.clone(), 21).0, INVALID_TXN_STATE);
-    let add = AddPartitionsToTxnRequest::default()
-        .with_v3_and_below_transactional_id(sb(TXN_ID).into())
-        .with_v3_and_below_producer_id(ProducerId(pid))
-        .with_v3_and_below_producer_epoch(epoch)
-        .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
-            .with_name(TopicName(sb(TOPIC)))
-            .with_partitions(vec![0])]);
-    let resp = kp_call(&mut s, 3, 22, &add);
-    assert_eq!(
-        resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
-        0
-    );
-    // One record batch per partition (Kafka's rule for Produce v3+): a
-    // second batch cannot slip another producer's transaction past the
-    // check.
-    let mut two = BytesMut::from(&txn_batch[..]);
-    two.extend_from_slice(&batch(pid + 1, 0, 0, 1, ts, true, false));
-    assert_eq!(produce(&mut s, two.freeze(), 23).0, INVALID_RECORD);
-    assert_eq!(produce(&mut s, txn_batch, 4), (0, 2));
-
-    let rc = fetch(&mut s, 0, 1, 5);
-    let p = &rc.responses[0].partitions[0];
-    assert_eq!(p.error_code, 0);
-    assert_eq!((p.high_watermark, p.last_stable_offset), (5, 2));
-    assert_eq!(p.aborted_transactions.as_deref().map(|v| v.len()), Some(0));
-    assert_eq!(record_offsets(&rc), vec![0, 1]);
-    // At the LSO: nothing yet, no error.
-    let rc = fetch(&mut s, 2, 1, 6);
-    assert_eq!(rc.responses[0].partitions[0].error_code, 0);
-    assert!(record_offsets(&rc).is_empty());
-
-    let ru = fetch(&mut s, 0, 0, 7);
-    let p = &ru.responses[0].partitions[0];
-    assert_eq!((p.high_watermark, p.last_stable_offset), (5, 2));
-    assert!(p.aborted_transactions.is_none());
-    assert_eq!(record_offsets(&ru), vec![0, 1, 2, 3, 4]);
-
-    // ListOffsets: LATEST is the LSO under READ_COMMITTED; a timestamp only
-    // found in the open transaction is not answered there.
-    assert_eq!(list_offset(&mut s, -1, 1, 8), 2);
-    assert_eq!(list_offset(&mut s, -1, 0, 9), 5);
-    assert_eq!(list_offset(&mut s, ts + 100, 1, 10), -1);
-    assert_eq!(list_offset(&mut s, ts + 100, 0, 11), 2);
-    assert_eq!(list_offset(&mut s, ts, 1, 12), 0);
-
-    // DescribeProducers shows the open transaction's first offset.
-    let dp = DescribeProducersRequest::default().with_topics(vec![TopicRequest::default()
-        .with_name(TopicName(sb(TOPIC)))
-        .with_partition_indexes(vec![0])]);
-    let resp = kp_call(&mut s, 0, 13, &dp);
-    let prods = &resp.topics[0].partitions[0].active_producers;
-    let me = prods
-        .iter()
-        .find(|x| x.producer_id.0 == pid)
-        .expect("producer listed");
-    assert_eq!(me.current_txn_start_offset, 2);
-
-    // Clients may not write control batches (markers).
-    let (code, _) = produce(&mut s, batch(pid, epoch, 3, 1, ts, true, true), 14);
-    assert_eq!(code, INVALID_RECORD);
-    // The transaction is still open after a restart (rebuilt from the log).
-    drop(s);
-    let mut broker = broker;
-    broker.restart();
-    let mut s = connect(&broker.bootstrap());
-    assert_eq!(list_offset(&mut s, -1, 1, 15), 2);
-    let rc = fetch(&mut s, 0, 1, 16);
-    assert_eq!(rc.responses[0].partitions[0].last_stable_offset, 2);
-    assert_eq!(record_offsets(&rc), vec![0, 1]);
 }
 
 /// Tasks the shards sent to each other while serving Produce requests

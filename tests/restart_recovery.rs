@@ -1,6 +1,7 @@
-//! Durability across restarts: clean SIGTERM shutdown, a torn last batch,
-//! a corrupted last batch after an unclean shutdown, and kill -9 with
-//! per-message flushing.
+//! Durability across restarts of the broker process: an earlier data
+//! directory upgraded in place, SIGHUP, kill -9 with per-message flushing,
+//! the listener's port across restarts. A clean restart, a torn and a
+//! corrupted last batch are in-process scenarios in tests/inprocess.rs.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -8,7 +9,6 @@
 
 mod common;
 
-use std::fs::OpenOptions;
 use std::time::Duration;
 
 use common::*;
@@ -101,30 +101,6 @@ fn high_watermark(broker: &Broker, topic: &str) -> i64 {
     hi
 }
 
-/// Minimal reproducer: a topic created before a clean restart must be served
-/// after it. (The detailed restart tests below depend on this.)
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn topics_survive_restart() {
-    let mut broker = Broker::start();
-    broker.create_topic("kept", 3).await;
-    let producer = broker.producer(&[("acks", "all")]);
-    let offs = produce_range(&producer, "kept", 0..10).await;
-    assert_eq!(offs, (0..10).collect::<Vec<i64>>());
-    drop(producer);
-    broker.stop();
-    assert!(broker
-        .data_dir()
-        .join("__cluster_metadata-0/quorum.log")
-        .exists());
-    assert!(broker.data_dir().join("kept-2").is_dir());
-
-    broker.restart();
-    wait_topic(&broker, "kept", 3);
-    assert_eq!(high_watermark(&broker, "kept"), 10);
-    check_range(&broker, "kept", 0..10);
-    broker.stop();
-}
-
 /// A data directory of an earlier version (topics in
 /// `__cluster_metadata/<topic>.topic`, no metadata log) upgrades in place:
 /// the topics are adopted into the metadata log with their ids, configs and
@@ -207,49 +183,6 @@ async fn an_earlier_data_directory_upgrades_in_place() {
     broker.stop();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clean_restart_keeps_everything() {
-    let mut broker = Broker::start();
-    let topic = "durable";
-    broker.create_topic(topic, 2).await;
-    let producer = broker.producer(&[("acks", "all")]);
-    let offs = produce_range(&producer, topic, 0..1000).await;
-    assert_eq!(offs, (0..1000).collect::<Vec<i64>>());
-    drop(producer);
-
-    broker.stop(); // asserts exit status 0
-    broker.restart();
-    wait_topic(&broker, topic, 2);
-
-    assert_eq!(high_watermark(&broker, topic), 1000);
-    let c = broker.consumer(&[]);
-    assert_eq!(
-        partition_count(&c, topic),
-        Some(2),
-        "topic keeps its 2 partitions"
-    );
-    assert_eq!(
-        watermarks(&c, topic, 1),
-        (0, 0),
-        "untouched partition stays empty"
-    );
-    check_range(&broker, topic, 0..1000);
-
-    let producer = broker.producer(&[("acks", "all")]);
-    let offs = produce_range(&producer, topic, 1000..1100).await;
-    assert_eq!(
-        offs,
-        (1000..1100).collect::<Vec<i64>>(),
-        "offsets continue after restart"
-    );
-    check_range(&broker, topic, 0..1100);
-
-    // A second restart cycle in a row is just as clean.
-    broker.restart();
-    assert_eq!(high_watermark(&broker, topic), 1100);
-    broker.stop();
-}
-
 /// SIGHUP (a closed terminal, `kill -HUP`) shuts the broker down cleanly,
 /// as the JVM's shutdown hook does for Kafka: exit code 0, and the next
 /// start finds every log closed cleanly (no recovery scan).
@@ -273,111 +206,6 @@ async fn sighup_shuts_down_cleanly() {
         "the restart recovered a log:\n{second}"
     );
     broker.stop();
-}
-
-/// Produces `groups` batches of 1..=groups records each (every group is
-/// awaited before the next, so each ends up in its own batch) and returns
-/// the total record count.
-async fn produce_batches(producer: &FutureProducer, topic: &str, groups: usize) -> usize {
-    let mut next = 0;
-    for g in 1..=groups {
-        let offs = produce_range(producer, topic, next..next + g).await;
-        assert_eq!(offs, (next as i64..(next + g) as i64).collect::<Vec<i64>>());
-        next += g;
-    }
-    next
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn torn_last_batch_is_truncated_on_restart() {
-    let mut broker = Broker::start();
-    let topic = "torn";
-    broker.create_topic(topic, 1).await;
-    let producer = broker.producer(&[("acks", "all"), ("linger.ms", "1")]);
-    let total = produce_batches(&producer, topic, 8).await;
-    drop(producer);
-    broker.stop();
-
-    let seg = broker.segment_path(topic, 0);
-    let batches = segment_batches(&seg);
-    let file_len = std::fs::metadata(&seg).unwrap().len() as usize;
-    let &(pos, base, count, len) = batches.last().expect("at least one batch");
-    assert_eq!(
-        pos + len,
-        file_len,
-        "segment ends with a whole batch after a clean stop"
-    );
-    assert_eq!((base + count) as usize, total, "batches cover every record");
-    assert!(
-        batches.len() >= 2,
-        "need several batches, got {}",
-        batches.len()
-    );
-
-    // Tear the last batch: cut its final 5 bytes.
-    OpenOptions::new()
-        .write(true)
-        .open(&seg)
-        .unwrap()
-        .set_len((file_len - 5) as u64)
-        .unwrap();
-
-    broker.restart();
-    assert_eq!(
-        high_watermark(&broker, topic),
-        base,
-        "log recovered to the last whole batch"
-    );
-    check_range(&broker, topic, 0..base as usize);
-    assert_eq!(
-        std::fs::metadata(&seg).unwrap().len() as usize,
-        pos,
-        "the torn bytes are gone from the segment"
-    );
-
-    // Producing continues at the recovered end; the lost records are
-    // produced again with their original values.
-    let producer = broker.producer(&[("acks", "all")]);
-    let offs = produce_range(&producer, topic, base as usize..total).await;
-    assert_eq!(offs, (base..total as i64).collect::<Vec<i64>>());
-    check_range(&broker, topic, 0..total);
-    broker.stop();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn corrupt_last_batch_is_dropped_after_unclean_shutdown() {
-    let mut broker = Broker::start();
-    let topic = "crc";
-    broker.create_topic(topic, 1).await;
-    let producer = broker.producer(&[("acks", "all"), ("linger.ms", "1")]);
-    let total = produce_batches(&producer, topic, 6).await;
-    drop(producer);
-    broker.stop();
-
-    let seg = broker.segment_path(topic, 0);
-    let batches = segment_batches(&seg);
-    let &(pos, base, _, len) = batches.last().unwrap();
-    // Flip one byte in the last record's value: the CRC32C no longer
-    // matches. Remove the clean-shutdown marker so recovery validates CRCs.
-    let mut data = std::fs::read(&seg).unwrap();
-    data[pos + len - 3] ^= 0xff;
-    std::fs::write(&seg, &data).unwrap();
-    let marker = seg.parent().unwrap().join(".clean_shutdown");
-    if marker.exists() {
-        std::fs::remove_file(&marker).unwrap();
-    }
-
-    broker.restart();
-    assert_eq!(
-        high_watermark(&broker, topic),
-        base,
-        "recovery stops before the corrupt batch"
-    );
-    check_range(&broker, topic, 0..base as usize);
-    let producer = broker.producer(&[("acks", "all")]);
-    let offs = produce_range(&producer, topic, base as usize..total).await;
-    assert_eq!(offs, (base..total as i64).collect::<Vec<i64>>());
-    check_range(&broker, topic, 0..total);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
