@@ -94,6 +94,39 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     // Handlers decode, route and encode: partitions are read and written
     // through the owner's operations (`shard::owner`), never the log.
     ("handlers", &["net", "admin", "boot", "storage"]),
+    // Security's settings and exchanges do no I/O and know no layer above
+    // the configuration; the byte stream knows only them.
+    (
+        "security",
+        &[
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "admin",
+            "boot",
+            "replication",
+            "storage",
+            "transport",
+        ],
+    ),
+    (
+        "transport",
+        &[
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "admin",
+            "boot",
+            "replication",
+            "storage",
+        ],
+    ),
     // The mesh's error, carried by every layer, uses nothing of Fjord's.
     (
         "mesh",

@@ -467,3 +467,72 @@ fn bad_security_settings_stop_the_broker_naming_the_key_and_file() {
         "a JAAS error must not print values: {err}"
     );
 }
+
+/// OAUTHBEARER with Kafka's unsecured validator and librdkafka's unsecured
+/// JWT (`principal=`), and a SCRAM client producing for longer than
+/// `connections.max.reauth.ms`: librdkafka re-authenticates (KIP-368) and
+/// every record is delivered.
+#[test]
+fn oauthbearer_and_re_authentication_with_a_real_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::certs::make(dir.path());
+    let broker = secured_broker(
+        &pki,
+        &[
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER,PLAIN",
+            "listener.name.sasl_ssl.connections.max.reauth.ms=2000",
+        ],
+    );
+    assert_eq!(
+        set_scram(&broker.bootstrap(), &[("alice", 2, "alice-scram")]),
+        vec![0]
+    );
+    let oauth = |principal: &str, lifetime_s: &str| {
+        vec![
+            ("security.protocol", "sasl_plaintext".to_string()),
+            ("sasl.mechanism", "OAUTHBEARER".to_string()),
+            ("enable.sasl.oauthbearer.unsecure.jwt", "true".to_string()),
+            (
+                "sasl.oauthbearer.config",
+                format!("principal={principal} lifeSeconds={lifetime_s}"),
+            ),
+        ]
+    };
+    let addr = broker.listener("SASL_PLAINTEXT");
+    round_trip(&addr, &oauth("admin", "3600"), "oauth-topic", 5);
+    // A SCRAM producer across several session lifetimes.
+    let scram = vec![
+        ("security.protocol", "sasl_ssl".to_string()),
+        ("ssl.ca.location", pki.ca.display().to_string()),
+        ("sasl.mechanism", "SCRAM-SHA-512".to_string()),
+        ("sasl.username", "alice".to_string()),
+        ("sasl.password", "alice-scram".to_string()),
+    ];
+    let producer: FutureProducer = config(&broker.listener("SASL_SSL"), &scram)
+        .create()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let started = std::time::Instant::now();
+    let mut sent = 0;
+    rt.block_on(async {
+        while started.elapsed() < Duration::from_secs(7) {
+            producer
+                .send(
+                    FutureRecord::<(), _>::to("reauth-topic").payload(&format!("r{sent}")),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap_or_else(|(e, _)| panic!("record {sent} across re-authentications: {e}"));
+            sent += 1;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    assert!(sent > 20, "sent {sent}");
+    // The sessions were renewed, not dropped: the broker logged no expired
+    // session of alice.
+    let log = broker.stderr_text();
+    assert!(
+        !log.contains("session of User:alice expired"),
+        "a session expired instead of re-authenticating"
+    );
+}

@@ -689,7 +689,14 @@ impl Quorum {
                         .reset(&q.state.image(), Instant::now());
                 }
                 was_leader = is_leader;
-                q.publisher.controller(leader.unwrap_or(-1)).await;
+                // Published apart: a slow publication must not hold up the
+                // next leadership change (the takeover's liveness reset
+                // above runs at once).
+                let publisher = q.publisher.clone();
+                crate::stall::spawn_local("metadata controller id", async move {
+                    publisher.controller(leader.unwrap_or(-1)).await;
+                })
+                .detach();
                 drop(q);
                 if metrics.changed().await.is_err() {
                     break;
