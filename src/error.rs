@@ -120,6 +120,7 @@ impl KafkaCode for LeadershipError {
             // Kafka: a replica not hosted yet is `HostedPartition.None`.
             LeadershipError::ReplicaOpening { .. } => E::NotLeaderOrFollower.code(),
             LeadershipError::NotLeader => E::NotLeaderOrFollower.code(),
+            LeadershipError::UnknownFollower { .. } => E::NotLeaderOrFollower.code(),
             LeadershipError::FencedLeaderEpoch { .. } => E::FencedLeaderEpoch.code(),
             LeadershipError::UnknownLeaderEpoch { .. } => E::UnknownLeaderEpoch.code(),
         }
@@ -180,6 +181,17 @@ pub mod codes {
     /// SASL_AUTHENTICATION_FAILED (58): wrong credentials (the same text
     /// whatever was wrong).
     pub const SASL_AUTHENTICATION_FAILED: i16 = E::SaslAuthenticationFailed.code();
+    /// SECURITY_DISABLED (54): the ACL APIs without an authorizer.
+    pub const SECURITY_DISABLED: i16 = E::SecurityDisabled.code();
+    /// CLUSTER_AUTHORIZATION_FAILED (31).
+    pub const CLUSTER_AUTHORIZATION_FAILED: i16 = E::ClusterAuthorizationFailed.code();
+    /// TOPIC_AUTHORIZATION_FAILED (29).
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = E::TopicAuthorizationFailed.code();
+    /// GROUP_AUTHORIZATION_FAILED (30).
+    pub const GROUP_AUTHORIZATION_FAILED: i16 = E::GroupAuthorizationFailed.code();
+    /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53).
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 =
+        E::TransactionalIdAuthorizationFailed.code();
 }
 
 // ---- answers ----
@@ -519,6 +531,29 @@ impl KafkaCode for crate::cluster::control::scram::ScramAlterError {
             S::UnsupportedMechanism(_) => E::UnsupportedSaslMechanism.code(),
             S::ResourceNotFound => E::ResourceNotFound.code(),
             S::DuplicateResource => E::DuplicateResource.code(),
+        }
+    }
+}
+
+// ---- ACLs ----
+
+impl KafkaCode for crate::acl::model::Denied {
+    fn code(&self) -> i16 {
+        use crate::acl::model::ResourceType as R;
+        match self.0 {
+            R::Topic => E::TopicAuthorizationFailed.code(),
+            R::Group => E::GroupAuthorizationFailed.code(),
+            R::Cluster => E::ClusterAuthorizationFailed.code(),
+            R::TransactionalId => E::TransactionalIdAuthorizationFailed.code(),
+            R::DelegationToken | R::User => E::DelegationTokenAuthorizationFailed.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::cluster::control::acl::AclError {
+    fn code(&self) -> i16 {
+        match self {
+            crate::cluster::control::acl::AclError::InvalidRequest(_) => E::InvalidRequest.code(),
         }
     }
 }

@@ -28,6 +28,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod acl;
 pub mod admin;
 pub mod alloc;
 pub mod boot;

@@ -210,6 +210,16 @@ pub enum ControllerRequest {
         /// The asked partitions.
         topics: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// CreateAcls: the ACLs to create.
+    CreateAcls {
+        /// The ACLs, in request order.
+        acls: Vec<crate::acl::model::AclBinding>,
+    },
+    /// DeleteAcls: the filters whose matching ACLs are deleted.
+    DeleteAcls {
+        /// The filters, in request order.
+        filters: Vec<crate::acl::model::AclFilter>,
+    },
     /// The first SCRAM credentials of `fjord format --add-scram`: written
     /// for each user and mechanism that has none yet.
     BootstrapScram {
@@ -269,6 +279,10 @@ pub enum ControllerReply {
     AlterUserScramCredentials(scram::UserResults),
     /// How many bootstrap credentials were written.
     BootstrapScram(usize),
+    /// Per ACL, in request order.
+    CreateAcls(Vec<Result<(), acl::AclError>>),
+    /// Per filter, in request order: the ACLs it matched (and deleted).
+    DeleteAcls(Vec<Vec<crate::acl::model::AclBinding>>),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.
@@ -766,6 +780,20 @@ pub fn decide(
                 reply: ControllerReply::ElectLeaders(outcomes),
             }
         }
+        ControllerRequest::CreateAcls { acls } => {
+            let (records, results) = acl::create(image, acls, &mut || dice.topic_id());
+            Decision {
+                records,
+                reply: ControllerReply::CreateAcls(results),
+            }
+        }
+        ControllerRequest::DeleteAcls { filters } => {
+            let (records, matched) = acl::delete(image, filters);
+            Decision {
+                records,
+                reply: ControllerReply::DeleteAcls(matched),
+            }
+        }
         ControllerRequest::BootstrapScram { credentials } => {
             let records = scram::bootstrap(image, credentials);
             Decision {
@@ -964,6 +992,7 @@ pub fn decide(
     }
 }
 
+pub mod acl;
 mod liveness;
 pub mod scram;
 pub use liveness::{expire_sessions, Liveness};

@@ -215,6 +215,12 @@ impl MetadataImage {
                     .or_default()
                     .insert(*mechanism, credential.clone());
             }
+            MetadataRecord::AccessControlEntry { id, acl } => {
+                self.acls.insert(*id, acl.clone());
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                self.acls.remove(id);
+            }
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 if let Some(m) = self.scram_credentials.get_mut(name) {
                     m.remove(mechanism);

@@ -131,6 +131,14 @@ pub enum LeadershipError {
     /// leader: NOT_LEADER_OR_FOLLOWER (6).
     #[error("this broker is not the leader of this partition")]
     NotLeader,
+    /// A follower fetch from a broker that is not a replica of the
+    /// partition here: NOT_LEADER_OR_FOLLOWER (6), as Kafka's
+    /// `Partition.fetchRecords` answers a replica it does not recognize.
+    #[error("broker {replica_id} is not a replica of this partition")]
+    UnknownFollower {
+        /// The fetching broker's id.
+        replica_id: i32,
+    },
     /// The request's `current_leader_epoch` is older than the partition's
     /// (KIP-320): FENCED_LEADER_EPOCH (74).
     #[error("leader epoch {requested} is older than the current leader epoch {current}")]

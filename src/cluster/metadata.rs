@@ -194,6 +194,8 @@ pub struct MetadataImage {
     pub removed_topics: BTreeMap<Uuid, RemovedTopic>,
     /// SCRAM credentials (KIP-554) by user name and mechanism.
     pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
+    /// ACLs by id.
+    pub acls: BTreeMap<Uuid, crate::acl::model::AclBinding>,
 }
 
 impl crate::security::sasl::CredentialSource for MetadataImage {
@@ -241,6 +243,7 @@ impl MetadataImage {
             broker_configs: BTreeMap::new(),
             removed_topics: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
+            acls: BTreeMap::new(),
         }
     }
 

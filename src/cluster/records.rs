@@ -145,6 +145,18 @@ pub enum MetadataRecord {
         /// The mechanism.
         mechanism: crate::security::scram::ScramMechanism,
     },
+    /// An ACL was created (KRaft's AccessControlEntryRecord).
+    AccessControlEntry {
+        /// Its id.
+        id: Uuid,
+        /// The ACL.
+        acl: crate::acl::model::AclBinding,
+    },
+    /// An ACL was deleted (KRaft's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry {
+        /// Its id.
+        id: Uuid,
+    },
     /// A block of producer ids was handed to a broker: ids below
     /// `next_producer_id` are taken.
     ProducerIds {

@@ -35,6 +35,8 @@ pub const SECURITY_KEYS: &[&str] = &[
     "sasl.server.max.receive.size",
     "connection.failed.authentication.delay.ms",
     "super.users",
+    "authorizer.class.name",
+    "allow.everyone.if.no.acl.found",
 ];
 
 /// The security keys given, as text.

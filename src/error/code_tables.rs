@@ -113,7 +113,7 @@ impl Variants for ProduceError {
 }
 
 impl Variants for LeadershipError {
-    const COUNT: usize = 7;
+    const COUNT: usize = 8;
     fn index(&self) -> usize {
         match self {
             LeadershipError::UnknownTopicOrPartition => 0,
@@ -123,6 +123,7 @@ impl Variants for LeadershipError {
             LeadershipError::FencedLeaderEpoch { .. } => 4,
             LeadershipError::UnknownLeaderEpoch { .. } => 5,
             LeadershipError::ReplicaOpening { .. } => 6,
+            LeadershipError::UnknownFollower { .. } => 7,
         }
     }
 }
@@ -377,6 +378,51 @@ fn scram_alter_error_codes() {
     ]);
 }
 
+impl Variants for crate::cluster::control::acl::AclError {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        match self {
+            crate::cluster::control::acl::AclError::InvalidRequest(_) => 0,
+        }
+    }
+}
+
+#[test]
+fn acl_error_codes() {
+    table(&[(
+        crate::cluster::control::acl::AclError::InvalidRequest("x".into()),
+        42,
+    )]);
+}
+
+impl Variants for crate::acl::model::Denied {
+    const COUNT: usize = 6;
+    fn index(&self) -> usize {
+        use crate::acl::model::ResourceType as R;
+        match self.0 {
+            R::Topic => 0,
+            R::Group => 1,
+            R::Cluster => 2,
+            R::TransactionalId => 3,
+            R::DelegationToken => 4,
+            R::User => 5,
+        }
+    }
+}
+
+#[test]
+fn denied_codes() {
+    use crate::acl::model::{Denied, ResourceType as R};
+    table(&[
+        (Denied(R::Topic), 29),
+        (Denied(R::Group), 30),
+        (Denied(R::Cluster), 31),
+        (Denied(R::TransactionalId), 53),
+        (Denied(R::DelegationToken), 65),
+        (Denied(R::User), 65),
+    ]);
+}
+
 impl Variants for TxnRefusal {
     const COUNT: usize = 7;
     fn index(&self) -> usize {
@@ -496,7 +542,12 @@ fn shard_error_codes() {
 
 #[test]
 fn leadership_error_codes_and_texts() {
-    let rows: [(LeadershipError, i16, &str); 7] = [
+    let rows: [(LeadershipError, i16, &str); 8] = [
+        (
+            LeadershipError::UnknownFollower { replica_id: 9 },
+            6,
+            "broker 9 is not a replica of this partition",
+        ),
         (
             LeadershipError::UnknownTopicOrPartition,
             3,

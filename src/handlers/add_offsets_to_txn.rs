@@ -9,8 +9,10 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
+use super::authz::Access;
 use super::find_coordinator::ensure_offsets_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::group::records::partition_for_group;
 use crate::group::{GroupError, OFFSETS_TOPIC};
@@ -25,7 +27,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = AddOffsetsToTxnResponse::default();
     let group = req.group_id.0.to_string();
     let id = req.transactional_id.0.to_string();
-    let code = if group.is_empty() {
+    // Kafka: WRITE on the transactional id, then READ on the group.
+    let access = Access::of(shard, frame);
+    let refused = access
+        .check(Operation::Write, ResourceType::TransactionalId, &id)
+        .and_then(|()| access.check(Operation::Read, ResourceType::Group, &group))
+        .err();
+    let code = if let Some(d) = refused {
+        d.code()
+    } else if group.is_empty() {
         GroupError::InvalidGroupId.code()
     } else if let Err(c) = ensure_offsets_topic(shard).await.map_err(|e| e.code()) {
         c

@@ -20,8 +20,10 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse};
 
+use super::authz::Access;
 use super::{fenced_for_version, respond, txn_owner, Answers, HandlerResult};
-use crate::error::KafkaCode;
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -38,16 +40,32 @@ struct TxnPart<'a> {
 
 /// Adds (or, with `verify_only`, checks) one transactional id's partitions
 /// on its coordinator; gives the per-topic results in request order.
+/// A client's request (v0–v3) is checked as Kafka does: WRITE on the
+/// transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+/// then WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, the others
+/// OPERATION_NOT_ATTEMPTED).
 async fn run(
     shard: &Rc<Shard>,
+    access: &Access,
     t: TxnPart<'_>,
     version: i16,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = shard.metadata();
+    let client = version <= 3;
+    if client {
+        if let Err(d) = access.check(Operation::Write, ResourceType::TransactionalId, &t.id) {
+            return every_partition(t.topics, d.code());
+        }
+    }
     let mut unknown = Vec::new();
+    let mut refused: Vec<&str> = Vec::new();
     let mut wanted = Vec::new();
     for topic in t.topics {
         let meta = image.topic(&topic.name.0);
+        if client && !access.allows(Operation::Write, ResourceType::Topic, &topic.name.0) {
+            refused.push(&topic.name.0);
+            continue;
+        }
         for p in &topic.partitions {
             if meta.is_some_and(|m| (0..m.partitions).contains(p)) {
                 wanted.push((topic.name.0.to_string(), *p));
@@ -57,7 +75,7 @@ async fn run(
         }
     }
     // One code per partition, in `wanted` order; unknown ones answered below.
-    let codes: Vec<i16> = if !unknown.is_empty() {
+    let codes: Vec<i16> = if !unknown.is_empty() || !refused.is_empty() {
         vec![TxnError::OperationNotAttempted.code(); wanted.len()]
     } else {
         match txn_owner(shard, &t.id).map_err(|e| e.code()) {
@@ -106,7 +124,9 @@ async fn run(
                     let mut rp = AddPartitionsToTxnPartitionResult::default();
                     rp.partition_index = *p;
                     let is_unknown = unknown.iter().any(|(n, q)| *n == *topic.name.0 && q == p);
-                    rp.partition_error_code = if is_unknown {
+                    rp.partition_error_code = if refused.contains(&&*topic.name.0) {
+                        codes::TOPIC_AUTHORIZATION_FAILED
+                    } else if is_unknown {
                         TxnError::UnknownTopicOrPartition {
                             topic: topic.name.0.to_string(),
                             partition: *p,
@@ -123,11 +143,49 @@ async fn run(
         .collect()
 }
 
+/// Every partition of `topics` answered `code`.
+fn every_partition(
+    topics: &[AddPartitionsToTxnTopic],
+    code: i16,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    topics
+        .iter()
+        .map(|topic| {
+            let mut rt = AddPartitionsToTxnTopicResult::default();
+            rt.name = topic.name.clone();
+            rt.results_by_partition = topic
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut rp = AddPartitionsToTxnPartitionResult::default();
+                    rp.partition_index = *p;
+                    rp.partition_error_code = code;
+                    rp
+                })
+                .collect();
+            rt
+        })
+        .collect()
+}
+
 /// Answers AddPartitionsToTxn.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: AddPartitionsToTxnRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let mut resp = AddPartitionsToTxnResponse::default();
+    let access = Access::of(shard, frame);
+    // Kafka: v4+ comes from brokers only and needs CLUSTER_ACTION on the
+    // cluster (CLUSTER_AUTHORIZATION_FAILED at the top).
+    if version >= 4 {
+        if let Err(d) = access.check(
+            Operation::ClusterAction,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        ) {
+            resp.error_code = d.code();
+            return Ok(respond(frame, &resp));
+        }
+    }
     if version <= 3 {
         let part = TxnPart {
             id: req.v3_and_below_transactional_id.0.to_string(),
@@ -136,7 +194,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             verify_only: false,
             topics: &req.v3_and_below_topics,
         };
-        resp.results_by_topic_v3_and_below = run(shard, part, version).await;
+        resp.results_by_topic_v3_and_below = run(shard, &access, part, version).await;
     } else {
         for t in &req.transactions {
             let part = TxnPart {
@@ -148,7 +206,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             };
             let mut r = AddPartitionsToTxnResult::default();
             r.transactional_id = t.transactional_id.clone();
-            r.topic_results = run(shard, part, version).await;
+            r.topic_results = run(shard, &access, part, version).await;
             resp.results_by_transaction.push(r);
         }
     }

@@ -17,8 +17,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::MetadataError;
 use crate::cluster::error::{InvalidConfig, InvalidRequest};
@@ -132,6 +134,20 @@ async fn alter_topic(
     }
 }
 
+/// Kafka's check (ControllerApis.authorizeAlterResource): ALTER_CONFIGS
+/// on the cluster for a broker, on the topic for a topic; the refusal's
+/// code (CLUSTER_ / TOPIC_AUTHORIZATION_FAILED) when refused.
+fn refused(access: &Access, resource_type: i8, name: &str) -> Option<i16> {
+    let denied = match resource_type {
+        RESOURCE_TOPIC => access.check(Operation::AlterConfigs, ResourceType::Topic, name),
+        RESOURCE_BROKER => {
+            access.check(Operation::AlterConfigs, ResourceType::Cluster, CLUSTER_NAME)
+        }
+        _ => Ok(()),
+    };
+    denied.err().map(|d| d.code())
+}
+
 fn outcome(resource_type: i8, r: Result<(), MetadataError>) -> (i16, Option<StrBytes>) {
     match (resource_type, r) {
         (_, Ok(())) => (0, None),
@@ -143,7 +159,16 @@ fn outcome(resource_type: i8, r: Result<(), MetadataError>) -> (i16, Option<StrB
 pub async fn handle_alter(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: AlterConfigsRequest = frame.decode()?;
     let mut resp = AlterConfigsResponse::default();
+    let access = Access::of(shard, frame);
     for r in &req.resources {
+        if let Some(code) = refused(&access, r.resource_type, &r.resource_name) {
+            let mut out = AlterConfigsResourceResponse::default();
+            out.error_code = code;
+            out.resource_type = r.resource_type;
+            out.resource_name = r.resource_name.clone();
+            resp.responses.push(out);
+            continue;
+        }
         let result = match r.resource_type {
             RESOURCE_TOPIC => {
                 let configs: BTreeMap<String, String> = r
@@ -184,7 +209,16 @@ pub async fn handle_alter(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerRes
 pub async fn handle_incremental(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: IncrementalAlterConfigsRequest = frame.decode()?;
     let mut resp = IncrementalAlterConfigsResponse::default();
+    let access = Access::of(shard, frame);
     for r in &req.resources {
+        if let Some(code) = refused(&access, r.resource_type, &r.resource_name) {
+            let mut out = IncResponse::default();
+            out.error_code = code;
+            out.resource_type = r.resource_type;
+            out.resource_name = r.resource_name.clone();
+            resp.responses.push(out);
+            continue;
+        }
         let result = match r.resource_type {
             RESOURCE_TOPIC => {
                 let ops: Vec<(String, i8, Option<String>)> = r

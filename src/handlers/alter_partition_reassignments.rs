@@ -20,7 +20,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::{ControllerCallError, MetadataError};
 use crate::cluster::reassignment::ReassignTarget;
@@ -50,18 +52,29 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .collect();
     let mut resp = AlterPartitionReassignmentsResponse::default();
     resp.allow_replication_factor_change = allow;
-    let outcome = match ask_controller(
-        shard,
-        ControllerRequest::AlterPartitionReassignments {
-            targets,
-            allow_replication_factor_change: allow,
-        },
-    )
-    .await
-    {
-        Ok(ControllerReply::AlterPartitionReassignments(results)) => Ok(results),
-        Ok(_) => Err(MetadataError::from(ControllerCallError::UnexpectedReply)),
-        Err(e) => Err(e),
+    // Kafka: ALTER on the cluster; refused, the code at the top and on every
+    // partition.
+    let refused = Access::of(shard, frame)
+        .check(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME)
+        .err()
+        .map(|d| d.code());
+    let outcome = if let Some(code) = refused {
+        resp.error_code = code;
+        Ok(vec![])
+    } else {
+        match ask_controller(
+            shard,
+            ControllerRequest::AlterPartitionReassignments {
+                targets,
+                allow_replication_factor_change: allow,
+            },
+        )
+        .await
+        {
+            Ok(ControllerReply::AlterPartitionReassignments(results)) => Ok(results),
+            Ok(_) => Err(MetadataError::from(ControllerCallError::UnexpectedReply)),
+            Err(e) => Err(e),
+        }
     };
     let mut results = match &outcome {
         Ok(results) => results.iter().map(|r| match r {
@@ -84,7 +97,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .partitions
                 .iter()
                 .map(|p| {
-                    let (code, message) = results.next().unwrap_or((0, None));
+                    let (code, message) = match refused {
+                        Some(code) => (code, None),
+                        None => results.next().unwrap_or((0, None)),
+                    };
                     let mut pr = ReassignablePartitionResponse::default();
                     pr.partition_index = p.partition_index;
                     pr.error_code = code;

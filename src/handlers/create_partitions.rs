@@ -9,17 +9,27 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::control::{ControllerReply, ControllerRequest, PartitionIncrease};
 use crate::cluster::error::InvalidRequest;
 use crate::cluster::error::MetadataError;
-use crate::error::KafkaCode;
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
 /// Adds partitions to the requested topics.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: CreatePartitionsRequest = frame.decode()?;
+    // Kafka's check: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, not
+    // sent on).
+    let access = Access::of(shard, frame);
+    let refused: Vec<bool> = req
+        .topics
+        .iter()
+        .map(|t| !access.allows(Operation::Alter, ResourceType::Topic, &t.name.0))
+        .collect();
     let items: Vec<PartitionIncrease> = req
         .topics
         .iter()
@@ -33,29 +43,47 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }),
         })
         .collect();
-    let results: Vec<Result<(), MetadataError>> = match ask_controller(
-        shard,
-        ControllerRequest::CreatePartitions {
-            topics: items.clone(),
-            validate_only: req.validate_only,
-        },
-    )
-    .await
-    {
-        Ok(ControllerReply::CreatePartitions(r)) => r,
-        Ok(_) => vec![
-            Err(crate::cluster::error::ControllerCallError::UnexpectedReply.into());
-            items.len()
-        ],
-        Err(e) => vec![Err(e); items.len()],
+    let asked: Vec<PartitionIncrease> = items
+        .iter()
+        .zip(&refused)
+        .filter(|(_, r)| !**r)
+        .map(|(i, _)| i.clone())
+        .collect();
+    let n = asked.len();
+    let results: Vec<Result<(), MetadataError>> = if n == 0 {
+        Vec::new()
+    } else {
+        match ask_controller(
+            shard,
+            ControllerRequest::CreatePartitions {
+                topics: asked,
+                validate_only: req.validate_only,
+            },
+        )
+        .await
+        {
+            Ok(ControllerReply::CreatePartitions(r)) => r,
+            Ok(_) => {
+                vec![Err(crate::cluster::error::ControllerCallError::UnexpectedReply.into()); n]
+            }
+            Err(e) => vec![Err(e); n],
+        }
     };
     let mut results = results.into_iter();
     let mut resp = CreatePartitionsResponse::default();
     resp.results = items
         .iter()
-        .map(|item| {
+        .zip(&refused)
+        .map(|(item, refused)| {
             let mut r = CreatePartitionsTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(item.topic.clone()));
+            if *refused {
+                r.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                r.error_message = Some(StrBytes::from_static_str(
+                    "The topic authorization is failed.",
+                ));
+                return r;
+            }
             let outcome = results
                 .next()
                 .unwrap_or(Err(InvalidRequest::AnswerLost.into()));

@@ -15,12 +15,14 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
 use crate::cluster::error::MetadataError;
 use crate::cluster::error::{InvalidAssignment, InvalidPartitions, InvalidRequest};
 use crate::cluster::topic_config;
-use crate::error::KafkaCode;
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::{submit, Shard};
 
@@ -28,12 +30,23 @@ struct Plan {
     name: String,
     topic: NewTopic,
     early_error: Option<MetadataError>,
+    /// CREATE refused (TOPIC_AUTHORIZATION_FAILED, not sent on).
+    denied: bool,
+    /// Whether the answer may carry the topic's configs (DESCRIBE_CONFIGS
+    /// on it; TOPIC_AUTHORIZATION_FAILED as its config error otherwise).
+    describable: bool,
 }
 
 /// Creates the requested topics through the controller.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: CreateTopicsRequest = frame.decode()?;
     let cfg = &shard.config;
+    // Kafka's checks (ControllerApis.createTopics): CREATE on the cluster
+    // (unlogged), else on each topic; DESCRIBE_CONFIGS (unlogged) decides
+    // whether a created topic's configs are returned.
+    let access = Access::of(shard, frame);
+    let cluster_create =
+        access.allows_quietly(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut seen = std::collections::HashSet::new();
     let plans: Vec<Plan> = req
         .topics
@@ -57,6 +70,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     topic: name.clone(),
                 }));
             }
+            let denied = early_error.is_none()
+                && !cluster_create
+                && !access.allows(Operation::Create, ResourceType::Topic, &name);
+            let describable =
+                access.allows_quietly(Operation::DescribeConfigs, ResourceType::Topic, &name);
             let mut assignments = None;
             if !t.assignments.is_empty() {
                 if t.num_partitions != -1 || t.replication_factor != -1 {
@@ -111,13 +129,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 },
                 name,
                 early_error,
+                denied,
+                describable,
             }
         })
         .collect();
 
     let asked: Vec<NewTopic> = plans
         .iter()
-        .filter(|p| p.early_error.is_none())
+        .filter(|p| p.early_error.is_none() && !p.denied)
         .map(|p| p.topic.clone())
         .collect();
     let results = if asked.is_empty() {
@@ -150,6 +170,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .map(|p| {
             let mut r = CreatableTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(p.name.clone()));
+            if p.denied {
+                r.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                r.error_message = Some(StrBytes::from_static_str("Authorization failed."));
+                r.num_partitions = -1;
+                r.replication_factor = -1;
+                return r;
+            }
             let outcome = match (&p.early_error, &results) {
                 (Some(e), _) => Err(e.clone()),
                 (None, Ok(_)) => decided
@@ -158,6 +185,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 (None, Err(e)) => Err(e.clone()),
             };
             match outcome {
+                Ok(t) if !p.describable => {
+                    r.topic_id = t.id;
+                    r.topic_config_error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                    r.num_partitions = -1;
+                    r.replication_factor = -1;
+                }
                 Ok(t) => {
                     r.topic_id = t.id;
                     r.num_partitions = t.partitions;

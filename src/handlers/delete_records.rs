@@ -12,7 +12,9 @@ use kafka_protocol::messages::delete_records_response::{
 };
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
@@ -23,15 +25,23 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DeleteRecordsRequest = frame.decode()?;
     let image = shard.metadata();
     let mut resp = DeleteRecordsResponse::default();
+    // Kafka: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED, before
+    // whether it exists).
+    let access = Access::of(shard, frame);
     for t in &req.topics {
         let mut rt = DeleteRecordsTopicResult::default();
         rt.name = t.name.clone();
         let meta = image.topic(t.name.0.as_str());
+        let refused = access
+            .check(Operation::Delete, ResourceType::Topic, &t.name.0)
+            .err();
         for p in &t.partitions {
             let mut rp = DeleteRecordsPartitionResult::default();
             rp.partition_index = p.partition_index;
             rp.low_watermark = -1;
-            if !meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index)) {
+            if let Some(d) = refused {
+                rp.error_code = d.code();
+            } else if !meta.is_some_and(|m| (0..m.partitions).contains(&p.partition_index)) {
                 rp.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
             } else {
                 let topic: Arc<str> = Arc::from(t.name.0.as_str());

@@ -9,11 +9,13 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::InvalidRequest;
 use crate::cluster::error::MetadataError;
-use crate::error::KafkaCode;
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -44,10 +46,38 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .ok_or(MetadataError::UnknownTopicId),
         })
         .collect();
+    // Kafka's checks (ControllerApis.deleteTopics): DELETE on the cluster
+    // (unlogged) allows every topic; otherwise a topic named that may not
+    // be described is refused whether it exists or not, and an existing
+    // one that may not be deleted is refused (a topic id's name given back
+    // only when it may be described). Some(show the name) when refused.
+    let access = Access::of(shard, frame);
+    let cluster_delete =
+        access.allows_quietly(Operation::Delete, ResourceType::Cluster, CLUSTER_NAME);
+    let refused: Vec<Option<bool>> = wanted
+        .iter()
+        .zip(&resolved)
+        .map(|((given, _), r)| {
+            let Ok(name) = r else { return None };
+            if cluster_delete {
+                return None;
+            }
+            let describable = access.allows(Operation::Describe, ResourceType::Topic, name);
+            let exists = image.topic(name).is_some();
+            let deletable = exists && access.allows(Operation::Delete, ResourceType::Topic, name);
+            match given {
+                Some(_) if !describable => Some(true),
+                _ if exists && !deletable => Some(describable),
+                _ => None,
+            }
+        })
+        .collect();
     let enabled = shard.config.delete_topic_enable;
     let names: Vec<String> = resolved
         .iter()
-        .filter_map(|r| r.as_ref().ok().cloned())
+        .zip(&refused)
+        .filter(|(_, refused)| refused.is_none())
+        .filter_map(|(r, _)| r.as_ref().ok().cloned())
         .collect();
     let decided: Result<Vec<Result<Uuid, MetadataError>>, MetadataError> =
         if !enabled || names.is_empty() {
@@ -62,8 +92,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut decided_iter = decided.clone().unwrap_or_default().into_iter();
     let results: Vec<Result<Uuid, MetadataError>> = resolved
         .iter()
-        .map(|r| match r {
+        .zip(&refused)
+        .map(|(r, refused)| match r {
             Err(e) => Err(e.clone()),
+            // Answered below.
+            Ok(_) if refused.is_some() => Ok(Uuid::nil()),
             Ok(_) if !enabled => Err(MetadataError::TopicDeletionDisabled),
             Ok(_) => match &decided {
                 Err(e) => Err(e.clone()),
@@ -85,6 +118,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .or(name.as_ref())
                 .map(|n| TopicName(StrBytes::from_string(n.clone())));
             r.topic_id = *id;
+            if let Some(show_name) = refused.get(i).copied().flatten() {
+                if !show_name {
+                    r.name = None;
+                }
+                r.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                return r;
+            }
             let outcome = results
                 .get(i)
                 .cloned()

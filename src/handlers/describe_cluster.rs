@@ -9,19 +9,33 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
 /// Answers DescribeCluster from the shard's metadata image.
 pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
-    let _req: DescribeClusterRequest = frame.decode()?;
+    let req: DescribeClusterRequest = frame.decode()?;
     let image = shard.metadata();
     let mut resp = DescribeClusterResponse::default();
     resp.cluster_id = StrBytes::from_string(image.cluster_id.clone());
     resp.controller_id = BrokerId(super::client_controller_id(shard, &image));
     resp.endpoint_type = 1;
-    resp.cluster_authorized_operations = i32::MIN;
+    // Kafka (AuthHelper.computeDescribeClusterResponse): no check for the
+    // request itself on a broker; KIP-430's field, when asked for, is 0
+    // without DESCRIBE on the cluster.
+    resp.cluster_authorized_operations = if req.include_cluster_authorized_operations {
+        let access = Access::of(shard, frame);
+        if access.cluster(Operation::Describe) {
+            access.operations(ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            0
+        }
+    } else {
+        i32::MIN
+    };
     resp.brokers = image
         .brokers(frame.listener())
         .iter()

@@ -13,12 +13,14 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::topic_config::{
     broker_key_entries, synonyms_of, value_of, ConfigSource, TOPIC_CONFIGS,
 };
 use crate::config::broker_def;
-use crate::error::codes;
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -38,10 +40,35 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let image = shard.metadata();
     let cfg = &shard.config;
     let mut resp = DescribeConfigsResponse::default();
+    // Kafka's checks (ConfigHelper): DESCRIBE_CONFIGS on the cluster for a
+    // broker, on the topic for a topic (CLUSTER_ / TOPIC_AUTHORIZATION_FAILED).
+    let access = Access::of(shard, frame);
     for r in &req.resources {
         let mut out = DescribeConfigsResult::default();
         out.resource_type = r.resource_type;
         out.resource_name = r.resource_name.clone();
+        let refused = match r.resource_type {
+            RESOURCE_TOPIC => access
+                .check(
+                    Operation::DescribeConfigs,
+                    ResourceType::Topic,
+                    &r.resource_name,
+                )
+                .err(),
+            RESOURCE_BROKER => access
+                .check(
+                    Operation::DescribeConfigs,
+                    ResourceType::Cluster,
+                    CLUSTER_NAME,
+                )
+                .err(),
+            _ => None,
+        };
+        if let Some(d) = refused {
+            out.error_code = d.code();
+            resp.results.push(out);
+            continue;
+        }
         let wanted = |name: &str| {
             r.configuration_keys
                 .as_ref()

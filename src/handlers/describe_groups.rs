@@ -9,7 +9,9 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{group_owner, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::group::{coordinator, GroupDescription, GroupError};
 use crate::protocol::RequestFrame;
@@ -20,14 +22,22 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeGroupsRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let mut resp = DescribeGroupsResponse::default();
+    // Kafka: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED); KIP-430's
+    // authorized operations (v3+) when asked for, for a group answered.
+    let access = Access::of(shard, frame);
+    let with_ops = version >= 3 && req.include_authorized_operations;
     for gid in &req.groups {
         let group = gid.0.to_string();
         let failed = || GroupDescription {
             group_id: group.clone(),
             ..Default::default()
         };
-        let (code, d) = match group_owner(shard, &group) {
-            Err(e) => (e.code(), failed()),
+        let owner = access
+            .check(Operation::Describe, ResourceType::Group, &group)
+            .map_err(|d| d.code())
+            .and_then(|()| group_owner(shard, &group).map_err(|e| e.code()));
+        let (code, d) = match owner {
+            Err(code) => (code, failed()),
             Ok(owner) => {
                 let g = group.clone();
                 match shard
@@ -45,6 +55,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         if version >= 6 && code == 0 && d.state == "Dead" {
             w.error_code = GroupError::GroupIdNotFound.code();
             w.error_message = Some(StrBytes::from_string(format!("Group {group} not found.")));
+        }
+        if with_ops && code == 0 {
+            w.authorized_operations = access.operations(ResourceType::Group, &group);
         }
         w.group_id = gid.clone();
         w.group_state = StrBytes::from_string(d.state);

@@ -10,7 +10,10 @@ use kafka_protocol::messages::describe_log_dirs_response::{
 use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
+use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -34,6 +37,17 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeLogDirsRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let image = shard.metadata();
+    // Kafka: DESCRIBE on the cluster; refused, no results and (v3+)
+    // CLUSTER_AUTHORIZATION_FAILED at the top.
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        let mut resp = DescribeLogDirsResponse::default();
+        if version >= 3 {
+            resp.error_code = d.code();
+        }
+        return Ok(respond(frame, &resp));
+    }
     // (topic, partition) pairs asked for; None = all.
     let wanted: Vec<(Arc<str>, i32)> = match &req.topics {
         Some(ts) => ts

@@ -14,7 +14,9 @@ use kafka_protocol::messages::describe_producers_response::{
 };
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
@@ -25,14 +27,22 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeProducersRequest = frame.decode()?;
     let image = shard.metadata();
     let mut resp = DescribeProducersResponse::default();
+    // Kafka: READ on each topic (TOPIC_AUTHORIZATION_FAILED, before whether
+    // it exists).
+    let access = Access::of(shard, frame);
     for t in &req.topics {
         let mut rt = TopicResponse::default();
         rt.name = t.name.clone();
         let meta = image.topic(t.name.0.as_str());
+        let refused = access
+            .check(Operation::Read, ResourceType::Topic, &t.name.0)
+            .err();
         for &p in &t.partition_indexes {
             let mut rp = PartitionResponse::default();
             rp.partition_index = p;
-            if !meta.is_some_and(|m| (0..m.partitions).contains(&p)) {
+            if let Some(d) = refused {
+                rp.error_code = d.code();
+            } else if !meta.is_some_and(|m| (0..m.partitions).contains(&p)) {
                 rp.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
             } else {
                 let topic: Arc<str> = Arc::from(t.name.0.as_str());

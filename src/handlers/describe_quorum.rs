@@ -15,7 +15,9 @@ use kafka_protocol::messages::describe_quorum_response::{
 use kafka_protocol::messages::{BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::quorum::rpc::ReplicaStatus;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
@@ -41,6 +43,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeQuorumRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let mut resp = DescribeQuorumResponse::default();
+    // Kafka: DESCRIBE on the cluster; refused, the code at the top.
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        resp.error_code = d.code();
+        return Ok(respond(frame, &resp));
+    }
     let status = match describe_quorum(shard).await {
         Ok(s) => s,
         Err(e) => {

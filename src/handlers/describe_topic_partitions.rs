@@ -22,7 +22,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::metadata::{MetadataImage, TopicMeta, NO_LEADER};
 use crate::cluster::topic_name;
 use crate::error::{codes, KafkaCode};
@@ -72,13 +74,19 @@ fn partitions(
 }
 
 /// Takes the image, the requested topic names (None: every topic), the
-/// partition limit and the cursor (topic name, first partition); gives the
-/// response (see the module docs).
+/// partition limit, the cursor (topic name, first partition) and the
+/// request's access (`describable`: whether it may DESCRIBE a topic; `ops`:
+/// a topic's KIP-430 authorized operations); gives the response (see the
+/// module docs). As Kafka's: topics it may not describe are left out of an
+/// all-topics answer, and named ones are answered last with
+/// TOPIC_AUTHORIZATION_FAILED and no topic id, whether they exist or not.
 pub fn describe(
     image: &MetadataImage,
     requested: Option<Vec<String>>,
     limit: i32,
     cursor: Option<(String, i32)>,
+    describable: &dyn Fn(&str) -> bool,
+    ops: &dyn Fn(&str) -> i32,
 ) -> DescribeTopicPartitionsResponse {
     let all = requested.is_none();
     let mut names: Vec<String> = match requested {
@@ -90,6 +98,8 @@ pub fn describe(
     if let Some((c, _)) = &cursor {
         names.retain(|n| n >= c);
     }
+    let (names, refused): (Vec<String>, Vec<String>) =
+        names.into_iter().partition(|n| describable(n));
     let mut remaining = usize::try_from(limit.min(MAX_PARTITIONS_PER_RESPONSE)).unwrap_or(0);
     let mut resp = DescribeTopicPartitionsResponse::default();
     for n in names {
@@ -105,7 +115,7 @@ pub fn describe(
         let mut rt = DescribeTopicPartitionsResponseTopic::default();
         rt.name = Some(name(&n));
         rt.is_internal = topic_name::is_internal(&n);
-        rt.topic_authorized_operations = i32::MIN;
+        rt.topic_authorized_operations = ops(&n);
         let Some(t) = image.topic(&n) else {
             if !all {
                 rt.error_code = match topic_name::validate(&n) {
@@ -133,6 +143,14 @@ pub fn describe(
             break;
         }
     }
+    if !all {
+        for n in refused {
+            let mut rt = DescribeTopicPartitionsResponseTopic::default();
+            rt.name = Some(name(&n));
+            rt.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+            resp.topics.push(rt);
+        }
+    }
     resp
 }
 
@@ -150,7 +168,15 @@ pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .as_ref()
         .map(|c| (c.topic_name.0.to_string(), c.partition_index));
     let image = shard.metadata();
-    let resp = describe(&image, requested, req.response_partition_limit, cursor);
+    let access = Access::of(shard, frame);
+    let resp = describe(
+        &image,
+        requested,
+        req.response_partition_limit,
+        cursor,
+        &|n| access.allows(Operation::Describe, ResourceType::Topic, n),
+        &|n| access.operations(ResourceType::Topic, n),
+    );
     Ok(respond(frame, &resp))
 }
 
@@ -212,7 +238,7 @@ mod tests {
 
     #[test]
     fn every_topic_with_its_elr_in_name_order() {
-        let r = describe(&image(), None, 2000, None);
+        let r = describe(&image(), None, 2000, None, &|_| true, &|_| i32::MIN);
         assert_eq!(
             shape(&r),
             (
@@ -233,9 +259,9 @@ mod tests {
     #[test]
     fn pages_follow_the_cursor() {
         let img = image();
-        let r = describe(&img, None, 2, None);
+        let r = describe(&img, None, 2, None, &|_| true, &|_| i32::MIN);
         assert_eq!(shape(&r), (vec![(s("a"), vec![0, 1])], Some((s("a"), 2))));
-        let r = describe(&img, None, 2, Some((s("a"), 2)));
+        let r = describe(&img, None, 2, Some((s("a"), 2)), &|_| true, &|_| i32::MIN);
         assert_eq!(
             shape(&r),
             (
@@ -243,13 +269,13 @@ mod tests {
                 Some((s("b"), 1))
             )
         );
-        let r = describe(&img, None, 3, Some((s("b"), 1)));
+        let r = describe(&img, None, 3, Some((s("b"), 1)), &|_| true, &|_| i32::MIN);
         assert_eq!(
             shape(&r),
             (vec![(s("b"), vec![1]), (s("c"), vec![0])], None)
         );
         // A page that ends with a topic points at the next topic.
-        let r = describe(&img, None, 3, None);
+        let r = describe(&img, None, 3, None, &|_| true, &|_| i32::MIN);
         assert_eq!(
             shape(&r),
             (vec![(s("a"), vec![0, 1, 2])], Some((s("b"), 0)))
@@ -258,14 +284,28 @@ mod tests {
 
     #[test]
     fn named_topics_unknown_ones_with_an_error() {
-        let r = describe(&image(), Some(vec![s("c"), s("zz"), s("a")]), 2000, None);
+        let r = describe(
+            &image(),
+            Some(vec![s("c"), s("zz"), s("a")]),
+            2000,
+            None,
+            &|_| true,
+            &|_| i32::MIN,
+        );
         assert_eq!(r.topics.len(), 3);
         assert_eq!(
             r.topics[0].name.as_ref().map(|n| n.0.to_string()),
             Some(s("a"))
         );
         assert_eq!(r.topics[2].error_code, codes::UNKNOWN_TOPIC_OR_PARTITION);
-        let r = describe(&image(), Some(vec![s("bad/name")]), 2000, None);
+        let r = describe(
+            &image(),
+            Some(vec![s("bad/name")]),
+            2000,
+            None,
+            &|_| true,
+            &|_| i32::MIN,
+        );
         assert_eq!(r.topics[0].error_code, codes::INVALID_TOPIC_EXCEPTION);
     }
 }

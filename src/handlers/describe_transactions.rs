@@ -12,7 +12,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, txn_owner, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::error::CoordinatorLookupError;
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
@@ -66,8 +68,19 @@ fn lookup_failed(e: &CoordinatorLookupError) -> TxnError {
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeTransactionsRequest = frame.decode()?;
     let mut resp = DescribeTransactionsResponse::default();
+    // Kafka: DESCRIBE on each transactional id
+    // (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the partitions of
+    // topics the request may DESCRIBE.
+    let access = Access::of(shard, frame);
     for id in &req.transactional_ids {
         let id = id.0.to_string();
+        if let Err(d) = access.check(Operation::Describe, ResourceType::TransactionalId, &id) {
+            let mut w = TransactionState::default();
+            w.transactional_id = StrBytes::from_string(id).into();
+            w.error_code = d.code();
+            resp.transaction_states.push(w);
+            continue;
+        }
         let d = match txn_owner(shard, &id) {
             Err(e) => coordinator::describe_error(&id, lookup_failed(&e)),
             Ok(owner) => {
@@ -83,7 +96,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     })
             }
         };
-        resp.transaction_states.push(wire(d));
+        let mut w = wire(d);
+        w.topics
+            .retain(|t| access.allows(Operation::Describe, ResourceType::Topic, &t.topic.0));
+        resp.transaction_states.push(w);
     }
     Ok(respond(frame, &resp))
 }

@@ -16,7 +16,9 @@ use kafka_protocol::messages::elect_leaders_response::{PartitionResult, ReplicaE
 use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::election::ElectionType;
 use crate::cluster::error::{ControllerCallError, MetadataError};
@@ -39,6 +41,36 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             .collect()
     });
     let mut resp = ElectLeadersResponse::default();
+    // Kafka: ALTER on the cluster; refused, its error answer (the code at
+    // the top, v1+, and on every partition asked for).
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        if version >= 1 {
+            resp.error_code = d.code();
+        }
+        resp.replica_election_results = req
+            .topic_partitions
+            .iter()
+            .flatten()
+            .map(|t| {
+                let mut r = ReplicaElectionResult::default();
+                r.topic = t.topic.clone();
+                r.partition_result = t
+                    .partitions
+                    .iter()
+                    .map(|p| {
+                        let mut pr = PartitionResult::default();
+                        pr.partition_id = *p;
+                        pr.error_code = d.code();
+                        pr
+                    })
+                    .collect();
+                r
+            })
+            .collect();
+        return Ok(respond(frame, &resp));
+    }
     let Some(kind) = kind else {
         resp.error_code = codes::INVALID_REQUEST;
         return Ok(respond(frame, &resp));

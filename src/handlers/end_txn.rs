@@ -9,7 +9,9 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
+use super::authz::Access;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -20,7 +22,12 @@ use crate::txn::error::TxnError;
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: EndTxnRequest = frame.decode()?;
     let id = req.transactional_id.0.to_string();
-    let code = match txn_owner(shard, &id).map_err(|e| e.code()) {
+    // Kafka: WRITE on the transactional id.
+    let owner = Access::of(shard, frame)
+        .check(Operation::Write, ResourceType::TransactionalId, &id)
+        .map_err(|d| d.code())
+        .and_then(|()| txn_owner(shard, &id).map_err(|e| e.code()));
+    let code = match owner {
         Err(c) => c,
         Ok(owner) => {
             let (pid, epoch, commit) = (req.producer_id.0, req.producer_epoch, req.committed);

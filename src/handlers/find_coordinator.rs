@@ -16,7 +16,9 @@ use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
 use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, MetadataError};
 use crate::cluster::metadata::BrokerMeta;
@@ -175,10 +177,25 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: FindCoordinatorRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let mut resp = FindCoordinatorResponse::default();
+    // Kafka: DESCRIBE on the group (key type 0) or the transactional id
+    // (1), GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED per key.
+    let access = Access::of(shard, frame);
+    let check = |key: &str| match req.key_type {
+        0 => access.check(Operation::Describe, ResourceType::Group, key),
+        1 => access.check(Operation::Describe, ResourceType::TransactionalId, key),
+        _ => Ok(()),
+    };
     if version >= 4 {
         for k in &req.coordinator_keys {
             let mut c = Coordinator::default();
             c.key = k.clone();
+            if let Err(d) = check(k) {
+                c.error_code = d.code();
+                c.node_id = BrokerId(-1);
+                c.port = -1;
+                resp.coordinators.push(c);
+                continue;
+            }
             match coordinator(shard, req.key_type, k, frame.listener()).await {
                 Ok(b) => {
                     c.node_id = BrokerId(b.node_id);
@@ -193,6 +210,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }
             resp.coordinators.push(c);
         }
+    } else if let Err(d) = check(&req.key) {
+        resp.error_code = d.code();
+        resp.node_id = BrokerId(-1);
+        resp.port = -1;
     } else {
         match coordinator(shard, req.key_type, &req.key, frame.listener()).await {
             Ok(b) => {

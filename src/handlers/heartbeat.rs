@@ -5,7 +5,9 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
+use super::authz::Access;
 use super::{group_owner, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::{group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
@@ -18,7 +20,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let member = req.member_id.to_string();
     let instance = req.group_instance_id.as_ref().map(|s| s.to_string());
     let generation = req.generation_id;
-    let code = match group_owner(shard, &group).map_err(|e| e.code()) {
+    // Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED).
+    let owner = Access::of(shard, frame)
+        .check(Operation::Read, ResourceType::Group, &group)
+        .map_err(|d| d.code())
+        .and_then(|()| group_owner(shard, &group).map_err(|e| e.code()));
+    let code = match owner {
         Err(code) => code,
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {

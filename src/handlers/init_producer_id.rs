@@ -16,9 +16,11 @@ use std::rc::Rc;
 
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
+use super::authz::Access;
 use super::find_coordinator::ensure_transaction_state_topic;
 use super::{fenced_for_version, respond, txn_owner, HandlerResult};
-use crate::error::KafkaCode;
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
+use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
@@ -30,8 +32,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = InitProducerIdResponse::default();
     resp.producer_id = ProducerId(-1);
     resp.producer_epoch = -1;
+    let access = Access::of(shard, frame);
     if let Some(id) = &req.transactional_id {
         let id = id.0.to_string();
+        // Kafka: WRITE on the transactional id.
+        if let Err(d) = access.check(Operation::Write, ResourceType::TransactionalId, &id) {
+            resp.error_code = d.code();
+            return Ok(respond(frame, &resp));
+        }
         let r = match ensure_transaction_state_topic(shard)
             .await
             .map_err(|e| e.code())
@@ -61,6 +69,19 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }
             Err(c) => resp.error_code = fenced_for_version(c, frame.prefix.api_version, 4),
         }
+        return Ok(respond(frame, &resp));
+    }
+    // Kafka (KAFKA-10619): IDEMPOTENT_WRITE on the cluster (unlogged), or
+    // WRITE on some topic; CLUSTER_AUTHORIZATION_FAILED otherwise.
+    if access.enabled()
+        && !access.allows_quietly(
+            Operation::IdempotentWrite,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        )
+        && !access.any_of_type(Operation::Write, ResourceType::Topic)
+    {
+        resp.error_code = codes::CLUSTER_AUTHORIZATION_FAILED;
         return Ok(respond(frame, &resp));
     }
     // Without a transactional id every call gets a new producer id with

@@ -10,7 +10,9 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{client_host, client_id, group_owner, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::group::{coordinator, JoinArgs, JoinResult};
 use crate::protocol::RequestFrame;
@@ -55,8 +57,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         };
         (code, r)
     };
-    let (code, result) = match group_owner(shard, &args.group_id) {
-        Err(e) => failed(e.code()),
+    // Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED).
+    let owner = Access::of(shard, frame)
+        .check(Operation::Read, ResourceType::Group, &args.group_id)
+        .map_err(|d| d.code())
+        .and_then(|()| group_owner(shard, &args.group_id).map_err(|e| e.code()));
+    let (code, result) = match owner {
+        Err(code) => failed(code),
         Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::join(s, args))
             .await

@@ -7,7 +7,9 @@ use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{group_owner, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, LeavingMember};
 use crate::protocol::RequestFrame;
@@ -33,7 +35,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             group_instance_id: None,
         }]
     };
-    let (top, per_member) = match group_owner(shard, &group).map_err(|e| e.code()) {
+    // Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED at the top).
+    let owner = Access::of(shard, frame)
+        .check(Operation::Read, ResourceType::Group, &group)
+        .map_err(|d| d.code())
+        .and_then(|()| group_owner(shard, &group).map_err(|e| e.code()));
+    let (top, per_member) = match owner {
         Err(code) => (code, Vec::new()),
         Ok(owner) => {
             let m = members.clone();

@@ -7,7 +7,9 @@ use kafka_protocol::messages::list_groups_response::ListedGroup as WireGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -19,6 +21,10 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let states: Vec<String> = req.states_filter.iter().map(|s| s.to_string()).collect();
     let types: Vec<String> = req.types_filter.iter().map(|s| s.to_string()).collect();
     let mut resp = ListGroupsResponse::default();
+    // Kafka: DESCRIBE on the cluster (unlogged) lists every group;
+    // otherwise those the request may DESCRIBE (never an error).
+    let access = Access::of(shard, frame);
+    let every = access.allows_quietly(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME);
     for target in 0..shard.shards {
         let (st, ty) = (states.clone(), types.clone());
         match shard
@@ -27,6 +33,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         {
             Ok(Ok(groups)) => {
                 for g in groups {
+                    if !every
+                        && !access.allows_quietly(
+                            Operation::Describe,
+                            ResourceType::Group,
+                            &g.group_id,
+                        )
+                    {
+                        continue;
+                    }
                     let mut w = WireGroup::default();
                     w.group_id = GroupId(StrBytes::from_string(g.group_id));
                     w.protocol_type = StrBytes::from_string(g.protocol_type);

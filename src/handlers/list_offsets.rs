@@ -29,7 +29,9 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::owner::offsets::{list_offset, FoundOffset, OffsetSpec};
@@ -43,11 +45,18 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: ListOffsetsRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let image = shard.metadata();
+    let access = Access::of(shard, frame);
     let mut answers: Vec<Vec<Answer>> = Vec::new();
     for t in &req.topics {
         let name = t.name.0.as_str();
         let meta = image.topic(name);
         let mut row = Vec::new();
+        // Kafka: DESCRIBE on the topic, before anything else is checked.
+        if let Err(d) = access.check(Operation::Describe, ResourceType::Topic, name) {
+            row.extend(t.partitions.iter().map(|_| Err(d.code())));
+            answers.push(row);
+            continue;
+        }
         for p in &t.partitions {
             // Checked before the partition, as Kafka does.
             let spec = match OffsetSpec::from_wire(p.timestamp) {

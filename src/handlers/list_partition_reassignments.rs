@@ -17,7 +17,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::{ControllerCallError, MetadataError};
 use crate::error::KafkaCode;
@@ -31,12 +33,37 @@ fn brokers(ids: &[i32]) -> Vec<BrokerId> {
 /// Lists the ongoing reassignments.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: ListPartitionReassignmentsRequest = frame.decode()?;
-    let topics = req.topics.as_ref().map(|ts| {
+    let topics: Option<Vec<(String, Vec<i32>)>> = req.topics.as_ref().map(|ts| {
         ts.iter()
             .map(|t| (t.name.0.to_string(), t.partition_indexes.clone()))
             .collect()
     });
     let mut resp = ListPartitionReassignmentsResponse::default();
+    // Kafka: DESCRIBE on the cluster; refused, the code at the top and the
+    // partitions asked for given back empty.
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        resp.error_code = d.code();
+        resp.topics = topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, partitions)| {
+                let mut t = OngoingTopicReassignment::default();
+                t.name = TopicName(StrBytes::from_string(name));
+                t.partitions = partitions
+                    .into_iter()
+                    .map(|i| {
+                        let mut p = OngoingPartitionReassignment::default();
+                        p.partition_index = i;
+                        p
+                    })
+                    .collect();
+                t
+            })
+            .collect();
+        return Ok(respond(frame, &resp));
+    }
     let ongoing = match ask_controller(
         shard,
         ControllerRequest::ListPartitionReassignments { topics },

@@ -9,7 +9,9 @@ use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{ListTransactionsRequest, ListTransactionsResponse, ProducerId};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -44,6 +46,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
     let pids: Vec<i64> = req.producer_id_filters.iter().map(|p| p.0).collect();
     let duration = req.duration_filter;
+    // Kafka: only the transactional ids the request may DESCRIBE.
+    let access = Access::of(shard, frame);
     for target in 0..shard.shards {
         let (st, ps) = (states.clone(), pids.clone());
         match shard
@@ -54,6 +58,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         {
             Ok(Ok(list)) => {
                 for d in list {
+                    if !access.allows(
+                        Operation::Describe,
+                        ResourceType::TransactionalId,
+                        &d.transactional_id,
+                    ) {
+                        continue;
+                    }
                     let mut w = TransactionState::default();
                     w.transactional_id = StrBytes::from_string(d.transactional_id).into();
                     w.producer_id = ProducerId(d.producer_id);

@@ -22,7 +22,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 use uuid::Uuid;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
 use crate::cluster::error::MetadataError;
 use crate::cluster::metadata::{MetadataImage, TopicMeta, NO_LEADER};
@@ -31,13 +33,14 @@ use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
-/// Builds the response topic for an existing topic.
-fn topic_entry(image: &MetadataImage, t: &TopicMeta) -> MetadataResponseTopic {
+/// Builds the response topic for an existing topic; `ops` is its KIP-430
+/// authorized-operations field (`i32::MIN` when not asked for).
+fn topic_entry(image: &MetadataImage, t: &TopicMeta, ops: i32) -> MetadataResponseTopic {
     let mut rt = MetadataResponseTopic::default();
     rt.name = Some(TopicName(StrBytes::from_string(t.name.to_string())));
     rt.topic_id = t.id;
     rt.is_internal = topic_name::is_internal(&t.name);
-    rt.topic_authorized_operations = i32::MIN;
+    rt.topic_authorized_operations = ops;
     rt.partitions = t
         .assignments
         .iter()
@@ -102,6 +105,22 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let allow_create =
         shard.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
 
+    // Kafka's checks: DESCRIBE on each topic (an all-topics request leaves
+    // the others out, unlogged; a named one answers them
+    // TOPIC_AUTHORIZATION_FAILED whether they exist or not); creating one
+    // needs CREATE on the cluster, else on the topic.
+    let access = Access::of(shard, frame);
+    let describable = |name: &str| access.allows(Operation::Describe, ResourceType::Topic, name);
+    let topic_ops = version >= 8 && req.include_topic_authorized_operations;
+    let ops_of = |name: &str| {
+        if topic_ops {
+            access.operations(ResourceType::Topic, name)
+        } else {
+            i32::MIN
+        }
+    };
+    let mut refused_create: Vec<String> = Vec::new();
+
     // Resolve which topics to describe; auto-create the unknown ones first.
     let mut image = shard.metadata();
     let requested: Option<Vec<(Option<String>, Uuid)>> = req.topics.as_ref().map(|ts| {
@@ -134,15 +153,24 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     });
     if ids.is_none() {
         if let Some(list) = &requested {
-            let to_create: Vec<String> = list
+            let mut to_create: Vec<String> = list
                 .iter()
                 .filter_map(|(n, _)| n.clone())
                 .filter(|n| {
                     image.topic(n).is_none()
                         && topic_name::validate(n).is_ok()
                         && !topic_name::is_internal(n)
+                        && describable(n)
                 })
                 .collect();
+            if allow_create
+                && !to_create.is_empty()
+                && !access.allows_quietly(Operation::Create, ResourceType::Cluster, CLUSTER_NAME)
+            {
+                (to_create, refused_create) = to_create
+                    .into_iter()
+                    .partition(|n| access.allows(Operation::Create, ResourceType::Topic, n));
+            }
             if allow_create && !to_create.is_empty() {
                 let partitions = shard.config.num_partitions;
                 let rf = shard.config.default_replication_factor;
@@ -196,12 +224,20 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .collect();
     resp.cluster_id = Some(StrBytes::from_string(image.cluster_id.clone()));
     resp.controller_id = BrokerId(super::client_controller_id(shard, &image));
-    resp.cluster_authorized_operations = i32::MIN;
+    resp.cluster_authorized_operations =
+        if (8..=10).contains(&version) && req.include_cluster_authorized_operations {
+            access.operations(ResourceType::Cluster, CLUSTER_NAME)
+        } else {
+            i32::MIN
+        };
     if let Some(ids) = ids {
         resp.topics = ids
             .into_iter()
             .map(|id| match image.topic_by_id(&id) {
-                Some(t) => topic_entry(&image, t),
+                Some(t) if !describable(&t.name) => {
+                    error_entry(None, id, codes::TOPIC_AUTHORIZATION_FAILED)
+                }
+                Some(t) => topic_entry(&image, t, ops_of(&t.name)),
                 None => error_entry(None, id, codes::UNKNOWN_TOPIC_ID),
             })
             .collect();
@@ -209,21 +245,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
     resp.topics = match requested {
         // v0: an empty list means all topics; v1+: null means all topics.
-        None => image
-            .topics
-            .values()
-            .map(|t| topic_entry(&image, t))
-            .collect(),
-        Some(list) if list.is_empty() && version == 0 => image
-            .topics
-            .values()
-            .map(|t| topic_entry(&image, t))
-            .collect(),
+        None => all_topics(&image, &access, &ops_of),
+        Some(list) if list.is_empty() && version == 0 => all_topics(&image, &access, &ops_of),
         Some(list) => list
             .into_iter()
             .map(|(name, id)| match name {
+                Some(n) if !describable(&n) || refused_create.contains(&n) => {
+                    error_entry(Some(n), Uuid::nil(), codes::TOPIC_AUTHORIZATION_FAILED)
+                }
                 Some(n) => match image.topic(&n) {
-                    Some(t) => topic_entry(&image, t),
+                    Some(t) => topic_entry(&image, t, ops_of(&t.name)),
                     None => {
                         let code = match topic_name::validate(&n) {
                             Err(e) => e.code(),
@@ -233,11 +264,29 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     }
                 },
                 None => match image.topic_by_id(&id) {
-                    Some(t) => topic_entry(&image, t),
+                    Some(t) if !describable(&t.name) => {
+                        error_entry(None, id, codes::TOPIC_AUTHORIZATION_FAILED)
+                    }
+                    Some(t) => topic_entry(&image, t, ops_of(&t.name)),
                     None => error_entry(None, id, codes::UNKNOWN_TOPIC_ID),
                 },
             })
             .collect(),
     };
     Ok(respond(frame, &resp))
+}
+
+/// Every topic the request may DESCRIBE (the others left out, unlogged, as
+/// Kafka's all-topics answer does).
+fn all_topics(
+    image: &MetadataImage,
+    access: &Access,
+    ops_of: &dyn Fn(&str) -> i32,
+) -> Vec<MetadataResponseTopic> {
+    image
+        .topics
+        .values()
+        .filter(|t| access.allows_quietly(Operation::Describe, ResourceType::Topic, &t.name))
+        .map(|t| topic_entry(image, t, ops_of(&t.name)))
+        .collect()
 }

@@ -2,11 +2,13 @@
 //! in `protocol::versions`, decodes the body with the protocol crate, calls the
 //! API's handler and encodes its response.
 
+mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod api_versions;
+pub mod authz;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -217,6 +219,9 @@ dispatch_table! { shard, frame, produce_dispatched;
     SaslAuthenticate => sasl::without_session(frame),
     DescribeUserScramCredentials => user_scram_credentials::describe(shard, frame),
     AlterUserScramCredentials => user_scram_credentials::alter(shard, frame).await,
+    CreateAcls => acls::create(shard, frame).await,
+    DescribeAcls => acls::describe(shard, frame),
+    DeleteAcls => acls::delete(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);
@@ -296,6 +301,22 @@ impl Answers {
     /// The codes, in request order.
     pub fn new(codes: Vec<i16>) -> Answers {
         Answers(codes.into_iter())
+    }
+
+    /// The codes, in request order, of items answered before routing
+    /// (`Some`: refused by an ACL) and of those `decided` by the owner (in
+    /// order, one for each `None`).
+    pub fn merged(pre: &[Option<i16>], decided: Vec<i16>) -> Answers {
+        use crate::error::KafkaCode;
+        use crate::shard::error::AnswerError;
+        let mut decided = decided.into_iter();
+        Answers::new(
+            pre.iter()
+                .map(|p| {
+                    p.unwrap_or_else(|| decided.next().unwrap_or_else(|| AnswerError::Lost.code()))
+                })
+                .collect(),
+        )
     }
 
     /// The code of the next item.

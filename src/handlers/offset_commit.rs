@@ -10,7 +10,9 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
+use super::authz::Access;
 use super::{group_owner, respond, Answers, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::{group_code, KafkaCode};
 use crate::group::{coordinator, CommitPartition, UnknownGroup};
 use crate::protocol::RequestFrame;
@@ -21,9 +23,28 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: OffsetCommitRequest = frame.decode()?;
     let image = shard.metadata();
     let group = req.group_id.0.to_string();
+    // Kafka's checks: READ on the group (every partition
+    // GROUP_AUTHORIZATION_FAILED), then READ on each topic
+    // (TOPIC_AUTHORIZATION_FAILED, before whether it exists).
+    let access = Access::of(shard, frame);
+    let group_refused = access
+        .check(Operation::Read, ResourceType::Group, &group)
+        .err()
+        .map(|d| d.code());
+    let mut pre: Vec<Option<i16>> = Vec::new();
     let mut parts = Vec::new();
     for t in &req.topics {
+        let refused = group_refused.or_else(|| {
+            access
+                .check(Operation::Read, ResourceType::Topic, &t.name.0)
+                .err()
+                .map(|d| d.code())
+        });
         for p in &t.partitions {
+            pre.push(refused);
+            if refused.is_some() {
+                continue;
+            }
             parts.push(CommitPartition::checked(
                 &image,
                 &t.name.0,
@@ -35,7 +56,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
     let n = parts.len();
-    let codes_out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
+    let decided: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
+        _ if n == 0 => Vec::new(),
         Err(code) => vec![code; n],
         Ok(owner) => {
             let unknown = UnknownGroup::for_offset_commit(frame.prefix.api_version);
@@ -56,7 +78,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .unwrap_or_else(|e| vec![e.code(); n])
         }
     };
-    let mut answers = Answers::new(codes_out);
+    let mut answers = Answers::merged(&pre, decided);
     let mut resp = OffsetCommitResponse::default();
     resp.topics = req
         .topics

@@ -9,8 +9,10 @@ use kafka_protocol::messages::offset_delete_response::{
 };
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 
+use super::authz::Access;
 use super::{group_owner, respond, Answers, HandlerResult};
-use crate::error::{group_code, KafkaCode};
+use crate::acl::model::{Operation, ResourceType};
+use crate::error::{codes, group_code, KafkaCode};
 use crate::group::coordinator;
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -19,16 +21,33 @@ use crate::shard::Shard;
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: OffsetDeleteRequest = frame.decode()?;
     let group = req.group_id.0.to_string();
-    let parts: Vec<(String, i32)> = req
-        .topics
-        .iter()
-        .flat_map(|t| {
-            t.partitions
-                .iter()
-                .map(move |p| (t.name.0.to_string(), p.partition_index))
-        })
-        .collect();
-    let (top, codes) = match group_owner(shard, &group).map_err(|e| e.code()) {
+    // Kafka's checks: DELETE on the group (GROUP_AUTHORIZATION_FAILED at
+    // the top), then READ on each topic (TOPIC_AUTHORIZATION_FAILED per
+    // partition, not sent on).
+    let access = Access::of(shard, frame);
+    let group_refused = access
+        .check(Operation::Delete, ResourceType::Group, &group)
+        .err()
+        .map(|d| d.code());
+    let mut pre: Vec<Option<i16>> = Vec::new();
+    let mut parts: Vec<(String, i32)> = Vec::new();
+    for t in &req.topics {
+        let refused = group_refused.is_none()
+            && !access.allows(Operation::Read, ResourceType::Topic, &t.name.0);
+        for p in &t.partitions {
+            if refused {
+                pre.push(Some(codes::TOPIC_AUTHORIZATION_FAILED));
+            } else {
+                pre.push(None);
+                parts.push((t.name.0.to_string(), p.partition_index));
+            }
+        }
+    }
+    let owner = match group_refused {
+        Some(code) => Err(code),
+        None => group_owner(shard, &group).map_err(|e| e.code()),
+    };
+    let (top, decided) = match owner {
         Err(code) => (code, Vec::new()),
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {
@@ -43,7 +62,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut resp = OffsetDeleteResponse::default();
     resp.error_code = top;
     if top == 0 {
-        let mut answers = Answers::new(codes);
+        let mut answers = Answers::merged(&pre, decided);
         resp.topics = req
             .topics
             .iter()

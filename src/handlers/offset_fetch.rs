@@ -11,26 +11,62 @@ use kafka_protocol::messages::offset_fetch_response::{
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{group_owner, respond, HandlerResult};
-use crate::error::KafkaCode;
+use crate::acl::model::{Operation, ResourceType};
+use crate::error::{codes, KafkaCode};
 use crate::group::{coordinator, FetchedOffset};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
+/// A group's committed offsets, and the topics asked for that the request
+/// may not describe (answered TOPIC_AUTHORIZATION_FAILED per partition).
+type GroupOffsets = (Vec<FetchedOffset>, Vec<(String, Vec<i32>)>);
+
+/// Kafka's checks: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED for
+/// the group), then DESCRIBE on each topic: a topic asked for is refused
+/// per partition, and one of an all-topics answer left out.
 async fn fetch_group(
     shard: &Rc<Shard>,
+    access: &Access,
     group: String,
     wanted: Option<Vec<(String, i32)>>,
     require_stable: bool,
-) -> Result<Vec<FetchedOffset>, i16> {
+) -> Result<GroupOffsets, i16> {
+    access
+        .check(Operation::Describe, ResourceType::Group, &group)
+        .map_err(|d| d.code())?;
+    let mut refused: Vec<(String, Vec<i32>)> = Vec::new();
+    let wanted = wanted.map(|w| {
+        w.into_iter()
+            .filter(|(t, p)| {
+                if refused.iter().any(|(r, _)| r == t) {
+                    if let Some((_, ps)) = refused.iter_mut().find(|(r, _)| r == t) {
+                        ps.push(*p);
+                    }
+                    return false;
+                }
+                if access.allows(Operation::Describe, ResourceType::Topic, t) {
+                    return true;
+                }
+                refused.push((t.clone(), vec![*p]));
+                false
+            })
+            .collect::<Vec<_>>()
+    });
+    let all = wanted.is_none();
     let owner = group_owner(shard, &group).map_err(|e| e.code())?;
-    shard
+    let mut offsets = shard
         .invoke_on(owner, move |s| async move {
             coordinator::fetch_offsets(&s, &group, wanted, require_stable)
         })
         .await
         .map_err(|e| e.code())?
-        .map_err(|e| e.code())
+        .map_err(|e| e.code())?;
+    if all {
+        offsets.retain(|o| access.allows(Operation::Describe, ResourceType::Topic, &o.topic));
+    }
+    Ok((offsets, refused))
 }
 
 fn group_topics(offsets: &[FetchedOffset]) -> Vec<(String, Vec<&FetchedOffset>)> {
@@ -49,6 +85,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: OffsetFetchRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let mut resp = OffsetFetchResponse::default();
+    let access = Access::of(shard, frame);
     if version >= 8 {
         for g in &req.groups {
             let wanted = g.topics.as_ref().map(|ts| {
@@ -62,8 +99,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             });
             let mut rg = OffsetFetchResponseGroup::default();
             rg.group_id = g.group_id.clone();
-            match fetch_group(shard, g.group_id.0.to_string(), wanted, req.require_stable).await {
-                Ok(offsets) => {
+            match fetch_group(
+                shard,
+                &access,
+                g.group_id.0.to_string(),
+                wanted,
+                req.require_stable,
+            )
+            .await
+            {
+                Ok((offsets, refused)) => {
                     rg.topics = group_topics(&offsets)
                         .into_iter()
                         .map(|(t, ps)| {
@@ -84,6 +129,21 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             rt
                         })
                         .collect();
+                    rg.topics.extend(refused.into_iter().map(|(t, ps)| {
+                        let mut rt = OffsetFetchResponseTopics::default();
+                        rt.name = TopicName(StrBytes::from_string(t));
+                        rt.partitions = ps
+                            .into_iter()
+                            .map(|p| {
+                                let mut rp = OffsetFetchResponsePartitions::default();
+                                rp.partition_index = p;
+                                rp.committed_offset = -1;
+                                rp.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                                rp
+                            })
+                            .collect();
+                        rt
+                    }));
                 }
                 Err(code) => rg.error_code = code,
             }
@@ -102,13 +162,14 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     });
     match fetch_group(
         shard,
+        &access,
         req.group_id.0.to_string(),
         wanted,
         req.require_stable,
     )
     .await
     {
-        Ok(offsets) => {
+        Ok((offsets, refused)) => {
             resp.topics = group_topics(&offsets)
                 .into_iter()
                 .map(|(t, ps)| {
@@ -130,6 +191,21 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     rt
                 })
                 .collect();
+            resp.topics.extend(refused.into_iter().map(|(t, ps)| {
+                let mut rt = OffsetFetchResponseTopic::default();
+                rt.name = TopicName(StrBytes::from_string(t));
+                rt.partitions = ps
+                    .into_iter()
+                    .map(|p| {
+                        let mut rp = OffsetFetchResponsePartition::default();
+                        rp.partition_index = p;
+                        rp.committed_offset = -1;
+                        rp.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
+                        rp
+                    })
+                    .collect();
+                rt
+            }));
         }
         Err(code) => {
             if version >= 2 {

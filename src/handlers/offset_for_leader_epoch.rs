@@ -29,7 +29,9 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 
+use super::authz::Access;
 use super::{respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::leadership::Requester;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
@@ -108,12 +110,25 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut by_owner: Vec<(Vec<usize>, Vec<Ask>)> = (0..shard.shards)
         .map(|_| (Vec::new(), Vec::new()))
         .collect();
+    // Kafka: CLUSTER_ACTION on the cluster (unlogged) covers every topic;
+    // otherwise DESCRIBE on each (TOPIC_AUTHORIZATION_FAILED).
+    let access = Access::of(shard, frame);
+    let any_topic = access.allows_quietly(
+        Operation::ClusterAction,
+        ResourceType::Cluster,
+        CLUSTER_NAME,
+    );
     for t in &req.topics {
         let name = t.topic.0.as_str();
         let meta = image.topic(name);
         let topic: Arc<str> = Arc::from(name);
+        let refused = !any_topic && !access.allows(Operation::Describe, ResourceType::Topic, name);
         for p in &t.partitions {
             let slot = answers.len();
+            if refused {
+                answers.push(Answer::none(codes::TOPIC_AUTHORIZATION_FAILED));
+                continue;
+            }
             answers.push(Answer::none(codes::UNKNOWN_TOPIC_OR_PARTITION));
             if !meta.is_some_and(|m| (0..m.partitions).contains(&p.partition)) {
                 continue;

@@ -37,7 +37,9 @@ use kafka_protocol::messages::produce_response::{
 use kafka_protocol::messages::{BrokerId, ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{respond, HandlerResult, Outcome};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::leadership;
 use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
@@ -151,12 +153,34 @@ pub async fn handle(
         .as_ref()
         .map(|t| Arc::from(t.0.as_str()));
 
+    // Kafka's checks (KafkaApis): a request with transactional batches
+    // needs WRITE on its transactional id (every partition answered
+    // TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise); then WRITE on each
+    // topic, checked before whether it exists.
+    let access = Access::of(shard, frame);
+    let refused_txn = access.enabled()
+        && has_transactional_batch(&req)
+        && match &transactional_id {
+            Some(id) => access
+                .check(Operation::Write, ResourceType::TransactionalId, id)
+                .is_err(),
+            None => true,
+        };
+
     // One answer per (topic, partition), shaped like the request; route
     // known partitions by owner.
     let mut results: Vec<TopicResults> = Vec::with_capacity(req.topic_data.len());
     let mut by_owner: Vec<Vec<PartitionAppend>> = (0..shard.shards).map(|_| Vec::new()).collect();
     for (ti, t) in req.topic_data.iter().enumerate() {
         let name = t.name.0.as_str();
+        let refused = if refused_txn {
+            Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        } else {
+            access
+                .check(Operation::Write, ResourceType::Topic, name)
+                .err()
+                .map(|d| d.code())
+        };
         let mut answers = Vec::with_capacity(t.partition_data.len());
         for (pi, p) in t.partition_data.iter().enumerate() {
             let slot = Slot {
@@ -173,7 +197,9 @@ pub async fn handle(
             let known = image
                 .topic(name)
                 .is_some_and(|m| (0..m.partitions).contains(&p.index));
-            if !(acks == 0 || acks == 1 || acks == -1) {
+            if let Some(code) = refused {
+                r.error_code = code;
+            } else if !(acks == 0 || acks == 1 || acks == -1) {
                 r.error_code = codes::INVALID_REQUIRED_ACKS;
             } else if !known {
                 r.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
@@ -271,6 +297,20 @@ pub async fn handle(
         .collect();
     resp.node_endpoints = endpoints.into_values().map(node_endpoint).collect();
     Ok(respond(frame, &resp))
+}
+
+/// Whether some partition's batch is transactional (RecordBatch v2's
+/// attributes, bit 4, at byte 21 of the batch): Kafka's
+/// `hasTransactionalRecords`, which decides the transactional-id check.
+fn has_transactional_batch(req: &ProduceRequest) -> bool {
+    req.topic_data.iter().any(|t| {
+        t.partition_data.iter().any(|p| {
+            p.records
+                .as_ref()
+                .and_then(|r| r.get(22))
+                .is_some_and(|attributes_low| attributes_low & 0x10 != 0)
+        })
+    })
 }
 
 /// Takes a broker as clients see it; gives its Produce v10+

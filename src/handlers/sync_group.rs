@@ -6,7 +6,9 @@ use std::rc::Rc;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{group_owner, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::KafkaCode;
 use crate::group::{coordinator, SyncArgs, SyncResult};
 use crate::protocol::RequestFrame;
@@ -35,8 +37,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect(),
     };
-    let (code, result) = match group_owner(shard, &args.group_id) {
-        Err(e) => (e.code(), SyncResult::default()),
+    // Kafka: READ on the group (GROUP_AUTHORIZATION_FAILED).
+    let owner = Access::of(shard, frame)
+        .check(Operation::Read, ResourceType::Group, &args.group_id)
+        .map_err(|d| d.code())
+        .and_then(|()| group_owner(shard, &args.group_id).map_err(|e| e.code()));
+    let (code, result) = match owner {
+        Err(code) => (code, SyncResult::default()),
         Ok(owner) => match shard
             .invoke_on(owner, move |s| coordinator::sync(s, args))
             .await

@@ -15,7 +15,9 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 };
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
+use super::authz::Access;
 use super::{fenced_for_version, group_owner, respond, Answers, HandlerResult};
+use crate::acl::model::{Operation, ResourceType};
 use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
@@ -64,9 +66,33 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let version = frame.prefix.api_version;
     let image = shard.metadata();
     let group = req.group_id.0.to_string();
+    // Kafka's checks: WRITE on the transactional id, READ on the group
+    // (every partition TRANSACTIONAL_ID_ / GROUP_AUTHORIZATION_FAILED), then
+    // READ on each topic (TOPIC_AUTHORIZATION_FAILED, not sent on).
+    let access = Access::of(shard, frame);
+    let whole_refused = access
+        .check(
+            Operation::Write,
+            ResourceType::TransactionalId,
+            &req.transactional_id.0,
+        )
+        .and_then(|()| access.check(Operation::Read, ResourceType::Group, &group))
+        .err()
+        .map(|d| d.code());
+    let mut pre: Vec<Option<i16>> = Vec::new();
     let mut parts = Vec::new();
     for t in &req.topics {
+        let refused = whole_refused.or_else(|| {
+            access
+                .check(Operation::Read, ResourceType::Topic, &t.name.0)
+                .err()
+                .map(|d| d.code())
+        });
         for p in &t.partitions {
+            pre.push(refused);
+            if refused.is_some() {
+                continue;
+            }
             parts.push(CommitPartition::checked(
                 &image,
                 &t.name.0,
@@ -78,8 +104,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
     let n = parts.len();
-    let verified = verify(shard, &req, &group).await;
+    let verified = if n == 0 {
+        0
+    } else {
+        verify(shard, &req, &group).await
+    };
     let out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
+        _ if n == 0 => Vec::new(),
         Err(code) => vec![code; n],
         Ok(_) if verified != 0 => vec![verified; n],
         Ok(owner) => {
@@ -101,7 +132,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 .unwrap_or_else(|e| vec![e.code(); n])
         }
     };
-    let mut answers = Answers::new(out);
+    let mut answers = Answers::merged(&pre, out);
     let mut resp = TxnOffsetCommitResponse::default();
     resp.topics = req
         .topics

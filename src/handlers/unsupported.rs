@@ -1,7 +1,7 @@
 //! Requests for APIs or versions this broker does not serve. Clients learn the
 //! supported set from ApiVersions and do not send these. When one arrives
 //! anyway:
-//! * an API whose response has a top-level error code (ACLs,
+//! * an API whose response has a top-level error code (
 //!   transactions, quotas, telemetry, …) at a version the protocol crate
 //!   knows gets a well-formed response with UNSUPPORTED_VERSION (35);
 //! * anything else (an API key unknown to the protocol, or a response made
@@ -41,7 +41,6 @@ fn error_reply(frame: &RequestFrame) -> Option<Outcome> {
         return None;
     }
     error_response!(frame,
-        DescribeAcls => DescribeAclsRequest, DescribeAclsResponse;
         ListTransactions => ListTransactionsRequest, ListTransactionsResponse;
         EndTxn => EndTxnRequest, EndTxnResponse;
         DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;

@@ -24,7 +24,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use super::authz::Access;
 use super::{ask_controller, respond, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::scram::{ScramAlterError, ScramDeletion, ScramUpsertion};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::{ControllerCallError, MetadataError};
@@ -37,6 +39,24 @@ pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeUserScramCredentialsRequest = frame.decode()?;
     let image = shard.metadata();
     let mut resp = DescribeUserScramCredentialsResponse::default();
+    // Kafka: DESCRIBE on the cluster; refused, the code at the top and on a
+    // result per user asked for.
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        resp.error_code = d.code();
+        resp.results = req
+            .users
+            .iter()
+            .flatten()
+            .map(|_| {
+                let mut r = DescribeUserScramCredentialsResult::default();
+                r.error_code = d.code();
+                r
+            })
+            .collect();
+        return Ok(respond(frame, &resp));
+    }
     let result = |user: &str| {
         let mut r = DescribeUserScramCredentialsResult::default();
         r.user = StrBytes::from_string(user.to_string());
@@ -121,6 +141,23 @@ pub async fn alter(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     }
     let mut resp = AlterUserScramCredentialsResponse::default();
+    // Kafka: ALTER on the cluster; refused, the code for each user named
+    // (in name order).
+    if let Err(d) =
+        Access::of(shard, frame).check(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME)
+    {
+        users.sort();
+        resp.results = users
+            .into_iter()
+            .map(|user| {
+                let mut w = AlterUserScramCredentialsResult::default();
+                w.user = StrBytes::from_string(user);
+                w.error_code = d.code();
+                w
+            })
+            .collect();
+        return Ok(respond(frame, &resp));
+    }
     let reply = ask_controller(
         shard,
         ControllerRequest::AlterUserScramCredentials {

@@ -18,7 +18,9 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
+use super::authz::Access;
 use super::{respond, Answers, HandlerResult};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::error::{codes, KafkaCode};
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
@@ -104,6 +106,11 @@ async fn write_all(
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: WriteTxnMarkersRequest = frame.decode()?;
     let mut resp = WriteTxnMarkersResponse::default();
+    // Kafka: ALTER on the cluster (unlogged), else CLUSTER_ACTION; refused,
+    // CLUSTER_AUTHORIZATION_FAILED on every partition.
+    let access = Access::of(shard, frame);
+    let refused = !access.allows_quietly(Operation::Alter, ResourceType::Cluster, CLUSTER_NAME)
+        && !access.cluster(Operation::ClusterAction);
     for m in &req.markers {
         let partitions: Vec<(String, i32)> = m
             .topics
@@ -115,7 +122,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect();
         let producer = (m.producer_id.0, m.producer_epoch);
-        let mut answers = Answers::new(
+        let mut answers = Answers::new(if refused {
+            vec![codes::CLUSTER_AUTHORIZATION_FAILED; partitions.len()]
+        } else {
             write_all(
                 shard,
                 partitions,
@@ -123,8 +132,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 m.transaction_result,
                 m.coordinator_epoch,
             )
-            .await,
-        );
+            .await
+        });
         let mut r = WritableTxnMarkerResult::default();
         r.producer_id = m.producer_id;
         r.topics = m

@@ -56,6 +56,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::SaslAuthenticate, 0, 2),
     (ApiKey::DescribeUserScramCredentials, 0, 0),
     (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
 ];
 
 /// Kafka's name of a served API (e.g. `"Produce"`), for logs and the
@@ -107,6 +110,9 @@ pub fn api_name(key: ApiKey) -> &'static str {
         ApiKey::SaslAuthenticate => "SaslAuthenticate",
         ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
         ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
+        ApiKey::CreateAcls => "CreateAcls",
+        ApiKey::DescribeAcls => "DescribeAcls",
+        ApiKey::DeleteAcls => "DeleteAcls",
         _ => "Unserved",
     }
 }

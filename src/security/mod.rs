@@ -154,7 +154,19 @@ pub struct Security {
     /// How this broker reaches the controllers' listener
     /// (`controller.listener.names`, `sasl.mechanism.controller.protocol`).
     pub controller: Option<ClientSecurity>,
+    /// The authorizer (`authorizer.class.name`): None when not configured
+    /// (every request allowed, the ACL APIs answer SECURITY_DISABLED);
+    /// Some(`allow.everyone.if.no.acl.found`) with Kafka's
+    /// StandardAuthorizer.
+    pub authorizer: Option<bool>,
 }
+
+/// The `authorizer.class.name` values that turn on Kafka's
+/// StandardAuthorizer rules (Kafka's class, or Fjord's own name for it).
+pub const STANDARD_AUTHORIZERS: &[&str] = &[
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "fjord.StandardAuthorizer",
+];
 
 /// Who sent a request and on which listener: what handlers (and the
 /// authorizer) need of a connection. Shared by the connection's requests
@@ -276,11 +288,38 @@ impl Security {
             }
             _ => None,
         };
+        let authorizer = match s.broker.get("authorizer.class.name").map(|v| v.trim()) {
+            None | Some("") => None,
+            Some(v) if STANDARD_AUTHORIZERS.contains(&v) => {
+                Some(match s.broker.get("allow.everyone.if.no.acl.found") {
+                    None => false,
+                    Some(b) => match b.trim().to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(SecurityError::Invalid {
+                                key: "allow.everyone.if.no.acl.found".into(),
+                                value: b.clone(),
+                                allowed: "true or false".into(),
+                            })
+                        }
+                    },
+                })
+            }
+            Some(v) => {
+                return Err(SecurityError::Invalid {
+                    key: "authorizer.class.name".into(),
+                    value: v.to_string(),
+                    allowed: format!("empty, or {}", STANDARD_AUTHORIZERS.join(" or ")),
+                })
+            }
+        };
         Ok(Security {
             listeners,
             super_users,
             inter_broker,
             controller,
+            authorizer,
         })
     }
 

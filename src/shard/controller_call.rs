@@ -27,9 +27,16 @@ pub async fn submit(
     shard: &Rc<Shard>,
     req: ControllerRequest,
 ) -> Result<ControllerReply, ControllerCallError> {
-    let adds_partitions = matches!(
+    // New partitions, and changes to who may do what (ACLs, SCRAM
+    // credentials), are answered once every shard of this broker applied
+    // them, so the client that made them sees them on any connection here.
+    let wait_everywhere = matches!(
         req,
-        ControllerRequest::CreateTopics { .. } | ControllerRequest::CreatePartitions { .. }
+        ControllerRequest::CreateTopics { .. }
+            | ControllerRequest::CreatePartitions { .. }
+            | ControllerRequest::CreateAcls { .. }
+            | ControllerRequest::DeleteAcls { .. }
+            | ControllerRequest::AlterUserScramCredentials { .. }
     );
     let (reply, offset) = shard
         .invoke_on(0, move |s| async move {
@@ -40,7 +47,7 @@ pub async fn submit(
                 .map_err(ControllerCallError::Unavailable)
         })
         .await??;
-    if adds_partitions {
+    if wait_everywhere {
         let wait = Duration::from_millis(shard.config.cluster.request_timeout_ms);
         if !super::opened_everywhere(shard, offset, Some(Instant::now() + wait)).await {
             log::debug!("partitions of metadata offset {offset} still opening at the answer");

@@ -62,6 +62,9 @@ struct ImageSnapshot {
     /// kept).
     #[serde(default)]
     scram_credentials: Vec<(String, ScramMechanism, ScramCredential)>,
+    /// ACLs by id (absent in snapshots written before they were kept).
+    #[serde(default)]
+    acls: Vec<(Uuid, crate::acl::model::AclBinding)>,
 }
 
 impl ImageSnapshot {
@@ -94,6 +97,7 @@ impl ImageSnapshot {
                         .map(move |(mech, c)| (user.clone(), *mech, c.clone()))
                 })
                 .collect(),
+            acls: image.acls.iter().map(|(id, a)| (*id, a.clone())).collect(),
         }
     }
 
@@ -124,6 +128,7 @@ impl ImageSnapshot {
         img.next_producer_id = self.next_producer_id;
         img.broker_configs = self.broker_configs.into_iter().collect();
         img.removed_topics = self.removed_topics.into_iter().collect();
+        img.acls = self.acls.into_iter().collect();
         for (user, mech, c) in self.scram_credentials {
             img.scram_credentials
                 .entry(user)

@@ -49,7 +49,9 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::FetchRequest;
 use uuid::Uuid;
 
+use super::authz::Access;
 use super::{HandlerResult, Outcome};
+use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::leadership::{self, Requester};
 use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
@@ -212,6 +214,16 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mode = begun.mode;
 
     let requester = requester(&req, version);
+    // Kafka's checks: a follower needs CLUSTER_ACTION on the cluster (every
+    // partition TOPIC_AUTHORIZATION_FAILED otherwise); a consumer READ on
+    // each topic, checked before whether it exists (a topic id that names
+    // no topic stays UNKNOWN_TOPIC_ID).
+    let access = Access::of(shard, frame);
+    let follower_refused = matches!(requester, Requester::Follower { .. })
+        && access.enabled()
+        && !access.cluster(Operation::ClusterAction);
+    // Per response topic: whether READ was refused.
+    let mut refused_of: Vec<bool> = Vec::new();
     // Topics of the response, in the order first read.
     let mut topics_out: Vec<(Option<Arc<str>>, Uuid)> = Vec::new();
     let mut topic_index_of: HashMap<TopicRef, usize> = HashMap::new();
@@ -229,6 +241,12 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     TopicRef::Id(id) => (meta.map(|m| m.name.clone()), *id),
                     TopicRef::Name(n) => (Some(n.clone()), Uuid::nil()),
                 };
+                let refused = match (&requester, &name) {
+                    (Requester::Follower { .. }, _) => follower_refused,
+                    (_, Some(n)) => !access.allows(Operation::Read, ResourceType::Topic, n),
+                    (_, None) => false,
+                };
+                refused_of.push(refused);
                 topics_out.push((name, id));
                 topic_index_of.insert(key.topic.clone(), topics_out.len() - 1);
                 topics_out.len() - 1
@@ -240,6 +258,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             (TopicRef::Id(_), None) => Arc::from(""),
         };
         let error_code = match meta {
+            _ if refused_of.get(topic_index).copied().unwrap_or(false) => {
+                codes::TOPIC_AUTHORIZATION_FAILED
+            }
             None => unknown,
             Some(m) if !(0..m.partitions).contains(&key.partition) => {
                 codes::UNKNOWN_TOPIC_OR_PARTITION

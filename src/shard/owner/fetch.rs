@@ -175,6 +175,13 @@ async fn read_partition(
         };
         let read = match r.requester {
             Requester::Follower { replica_id } => {
+                // Kafka `Partition.fetchRecords`: a broker that is not a
+                // replica here is refused (NOT_LEADER_OR_FOLLOWER).
+                if !part.has_follower(replica_id) {
+                    return OwnerRead::failed(
+                        LeadershipError::UnknownFollower { replica_id }.into(),
+                    );
+                }
                 // Kafka `Partition.fetchRecords`: a follower whose last
                 // fetched epoch ends before its fetch offset here, or is
                 // unknown here, diverges; it truncates before fetching on.

@@ -260,6 +260,12 @@ impl Partition {
         moved
     }
 
+    /// Leader: whether `broker` is one of this partition's followers (a
+    /// replica other than this broker).
+    pub fn has_follower(&self, broker: i32) -> bool {
+        self.replication.borrow().followers.contains_key(&broker)
+    }
+
     /// Leader: takes a follower's fetch (its broker id and fetch offset,
     /// which is its LEO) at broker time `now_ms` (ms) and whether the
     /// follower is alive in the image (not fenced nor shutting down);
