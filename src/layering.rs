@@ -112,6 +112,28 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "transport",
         ],
     ),
+    // The ACL model and StandardAuthorizer's rules are pure: they know no
+    // other layer (the image holds their bindings; handlers check with
+    // them).
+    (
+        "acl",
+        &[
+            "shard",
+            "handlers",
+            "net",
+            "group",
+            "txn",
+            "cluster",
+            "config",
+            "admin",
+            "boot",
+            "replication",
+            "storage",
+            "security",
+            "transport",
+            "protocol",
+        ],
+    ),
     (
         "transport",
         &[
