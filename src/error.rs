@@ -181,6 +181,10 @@ pub mod codes {
     /// SASL_AUTHENTICATION_FAILED (58): wrong credentials (the same text
     /// whatever was wrong).
     pub const SASL_AUTHENTICATION_FAILED: i16 = E::SaslAuthenticationFailed.code();
+    /// UNKNOWN_SERVER_ERROR (-1): Kafka's answer to every ACL of a CreateAcls
+    /// that has one it cannot even build (an ANY or MATCH where a concrete
+    /// value is needed).
+    pub const UNKNOWN_SERVER_ERROR: i16 = E::UnknownServerError.code();
     /// SECURITY_DISABLED (54): the ACL APIs without an authorizer.
     pub const SECURITY_DISABLED: i16 = E::SecurityDisabled.code();
     /// CLUSTER_AUTHORIZATION_FAILED (31).

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::cluster::Cluster;
 use common::ports::free_port;
 use common::*;
 use kafka_protocol::messages::*;
@@ -1282,6 +1283,259 @@ fn run_matrix(t: &Target) -> Vec<(String, Vec<i32>, Vec<i32>)> {
     out
 }
 
+/// An ACL's fields as DescribeAcls and DeleteAcls give them back.
+type AclRow = (i8, String, i8, String, String, i8, i8);
+
+fn creation(
+    rt: i8,
+    name: &str,
+    pattern: i8,
+    principal: &str,
+    host: &str,
+    op: i8,
+    perm: i8,
+) -> create_acls_request::AclCreation {
+    create_acls_request::AclCreation::default()
+        .with_resource_type(rt)
+        .with_resource_name(s(name))
+        .with_resource_pattern_type(pattern)
+        .with_principal(s(principal))
+        .with_host(s(host))
+        .with_operation(op)
+        .with_permission_type(perm)
+}
+
+/// A DescribeAcls filter: (type, name, pattern, principal, host, op, perm).
+type Filter = (
+    i8,
+    Option<&'static str>,
+    i8,
+    Option<&'static str>,
+    Option<&'static str>,
+    i8,
+    i8,
+);
+
+fn describe_filtered(c: &mut Conn, f: Filter) -> (i32, Vec<AclRow>) {
+    let req = DescribeAclsRequest::default()
+        .with_resource_type_filter(f.0)
+        .with_resource_name_filter(f.1.map(s))
+        .with_pattern_type_filter(f.2)
+        .with_principal_filter(f.3.map(s))
+        .with_host_filter(f.4.map(s))
+        .with_operation(f.5)
+        .with_permission_type(f.6);
+    let r = c.call(3, &req);
+    let mut rows: Vec<AclRow> = r
+        .resources
+        .iter()
+        .flat_map(|res| {
+            res.acls.iter().map(|a| {
+                (
+                    res.resource_type,
+                    res.resource_name.to_string(),
+                    res.pattern_type,
+                    a.principal.to_string(),
+                    a.host.to_string(),
+                    a.operation,
+                    a.permission_type,
+                )
+            })
+        })
+        .collect();
+    rows.sort();
+    (i(r.error_code), rows)
+}
+
+/// Kafka's ACL API scenarios (its SaslSslAdminIntegrationTest's): valid and
+/// invalid creations, DescribeAcls with every kind of filter, DeleteAcls
+/// with a MATCH filter, a repeated creation; gives what each answered, to
+/// compare between brokers.
+fn acl_api_scenarios(t: &Target) -> Vec<String> {
+    let mut admin = Conn::login(&t.addr, "admin", "admin-secret");
+    let run = now_ms();
+    let t1 = format!("t1-{run}");
+    let pre = format!("pre-{run}");
+    let leak = |v: String| -> &'static str { Box::leak(v.into_boxed_str()) };
+    let t1s = leak(t1.clone());
+    let pres = leak(pre.clone());
+    let inside = leak(format!("{pre}-inside"));
+    let mut out = Vec::new();
+    let creations = vec![
+        creation(TOPIC, &t1, LITERAL, "User:alice", "*", READ, ALLOW),
+        creation(TOPIC, &pre, 4, "User:alice", "*", WRITE, ALLOW),
+        creation(GROUP, "*", LITERAL, "User:*", "*", DESCRIBE, ALLOW),
+        creation(TOPIC, &t1, LITERAL, "User:bob", "10.0.0.1", READ, 2),
+        creation(TOPIC, "", LITERAL, "User:alice", "*", READ, ALLOW),
+        creation(
+            CLUSTER,
+            "not-the-cluster",
+            LITERAL,
+            "User:alice",
+            "*",
+            ALTER,
+            ALLOW,
+        ),
+        creation(TOPIC, &t1, LITERAL, "alice", "*", READ, ALLOW),
+        creation(TOPIC, &t1, LITERAL, "User:alice", "*", 99, ALLOW),
+        creation(TOPIC, &t1, LITERAL, "User:alice", "*", READ, ALLOW),
+    ];
+    let r = admin.call(3, &CreateAclsRequest::default().with_creations(creations));
+    out.push(format!(
+        "create: {:?}",
+        r.results
+            .iter()
+            .map(|x| i(x.error_code))
+            .collect::<Vec<_>>()
+    ));
+    // A filter value (ANY, MATCH) where an ACL needs a concrete one fails
+    // the whole request, the valid creation beside it too.
+    for (what, rt, pattern, op, perm) in [
+        ("pattern ANY", TOPIC, 1, READ, ALLOW),
+        ("pattern MATCH", TOPIC, 2, READ, ALLOW),
+        ("operation ANY", TOPIC, LITERAL, 1, ALLOW),
+        ("permission ANY", TOPIC, LITERAL, READ, 1),
+        ("resource type ANY", 1, LITERAL, READ, ALLOW),
+    ] {
+        let batch = vec![
+            creation(
+                TOPIC,
+                &format!("{t1}-ok"),
+                LITERAL,
+                "User:alice",
+                "*",
+                READ,
+                ALLOW,
+            ),
+            creation(rt, &t1, pattern, "User:alice", "*", op, perm),
+        ];
+        let r = admin.call(3, &CreateAclsRequest::default().with_creations(batch));
+        out.push(format!(
+            "create with {what}: {:?}",
+            r.results
+                .iter()
+                .map(|x| i(x.error_code))
+                .collect::<Vec<_>>()
+        ));
+    }
+    let filters: Vec<(&str, Filter)> = vec![
+        ("literal t1", (TOPIC, Some(t1s), LITERAL, None, None, 1, 1)),
+        ("any t1", (TOPIC, Some(t1s), 1, None, None, 1, 1)),
+        (
+            "match inside the prefix",
+            (TOPIC, Some(inside), 2, None, None, 1, 1),
+        ),
+        ("prefixed", (TOPIC, Some(pres), 4, None, None, 1, 1)),
+        ("match a group", (GROUP, Some("g"), 2, None, None, 1, 1)),
+        ("bob's", (1, None, 1, Some("User:bob"), None, 1, 1)),
+        ("host 10.0.0.1", (1, None, 1, None, Some("10.0.0.1"), 1, 1)),
+        ("deny", (1, None, 1, None, None, 1, 2)),
+        ("write", (TOPIC, None, 1, None, None, WRITE, 1)),
+    ];
+    for (name, f) in filters {
+        let (code, rows) = describe_filtered(&mut admin, f);
+        // Only this run's ACLs (a kept peer may hold others).
+        let rows: Vec<_> = rows
+            .into_iter()
+            .filter(|r| r.1.contains(&run.to_string()) || r.1 == "*")
+            .collect();
+        out.push(format!("describe {name}: {code} {rows:?}"));
+    }
+    let f = delete_acls_request::DeleteAclsFilter::default()
+        .with_resource_type_filter(TOPIC)
+        .with_resource_name_filter(Some(s(&t1)))
+        .with_pattern_type_filter(2)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let r = admin.call(3, &DeleteAclsRequest::default().with_filters(vec![f]));
+    for x in &r.filter_results {
+        let mut m: Vec<_> = x
+            .matching_acls
+            .iter()
+            .map(|a| {
+                (
+                    a.resource_name.to_string(),
+                    a.principal.to_string(),
+                    i(a.error_code),
+                )
+            })
+            .collect();
+        m.sort();
+        out.push(format!("delete: {} {m:?}", x.error_code));
+    }
+    let (code, rows) = describe_filtered(&mut admin, (1, None, 1, None, None, 1, 1));
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|r| r.1.contains(&run.to_string()))
+        .collect();
+    out.push(format!("left: {code} {rows:?}"));
+    // An UNKNOWN (0) element: Kafka cannot parse the request and closes
+    // the connection; a code it does not know (99) is answered.
+    let closes = |send: &dyn Fn(&mut Conn)| {
+        let mut c = Conn::login(&t.addr, "admin", "admin-secret");
+        c.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        send(&mut c);
+        let mut buf = [0u8; 4];
+        match std::io::Read::read(&mut c.s, &mut buf) {
+            Ok(0) | Err(_) => "closed",
+            Ok(_) => "answered",
+        }
+    };
+    for (what, rt, pattern, op, perm) in [
+        ("create, unknown resource type", 0, LITERAL, READ, ALLOW),
+        ("create, unknown pattern type", TOPIC, 0, READ, ALLOW),
+        ("create, unknown operation", TOPIC, LITERAL, 0, ALLOW),
+        ("create, unknown permission", TOPIC, LITERAL, READ, 0),
+        ("create, operation 99", TOPIC, LITERAL, 99, ALLOW),
+    ] {
+        let c = creation(rt, &t1, pattern, "User:alice", "*", op, perm);
+        let outcome = closes(&|conn: &mut Conn| {
+            conn.cid += 1;
+            kp_send(
+                &mut conn.s,
+                3,
+                conn.cid,
+                &CreateAclsRequest::default().with_creations(vec![c.clone()]),
+            );
+        });
+        out.push(format!("{what}: {outcome}"));
+    }
+    for (what, pattern, op) in [
+        ("describe, unknown pattern type", 0, 1),
+        ("describe, unknown operation", 1, 0),
+    ] {
+        let req = DescribeAclsRequest::default()
+            .with_resource_type_filter(TOPIC)
+            .with_resource_name_filter(None)
+            .with_pattern_type_filter(pattern)
+            .with_principal_filter(None)
+            .with_host_filter(None)
+            .with_operation(op)
+            .with_permission_type(1);
+        let outcome = closes(&|conn: &mut Conn| {
+            conn.cid += 1;
+            kp_send(&mut conn.s, 3, conn.cid, &req);
+        });
+        out.push(format!("{what}: {outcome}"));
+    }
+    // Clean up what is left (the group wildcard too).
+    let all = delete_acls_request::DeleteAclsFilter::default()
+        .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    admin.call(3, &DeleteAclsRequest::default().with_filters(vec![all]));
+    // Names carry the run; give them back without it.
+    out.into_iter()
+        .map(|l| l.replace(&format!("-{run}"), "-RUN"))
+        .collect()
+}
+
 fn fjord_target() -> (Broker, Target) {
     let broker = Broker::start_with(&[
         "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
@@ -1463,13 +1717,44 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("DeleteAcls", &[31], &[0]),
 ];
 
+/// [`acl_api_scenarios`] as Apache Kafka 4.4 answers them.
+const EXPECTED_ACL_APIS: &[&str] = &[
+    "create: [0, 0, 0, 0, 42, 42, 42, 42, 0]",
+    "create with pattern ANY: [-1, -1]",
+    "create with pattern MATCH: [-1, -1]",
+    "create with operation ANY: [-1, -1]",
+    "create with permission ANY: [-1, -1]",
+    "create with resource type ANY: [-1, -1]",
+    "describe literal t1: 0 [(2, \"t1-RUN\", 3, \"User:alice\", \"*\", 3, 3), (2, \"t1-RUN\", 3, \"User:bob\", \"10.0.0.1\", 3, 2)]",
+    "describe any t1: 0 [(2, \"t1-RUN\", 3, \"User:alice\", \"*\", 3, 3), (2, \"t1-RUN\", 3, \"User:bob\", \"10.0.0.1\", 3, 2)]",
+    "describe match inside the prefix: 0 [(2, \"pre-RUN\", 4, \"User:alice\", \"*\", 4, 3)]",
+    "describe prefixed: 0 [(2, \"pre-RUN\", 4, \"User:alice\", \"*\", 4, 3)]",
+    "describe match a group: 0 [(3, \"*\", 3, \"User:*\", \"*\", 8, 3)]",
+    "describe bob's: 0 [(2, \"t1-RUN\", 3, \"User:bob\", \"10.0.0.1\", 3, 2)]",
+    "describe host 10.0.0.1: 0 [(2, \"t1-RUN\", 3, \"User:bob\", \"10.0.0.1\", 3, 2)]",
+    "describe deny: 0 [(2, \"t1-RUN\", 3, \"User:bob\", \"10.0.0.1\", 3, 2)]",
+    "describe write: 0 [(2, \"pre-RUN\", 4, \"User:alice\", \"*\", 4, 3)]",
+    "delete: 0 [(\"t1-RUN\", \"User:alice\", 0), (\"t1-RUN\", \"User:bob\", 0)]",
+    "left: 0 [(2, \"pre-RUN\", 4, \"User:alice\", \"*\", 4, 3)]",
+    "create, unknown resource type: closed",
+    "create, unknown pattern type: closed",
+    "create, unknown operation: closed",
+    "create, unknown permission: closed",
+    "create, operation 99: answered",
+    "describe, unknown pattern type: closed",
+    "describe, unknown operation: closed",
+];
+
 #[test]
 fn every_api_is_authorized_as_kafka_authorizes_it() {
     let (_fjord, target) = fjord_target();
+    let fjord_acl_apis = acl_api_scenarios(&target);
     let fjord = run_matrix(&target);
     print("Fjord", &fjord);
+    let mut kafka_acl_apis = None;
     let kafka = match KafkaPeer::start() {
         Some((peer, target)) => {
+            kafka_acl_apis = Some(acl_api_scenarios(&target));
             let rows = run_matrix(&target);
             print("Apache Kafka", &rows);
             drop(peer);
@@ -1500,6 +1785,35 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
             }
         }
     }
+    match &kafka_acl_apis {
+        Some(k) => {
+            for (f, k) in fjord_acl_apis.iter().zip(k) {
+                if f != k {
+                    differences.push(format!("ACL APIs: Fjord {f}\n           Kafka {k}"));
+                }
+            }
+        }
+        None => {
+            let recorded: Vec<String> = EXPECTED_ACL_APIS.iter().map(|l| l.to_string()).collect();
+            if fjord_acl_apis != recorded {
+                differences.push(format!(
+                    "ACL APIs: Fjord {fjord_acl_apis:#?}, recorded {recorded:#?}"
+                ));
+            }
+        }
+    }
+    if let Some(k) = &kafka_acl_apis {
+        if k.iter()
+            .map(String::as_str)
+            .ne(EXPECTED_ACL_APIS.iter().copied())
+        {
+            eprintln!("--- Kafka's ACL API answers (EXPECTED_ACL_APIS):");
+            for l in k {
+                eprintln!("    {l:?},");
+            }
+            differences.push("Kafka's ACL API answers differ from EXPECTED_ACL_APIS".into());
+        }
+    }
     let reference = kafka.as_ref().unwrap_or(&expected);
     assert_eq!(reference.len(), fjord.len(), "one row per case");
     for (r, f) in reference.iter().zip(&fjord) {
@@ -1508,4 +1822,127 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
         }
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// A plain connection (PLAINTEXT: `User:ANONYMOUS`).
+fn plain(addr: &str) -> Conn {
+    let c = Conn {
+        s: connect(addr),
+        cid: 0,
+    };
+    c.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c
+}
+
+/// Metadata's codes for `topics` as `c` sees them.
+fn topic_codes(c: &mut Conn, topics: &[&str]) -> Vec<i32> {
+    let r = metadata(c, Some(topics.to_vec()), false, 12);
+    r.topics.iter().map(|t| i(t.error_code)).collect()
+}
+
+/// Every ACL `c`'s broker describes, as (type, name, principal, operation).
+fn described(c: &mut Conn) -> Vec<(i8, String, String, i8)> {
+    let req = DescribeAclsRequest::default()
+        .with_resource_type_filter(1)
+        .with_resource_name_filter(None)
+        .with_pattern_type_filter(1)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let r = c.call(3, &req);
+    assert_eq!(r.error_code, 0, "DescribeAcls");
+    let mut out: Vec<_> = r
+        .resources
+        .iter()
+        .flat_map(|res| {
+            res.acls.iter().map(|a| {
+                (
+                    res.resource_type,
+                    res.resource_name.to_string(),
+                    a.principal.to_string(),
+                    a.operation,
+                )
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// ACLs live in the metadata log: created through one node of a three-node
+/// cluster, every node enforces them and describes the same set; they
+/// survive a restart of every node; deleted through another node, every
+/// node lets the principal in again. (`allow.everyone.if.no.acl.found`
+/// lets `User:ANONYMOUS`, the nodes' own PLAINTEXT principal, do what no
+/// ACL names, so the test needs no super user.)
+#[test]
+fn acls_agree_across_a_cluster_and_survive_restarts() {
+    let mut cluster = Cluster::start(
+        3,
+        &[
+            &format!("authorizer.class.name={STANDARD_AUTHORIZER}"),
+            "allow.everyone.if.no.acl.found=true",
+        ],
+    );
+    let ids = cluster.ids();
+    let mut first = plain(&cluster.bootstrap(ids[0]));
+    let req = CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(
+            ["locked", "open"]
+                .iter()
+                .map(|t| {
+                    create_topics_request::CreatableTopic::default()
+                        .with_name(tn(t))
+                        .with_num_partitions(1)
+                        .with_replication_factor(3)
+                })
+                .collect(),
+        );
+    let r = first.call(7, &req);
+    assert!(r.topics.iter().all(|t| t.error_code == 0), "{r:?}");
+    // An ACL for bob on `locked`: the topic now has ACLs, none for
+    // ANONYMOUS, so ANONYMOUS may no longer describe it.
+    let mut bob_only = acl(TOPIC, "locked", DESCRIBE);
+    bob_only.principal = s("User:bob");
+    create_acls(&mut first, vec![bob_only]);
+    assert_eq!(topic_codes(&mut first, &["locked", "open"]), vec![29, 0]);
+    let each_node = |cluster: &Cluster, want: Vec<i32>| {
+        for id in cluster.ids() {
+            poll_until(Duration::from_secs(30), "the node applies the ACLs", || {
+                let mut c = plain(&cluster.bootstrap(id));
+                let got = topic_codes(&mut c, &["locked", "open"]);
+                if got == want {
+                    Ok(())
+                } else {
+                    Err(format!("node {id}: {got:?}"))
+                }
+            });
+        }
+    };
+    each_node(&cluster, vec![29, 0]);
+    let sets: Vec<_> = cluster
+        .ids()
+        .iter()
+        .map(|id| described(&mut plain(&cluster.bootstrap(*id))))
+        .collect();
+    assert_eq!(sets[0].len(), 1, "{sets:?}");
+    assert!(sets.iter().all(|s| *s == sets[0]), "{sets:?}");
+
+    cluster.restart_all();
+    each_node(&cluster, vec![29, 0]);
+
+    let mut other = plain(&cluster.bootstrap(ids[2]));
+    let f = delete_acls_request::DeleteAclsFilter::default()
+        .with_resource_type_filter(TOPIC)
+        .with_resource_name_filter(Some(s("locked")))
+        .with_pattern_type_filter(LITERAL)
+        .with_principal_filter(None)
+        .with_host_filter(None)
+        .with_operation(1)
+        .with_permission_type(1);
+    let r = other.call(3, &DeleteAclsRequest::default().with_filters(vec![f]));
+    assert_eq!(r.filter_results[0].matching_acls.len(), 1, "{r:?}");
+    each_node(&cluster, vec![0, 0]);
 }

@@ -22,7 +22,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::authz::Access;
-use super::{ask_controller, respond, HandlerResult};
+use super::{ask_controller, respond, HandlerResult, Outcome};
 use crate::acl::model::{
     AclBinding, AclFilter, Operation, PatternFilter, PatternType, Permission, ResourceType,
 };
@@ -33,6 +33,28 @@ use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
 const NO_AUTHORIZER: &str = "No Authorizer is configured on the broker";
+
+/// Why a request naming an UNKNOWN (code 0) resource type, pattern type,
+/// operation or permission is not answered: Kafka's request classes refuse
+/// to parse it, and the broker closes the connection.
+const UNKNOWN_ELEMENTS: &str =
+    "ACL request with an UNKNOWN (0) resource type, pattern type, operation or permission";
+
+/// Whether any of these codes is UNKNOWN (0).
+fn has_unknown(codes: &[i8]) -> bool {
+    codes.contains(&0)
+}
+
+/// Whether a creation names ANY (1) as its resource type, operation or
+/// permission, or ANY (1) or MATCH (2) as its pattern type: values of a
+/// filter, not of an ACL. Kafka cannot build such a binding, and the whole
+/// CreateAcls fails with UNKNOWN_SERVER_ERROR for every creation.
+fn is_filter_value(c: &kafka_protocol::messages::create_acls_request::AclCreation) -> bool {
+    c.resource_type == 1
+        || c.operation == 1
+        || c.permission_type == 1
+        || matches!(c.resource_pattern_type, 1 | 2)
+}
 
 /// An ACL of a request, or why it is not valid (INVALID_REQUEST's text).
 fn binding(
@@ -115,6 +137,16 @@ fn controller_failed(e: &MetadataError) -> (i16, Option<StrBytes>) {
 /// Answers CreateAcls.
 pub async fn create(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: CreateAclsRequest = frame.decode()?;
+    if req.creations.iter().any(|c| {
+        has_unknown(&[
+            c.resource_type,
+            c.resource_pattern_type,
+            c.operation,
+            c.permission_type,
+        ])
+    }) {
+        return Ok(Outcome::Close(UNKNOWN_ELEMENTS.into()));
+    }
     let access = Access::of(shard, frame);
     let mut resp = CreateAclsResponse::default();
     let all = |code: i16, msg: &str| {
@@ -136,6 +168,13 @@ pub async fn create(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         resp.results = all(
             codes::CLUSTER_AUTHORIZATION_FAILED,
             "Cluster authorization failed.",
+        );
+        return Ok(respond(frame, &resp));
+    }
+    if req.creations.iter().any(is_filter_value) {
+        resp.results = all(
+            codes::UNKNOWN_SERVER_ERROR,
+            "An ACL cannot name ANY or MATCH: those are filter values",
         );
         return Ok(respond(frame, &resp));
     }
@@ -193,6 +232,14 @@ pub async fn create(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 /// Answers DescribeAcls from this broker's image.
 pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
     let req: DescribeAclsRequest = frame.decode()?;
+    if has_unknown(&[
+        req.resource_type_filter,
+        req.pattern_type_filter,
+        req.operation,
+        req.permission_type,
+    ]) {
+        return Ok(Outcome::Close(UNKNOWN_ELEMENTS.into()));
+    }
     let access = Access::of(shard, frame);
     let mut resp = DescribeAclsResponse::default();
     if !access.enabled() {
@@ -260,6 +307,16 @@ pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
 /// Answers DeleteAcls.
 pub async fn delete(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let req: DeleteAclsRequest = frame.decode()?;
+    if req.filters.iter().any(|f| {
+        has_unknown(&[
+            f.resource_type_filter,
+            f.pattern_type_filter,
+            f.operation,
+            f.permission_type,
+        ])
+    }) {
+        return Ok(Outcome::Close(UNKNOWN_ELEMENTS.into()));
+    }
     let access = Access::of(shard, frame);
     let mut resp = DeleteAclsResponse::default();
     let all = |code: i16, msg: &str| {
