@@ -5,6 +5,7 @@
 mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod api_versions;
@@ -14,6 +15,7 @@ mod create_topics;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -222,6 +224,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     CreateAcls => acls::create(shard, frame).await,
     DescribeAcls => acls::describe(shard, frame),
     DeleteAcls => acls::delete(shard, frame).await,
+    DescribeClientQuotas => describe_client_quotas::handle(shard, frame),
+    AlterClientQuotas => alter_client_quotas::handle(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);
