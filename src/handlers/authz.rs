@@ -220,7 +220,10 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         ApiKey::DescribeClientQuotas,
         &[(Rt::Cluster, Op::DescribeConfigs)],
     ),
-    (ApiKey::AlterClientQuotas, &[(Rt::Cluster, Op::AlterConfigs)]),
+    (
+        ApiKey::AlterClientQuotas,
+        &[(Rt::Cluster, Op::AlterConfigs)],
+    ),
 ];
 
 /// Whether [`API_CHECKS`] lists `(rt, op)` for `api`.

@@ -7,9 +7,7 @@
 //! unknown entity type) with no entries; without DESCRIBE_CONFIGS on the
 //! cluster, CLUSTER_AUTHORIZATION_FAILED the same way.
 
-use kafka_protocol::messages::describe_client_quotas_response::{
-    EntityData, EntryData, ValueData,
-};
+use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
 use kafka_protocol::messages::{DescribeClientQuotasRequest, DescribeClientQuotasResponse};
 use kafka_protocol::protocol::StrBytes;
 
@@ -61,8 +59,7 @@ pub fn filter(
             EXACT => match name {
                 None => {
                     return bad(
-                        "Request specified MATCH_TYPE_EXACT, but set match string to null."
-                            .into(),
+                        "Request specified MATCH_TYPE_EXACT, but set match string to null.".into(),
                     )
                 }
                 Some(n) => f.exact.push((t.clone(), Some(n.clone()))),
@@ -111,8 +108,12 @@ impl Filter {
     pub fn select<'a>(
         &'a self,
         table: &'a QuotaTable,
-    ) -> impl Iterator<Item = (&'a QuotaEntity, &'a std::collections::BTreeMap<String, crate::quota::model::QuotaValue>)> + 'a
-    {
+    ) -> impl Iterator<
+        Item = (
+            &'a QuotaEntity,
+            &'a std::collections::BTreeMap<String, crate::quota::model::QuotaValue>,
+        ),
+    > + 'a {
         table.iter().filter(|(e, _)| self.matches(e))
     }
 }
@@ -229,7 +230,13 @@ mod tests {
         assert_eq!(count(&[c("user", SPECIFIED, None)], false), 3);
         assert_eq!(count(&[c("user", SPECIFIED, None)], true), 2);
         assert_eq!(
-            count(&[c("user", SPECIFIED, None), c("client-id", EXACT, Some("app"))], true),
+            count(
+                &[
+                    c("user", SPECIFIED, None),
+                    c("client-id", EXACT, Some("app"))
+                ],
+                true
+            ),
             1
         );
         assert_eq!(count(&[c("client-id", SPECIFIED, None)], true), 2);
@@ -239,7 +246,10 @@ mod tests {
     #[test]
     fn kafkas_refusals() {
         let text = |cs: &[(String, i8, Option<String>)]| filter(cs, false).unwrap_err().to_string();
-        assert_eq!(text(&[c("", EXACT, Some("a"))]), "Invalid empty entity type.");
+        assert_eq!(
+            text(&[c("", EXACT, Some("a"))]),
+            "Invalid empty entity type."
+        );
         assert_eq!(
             text(&[c("user", EXACT, Some("a")), c("user", DEFAULT, None)]),
             "Entity type user cannot appear more than once in the filter."
@@ -261,7 +271,9 @@ mod tests {
             "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
         );
         assert_eq!(text(&[c("user", 7, None)]), "Unknown match type 7");
-        assert!(text(&[c("ip", SPECIFIED, None), c("user", SPECIFIED, None)])
-            .starts_with("Invalid entity filter component combination."));
+        assert!(
+            text(&[c("ip", SPECIFIED, None), c("user", SPECIFIED, None)])
+                .starts_with("Invalid entity filter component combination.")
+        );
     }
 }

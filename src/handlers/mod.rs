@@ -43,6 +43,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 pub mod produce;
 pub(crate) mod produce_legacy;
+pub mod quota;
 pub mod sasl;
 mod sync_group;
 mod txn_offset_commit;
@@ -69,6 +70,10 @@ pub enum Outcome {
     /// Close the connection, logging the reason at warn (malformed input, or a
     /// failed acks=0 produce, as Kafka does so the client refreshes metadata).
     Close(String),
+    /// Over a client quota: the response (None for acks=0) carries
+    /// `throttle_time_ms`, and the connection reads nothing for that long
+    /// (`quota`, KIP-219).
+    Throttled(quota::Throttled),
 }
 
 /// Encodes `body` as the response to `frame`, or closes the connection when
@@ -111,13 +116,27 @@ pub async fn dispatch_pipelined(
     if let Some(outcome) = unserved_version(&frame) {
         return outcome;
     }
-    let result = match route(shard, &frame, produce_dispatched).await {
+    // Client quotas: measured here, throttled in one place (`quota`).
+    let metered = quota::meter(shard, &frame);
+    let (routed, busy) = if metered.is_some() {
+        quota::timed(Box::pin(route(shard, &frame, produce_dispatched))).await
+    } else {
+        (
+            route(shard, &frame, produce_dispatched).await,
+            std::time::Duration::ZERO,
+        )
+    };
+    let result = match routed {
         Some(result) => result,
         None => return unsupported::handle(&frame),
     };
-    match result {
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Close(e.to_string()),
+    };
+    match metered {
+        Some(m) => m.finish(shard, &frame, outcome, busy),
+        None => outcome,
     }
 }
 

@@ -152,6 +152,26 @@ async fn deliver(
             true
         }
         Outcome::NoResponse => true,
+        Outcome::Throttled(t) => {
+            // KIP-219: a response the client backs off on goes at once; an
+            // older version's is held. Either way this connection reads
+            // nothing more until the throttle time is over (the caller
+            // reads only after `deliver`).
+            let wait = Duration::from_millis(t.ms);
+            if t.mode == crate::handlers::quota::Mode::Held {
+                glommio::timer::sleep(wait).await;
+            }
+            if let Some(resp) = t.response {
+                if let Err(e) = write_response(stream, resp).await {
+                    log::debug!("connection from {peer} closed while writing: {e}");
+                    return false;
+                }
+            }
+            if t.mode == crate::handlers::quota::Mode::ClientBacksOff {
+                glommio::timer::sleep(wait).await;
+            }
+            true
+        }
         Outcome::Close(reason) => {
             log::warn!(
                 "closing connection from {peer} after {:?} v{}: {reason}",

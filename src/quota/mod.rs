@@ -208,14 +208,17 @@ mod tests {
         assert_eq!(u.share(1000.0), 500.0);
         let now = 1_000_000;
         // 5,000 over 10 s = 500/s: at the share, not throttled.
-        assert_eq!(u.record(Measure::Produce, &key("a"), 1000.0, 5000.0, now), 0);
-        assert!(u.record(Measure::Produce, &key("a"), 1000.0, 1000.0, now) > 0);
-        assert_eq!(u.record(Measure::Produce, &key("b"), 1000.0, 5000.0, now), 0);
-        // Request time is throttled one window at most.
         assert_eq!(
-            u.record(Measure::Request, &key("a"), 1.0, 1e6, now),
-            1000
+            u.record(Measure::Produce, &key("a"), 1000.0, 5000.0, now),
+            0
         );
+        assert!(u.record(Measure::Produce, &key("a"), 1000.0, 1000.0, now) > 0);
+        assert_eq!(
+            u.record(Measure::Produce, &key("b"), 1000.0, 5000.0, now),
+            0
+        );
+        // Request time is throttled one window at most.
+        assert_eq!(u.record(Measure::Request, &key("a"), 1.0, 1e6, now), 1000);
         assert_eq!(u.max_in_window(1000.0), 5000.0);
         // Idle rates are dropped.
         u.record(Measure::Fetch, &key("c"), 1.0, 1.0, now + IDLE_SWEEP_MS + 1);

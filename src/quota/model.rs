@@ -114,7 +114,9 @@ impl QuotaEntity {
 
     /// How many types the entity names.
     pub fn len(&self) -> usize {
-        self.user.is_some() as usize + self.client_id.is_some() as usize + self.ip.is_some() as usize
+        self.user.is_some() as usize
+            + self.client_id.is_some() as usize
+            + self.ip.is_some() as usize
     }
 
     /// Whether it names no type.
@@ -236,10 +238,7 @@ pub fn resolve(table: &QuotaTable, key: &str, user: &str, client_id: &str) -> Op
                 1 => user_only(),
                 _ => client_only(),
             };
-            return Some(Resolved {
-                limit: v.0,
-                sensor,
-            });
+            return Some(Resolved { limit: v.0, sensor });
         }
     }
     None
@@ -294,17 +293,14 @@ mod tests {
             ("", "app"),
             ("", "app"),
         ];
-        for first in 0..levels.len() {
+        for (first, tag) in tags.iter().enumerate() {
             let mut t = QuotaTable::new();
             for (i, e) in levels.iter().enumerate().skip(first) {
                 set(&mut t, e.clone(), (i + 1) as f64);
             }
             let r = resolve(&t, PRODUCER_BYTE_RATE, "alice", "app").unwrap();
             assert_eq!(r.limit, (first + 1) as f64, "level {first}");
-            assert_eq!(
-                (r.sensor.user.as_str(), r.sensor.client_id.as_str()),
-                tags[first]
-            );
+            assert_eq!((r.sensor.user.as_str(), r.sensor.client_id.as_str()), *tag);
         }
         // Another user and client see only the defaults.
         let mut t = QuotaTable::new();
@@ -325,7 +321,10 @@ mod tests {
         let e = QuotaEntity::from_parts(&[p("client-id", None), p("user", Some("a"))]).unwrap();
         assert_eq!(e.user, Some(Some("a".into())));
         assert_eq!(e.client_id, Some(None));
-        assert_eq!(e.display(), "ClientQuotaEntity(entries={user=a, client-id=null})");
+        assert_eq!(
+            e.display(),
+            "ClientQuotaEntity(entries={user=a, client-id=null})"
+        );
         assert_eq!(QuotaEntity::from_parts(&[p("group", Some("g"))]), None);
         assert_eq!(
             QuotaEntity::from_parts(&[p("user", Some("a")), p("user", None)]),

@@ -195,7 +195,13 @@ impl TokenBucket {
     /// DeleteTopics v5+, CreatePartitions v3+): refused with the throttle
     /// time in ms while the bucket is negative, else taken (the bucket may
     /// go below zero).
-    pub fn take_strict(&mut self, w: Windows, quota: f64, permits: f64, now: u64) -> Result<(), u64> {
+    pub fn take_strict(
+        &mut self,
+        w: Windows,
+        quota: f64,
+        permits: f64,
+        now: u64,
+    ) -> Result<(), u64> {
         let t = self.tokens(w, quota, now);
         if t < 0.0 {
             return Err(Self::throttle_of(t, quota));

@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::super::metadata::MetadataImage;
 use super::super::records::MetadataRecord;
 use crate::quota::model::{
-    EntityName, QuotaEntity, QuotaValue, ValueType, CLIENT_ID, IP, IP_KEYS, USER,
-    USER_CLIENT_KEYS,
+    EntityName, QuotaEntity, QuotaValue, ValueType, CLIENT_ID, IP, IP_KEYS, USER, USER_CLIENT_KEYS,
 };
 
 /// One entity's changes, as AlterClientQuotas carries them.
@@ -54,12 +53,13 @@ fn display(parts: &[(String, EntityName)]) -> String {
     format!("ClientQuotaEntity(entries={{{}}})", inner.join(", "))
 }
 
+/// Quota keys with their value types.
+pub type Keys = &'static [(&'static str, ValueType)];
+
 /// The entity of a request's pairs, checked as Kafka's `validateEntity`
 /// and `configKeysForEntityType` do; gives it with the keys its types
 /// allow.
-pub fn validate_entity(
-    parts: &[(String, EntityName)],
-) -> Result<(QuotaEntity, &'static [(&'static str, ValueType)]), QuotaError> {
+pub fn validate_entity(parts: &[(String, EntityName)]) -> Result<(QuotaEntity, Keys), QuotaError> {
     if parts.is_empty() {
         return Err(invalid("Invalid empty client quota entity"));
     }
@@ -89,7 +89,9 @@ pub fn validate_entity(
         }
         if let Some(ip) = ip {
             if ip.parse::<std::net::IpAddr>().is_err() {
-                return Err(invalid(format!("{ip} is not a valid IP or resolvable host.")));
+                return Err(invalid(format!(
+                    "{ip} is not a valid IP or resolvable host."
+                )));
             }
         }
         IP_KEYS
@@ -268,12 +270,15 @@ mod tests {
         let image = MetadataImage::empty("c".into());
         let a = alt(
             user(Some("alice")),
-            &[("producer_byte_rate", Some(1024.0)), ("request_percentage", Some(50.5))],
+            &[
+                ("producer_byte_rate", Some(1024.0)),
+                ("request_percentage", Some(50.5)),
+            ],
         );
-        let (records, results) = alter(&image, &[a.clone()], false);
+        let (records, results) = alter(&image, std::slice::from_ref(&a), false);
         assert_eq!(records.len(), 2);
         assert!(results[0].1.is_ok());
-        let (none, _) = alter(&image, &[a.clone()], true);
+        let (none, _) = alter(&image, std::slice::from_ref(&a), true);
         assert!(none.is_empty(), "validate_only writes nothing");
         let image = image.apply(1, &records);
         let e = QuotaEntity::from_parts(&user(Some("alice"))).unwrap();
@@ -299,7 +304,10 @@ mod tests {
             false,
         );
         let image = image.apply(2, &records);
-        assert!(image.client_quotas.is_empty(), "an entity without keys is gone");
+        assert!(
+            image.client_quotas.is_empty(),
+            "an entity without keys is gone"
+        );
     }
 
     #[test]
@@ -351,7 +359,7 @@ mod tests {
             ),
         ];
         for (a, text) in cases {
-            let (records, results) = alter(&image, &[a.clone()], false);
+            let (records, results) = alter(&image, std::slice::from_ref(&a), false);
             assert!(records.is_empty(), "{a:?}");
             assert_eq!(err(&results[0].1), text, "{a:?}");
         }
@@ -367,7 +375,10 @@ mod tests {
         assert_eq!(records.len(), 1);
         // A default IP with a rate, and a user/client pair, are fine.
         let ok = [
-            alt(vec![p("ip", None)], &[("connection_creation_rate", Some(10.0))]),
+            alt(
+                vec![p("ip", None)],
+                &[("connection_creation_rate", Some(10.0))],
+            ),
             alt(
                 vec![p("client-id", Some("c")), p("user", None)],
                 &[("controller_mutation_rate", Some(0.5))],

@@ -477,9 +477,16 @@ mod snapshot_tests {
         let image = base.apply(
             3,
             &[
-                record(vec![("user".into(), Some("alice".into()))], "producer_byte_rate", 1024.0),
                 record(
-                    vec![("user".into(), None), ("client-id".into(), Some("x".into()))],
+                    vec![("user".into(), Some("alice".into()))],
+                    "producer_byte_rate",
+                    1024.0,
+                ),
+                record(
+                    vec![
+                        ("user".into(), None),
+                        ("client-id".into(), Some("x".into())),
+                    ],
                     "request_percentage",
                     12.5,
                 ),
