@@ -135,7 +135,7 @@ pub async fn dispatch_pipelined(
         Err(e) => Outcome::Close(e.to_string()),
     };
     match metered {
-        Some(m) => m.finish(shard, &frame, outcome, busy),
+        Some(m) => m.finish(shard, &frame, outcome, busy).await,
         None => outcome,
     }
 }

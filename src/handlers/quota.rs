@@ -1,6 +1,7 @@
 //! Where client quotas meet requests: the one place that measures a
-//! request (produce bytes, fetch bytes, handler time), computes its
-//! throttle time from this shard's [`ShardUsage`], writes
+//! request (produce bytes, fetch bytes, handler time), records it in the
+//! broker's [`ShardUsage`] on shard 0 (one call over the mesh, made only
+//! for a request that has a quota) for its throttle time, writes
 //! `throttle_time_ms` into the encoded response, and tells the connection
 //! how long to mute ([`Outcome::Throttled`]). KIP-219: a response whose
 //! version lets the client back off itself is sent at once, then the
@@ -30,7 +31,7 @@ use crate::quota::{Measure, MutationThrottled, ShardUsage};
 use crate::shard::Shard;
 
 thread_local! {
-    /// This shard's usage (one shard is one thread).
+    /// The broker's usage, on shard 0 (one shard is one thread).
     static USAGE: RefCell<Option<ShardUsage>> = const { RefCell::new(None) };
 }
 
@@ -48,7 +49,6 @@ fn with_usage<R>(shard: &Shard, f: impl FnOnce(&mut ShardUsage) -> R) -> R {
             ShardUsage::new(
                 shard.config.quota_windows,
                 shard.config.controller_quota_windows,
-                shard.shards as u32,
             )
         });
         f(usage)
@@ -324,9 +324,9 @@ impl Metered {
     /// the handler's time, as a percentage of one second; the throttle is
     /// the largest of theirs (and of `mutation_ms`, a controller
     /// mutation's).
-    pub fn finish(
+    pub async fn finish(
         self,
-        shard: &Shard,
+        shard: &Rc<Shard>,
         frame: &RequestFrame,
         outcome: Outcome,
         busy: Duration,
@@ -335,7 +335,6 @@ impl Metered {
         let table = &image.client_quotas;
         let api = frame.api_key;
         let version = frame.prefix.api_version;
-        let now = now_ms();
         let resolve = |m: Measure| model::resolve(table, m.key(), &self.user, &self.client_id);
         let (response, mut ms, acks0) = match outcome {
             Outcome::Respond(r) => (Some(r), 0, false),
@@ -346,6 +345,7 @@ impl Metered {
             }
             close @ Outcome::Close(_) => return close,
         };
+        let counted = ms > 0;
         let follower = api == ApiKey::Fetch && follower_fetch(frame);
         if follower {
             return match response {
@@ -353,37 +353,55 @@ impl Metered {
                 None => Outcome::NoResponse,
             };
         }
-        with_usage(shard, |usage| {
-            let mut record = |m: Measure, value: f64, sensor: &SensorKey, limit: f64| {
-                usage.record(m, sensor, limit, value, now)
-            };
-            match api {
-                ApiKey::Produce => {
-                    if let Some(q) = resolve(Measure::Produce) {
-                        let size = frame.body.len() as f64;
-                        ms = ms.max(record(Measure::Produce, size, &q.sensor, q.limit));
-                    }
-                }
-                ApiKey::Fetch => {
-                    if let (Some(q), Some(r)) = (resolve(Measure::Fetch), &response) {
-                        ms = ms.max(record(Measure::Fetch, r.len() as f64, &q.sensor, q.limit));
-                    }
-                }
-                _ => {}
-            }
-            // Kafka counts no request time for acks=0 Produce.
-            if !acks0 {
-                if let Some(q) = resolve(Measure::Request) {
-                    let pct = busy.as_nanos() as f64 * 100.0 / 1e9;
-                    ms = ms.max(record(Measure::Request, pct, &q.sensor, q.limit));
+        // What to record: (measure, sensor, limit, value).
+        let mut records: Vec<(Measure, SensorKey, f64, f64)> = Vec::with_capacity(2);
+        match api {
+            ApiKey::Produce => {
+                if let Some(q) = resolve(Measure::Produce) {
+                    records.push((Measure::Produce, q.sensor, q.limit, frame.body.len() as f64));
                 }
             }
-        });
+            ApiKey::Fetch => {
+                if let (Some(q), Some(r)) = (resolve(Measure::Fetch), &response) {
+                    records.push((Measure::Fetch, q.sensor, q.limit, r.len() as f64));
+                }
+            }
+            _ => {}
+        }
+        // Kafka counts no request time for acks=0 Produce.
+        if !acks0 {
+            if let Some(q) = resolve(Measure::Request) {
+                let pct = busy.as_nanos() as f64 * 100.0 / 1e9;
+                records.push((Measure::Request, q.sensor, q.limit, pct));
+            }
+        }
+        drop(image);
+        if !records.is_empty() {
+            let recorded = shard
+                .invoke_on(0, move |s| async move {
+                    let now = now_ms();
+                    with_usage(&s, |u| {
+                        records
+                            .iter()
+                            .map(|(m, sensor, limit, value)| {
+                                u.record(*m, sensor, *limit, *value, now)
+                            })
+                            .max()
+                            .unwrap_or(0)
+                    })
+                })
+                .await;
+            // Shard 0 not answering (shutting down): not throttled.
+            ms = ms.max(recorded.unwrap_or(0));
+        }
         if ms == 0 {
             return match response {
                 Some(r) => Outcome::Respond(r),
                 None => Outcome::NoResponse,
             };
+        }
+        if !counted {
+            count(ms);
         }
         let ms_i32 = i32::try_from(ms).unwrap_or(i32::MAX);
         let response = response.map(|mut r| {
@@ -407,6 +425,15 @@ impl Metered {
             },
         })
     }
+}
+
+/// Counts a throttled response in this shard's metrics.
+fn count(ms: u64) {
+    crate::shard::write_stats::WRITE_STATS.with(|w| {
+        w.quota_throttled_responses
+            .set(w.quota_throttled_responses.get() + 1);
+        w.quota_throttle_ms.set(w.quota_throttle_ms.get() + ms);
+    });
 }
 
 /// The controller mutation quota of a request (CreateTopics,
@@ -482,6 +509,7 @@ pub fn with_throttle(frame: &RequestFrame, outcome: Outcome, ms: u64) -> Outcome
     let version = frame.prefix.api_version;
     match outcome {
         Outcome::Respond(mut r) => {
+            count(ms);
             set_throttle(&mut r, api, version, i32::try_from(ms).unwrap_or(i32::MAX));
             Outcome::Throttled(Throttled {
                 response: Some(r),

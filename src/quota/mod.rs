@@ -4,14 +4,13 @@
 //! fetch bytes and request time, and the controller mutation buckets,
 //! each by Kafka's metric tags ([`model::SensorKey`]).
 //!
-//! Each shard measures only the requests of its own connections, against
-//! its share of the limit (the limit divided by the number of shards): a
-//! user's connections on several shards together stay within the limit
-//! plus what each shard's first window lets through (see
-//! `docs/decisions/client-quotas-across-shards.md` for the bound). The
-//! controller mutation buckets live on shard 0 only and are the broker's
-//! whole limit. Where the throttle time goes into a response and where a
-//! connection mutes is `handlers::quota`.
+//! The broker keeps one [`ShardUsage`], on shard 0, as Kafka keeps one
+//! sensor per user and client id: a request with a quota is measured on
+//! its connection's shard and recorded on shard 0 over the mesh, which
+//! gives back the throttle time; a user's connections on any shards share
+//! one rate (see `docs/decisions/client-quotas-across-shards.md` for why,
+//! and the bound). Where the throttle time goes into a response and where
+//! a connection mutes is `handlers::quota`.
 
 pub mod model;
 pub mod rate;
@@ -58,40 +57,31 @@ pub struct MutationThrottled {
 /// forgotten by then).
 const IDLE_SWEEP_MS: u64 = 60_000;
 
-/// One shard's quota usage.
+/// The broker's quota usage (held by shard 0).
 #[derive(Debug)]
 pub struct ShardUsage {
     windows: Windows,
     mutation_windows: Windows,
-    shards: u32,
     rates: HashMap<(Measure, SensorKey), SampledRate>,
     buckets: HashMap<SensorKey, TokenBucket>,
     last_sweep_ms: u64,
 }
 
 impl ShardUsage {
-    /// The usage of a shard of a broker with `shards` shards, with the
-    /// broker's windows (`quota.window.*`) and those of controller
-    /// mutations (`controller.quota.window.*`).
-    pub fn new(windows: Windows, mutation_windows: Windows, shards: u32) -> ShardUsage {
+    /// The usage with the broker's windows (`quota.window.*`) and those of
+    /// controller mutations (`controller.quota.window.*`).
+    pub fn new(windows: Windows, mutation_windows: Windows) -> ShardUsage {
         ShardUsage {
             windows,
             mutation_windows,
-            shards: shards.max(1),
             rates: HashMap::new(),
             buckets: HashMap::new(),
             last_sweep_ms: 0,
         }
     }
 
-    /// This shard's share of a broker-wide `limit`.
-    pub fn share(&self, limit: f64) -> f64 {
-        limit / f64::from(self.shards)
-    }
-
-    /// Records `value` of `measure` for `sensor` at `now` against this
-    /// shard's share of `limit`; gives the throttle time in ms (0 within
-    /// the quota). Request time is bounded by one window, as Kafka's
+    /// Records `value` of `measure` for `sensor` at `now` against
+    /// `limit`; gives the throttle time in ms (0 within the quota). Request time is bounded by one window, as Kafka's
     /// request quota is.
     pub fn record(
         &mut self,
@@ -102,7 +92,7 @@ impl ShardUsage {
         now: u64,
     ) -> u64 {
         self.sweep(now);
-        let bound = self.share(limit);
+        let bound = limit;
         let w = self.windows;
         let rate = self.rates.entry((measure, sensor.clone())).or_default();
         let t = rate.record_and_throttle(w, value, bound, now);
@@ -123,16 +113,15 @@ impl ShardUsage {
 
     /// The most bytes one fetch may return without being throttled
     /// whatever else was recorded (Kafka's `getMaxValueInQuotaWindow`:
-    /// the share × (samples − 1) windows).
+    /// the limit × (samples − 1) windows).
     pub fn max_in_window(&self, limit: f64) -> f64 {
-        self.share(limit)
+        limit
             * f64::from(self.windows.samples.saturating_sub(1))
             * (self.windows.window_ms as f64 / 1000.0)
     }
 
     /// A controller mutation of `permits` partitions for `sensor` at
-    /// `now` against `rate` per second (the broker's whole limit: the
-    /// buckets live on shard 0 only): strict refuses it with the throttle
+    /// `now` against `rate` per second: strict refuses it with the throttle
     /// time while the bucket is negative; permissive takes it and gives
     /// the throttle time (0 when none).
     pub fn mutate(
@@ -200,26 +189,18 @@ mod tests {
         }
     }
 
-    /// Two shards each hold their share; one user's rate does not touch
-    /// another's.
+    /// One user's rate does not touch another's.
     #[test]
-    fn shares_and_separate_users() {
-        let mut u = ShardUsage::new(Windows::default(), Windows::default(), 2);
-        assert_eq!(u.share(1000.0), 500.0);
+    fn separate_users() {
+        let mut u = ShardUsage::new(Windows::default(), Windows::default());
         let now = 1_000_000;
-        // 5,000 over 10 s = 500/s: at the share, not throttled.
-        assert_eq!(
-            u.record(Measure::Produce, &key("a"), 1000.0, 5000.0, now),
-            0
-        );
-        assert!(u.record(Measure::Produce, &key("a"), 1000.0, 1000.0, now) > 0);
-        assert_eq!(
-            u.record(Measure::Produce, &key("b"), 1000.0, 5000.0, now),
-            0
-        );
+        // 5,000 over 10 s = 500/s: within 500/s, not throttled.
+        assert_eq!(u.record(Measure::Produce, &key("a"), 500.0, 5000.0, now), 0);
+        assert!(u.record(Measure::Produce, &key("a"), 500.0, 1000.0, now) > 0);
+        assert_eq!(u.record(Measure::Produce, &key("b"), 500.0, 5000.0, now), 0);
         // Request time is throttled one window at most.
         assert_eq!(u.record(Measure::Request, &key("a"), 1.0, 1e6, now), 1000);
-        assert_eq!(u.max_in_window(1000.0), 5000.0);
+        assert_eq!(u.max_in_window(500.0), 5000.0);
         // Idle rates are dropped.
         u.record(Measure::Fetch, &key("c"), 1.0, 1.0, now + IDLE_SWEEP_MS + 1);
         assert_eq!(u.tracked(), 1);
@@ -227,9 +208,9 @@ mod tests {
 
     #[test]
     fn strict_and_permissive_mutations() {
-        let mut u = ShardUsage::new(Windows::default(), Windows::default(), 2);
+        let mut u = ShardUsage::new(Windows::default(), Windows::default());
         let now = 70_000;
-        // The whole limit (not a share): 11 × 1 tokens.
+        // A burst of 11 × 1 tokens.
         assert_eq!(u.mutate(&key("a"), 1.0, 20.0, true, now), Ok(0));
         assert_eq!(u.mutate(&key("a"), 1.0, 1.0, true, now), Err(9000));
         assert_eq!(u.mutation_throttle(&key("a"), 1.0, now), 9000);
