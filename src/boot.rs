@@ -643,6 +643,12 @@ fn sync_write_stats(stats: &ShardStallStats) {
         stats
             .replica_reads_cross_shard
             .store(w.replica_reads_cross_shard.get(), Relaxed);
+        stats
+            .quota_throttled_responses
+            .store(w.quota_throttled_responses.get(), Relaxed);
+        stats
+            .quota_throttle_ms
+            .store(w.quota_throttle_ms.get(), Relaxed);
     });
     if let Ok(shard) = crate::shard::current() {
         let (mut led, mut under) = (0u64, 0u64);

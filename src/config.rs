@@ -209,6 +209,13 @@ pub struct Config {
     pub message_max_bytes: usize,
     /// `socket.request.max.bytes`: largest request frame (bytes). Default 104857600.
     pub socket_request_max_bytes: usize,
+    /// `quota.window.num` and `quota.window.size.seconds`: the samples of
+    /// the client quotas' rates (defaults 11 and 1 s).
+    pub quota_windows: crate::quota::rate::Windows,
+    /// `controller.quota.window.num` and
+    /// `controller.quota.window.size.seconds`: those of the controller
+    /// mutation quota (defaults 11 and 1 s).
+    pub controller_quota_windows: crate::quota::rate::Windows,
     /// `max.incremental.fetch.session.cache.slots`: how many fetch sessions
     /// (KIP-227) the broker keeps, split evenly over the shards; 0 serves
     /// every fetch sessionless.
@@ -310,6 +317,8 @@ impl Config {
             auto_create_topics_enable: false,
             message_max_bytes: 0,
             socket_request_max_bytes: 0,
+            quota_windows: crate::quota::rate::Windows::default(),
+            controller_quota_windows: crate::quota::rate::Windows::default(),
             max_incremental_fetch_session_cache_slots: 0,
             log_segment_bytes: 0,
             log_roll_ms: 0,

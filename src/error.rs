@@ -562,6 +562,24 @@ impl KafkaCode for crate::cluster::control::acl::AclError {
     }
 }
 
+// ---- client quotas ----
+
+impl KafkaCode for crate::cluster::control::quota::QuotaError {
+    fn code(&self) -> i16 {
+        use crate::cluster::control::quota::QuotaError as Q;
+        match self {
+            Q::InvalidRequest(_) => E::InvalidRequest.code(),
+            Q::UnsupportedEntityType(_) => E::UnsupportedVersion.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::quota::MutationThrottled {
+    fn code(&self) -> i16 {
+        E::ThrottlingQuotaExceeded.code()
+    }
+}
+
 // ---- transaction coordinator ----
 
 impl KafkaCode for crate::txn::error::TxnError {

@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod net;
 pub mod producer_state;
 pub mod protocol;
+pub mod quota;
 pub mod replication;
 pub mod security;
 pub mod shard;

@@ -83,6 +83,18 @@ pub fn render(stats: &[ShardStallStats]) -> String {
         &|s| s.sendfile_fallback_bytes.load(Relaxed),
     );
     family(
+        "fjord_quota_throttled_responses_total",
+        "counter",
+        "Responses to this shard's connections throttled by a client quota (refreshed about once a second).",
+        &|s| s.quota_throttled_responses.load(Relaxed),
+    );
+    family(
+        "fjord_quota_throttle_ms_total",
+        "counter",
+        "The throttle times of those responses, summed (ms; refreshed about once a second).",
+        &|s| s.quota_throttle_ms.load(Relaxed),
+    );
+    family(
         "fjord_replica_fetch_connections_moved_total",
         "counter",
         "Follower fetch connections accepted here and handed to the shard owning their partitions (refreshed about once a second).",

@@ -63,6 +63,11 @@ pub struct ShardStallStats {
     /// Of those, the partitions read on another shard than the
     /// connection's, same refresh.
     pub replica_reads_cross_shard: AtomicU64,
+    /// Responses throttled by a client quota on this shard's connections,
+    /// same refresh.
+    pub quota_throttled_responses: AtomicU64,
+    /// Their throttle times summed (ms), same refresh.
+    pub quota_throttle_ms: AtomicU64,
     /// Fetch sessions (KIP-227) this shard holds (Kafka's
     /// NumIncrementalFetchSessions), same refresh.
     pub incremental_fetch_sessions: AtomicU64,

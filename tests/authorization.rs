@@ -976,7 +976,46 @@ fn cases() -> Vec<Case> {
                 r.filter_results.iter().map(|x| i(x.error_code)).collect()
             },
         ),
+        case(
+            "DescribeClientQuotas",
+            vec![acl(CLUSTER, "kafka-cluster", DESCRIBE_CONFIGS)],
+            |c, _, n| {
+                let req = DescribeClientQuotasRequest::default().with_components(vec![
+                    describe_client_quotas_request::ComponentData::default()
+                        .with_entity_type(s("user"))
+                        .with_match_type(0)
+                        .with_match(Some(s(&n.other("nobody")))),
+                ]);
+                let r = c.call(1, &req);
+                vec![i(r.error_code), r.entries.map_or(-1, |e| e.len() as i32)]
+            },
+        ),
+        case(
+            "AlterClientQuotas (validate only)",
+            vec![acl(CLUSTER, "kafka-cluster", ALTER_CONFIGS)],
+            |c, _, n| alter_quota(c, &n.other("quota-user"), "producer_byte_rate"),
+        ),
+        case(
+            "AlterClientQuotas (unknown key)",
+            vec![acl(CLUSTER, "kafka-cluster", ALTER_CONFIGS)],
+            |c, _, n| alter_quota(c, &n.other("quota-user"), "no_such_rate"),
+        ),
     ]
+}
+
+/// AlterClientQuotas v1, validate only: `key` = 1024 for user `user`.
+fn alter_quota(c: &mut Conn, user: &str, key: &str) -> Vec<i32> {
+    let req = AlterClientQuotasRequest::default()
+        .with_validate_only(true)
+        .with_entries(vec![alter_client_quotas_request::EntryData::default()
+            .with_entity(vec![alter_client_quotas_request::EntityData::default()
+                .with_entity_type(s("user"))
+                .with_entity_name(Some(s(user)))])
+            .with_ops(vec![alter_client_quotas_request::OpData::default()
+                .with_key(s(key))
+                .with_value(1024.0)])]);
+    let r = c.call(1, &req);
+    r.entries.iter().map(|e| i(e.error_code)).collect()
 }
 
 const TOPIC_RESOURCE: i8 = 2;
@@ -1715,6 +1754,9 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("DescribeAcls", &[31], &[0]),
     ("CreateAcls", &[31], &[0]),
     ("DeleteAcls", &[31], &[0]),
+    ("DescribeClientQuotas", &[31, -1], &[0, 0]),
+    ("AlterClientQuotas (validate only)", &[31], &[0]),
+    ("AlterClientQuotas (unknown key)", &[31], &[42]),
 ];
 
 /// [`acl_api_scenarios`] as Apache Kafka 4.4 answers them.

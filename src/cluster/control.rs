@@ -220,6 +220,13 @@ pub enum ControllerRequest {
         /// The filters, in request order.
         filters: Vec<crate::acl::model::AclFilter>,
     },
+    /// AlterClientQuotas (KIP-546): each entity's changes.
+    AlterClientQuotas {
+        /// The entities' changes, in request order.
+        alterations: Vec<quota::QuotaAlteration>,
+        /// Check only.
+        validate_only: bool,
+    },
     /// The first SCRAM credentials of `fjord format --add-scram`: written
     /// for each user and mechanism that has none yet.
     BootstrapScram {
@@ -283,6 +290,8 @@ pub enum ControllerReply {
     CreateAcls(Vec<Result<(), acl::AclError>>),
     /// Per filter, in request order: the ACLs it matched (and deleted).
     DeleteAcls(Vec<Vec<crate::acl::model::AclBinding>>),
+    /// Per entity, in order of first appearance.
+    AlterClientQuotas(quota::EntityResults),
 }
 
 /// What [`decide`] gives: records to commit (maybe none) and the reply.
@@ -794,6 +803,16 @@ pub fn decide(
                 reply: ControllerReply::DeleteAcls(matched),
             }
         }
+        ControllerRequest::AlterClientQuotas {
+            alterations,
+            validate_only,
+        } => {
+            let (records, results) = quota::alter(image, alterations, *validate_only);
+            Decision {
+                records,
+                reply: ControllerReply::AlterClientQuotas(results),
+            }
+        }
         ControllerRequest::BootstrapScram { credentials } => {
             let records = scram::bootstrap(image, credentials);
             Decision {
@@ -994,6 +1013,7 @@ pub fn decide(
 
 pub mod acl;
 mod liveness;
+pub mod quota;
 pub mod scram;
 pub use liveness::{expire_sessions, Liveness};
 

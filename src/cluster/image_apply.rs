@@ -221,6 +221,29 @@ impl MetadataImage {
             MetadataRecord::RemoveAccessControlEntry { id } => {
                 self.acls.remove(id);
             }
+            MetadataRecord::ClientQuota {
+                entity,
+                key,
+                value,
+                remove,
+            } => {
+                // The controller writes only entities of known types.
+                if let Some(e) = crate::quota::model::QuotaEntity::from_parts(entity) {
+                    if *remove {
+                        if let Some(m) = self.client_quotas.get_mut(&e) {
+                            m.remove(key);
+                            if m.is_empty() {
+                                self.client_quotas.remove(&e);
+                            }
+                        }
+                    } else {
+                        self.client_quotas
+                            .entry(e)
+                            .or_default()
+                            .insert(key.clone(), *value);
+                    }
+                }
+            }
             MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
                 if let Some(m) = self.scram_credentials.get_mut(name) {
                     m.remove(mechanism);

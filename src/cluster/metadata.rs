@@ -196,6 +196,8 @@ pub struct MetadataImage {
     pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, ScramCredential>>,
     /// ACLs by id.
     pub acls: BTreeMap<Uuid, crate::acl::model::AclBinding>,
+    /// Client quotas by entity and key.
+    pub client_quotas: crate::quota::model::QuotaTable,
 }
 
 impl crate::security::sasl::CredentialSource for MetadataImage {
@@ -244,6 +246,7 @@ impl MetadataImage {
             removed_topics: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
+            client_quotas: BTreeMap::new(),
         }
     }
 

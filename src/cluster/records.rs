@@ -157,6 +157,19 @@ pub enum MetadataRecord {
         /// Its id.
         id: Uuid,
     },
+    /// A client quota was set or removed (KRaft's ClientQuotaRecord): the
+    /// entity as (entity type, name) pairs, a name of None being the
+    /// type's default.
+    ClientQuota {
+        /// The entity.
+        entity: Vec<(String, Option<String>)>,
+        /// The quota key (`producer_byte_rate`, …).
+        key: String,
+        /// The value (ignored when `remove`).
+        value: crate::quota::model::QuotaValue,
+        /// Whether the key is removed from the entity.
+        remove: bool,
+    },
     /// A block of producer ids was handed to a broker: ids below
     /// `next_producer_id` are taken.
     ProducerIds {

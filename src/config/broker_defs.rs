@@ -359,6 +359,8 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "controller.quorum.election.timeout.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 10, max: I32MAX, set: |c, v| c.cluster.election_timeout_ms = to_u64(v) }, doc: "How long (ms) a voter waits for the active controller before it starts an election.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.election_timeout_ms) },
     BrokerConfigDef { name: "controller.quorum.request.timeout.ms", ty: T::Int, default: Some("2000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.request_timeout_ms = to_u64(v) }, doc: "How long (ms) a request for the active controller (forwarded admin requests, registration, heartbeats) is retried.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.request_timeout_ms) },
     BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_voters },
+    BrokerConfigDef { name: "controller.quota.window.num", ty: T::Int, default: Some("11"), field: Field::Int { min: 1, max: 1000, set: |c, v| c.controller_quota_windows.samples = to_u32(v) }, doc: "Samples of the controller mutation quota's token bucket (its burst is this many windows of the rate).", dynamic: false, describe: Describe::Own, get: |c| some(c.controller_quota_windows.samples) },
+    BrokerConfigDef { name: "controller.quota.window.size.seconds", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 3600, set: |c, v| c.controller_quota_windows.window_ms = to_u64(v) * 1000 }, doc: "Length (s) of each sample of the controller mutation quota.", dynamic: false, describe: Describe::Own, get: |c| some(c.controller_quota_windows.window_ms / 1000) },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.default_replication_factor = to_i16(v) }, doc: "Replication factor of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
@@ -400,6 +402,8 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "process.roles", ty: T::List, default: None, field: Field::Text { allowed: "broker,controller", set: set_process_roles }, doc: "The node's KRaft roles (Kafka's key); this build runs combined nodes only: broker,controller. Unset: the combined node.", dynamic: false, describe: Describe::Own, get: get_process_roles },
     BrokerConfigDef { name: "producer.id.expiration.check.interval.ms", ty: T::Int, default: Some("600000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_check_interval_ms = to_u64(v) }, doc: "How often (ms) each shard looks for idle idempotent producers.", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_check_interval_ms) },
     BrokerConfigDef { name: "producer.id.expiration.ms", ty: T::Int, default: Some("86400000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.producer_id_expiration_ms = v }, doc: "Idle idempotent producers are forgotten after this long (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.producer_id_expiration_ms) },
+    BrokerConfigDef { name: "quota.window.num", ty: T::Int, default: Some("11"), field: Field::Int { min: 1, max: 1000, set: |c, v| c.quota_windows.samples = to_u32(v) }, doc: "Samples retained of the client quotas' rates (producer_byte_rate, consumer_byte_rate, request_percentage).", dynamic: false, describe: Describe::Own, get: |c| some(c.quota_windows.samples) },
+    BrokerConfigDef { name: "quota.window.size.seconds", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 3600, set: |c, v| c.quota_windows.window_ms = to_u64(v) * 1000 }, doc: "Length (s) of each sample of the client quotas' rates.", dynamic: false, describe: Describe::Own, get: |c| some(c.quota_windows.window_ms / 1000) },
     BrokerConfigDef { name: "reactor.stall.threshold.us", ty: T::Long, default: Some("500"), field: Field::Int { min: 0, max: 60_000_000, set: |c, v| c.reactor_stall_threshold_us = to_u64(v) }, doc: "Fjord's own: a task poll that keeps a shard busy longer than this (µs) is counted and logged as a reactor stall; 0 turns the detector off.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| some(c.reactor_stall_threshold_us) },
     BrokerConfigDef { name: "replica.fetch.backoff.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_backoff_ms = to_u64(v) }, doc: "How long (ms) a follower waits after a failed fetch from a leader before it tries again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_backoff_ms) },
     BrokerConfigDef { name: "replica.fetch.max.bytes", ty: T::Int, default: Some("1048576"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_max_bytes = to_u64(v) }, doc: "A follower fetch's limit per partition (bytes); the first batch is sent even if larger.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_max_bytes) },
@@ -572,8 +576,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 55 own settings, read-only.
-        assert_eq!(own.len(), 55);
+        // Today's broker resource: 59 own settings, read-only.
+        assert_eq!(own.len(), 59);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -583,7 +587,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 55] = [
+        let want: [(&str, Option<&str>); 59] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -596,6 +600,8 @@ mod tests {
             ("controller.quorum.election.timeout.ms", Some("1000")),
             ("controller.quorum.request.timeout.ms", Some("2000")),
             ("controller.quorum.voters", Some("")),
+            ("controller.quota.window.num", Some("11")),
+            ("controller.quota.window.size.seconds", Some("1")),
             ("default.replication.factor", Some("1")),
             ("delete.topic.enable", Some("true")),
             ("group.initial.rebalance.delay.ms", Some("3000")),
@@ -626,6 +632,8 @@ mod tests {
             ("process.roles", None),
             ("producer.id.expiration.check.interval.ms", Some("600000")),
             ("producer.id.expiration.ms", Some("86400000")),
+            ("quota.window.num", Some("11")),
+            ("quota.window.size.seconds", Some("1")),
             ("replica.fetch.backoff.ms", Some("1000")),
             ("replica.fetch.max.bytes", Some("1048576")),
             ("replica.fetch.response.max.bytes", Some("10485760")),

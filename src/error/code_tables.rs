@@ -423,6 +423,39 @@ fn denied_codes() {
     ]);
 }
 
+impl Variants for crate::cluster::control::quota::QuotaError {
+    const COUNT: usize = 2;
+    fn index(&self) -> usize {
+        use crate::cluster::control::quota::QuotaError as Q;
+        match self {
+            Q::InvalidRequest(_) => 0,
+            Q::UnsupportedEntityType(_) => 1,
+        }
+    }
+}
+
+#[test]
+fn quota_error_codes() {
+    use crate::cluster::control::quota::QuotaError as Q;
+    table(&[
+        (Q::InvalidRequest("x".into()), 42),
+        (Q::UnsupportedEntityType("x".into()), 35),
+    ]);
+}
+
+impl Variants for crate::quota::MutationThrottled {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        let crate::quota::MutationThrottled { .. } = self;
+        0
+    }
+}
+
+#[test]
+fn mutation_throttled_code() {
+    table(&[(crate::quota::MutationThrottled { throttle_ms: 5 }, 89)]);
+}
+
 impl Variants for TxnRefusal {
     const COUNT: usize = 7;
     fn index(&self) -> usize {

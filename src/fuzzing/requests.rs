@@ -75,6 +75,10 @@ fn check_outcome(frame: &RequestFrame, outcome: Outcome) -> Result<bool, Violati
     let response = match outcome {
         Outcome::Respond(r) => r,
         Outcome::NoResponse => return Ok(true),
+        Outcome::Throttled(t) => match t.response {
+            Some(r) => r,
+            None => return Ok(true),
+        },
         Outcome::Close(_) => return Ok(false),
     };
     let mut bytes = Vec::new();

@@ -216,6 +216,14 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
     (ApiKey::CreateAcls, &[(Rt::Cluster, Op::Alter)]),
     (ApiKey::DescribeAcls, &[(Rt::Cluster, Op::Describe)]),
     (ApiKey::DeleteAcls, &[(Rt::Cluster, Op::Alter)]),
+    (
+        ApiKey::DescribeClientQuotas,
+        &[(Rt::Cluster, Op::DescribeConfigs)],
+    ),
+    (
+        ApiKey::AlterClientQuotas,
+        &[(Rt::Cluster, Op::AlterConfigs)],
+    ),
 ];
 
 /// Whether [`API_CHECKS`] lists `(rt, op)` for `api`.

@@ -43,11 +43,27 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             }),
         })
         .collect();
+    // The controller mutation quota: each topic's new partitions (as the
+    // image counts them now), strict from v3.
+    let image = shard.metadata();
+    let permits: Vec<Option<f64>> = items
+        .iter()
+        .zip(&refused)
+        .map(|(i, r)| {
+            let have = image.topic(&i.topic).map_or(0, |t| t.partitions);
+            (!*r).then(|| f64::from((i.count - have).max(0)))
+        })
+        .collect();
+    drop(image);
+    let (verdicts, throttle_ms) = super::quota::mutations(shard, frame, &permits, 3).await;
+    let throttled: Vec<Option<crate::quota::MutationThrottled>> =
+        verdicts.into_iter().map(Result::err).collect();
     let asked: Vec<PartitionIncrease> = items
         .iter()
         .zip(&refused)
-        .filter(|(_, r)| !**r)
-        .map(|(i, _)| i.clone())
+        .zip(&throttled)
+        .filter(|((_, r), t)| !**r && t.is_none())
+        .map(|((i, _), _)| i.clone())
         .collect();
     let n = asked.len();
     let results: Vec<Result<(), MetadataError>> = if n == 0 {
@@ -74,7 +90,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     resp.results = items
         .iter()
         .zip(&refused)
-        .map(|(item, refused)| {
+        .zip(&throttled)
+        .map(|((item, refused), throttled)| {
             let mut r = CreatePartitionsTopicResult::default();
             r.name = kafka_protocol::messages::TopicName(StrBytes::from_string(item.topic.clone()));
             if *refused {
@@ -82,6 +99,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 r.error_message = Some(StrBytes::from_static_str(
                     "The topic authorization is failed.",
                 ));
+                return r;
+            }
+            if let Some(t) = throttled {
+                r.error_code = t.code();
+                r.error_message = Some(StrBytes::from_string(t.to_string()));
                 return r;
             }
             let outcome = results
@@ -94,5 +116,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             r
         })
         .collect();
-    Ok(respond(frame, &resp))
+    Ok(super::quota::with_throttle(
+        frame,
+        respond(frame, &resp),
+        throttle_ms,
+    ))
 }

@@ -35,6 +35,8 @@ struct Plan {
     /// Whether the answer may carry the topic's configs (DESCRIBE_CONFIGS
     /// on it; TOPIC_AUTHORIZATION_FAILED as its config error otherwise).
     describable: bool,
+    /// Refused by the controller mutation quota (KIP-599, v6+).
+    throttled: Option<crate::quota::MutationThrottled>,
 }
 
 /// Creates the requested topics through the controller.
@@ -48,7 +50,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let cluster_create =
         access.allows_quietly(Operation::Create, ResourceType::Cluster, CLUSTER_NAME);
     let mut seen = std::collections::HashSet::new();
-    let plans: Vec<Plan> = req
+    let mut plans: Vec<Plan> = req
         .topics
         .iter()
         .map(|t| {
@@ -131,13 +133,32 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 early_error,
                 denied,
                 describable,
+                throttled: None,
             }
         })
         .collect();
+    // The controller mutation quota: each topic's partitions, strict from v6.
+    let permits: Vec<Option<f64>> = plans
+        .iter()
+        .map(|p| {
+            (p.early_error.is_none() && !p.denied).then(|| {
+                let n = p
+                    .topic
+                    .assignments
+                    .as_ref()
+                    .map_or(p.topic.partitions, |a| a.len() as i32);
+                f64::from(n)
+            })
+        })
+        .collect();
+    let (verdicts, throttle_ms) = super::quota::mutations(shard, frame, &permits, 6).await;
+    for (p, v) in plans.iter_mut().zip(verdicts) {
+        p.throttled = v.err();
+    }
 
     let asked: Vec<NewTopic> = plans
         .iter()
-        .filter(|p| p.early_error.is_none() && !p.denied)
+        .filter(|p| p.early_error.is_none() && !p.denied && p.throttled.is_none())
         .map(|p| p.topic.clone())
         .collect();
     let results = if asked.is_empty() {
@@ -173,6 +194,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             if p.denied {
                 r.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
                 r.error_message = Some(StrBytes::from_static_str("Authorization failed."));
+                r.num_partitions = -1;
+                r.replication_factor = -1;
+                return r;
+            }
+            if let Some(t) = &p.throttled {
+                r.error_code = t.code();
+                r.error_message = Some(StrBytes::from_string(t.to_string()));
                 r.num_partitions = -1;
                 r.replication_factor = -1;
                 return r;
@@ -218,5 +246,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             r
         })
         .collect();
-    Ok(respond(frame, &resp))
+    Ok(super::quota::with_throttle(
+        frame,
+        respond(frame, &resp),
+        throttle_ms,
+    ))
 }

@@ -73,11 +73,25 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         })
         .collect();
     let enabled = shard.config.delete_topic_enable;
+    // The controller mutation quota: each existing topic's partitions,
+    // strict from v5.
+    let permits: Vec<Option<f64>> = resolved
+        .iter()
+        .zip(&refused)
+        .map(|(r, refused)| match (r, refused) {
+            (Ok(name), None) if enabled => image.topic(name).map(|t| f64::from(t.partitions)),
+            _ => None,
+        })
+        .collect();
+    let (verdicts, throttle_ms) = super::quota::mutations(shard, frame, &permits, 5).await;
+    let throttled: Vec<Option<crate::quota::MutationThrottled>> =
+        verdicts.into_iter().map(Result::err).collect();
     let names: Vec<String> = resolved
         .iter()
         .zip(&refused)
-        .filter(|(_, refused)| refused.is_none())
-        .filter_map(|(r, _)| r.as_ref().ok().cloned())
+        .zip(&throttled)
+        .filter(|((_, refused), t)| refused.is_none() && t.is_none())
+        .filter_map(|((r, _), _)| r.as_ref().ok().cloned())
         .collect();
     let decided: Result<Vec<Result<Uuid, MetadataError>>, MetadataError> =
         if !enabled || names.is_empty() {
@@ -93,10 +107,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let results: Vec<Result<Uuid, MetadataError>> = resolved
         .iter()
         .zip(&refused)
-        .map(|(r, refused)| match r {
+        .zip(&throttled)
+        .map(|((r, refused), throttled)| match r {
             Err(e) => Err(e.clone()),
             // Answered below.
-            Ok(_) if refused.is_some() => Ok(Uuid::nil()),
+            Ok(_) if refused.is_some() || throttled.is_some() => Ok(Uuid::nil()),
             Ok(_) if !enabled => Err(MetadataError::TopicDeletionDisabled),
             Ok(_) => match &decided {
                 Err(e) => Err(e.clone()),
@@ -125,6 +140,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 r.error_code = codes::TOPIC_AUTHORIZATION_FAILED;
                 return r;
             }
+            if let Some(t) = throttled.get(i).copied().flatten() {
+                r.error_code = t.code();
+                r.error_message = Some(StrBytes::from_string(t.to_string()));
+                return r;
+            }
             let outcome = results
                 .get(i)
                 .cloned()
@@ -139,5 +159,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             r
         })
         .collect();
-    Ok(respond(frame, &resp))
+    Ok(super::quota::with_throttle(
+        frame,
+        respond(frame, &resp),
+        throttle_ms,
+    ))
 }

@@ -5,6 +5,7 @@
 mod acls;
 mod add_offsets_to_txn;
 mod add_partitions_to_txn;
+mod alter_client_quotas;
 mod alter_configs;
 mod alter_partition_reassignments;
 mod api_versions;
@@ -14,6 +15,7 @@ mod create_topics;
 mod delete_groups;
 mod delete_records;
 mod delete_topics;
+mod describe_client_quotas;
 mod describe_cluster;
 mod describe_configs;
 mod describe_groups;
@@ -41,6 +43,7 @@ mod offset_fetch;
 mod offset_for_leader_epoch;
 pub mod produce;
 pub(crate) mod produce_legacy;
+pub mod quota;
 pub mod sasl;
 mod sync_group;
 mod txn_offset_commit;
@@ -67,6 +70,10 @@ pub enum Outcome {
     /// Close the connection, logging the reason at warn (malformed input, or a
     /// failed acks=0 produce, as Kafka does so the client refreshes metadata).
     Close(String),
+    /// Over a client quota: the response (None for acks=0) carries
+    /// `throttle_time_ms`, and the connection reads nothing for that long
+    /// (`quota`, KIP-219).
+    Throttled(quota::Throttled),
 }
 
 /// Encodes `body` as the response to `frame`, or closes the connection when
@@ -109,13 +116,27 @@ pub async fn dispatch_pipelined(
     if let Some(outcome) = unserved_version(&frame) {
         return outcome;
     }
-    let result = match route(shard, &frame, produce_dispatched).await {
+    // Client quotas: measured here, throttled in one place (`quota`).
+    let metered = quota::meter(shard, &frame);
+    let (routed, busy) = if metered.is_some() {
+        quota::timed(Box::pin(route(shard, &frame, produce_dispatched))).await
+    } else {
+        (
+            route(shard, &frame, produce_dispatched).await,
+            std::time::Duration::ZERO,
+        )
+    };
+    let result = match routed {
         Some(result) => result,
         None => return unsupported::handle(&frame),
     };
-    match result {
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Close(e.to_string()),
+    };
+    match metered {
+        Some(m) => m.finish(shard, &frame, outcome, busy).await,
+        None => outcome,
     }
 }
 
@@ -222,6 +243,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     CreateAcls => acls::create(shard, frame).await,
     DescribeAcls => acls::describe(shard, frame),
     DeleteAcls => acls::delete(shard, frame).await,
+    DescribeClientQuotas => describe_client_quotas::handle(shard, frame),
+    AlterClientQuotas => alter_client_quotas::handle(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);

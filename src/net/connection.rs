@@ -142,6 +142,7 @@ async fn deliver(
     peer: SocketAddr,
     outcome: Outcome,
     what: (ApiKey, i16),
+    mute: &mut Option<Instant>,
 ) -> bool {
     match outcome {
         Outcome::Respond(resp) => {
@@ -152,6 +153,27 @@ async fn deliver(
             true
         }
         Outcome::NoResponse => true,
+        Outcome::Throttled(t) => {
+            // KIP-219: a response the client backs off on goes at once; an
+            // older version's is held. Either way the connection takes no
+            // further request until the throttle time is over: one
+            // deadline per connection (the latest), waited for by
+            // `wait_mute` before the next request is read or dispatched.
+            let until = Instant::now() + Duration::from_millis(t.ms);
+            if t.mode == crate::handlers::quota::Mode::Held {
+                glommio::timer::sleep(Duration::from_millis(t.ms)).await;
+            }
+            if let Some(resp) = t.response {
+                if let Err(e) = write_response(stream, resp).await {
+                    log::debug!("connection from {peer} closed while writing: {e}");
+                    return false;
+                }
+            }
+            if t.mode == crate::handlers::quota::Mode::ClientBacksOff {
+                *mute = Some(mute.map_or(until, |m| m.max(until)));
+            }
+            true
+        }
         Outcome::Close(reason) => {
             log::warn!(
                 "closing connection from {peer} after {:?} v{}: {reason}",
@@ -358,7 +380,8 @@ async fn sasl_frame(shard: &Shard, conn: &mut Conn, frame: bytes::Bytes, raw: bo
     };
     conn.context = context_of(&conn.session);
     let what = (ApiKey::SaslAuthenticate, 0);
-    if !deliver(&mut conn.transport, peer, answer.outcome, what).await {
+    let mut mute = None;
+    if !deliver(&mut conn.transport, peer, answer.outcome, what, &mut mute).await {
         return false;
     }
     match answer.close_after {
@@ -374,6 +397,32 @@ async fn sasl_frame(shard: &Shard, conn: &mut Conn, frame: bytes::Bytes, raw: bo
     }
 }
 
+/// While the connection is muted by a client quota: answers what is in
+/// flight, then waits out the deadline. Gives false when the connection
+/// must close.
+async fn wait_mute(
+    stream: &mut Transport,
+    peer: SocketAddr,
+    inflight: &mut InFlight,
+    mute: &mut Option<Instant>,
+) -> bool {
+    if mute.is_none() {
+        return true;
+    }
+    while let Some(t) = inflight.0.pop_front() {
+        if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), mute).await {
+            return false;
+        }
+    }
+    if let Some(until) = mute.take() {
+        let now = Instant::now();
+        if until > now {
+            glommio::timer::sleep(until - now).await;
+        }
+    }
+    true
+}
+
 /// The connection loop: `buf` holds bytes already received; with
 /// `may_move`, the first request after authentication may hand the
 /// connection to another shard.
@@ -381,10 +430,18 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
     let socket_max = shard.config.socket_request_max_bytes;
     let peer = conn.session.peer;
     let mut inflight = InFlight(VecDeque::new());
+    // Muted by a client quota until then (KIP-219).
+    let mut mute: Option<Instant> = None;
     loop {
+        if !wait_mute(&mut conn.transport, peer, &mut inflight, &mut mute).await {
+            return;
+        }
         let max = conn.session.max_frame(socket_max);
         // Dispatch every complete frame already buffered.
         while buf.len() >= 4 {
+            if !wait_mute(&mut conn.transport, peer, &mut inflight, &mut mute).await {
+                return;
+            }
             let size = match frame_size(&buf, max) {
                 Ok(Some(size)) => size,
                 Ok(None) => break,
@@ -419,7 +476,14 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 }
                 gate @ (Gate::Sasl | Gate::RawToken) => {
                     while let Some(t) = inflight.0.pop_front() {
-                        if !deliver(&mut conn.transport, peer, t.await, (ApiKey::Produce, 0)).await
+                        if !deliver(
+                            &mut conn.transport,
+                            peer,
+                            t.await,
+                            (ApiKey::Produce, 0),
+                            &mut mute,
+                        )
+                        .await
                         {
                             return;
                         }
@@ -480,7 +544,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     let Some(t) = inflight.0.pop_front() else {
                         break;
                     };
-                    if !deliver(stream, peer, t.await, (api, version)).await {
+                    if !deliver(stream, peer, t.await, (api, version), &mut mute).await {
                         return;
                     }
                 }
@@ -490,19 +554,19 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                         break;
                     };
                     inflight.0.pop_front();
-                    if !deliver(stream, peer, outcome, (api, version)).await {
+                    if !deliver(stream, peer, outcome, (api, version), &mut mute).await {
                         return;
                     }
                 }
                 continue;
             }
             while let Some(t) = inflight.0.pop_front() {
-                if !deliver(stream, peer, t.await, (ApiKey::Produce, 0)).await {
+                if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), &mut mute).await {
                     return;
                 }
             }
             let outcome = dispatch(&shard, request).await;
-            if !deliver(stream, peer, outcome, (api, version)).await {
+            if !deliver(stream, peer, outcome, (api, version), &mut mute).await {
                 return;
             }
         }
@@ -516,7 +580,15 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     continue;
                 }
                 Ok(None) => {
-                    if !deliver(&mut conn.transport, peer, t.await, (ApiKey::Produce, 0)).await {
+                    if !deliver(
+                        &mut conn.transport,
+                        peer,
+                        t.await,
+                        (ApiKey::Produce, 0),
+                        &mut mute,
+                    )
+                    .await
+                    {
                         return;
                     }
                     continue;

@@ -59,6 +59,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DescribeAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// Kafka's name of a served API (e.g. `"Produce"`), for logs and the
@@ -113,6 +115,8 @@ pub fn api_name(key: ApiKey) -> &'static str {
         ApiKey::CreateAcls => "CreateAcls",
         ApiKey::DescribeAcls => "DescribeAcls",
         ApiKey::DeleteAcls => "DeleteAcls",
+        ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
+        ApiKey::AlterClientQuotas => "AlterClientQuotas",
         _ => "Unserved",
     }
 }

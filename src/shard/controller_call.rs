@@ -28,7 +28,7 @@ pub async fn submit(
     req: ControllerRequest,
 ) -> Result<ControllerReply, ControllerCallError> {
     // New partitions, and changes to who may do what (ACLs, SCRAM
-    // credentials), are answered once every shard of this broker applied
+    // credentials) or how much (client quotas), are answered once every shard of this broker applied
     // them, so the client that made them sees them on any connection here.
     let wait_everywhere = matches!(
         req,
@@ -37,6 +37,7 @@ pub async fn submit(
             | ControllerRequest::CreateAcls { .. }
             | ControllerRequest::DeleteAcls { .. }
             | ControllerRequest::AlterUserScramCredentials { .. }
+            | ControllerRequest::AlterClientQuotas { .. }
     );
     let (reply, offset) = shard
         .invoke_on(0, move |s| async move {

@@ -34,6 +34,10 @@ pub struct WriteStats {
     /// Of those, the partitions owned by another shard (each read crossed
     /// cores once).
     pub replica_reads_cross_shard: Cell<u64>,
+    /// Responses of this shard's connections throttled by a client quota.
+    pub quota_throttled_responses: Cell<u64>,
+    /// Their throttle times, summed (ms).
+    pub quota_throttle_ms: Cell<u64>,
 }
 
 thread_local! {
