@@ -18,21 +18,30 @@
 //! resource of the type would allow the operation (an ALLOW not shadowed by
 //! a DENY that covers it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use super::model::{AclBinding, Operation, PatternType, Permission, ResourceType, WILDCARD};
 
 /// The ACLs of one image, indexed for checks.
 #[derive(Debug, Default, Clone)]
 pub struct AclIndex {
-    /// Literal ACLs by resource type and name (`*` included).
-    literal: HashMap<(ResourceType, String), Vec<AclBinding>>,
+    /// Literal ACLs by resource type, then name (`*` included).
+    literal: HashMap<ResourceType, HashMap<String, Vec<AclBinding>>>,
     /// Prefixed ACLs by resource type, then prefix.
-    prefixed: HashMap<ResourceType, BTreeMap<String, Vec<AclBinding>>>,
+    prefixed: HashMap<ResourceType, Prefixes>,
     /// `super.users`, as `Type:name`.
     super_users: Vec<String>,
     /// `allow.everyone.if.no.acl.found`.
     allow_if_none: bool,
+}
+
+/// The prefixed ACLs of one resource type: by prefix, with the lengths (in
+/// bytes) that some prefix has, so a check looks up only those lengths of
+/// a name instead of every one.
+#[derive(Debug, Default, Clone)]
+struct Prefixes {
+    by_prefix: HashMap<String, Vec<AclBinding>>,
+    lengths: BTreeSet<usize>,
 }
 
 /// A decision with its reason, for the audit log.
@@ -87,16 +96,19 @@ impl AclIndex {
             match a.pattern_type {
                 PatternType::Literal => ix
                     .literal
-                    .entry((a.resource_type, a.resource_name.clone()))
-                    .or_default()
-                    .push(a.clone()),
-                PatternType::Prefixed => ix
-                    .prefixed
                     .entry(a.resource_type)
                     .or_default()
                     .entry(a.resource_name.clone())
                     .or_default()
                     .push(a.clone()),
+                PatternType::Prefixed => {
+                    let p = ix.prefixed.entry(a.resource_type).or_default();
+                    p.lengths.insert(a.resource_name.len());
+                    p.by_prefix
+                        .entry(a.resource_name.clone())
+                        .or_default()
+                        .push(a.clone());
+                }
             }
         }
         ix
@@ -107,27 +119,26 @@ impl AclIndex {
         self.super_users.iter().any(|s| s == principal)
     }
 
-    /// The ACLs that cover resource `name` of `rt`.
+    /// The ACLs that cover resource `name` of `rt`. Allocates nothing: one
+    /// hash lookup for the name, one for `*`, and one per prefix length
+    /// that some prefixed ACL of the type has.
     fn covering<'a>(
         &'a self,
         rt: ResourceType,
         name: &'a str,
     ) -> impl Iterator<Item = &'a AclBinding> + 'a {
-        let literal = self
-            .literal
-            .get(&(rt, name.to_string()))
+        let names = self.literal.get(&rt);
+        let literal = names.and_then(|m| m.get(name)).into_iter().flatten();
+        let wildcard = names
+            .filter(|_| name != WILDCARD)
+            .and_then(|m| m.get(WILDCARD))
             .into_iter()
             .flatten();
-        let wildcard = (name != WILDCARD)
-            .then(|| self.literal.get(&(rt, WILDCARD.to_string())))
-            .flatten()
-            .into_iter()
-            .flatten();
-        let prefixes = self.prefixed.get(&rt).into_iter().flat_map(move |m| {
-            // Every prefix of the name (at char boundaries) that has ACLs.
-            (0..=name.len())
-                .filter(move |i| name.is_char_boundary(*i))
-                .filter_map(move |i| m.get(&name[..i]))
+        let prefixes = self.prefixed.get(&rt).into_iter().flat_map(move |p| {
+            p.lengths
+                .range(..=name.len())
+                .filter(move |len| name.is_char_boundary(**len))
+                .filter_map(move |len| p.by_prefix.get(&name[..*len]))
                 .flatten()
         });
         literal.chain(wildcard).chain(prefixes)
@@ -192,14 +203,14 @@ impl AclIndex {
         };
         let all_of_type = || {
             self.literal
-                .iter()
-                .filter(|((t, _), _)| *t == rt)
-                .flat_map(|(_, v)| v.iter())
+                .get(&rt)
+                .into_iter()
+                .flat_map(|m| m.values().flatten())
                 .chain(
                     self.prefixed
                         .get(&rt)
                         .into_iter()
-                        .flat_map(|m| m.values().flatten()),
+                        .flat_map(|p| p.by_prefix.values().flatten()),
                 )
         };
         let mut any_of_type = false;
