@@ -214,7 +214,10 @@ pub fn create_topic(
 /// Polls Metadata until every partition of `name` has a leader: a broker
 /// may answer CreateTopics before its partitions can take produce requests
 /// (Apache Kafka applies the topic from its metadata log asynchronously).
-/// Gives up after 30 s.
+/// On a single broker, then also until ListOffsets answers for every
+/// partition: Kafka's Metadata can name the leader a moment before its
+/// replica manager takes the leadership, and a Produce in that moment gets
+/// NOT_LEADER_OR_FOLLOWER. Gives up after 30 s.
 fn wait_for_leaders(conn: &mut Conn, versions: &Versions, name: &str, partitions: i32) -> Res<()> {
     let v = versions.pick(ApiKey::Metadata, 9, 1)?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -231,8 +234,14 @@ fn wait_for_leaders(conn: &mut Conn, versions: &Versions, name: &str, partitions
                     .iter()
                     .all(|p| p.error_code == 0 && p.leader_id.0 >= 0)
         });
-        if ready {
+        if ready && resp.brokers.len() > 1 {
             return Ok(());
+        }
+        if ready {
+            let all: Vec<i32> = (0..partitions).collect();
+            if list_offsets(conn, versions, name, &all, -1).is_ok() {
+                return Ok(());
+            }
         }
         if std::time::Instant::now() > deadline {
             return Err(format!("topic {name}: partitions without a leader after 30 s").into());
