@@ -149,7 +149,12 @@ pub fn recover(dir: &Path, config: &LogConfig) -> Result<(Vec<Segment>, Segment)
                 "{}: deleting a leftover temporary file (an interrupted compaction or deletion, or a segment prepared for a roll)",
                 path.display()
             );
-            fs::remove_file(&path)?;
+            // Already gone is fine: a retired incarnation of this log in
+            // the same process may still be unlinking its deleted files.
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
             continue;
         }
         match parse_segment_file_name(&name) {

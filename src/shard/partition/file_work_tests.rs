@@ -118,6 +118,17 @@ fn retention_renames_on_the_io_thread_then_unlinks() {
         let first = path.join(segment_file_name(0, "log"));
         poll(|| !first.exists() && !path.join(format!("{}.deleted", first.display())).exists())
             .await;
+        // Every deleted file unlinked (the background thread unlinks them
+        // one by one) before the directory is listed again.
+        poll(|| {
+            std::fs::read_dir(&path).unwrap().all(|e| {
+                !e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".deleted")
+            })
+        })
+        .await;
         // The log start survives a reopen.
         drop(p);
         let p = open(&path, 200);
