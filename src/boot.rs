@@ -18,6 +18,12 @@ use crate::config::Config;
 use crate::shard::stall::{self, ShardStallStats};
 use crate::shard::{Shard, Task};
 
+mod signals;
+mod stats;
+
+use signals::{block_signals, wait_for_signal};
+use stats::{print_stall_summary, sync_write_stats, METRICS_SYNC};
+
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
@@ -604,67 +610,6 @@ impl Node {
     }
 }
 
-/// Writes each shard's stall counters on stderr (orderly shutdown).
-fn print_stall_summary(config: &Config, stalls: &[ShardStallStats]) {
-    if config.reactor_stall_threshold_us == 0 {
-        return;
-    }
-    for (i, s) in stalls.iter().enumerate() {
-        eprintln!(
-            "shard {i}: reactor stalls over {} µs: {}",
-            config.reactor_stall_threshold_us,
-            s.summary()
-        );
-    }
-}
-
-/// How often a shard copies its thread-local sendfile counters into its
-/// [`ShardStallStats`] for the metrics endpoint.
-const METRICS_SYNC: Duration = Duration::from_secs(1);
-
-/// Copies this shard's `net::sendfile::WRITE_STATS` and its leader and
-/// under-replicated partition counts into `stats`.
-fn sync_write_stats(stats: &ShardStallStats) {
-    use std::sync::atomic::Ordering::Relaxed;
-    crate::net::sendfile::WRITE_STATS.with(|w| {
-        stats
-            .sendfile_zero_copy_bytes
-            .store(w.zero_copy_bytes.get(), Relaxed);
-        stats
-            .sendfile_fallback_bytes
-            .store(w.fallback_bytes.get(), Relaxed);
-        stats
-            .tls_copied_bytes
-            .store(w.tls_copied_bytes.get(), Relaxed);
-        stats
-            .replica_connections_moved
-            .store(w.replica_connections_moved.get(), Relaxed);
-        stats.replica_reads.store(w.replica_reads.get(), Relaxed);
-        stats
-            .replica_reads_cross_shard
-            .store(w.replica_reads_cross_shard.get(), Relaxed);
-        stats
-            .quota_throttled_responses
-            .store(w.quota_throttled_responses.get(), Relaxed);
-        stats
-            .quota_throttle_ms
-            .store(w.quota_throttle_ms.get(), Relaxed);
-    });
-    if let Ok(shard) = crate::shard::current() {
-        let (mut led, mut under) = (0u64, 0u64);
-        for p in shard.owned_partitions() {
-            if p.is_leader() {
-                led += 1;
-                under += u64::from(p.isr_size() < p.replica_count());
-            }
-        }
-        stats.leader_partitions.store(led, Relaxed);
-        stats.under_replicated_partitions.store(under, Relaxed);
-        let sessions = shard.fetch_sessions.borrow().len() as u64;
-        stats.incremental_fetch_sessions.store(sessions, Relaxed);
-    }
-}
-
 /// The cluster-level election settings from the static configuration:
 /// `min.insync.replicas` and `unclean.leader.election.enable` as set in
 /// `server.properties` (Kafka's defaults 1 and false).
@@ -997,29 +942,4 @@ fn accept_loop(
             }
         }
     })
-}
-
-fn block_signals() -> Option<libc::sigset_t> {
-    // SAFETY: plain libc signal-mask calls on a local sigset.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        // A closed terminal or `kill -HUP`: the JVM runs Kafka's shutdown
-        // hook on SIGHUP too, so the broker shuts down cleanly on it.
-        libc::sigaddset(&mut set, libc::SIGHUP);
-        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
-            return None;
-        }
-        Some(set)
-    }
-}
-
-fn wait_for_signal(set: &libc::sigset_t) {
-    let mut sig: libc::c_int = 0;
-    // SAFETY: `set` is initialised; sigwait writes the signal number.
-    unsafe {
-        libc::sigwait(set, &mut sig);
-    }
 }
