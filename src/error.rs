@@ -554,6 +554,20 @@ impl KafkaCode for crate::acl::model::Denied {
     }
 }
 
+/// Kafka's message for a refusal (`Errors.message()` of its code), for the
+/// responses that carry one (FindCoordinator v1+, DescribeUserScramCredentials,
+/// the ACL and quota APIs).
+pub fn denied_message(d: &crate::acl::model::Denied) -> &'static str {
+    use crate::acl::model::ResourceType as R;
+    match d.0 {
+        R::Topic => "Topic authorization failed.",
+        R::Group => "Group authorization failed.",
+        R::Cluster => "Cluster authorization failed.",
+        R::TransactionalId => "Transactional Id authorization failed.",
+        R::DelegationToken | R::User => "Delegation Token authorization failed.",
+    }
+}
+
 impl KafkaCode for crate::cluster::control::acl::AclError {
     fn code(&self) -> i16 {
         match self {

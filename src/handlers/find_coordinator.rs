@@ -22,7 +22,7 @@ use crate::acl::model::{Operation, ResourceType};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
 use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, MetadataError};
 use crate::cluster::metadata::BrokerMeta;
-use crate::error::KafkaCode;
+use crate::error::{denied_message, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
@@ -191,6 +191,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             c.key = k.clone();
             if let Err(d) = check(k) {
                 c.error_code = d.code();
+                c.error_message = Some(StrBytes::from_static_str(denied_message(&d)));
                 c.node_id = BrokerId(-1);
                 c.port = -1;
                 resp.coordinators.push(c);
@@ -212,6 +213,9 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         }
     } else if let Err(d) = check(&req.key) {
         resp.error_code = d.code();
+        if version >= 1 {
+            resp.error_message = Some(StrBytes::from_static_str(denied_message(&d)));
+        }
         resp.node_id = BrokerId(-1);
         resp.port = -1;
     } else {

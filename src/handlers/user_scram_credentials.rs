@@ -30,7 +30,7 @@ use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::scram::{ScramAlterError, ScramDeletion, ScramUpsertion};
 use crate::cluster::control::{ControllerReply, ControllerRequest};
 use crate::cluster::error::{ControllerCallError, MetadataError};
-use crate::error::KafkaCode;
+use crate::error::{denied_message, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 
@@ -44,14 +44,18 @@ pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
     if let Err(d) =
         Access::of(shard, frame).check(Operation::Describe, ResourceType::Cluster, CLUSTER_NAME)
     {
+        let message = || Some(StrBytes::from_static_str(denied_message(&d)));
         resp.error_code = d.code();
+        resp.error_message = message();
         resp.results = req
             .users
             .iter()
             .flatten()
-            .map(|_| {
+            .map(|u| {
                 let mut r = DescribeUserScramCredentialsResult::default();
+                r.user = u.name.clone();
                 r.error_code = d.code();
+                r.error_message = message();
                 r
             })
             .collect();
