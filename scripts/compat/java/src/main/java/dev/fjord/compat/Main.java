@@ -49,6 +49,7 @@ public final class Main {
         CHECKS.put("txn-commit-abort", TxnChecks::commitAbort);
         CHECKS.put("txn-consume-transform-produce", TxnChecks::consumeTransformProduce);
         CHECKS.put("txn-fencing", TxnChecks::fencing);
+        CHECKS.put("txn-v2", TxnChecks::transactionsV2);
         CHECKS.put("admin-topics", AdminChecks::topics);
         CHECKS.put("admin-describe-topics-by-id", AdminChecks::describeTopicsById);
         CHECKS.put("admin-configs", AdminChecks::configs);

@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.Future;
 
+import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -296,5 +297,71 @@ final class TxnChecks {
                 "read_uncommitted does not show the fenced producer's record");
         return "second initTransactions fenced the first (" + fencedWith + "), its open transaction aborted; the "
                 + "second producer commits";
+    }
+
+    /** The broker's finalized `transaction.version` (0 when not finalized). */
+    static short finalizedTransactionVersion(Ctx ctx) {
+        FinalizedVersionRange r = get(ctx.admin().describeFeatures().featureMetadata(), "describeFeatures")
+                .finalizedFeatures().get("transaction.version");
+        return r == null ? 0 : r.maxVersionLevel();
+    }
+
+    /** Whether the producer's transaction manager runs transactions v2 (KIP-890 part 2). */
+    static boolean usesTransactionsV2(KafkaProducer<String, String> p) {
+        try {
+            java.lang.reflect.Field f = KafkaProducer.class.getDeclaredField("transactionManager");
+            f.setAccessible(true);
+            Object tm = f.get(p);
+            return (Boolean) tm.getClass().getMethod("isTransactionV2Enabled").invoke(tm);
+        } catch (ReflectiveOperationException e) {
+            throw new CheckFailed("cannot read the producer's transaction manager: " + e);
+        }
+    }
+
+    static int epochOf(Ctx ctx, String transactionalId) {
+        return get(ctx.admin().describeTransactions(List.of(transactionalId)).description(transactionalId),
+                "describeTransactions " + transactionalId).producerEpoch();
+    }
+
+    /**
+     * Transactions v2 as the Java client turns it on by itself: with
+     * `transaction.version` 2 finalized the producer runs v2 (no
+     * AddPartitionsToTxn; Produce v12 and EndTxn v5), and every commit and
+     * every abort bumps the producer epoch by one; below 2 it runs v1 and the
+     * epoch stays. Either way read_committed sees exactly the committed records.
+     */
+    static String transactionsV2(Ctx ctx) {
+        short tv = finalizedTransactionVersion(ctx);
+        String topic = ctx.name("txn-v2");
+        ctx.createTopic(topic, 2, null);
+        String id = ctx.name("txn-v2-id");
+        int before;
+        int after;
+        boolean v2;
+        try (KafkaProducer<String, String> p = txnProducer(ctx, id)) {
+            p.initTransactions();
+            before = epochOf(ctx, id);
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, "k", "c1"));
+            p.send(new ProducerRecord<>(topic, 1, "k", "c1"));
+            p.commitTransaction();
+            v2 = usesTransactionsV2(p);
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 0, "k", "a1"));
+            p.flush();
+            p.abortTransaction();
+            p.beginTransaction();
+            p.send(new ProducerRecord<>(topic, 1, "k", "c2"));
+            p.commitTransaction();
+            after = epochOf(ctx, id);
+        }
+        check(v2 == (tv >= 2), "the producer runs transactions v" + (v2 ? 2 : 1)
+                + " with transaction.version " + tv + " finalized");
+        int bumps = after - before;
+        eq(v2 ? 3 : 0, bumps, "producer epoch bumps over two commits and an abort (" + before + " -> " + after + ")");
+        List<String> seen = new ArrayList<>(values(readAll(ctx, topic, 2, "read_committed"), -1));
+        java.util.Collections.sort(seen);
+        eq(List.of("c1", "c1", "c2"), seen, "read_committed sees the committed records only");
+        return "transaction.version " + tv + ", v" + (v2 ? 2 : 1) + ", epoch " + before + " -> " + after;
     }
 }
