@@ -233,6 +233,15 @@ pub enum ControllerRequest {
         /// The credentials.
         credentials: Vec<super::bootstrap_scram::BootstrapCredential>,
     },
+    /// UpdateFeatures (KIP-584): all updates or none ([`features`]).
+    UpdateFeatures {
+        /// The updates, in request order.
+        updates: Vec<features::FeatureUpdate>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// The levels a new cluster finalizes, written only before any.
+    BootstrapFeatures(std::collections::BTreeMap<String, i16>),
     /// AlterUserScramCredentials (KIP-554).
     AlterUserScramCredentials {
         /// Credentials to delete.
@@ -286,6 +295,10 @@ pub enum ControllerReply {
     AlterUserScramCredentials(scram::UserResults),
     /// How many bootstrap credentials were written.
     BootstrapScram(usize),
+    /// The whole UpdateFeatures' outcome.
+    UpdateFeatures(Result<(), features::FeatureUpdateError>),
+    /// How many bootstrap levels were written.
+    BootstrapFeatures(usize),
     /// Per ACL, in request order.
     CreateAcls(Vec<Result<(), acl::AclError>>),
     /// Per filter, in request order: the ACLs it matched (and deleted).
@@ -813,6 +826,26 @@ pub fn decide(
                 reply: ControllerReply::AlterClientQuotas(results),
             }
         }
+        ControllerRequest::UpdateFeatures {
+            updates,
+            validate_only,
+        } => match features::update(image, updates, *validate_only, image.controller_id) {
+            Ok(records) => Decision {
+                records,
+                reply: ControllerReply::UpdateFeatures(Ok(())),
+            },
+            Err(e) => Decision {
+                records: Vec::new(),
+                reply: ControllerReply::UpdateFeatures(Err(e)),
+            },
+        },
+        ControllerRequest::BootstrapFeatures(levels) => {
+            let records = features::bootstrap(image, levels);
+            Decision {
+                reply: ControllerReply::BootstrapFeatures(records.len()),
+                records,
+            }
+        }
         ControllerRequest::BootstrapScram { credentials } => {
             let records = scram::bootstrap(image, credentials);
             Decision {
@@ -1012,6 +1045,7 @@ pub fn decide(
 }
 
 pub mod acl;
+pub mod features;
 mod liveness;
 pub mod quota;
 pub mod scram;

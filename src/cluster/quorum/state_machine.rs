@@ -73,6 +73,10 @@ struct ImageSnapshot {
         String,
         crate::quota::model::QuotaValue,
     )>,
+    /// Finalized feature levels (absent in snapshots written before they
+    /// were kept).
+    #[serde(default)]
+    finalized_features: BTreeMap<String, i16>,
 }
 
 impl ImageSnapshot {
@@ -111,6 +115,7 @@ impl ImageSnapshot {
                 .iter()
                 .flat_map(|(e, m)| m.iter().map(move |(k, v)| (e.clone(), k.clone(), *v)))
                 .collect(),
+            finalized_features: image.finalized_features.clone(),
         }
     }
 
@@ -142,6 +147,7 @@ impl ImageSnapshot {
         img.broker_configs = self.broker_configs.into_iter().collect();
         img.removed_topics = self.removed_topics.into_iter().collect();
         img.acls = self.acls.into_iter().collect();
+        img.finalized_features = self.finalized_features;
         for (e, k, v) in self.client_quotas {
             img.client_quotas.entry(e).or_default().insert(k, v);
         }
