@@ -350,6 +350,8 @@ pub struct Rules {
     /// The cluster-level `min.insync.replicas` and
     /// `unclean.leader.election.enable` elections and the ELR follow.
     pub election: super::elr::ElectionRules,
+    /// This controller's `node.id` (Kafka's texts name it).
+    pub node_id: i32,
 }
 
 fn candidates(image: &MetadataImage) -> Vec<Candidate> {
@@ -829,7 +831,7 @@ pub fn decide(
         ControllerRequest::UpdateFeatures {
             updates,
             validate_only,
-        } => match features::update(image, updates, *validate_only, image.controller_id) {
+        } => match features::update(image, updates, *validate_only, rules.node_id) {
             Ok(records) => Decision {
                 records,
                 reply: ControllerReply::UpdateFeatures(Ok(())),

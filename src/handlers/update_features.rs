@@ -84,9 +84,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     .await;
     let resp = match reply {
         Ok(ControllerReply::UpdateFeatures(Ok(()))) => answer(frame, &names, codes::NONE, None),
-        Ok(ControllerReply::UpdateFeatures(Err(e))) => {
-            answer(frame, &names, e.code(), Some(e.to_string()))
-        }
+        // Kafka's controller words a refusal for the whole request.
+        Ok(ControllerReply::UpdateFeatures(Err(e))) => answer(
+            frame,
+            &names,
+            e.code(),
+            Some(format!(
+                "The update failed for all features since the following feature had an error: {e}"
+            )),
+        ),
         Ok(_) => {
             let e = MetadataError::from(ControllerCallError::UnexpectedReply);
             answer(frame, &names, e.code(), Some(e.to_string()))
