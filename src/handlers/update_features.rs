@@ -2,8 +2,9 @@
 //! to the active controller (`cluster::control::features`), which checks
 //! them as Kafka's `FeatureControlManager` does and writes FeatureLevel
 //! records, all or none. The answer carries the outcome as the top-level
-//! error; below v2 every feature of the request repeats it in `results`
-//! (Kafka's `UpdateFeaturesResponse.createWithErrors`). v0's
+//! error; below v2 a success lists every feature of the request in
+//! `results` with code 0, a refusal lists none (as Kafka 4.4 answers,
+//! checked by tests/features.rs). v0's
 //! `allow_downgrade` is a safe downgrade; v1+ carry `upgrade_type`.
 //! Without ALTER on the cluster the answer is CLUSTER_AUTHORIZATION_FAILED.
 
@@ -32,7 +33,7 @@ fn answer(
     let mut resp = UpdateFeaturesResponse::default();
     resp.error_code = code;
     resp.error_message = message.clone().map(StrBytes::from_string);
-    if frame.prefix.api_version < 2 {
+    if frame.prefix.api_version < 2 && code == codes::NONE {
         resp.results = names
             .iter()
             .map(|n| {
