@@ -508,3 +508,67 @@ fn levels_agree_across_a_cluster_and_survive_restart() {
     assert_eq!(restarted.finalized, updated.finalized);
     assert!(restarted.epoch >= updated.epoch);
 }
+
+/// `fjord format --feature` as `kafka-storage.sh format --feature`: an
+/// unknown feature or a level Fjord does not serve is refused before
+/// anything is written; accepted levels are the bootstrap file's.
+#[test]
+fn format_feature_levels() {
+    let root = tempfile::tempdir().unwrap();
+    let data = root.path().join("data");
+    let props = root.path().join("server.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "node.id=1\nlisteners=PLAINTEXT://127.0.0.1:0\nlog.dirs={}\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let format = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fjord"))
+            .args([
+                "format",
+                "-c",
+                props.to_str().unwrap(),
+                "-t",
+                "MkU3OEVBNTcwNTJENDM2Qg",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for (arg, text) in [
+        ("foo.version=1", "Unsupported feature: foo.version"),
+        ("eligible.leader.replicas.version=0", "is not supported"),
+        ("group.version=1", "is not supported"),
+        ("group.version", "The format must be feature=level"),
+    ] {
+        let out = format(&["--feature", arg]);
+        assert!(!out.status.success(), "{arg}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(text), "{arg}: {err}");
+        assert!(!data.join("meta.properties").exists(), "{arg}");
+    }
+    let out = format(&[
+        "--feature",
+        "transaction.version=0",
+        "--feature",
+        "metadata.version=33",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file =
+        std::fs::read_to_string(data.join("__cluster_metadata/bootstrap-features.json")).unwrap();
+    let levels: BTreeMap<String, i16> = serde_json::from_str(&file).unwrap();
+    assert_eq!(
+        levels,
+        BTreeMap::from([
+            ("eligible.leader.replicas.version".to_string(), 1),
+            ("metadata.version".to_string(), 33)
+        ])
+    );
+}
