@@ -507,4 +507,33 @@ mod snapshot_tests {
         let back = image_from_snapshot(old.to_string().as_bytes(), &base).unwrap();
         assert!(back.client_quotas.is_empty());
     }
+
+    /// Finalized feature levels are carried in a snapshot (level 0 removes
+    /// a feature; a snapshot written before they were kept reads as none).
+    #[test]
+    fn finalized_features_survive_a_snapshot() {
+        let base = MetadataImage::empty("c".into());
+        let level = |name: &str, level: i16| MetadataRecord::FeatureLevel {
+            name: name.into(),
+            level,
+        };
+        let image = base.apply(
+            5,
+            &[
+                level("metadata.version", 33),
+                level("group.version", 1),
+                level("group.version", 0),
+                level("eligible.leader.replicas.version", 1),
+            ],
+        );
+        assert_eq!(image.finalized_features.len(), 2);
+        assert_eq!(image.finalized_features_epoch(), 5);
+        let data = serde_json::to_vec(&ImageSnapshot::of(&image)).unwrap();
+        let back = image_from_snapshot(&data, &base).unwrap();
+        assert_eq!(back.finalized_features, image.finalized_features);
+        let mut old: serde_json::Value = serde_json::from_slice(&data).unwrap();
+        old.as_object_mut().unwrap().remove("finalized_features");
+        let back = image_from_snapshot(old.to_string().as_bytes(), &base).unwrap();
+        assert!(back.finalized_features.is_empty());
+    }
 }
