@@ -831,23 +831,8 @@ pub fn decide(
         ControllerRequest::UpdateFeatures {
             updates,
             validate_only,
-        } => match features::update(image, updates, *validate_only, rules.node_id) {
-            Ok(records) => Decision {
-                records,
-                reply: ControllerReply::UpdateFeatures(Ok(())),
-            },
-            Err(e) => Decision {
-                records: Vec::new(),
-                reply: ControllerReply::UpdateFeatures(Err(e)),
-            },
-        },
-        ControllerRequest::BootstrapFeatures(levels) => {
-            let records = features::bootstrap(image, levels);
-            Decision {
-                reply: ControllerReply::BootstrapFeatures(records.len()),
-                records,
-            }
-        }
+        } => features::decide_update(image, updates, *validate_only, rules.node_id),
+        ControllerRequest::BootstrapFeatures(levels) => features::decide_bootstrap(image, levels),
         ControllerRequest::BootstrapScram { credentials } => {
             let records = scram::bootstrap(image, credentials);
             Decision {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::super::features::{self, METADATA_VERSION};
 use super::super::metadata::MetadataImage;
 use super::super::records::MetadataRecord;
+use super::{ControllerReply, Decision};
 
 /// How a level may move (UpdateFeatures v1+ `upgrade_type`; v0's
 /// `allow_downgrade` true is [`UpgradeType::SafeDowngrade`]).
@@ -169,6 +170,34 @@ pub fn bootstrap(image: &MetadataImage, levels: &BTreeMap<String, i16>) -> Vec<M
             level: *l,
         })
         .collect()
+}
+
+/// [`update`] as the controller's decision: the records and the outcome.
+pub fn decide_update(
+    image: &MetadataImage,
+    updates: &[FeatureUpdate],
+    validate_only: bool,
+    controller_id: i32,
+) -> Decision {
+    match update(image, updates, validate_only, controller_id) {
+        Ok(records) => Decision {
+            records,
+            reply: ControllerReply::UpdateFeatures(Ok(())),
+        },
+        Err(e) => Decision {
+            records: Vec::new(),
+            reply: ControllerReply::UpdateFeatures(Err(e)),
+        },
+    }
+}
+
+/// [`bootstrap`] as the controller's decision: the records and how many.
+pub fn decide_bootstrap(image: &MetadataImage, levels: &BTreeMap<String, i16>) -> Decision {
+    let records = bootstrap(image, levels);
+    Decision {
+        reply: ControllerReply::BootstrapFeatures(records.len()),
+        records,
+    }
 }
 
 #[cfg(test)]
