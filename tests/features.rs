@@ -462,10 +462,10 @@ fn kafka_features_tool_against_fjord() {
     );
 }
 
-/// `fjord format --feature` bootstrap levels; every node of a 3-node
-/// cluster finalizes the same levels with the same epoch once caught up,
-/// an update is seen on every node, and the levels survive a restart of
-/// every node.
+/// Every node of a 3-node cluster finalizes the same levels with the same
+/// epoch once caught up, an update is seen on every node, and the levels
+/// survive a restart of every node (from the metadata log, not from the
+/// bootstrap file, which the test changes before the restart).
 #[test]
 fn levels_agree_across_a_cluster_and_survive_restart() {
     let mut cluster = Cluster::start(3, &[]);
@@ -503,6 +503,15 @@ fn levels_agree_across_a_cluster_and_survive_restart() {
     assert_eq!(codes, "0 []", "{message}");
     let updated = agree(&cluster);
     assert!(updated.epoch > first.epoch);
+    // Every node's bootstrap levels now lack ELR: were the finalized
+    // levels not read back from the metadata log, the restart would
+    // finalize these instead.
+    for id in &ids {
+        let file = cluster
+            .data_dir(*id)
+            .join("__cluster_metadata/bootstrap-features.json");
+        std::fs::write(&file, r#"{"metadata.version": 33}"#).unwrap();
+    }
     cluster.restart_all();
     let restarted = agree(&cluster);
     assert_eq!(restarted.finalized, updated.finalized);
