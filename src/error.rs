@@ -576,6 +576,15 @@ impl KafkaCode for crate::cluster::control::acl::AclError {
     }
 }
 
+impl KafkaCode for crate::cluster::control::features::FeatureUpdateError {
+    fn code(&self) -> i16 {
+        use crate::cluster::control::features::FeatureUpdateError as F;
+        match self {
+            F::InvalidUpdateVersion { .. } => E::InvalidUpdateVersion.code(),
+        }
+    }
+}
+
 // ---- client quotas ----
 
 impl KafkaCode for crate::cluster::control::quota::QuotaError {

@@ -1000,6 +1000,22 @@ fn cases() -> Vec<Case> {
             vec![acl(CLUSTER, "kafka-cluster", ALTER_CONFIGS)],
             |c, _, n| alter_quota(c, &n.other("quota-user"), "no_such_rate"),
         ),
+        case(
+            "UpdateFeatures (validate only)",
+            vec![acl(CLUSTER, "kafka-cluster", ALTER)],
+            |c, _, _| {
+                // metadata.version 4.4-IV2 (33), finalized on both brokers.
+                let req = UpdateFeaturesRequest::default()
+                    .with_timeout_ms(30_000)
+                    .with_validate_only(true)
+                    .with_feature_updates(vec![
+                        update_features_request::FeatureUpdateKey::default()
+                            .with_feature(s("metadata.version"))
+                            .with_max_version_level(33),
+                    ]);
+                vec![i(c.call(1, &req).error_code)]
+            },
+        ),
     ]
 }
 
@@ -1757,6 +1773,7 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("DescribeClientQuotas", &[31, -1], &[0, 0]),
     ("AlterClientQuotas (validate only)", &[31], &[0]),
     ("AlterClientQuotas (unknown key)", &[31], &[42]),
+    ("UpdateFeatures (validate only)", &[31], &[0]),
 ];
 
 /// [`acl_api_scenarios`] as Apache Kafka 4.4 answers them.

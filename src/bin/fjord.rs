@@ -82,6 +82,12 @@ struct FormatArgs {
         value_name = "MECHANISM=[name=...,password=...]"
     )]
     add_scram: Vec<String>,
+    /// A finalized feature level of the new cluster, as kafka-storage.sh
+    /// format --feature: name=level (e.g. transaction.version=0);
+    /// repeatable. Unset features take Kafka 4.4's defaults capped at what
+    /// Fjord serves (docs/decisions/finalized-features.md).
+    #[arg(long = "feature", short = 'f', value_name = "NAME=LEVEL")]
+    features: Vec<String>,
     /// Any Kafka config as key=value; repeatable; wins over the file.
     #[arg(long = "override", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
@@ -101,6 +107,8 @@ fn run_format(args: FormatArgs) -> Result<(), String> {
         .map(|v| fjord::cluster::bootstrap_scram::parse_add_scram(v))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
+    let levels =
+        fjord::cluster::features::bootstrap_levels(&args.features).map_err(|e| e.to_string())?;
     let dir = config.data_dir();
     let formatted = format_data_dir(
         &dir,
@@ -124,6 +132,10 @@ fn run_format(args: FormatArgs) -> Result<(), String> {
                 c.mechanism.name()
             );
         }
+    }
+    if matches!(formatted, Formatted::Written { .. }) {
+        fjord::cluster::features::write(&dir, &levels)
+            .map_err(|e| format!("cannot write {}: {e}", fjord::cluster::features::FILE))?;
     }
     match formatted {
         Formatted::Written { directory_id } => println!(

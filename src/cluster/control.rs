@@ -234,6 +234,15 @@ pub enum ControllerRequest {
         /// The credentials.
         credentials: Vec<super::bootstrap_scram::BootstrapCredential>,
     },
+    /// UpdateFeatures (KIP-584): all updates or none ([`features`]).
+    UpdateFeatures {
+        /// The updates, in request order.
+        updates: Vec<features::FeatureUpdate>,
+        /// Check only.
+        validate_only: bool,
+    },
+    /// The levels a new cluster finalizes, written only before any.
+    BootstrapFeatures(std::collections::BTreeMap<String, i16>),
     /// AlterUserScramCredentials (KIP-554).
     AlterUserScramCredentials {
         /// Credentials to delete.
@@ -287,6 +296,10 @@ pub enum ControllerReply {
     AlterUserScramCredentials(scram::UserResults),
     /// How many bootstrap credentials were written.
     BootstrapScram(usize),
+    /// The whole UpdateFeatures' outcome.
+    UpdateFeatures(Result<(), features::FeatureUpdateError>),
+    /// How many bootstrap levels were written.
+    BootstrapFeatures(usize),
     /// Per ACL, in request order.
     CreateAcls(Vec<Result<(), acl::AclError>>),
     /// Per filter, in request order: the ACLs it matched (and deleted).
@@ -338,6 +351,8 @@ pub struct Rules {
     /// The cluster-level `min.insync.replicas` and
     /// `unclean.leader.election.enable` elections and the ELR follow.
     pub election: super::elr::ElectionRules,
+    /// This controller's `node.id` (Kafka's texts name it).
+    pub node_id: i32,
 }
 
 fn check_epoch(image: &MetadataImage, broker: i32, epoch: i64) -> Result<(), LifecycleError> {
@@ -523,6 +538,11 @@ pub fn decide(
                 reply: ControllerReply::AlterClientQuotas(results),
             }
         }
+        ControllerRequest::UpdateFeatures {
+            updates,
+            validate_only,
+        } => features::decide_update(image, updates, *validate_only, rules.node_id),
+        ControllerRequest::BootstrapFeatures(levels) => features::decide_bootstrap(image, levels),
         ControllerRequest::BootstrapScram { credentials } => {
             let records = scram::bootstrap(image, credentials);
             Decision {
@@ -722,6 +742,7 @@ pub fn decide(
 }
 
 pub mod acl;
+pub mod features;
 mod liveness;
 pub mod quota;
 pub mod scram;

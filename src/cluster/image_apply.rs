@@ -252,6 +252,13 @@ impl MetadataImage {
                     }
                 }
             }
+            MetadataRecord::FeatureLevel { name, level } => {
+                if *level <= 0 {
+                    self.finalized_features.remove(name);
+                } else {
+                    self.finalized_features.insert(name.clone(), *level);
+                }
+            }
             MetadataRecord::ProducerIds {
                 next_producer_id, ..
             } => {

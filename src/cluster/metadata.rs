@@ -198,6 +198,10 @@ pub struct MetadataImage {
     pub acls: BTreeMap<Uuid, crate::acl::model::AclBinding>,
     /// Client quotas by entity and key.
     pub client_quotas: crate::quota::model::QuotaTable,
+    /// Finalized feature levels by name (KIP-584), features at level 0
+    /// left out ([`super::features`]). Their epoch is
+    /// [`MetadataImage::finalized_features_epoch`].
+    pub finalized_features: BTreeMap<String, i16>,
 }
 
 impl crate::security::sasl::CredentialSource for MetadataImage {
@@ -247,7 +251,15 @@ impl MetadataImage {
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
             client_quotas: BTreeMap::new(),
+            finalized_features: BTreeMap::new(),
         }
+    }
+
+    /// ApiVersions' `finalized_features_epoch`: the metadata offset this
+    /// image reflects, as Kafka 4.4 answers (its image's highest offset, so
+    /// it moves with every metadata change, not only a feature's).
+    pub fn finalized_features_epoch(&self) -> i64 {
+        self.offset as i64
     }
 
     /// Takes the image a shard holds; gives whether this one is newer

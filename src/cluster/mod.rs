@@ -15,6 +15,7 @@ pub mod controller;
 pub mod election;
 pub mod elr;
 pub mod error;
+pub mod features;
 pub mod format;
 pub mod image_apply;
 pub mod import;

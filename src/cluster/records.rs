@@ -1,7 +1,8 @@
 //! The records of the metadata log, shaped after KRaft's (KIP-631):
 //! `RegisterBrokerRecord`, `FenceBrokerRecord`/`UnfenceBrokerRecord`,
 //! `TopicRecord`, `PartitionRecord`, `PartitionChangeRecord`,
-//! `RemoveTopicRecord`, `ConfigRecord`, `ProducerIdsRecord`. One Raft log
+//! `RemoveTopicRecord`, `ConfigRecord`, `ProducerIdsRecord`,
+//! `FeatureLevelRecord`, … One Raft log
 //! entry carries a batch of records that is applied atomically (as a KRaft
 //! record batch is). Applying them is [`super::image_apply`].
 //!
@@ -169,6 +170,15 @@ pub enum MetadataRecord {
         value: crate::quota::model::QuotaValue,
         /// Whether the key is removed from the entity.
         remove: bool,
+    },
+    /// A feature's finalized level was set (KRaft's FeatureLevelRecord,
+    /// KIP-584/KIP-778): level 0 removes the feature from the finalized
+    /// set ([`super::features`]).
+    FeatureLevel {
+        /// The feature's name (`metadata.version`, `transaction.version`, …).
+        name: String,
+        /// The finalized level.
+        level: i16,
     },
     /// A block of producer ids was handed to a broker: ids below
     /// `next_producer_id` are taken.

@@ -395,6 +395,29 @@ fn acl_error_codes() {
     )]);
 }
 
+impl Variants for crate::cluster::control::features::FeatureUpdateError {
+    const COUNT: usize = 1;
+    fn index(&self) -> usize {
+        use crate::cluster::control::features::FeatureUpdateError as F;
+        match self {
+            F::InvalidUpdateVersion { .. } => 0,
+        }
+    }
+}
+
+#[test]
+fn feature_update_error_codes() {
+    use crate::cluster::control::features::FeatureUpdateError as F;
+    table(&[(
+        F::InvalidUpdateVersion {
+            feature: "f".into(),
+            level: 1,
+            reason: "r".into(),
+        },
+        95,
+    )]);
+}
+
 impl Variants for crate::acl::model::Denied {
     const COUNT: usize = 6;
     fn index(&self) -> usize {

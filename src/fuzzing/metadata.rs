@@ -150,6 +150,7 @@ pub fn controller_rpc(data: &[u8]) -> Result<(), Violation> {
                 let rules = Rules {
                     session_timeout: Duration::from_secs(9),
                     open_files_limit: Some(1 << 20),
+                    node_id: 1,
                     election: crate::cluster::elr::ElectionRules::default(),
                 };
                 let mut liveness = Liveness::default();

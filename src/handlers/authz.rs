@@ -224,6 +224,7 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         ApiKey::AlterClientQuotas,
         &[(Rt::Cluster, Op::AlterConfigs)],
     ),
+    (ApiKey::UpdateFeatures, &[(Rt::Cluster, Op::Alter)]),
 ];
 
 /// Whether [`API_CHECKS`] lists `(rt, op)` for `api`.

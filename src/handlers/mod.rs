@@ -48,6 +48,7 @@ pub mod sasl;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
+mod update_features;
 mod user_scram_credentials;
 mod write_txn_markers;
 
@@ -196,7 +197,7 @@ macro_rules! dispatch_table {
 }
 
 dispatch_table! { shard, frame, produce_dispatched;
-    ApiVersions => api_versions::handle(frame),
+    ApiVersions => api_versions::handle(shard, frame),
     Metadata => metadata::handle(shard, frame).await,
     DescribeCluster => describe_cluster::handle(shard, frame),
     DescribeTopicPartitions => describe_topic_partitions::handle(shard, frame),
@@ -245,6 +246,7 @@ dispatch_table! { shard, frame, produce_dispatched;
     DeleteAcls => acls::delete(shard, frame).await,
     DescribeClientQuotas => describe_client_quotas::handle(shard, frame),
     AlterClientQuotas => alter_client_quotas::handle(shard, frame).await,
+    UpdateFeatures => update_features::handle(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);

@@ -117,6 +117,7 @@ fn field(api: ApiKey, version: i16) -> Option<Field> {
         | K::ListPartitionReassignments
         | K::DescribeClientQuotas
         | K::AlterClientQuotas
+        | K::UpdateFeatures
         | K::DescribeUserScramCredentials
         | K::AlterUserScramCredentials
         | K::DescribeCluster

@@ -61,6 +61,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
+    (ApiKey::UpdateFeatures, 0, 2),
 ];
 
 /// Kafka's name of a served API (e.g. `"Produce"`), for logs and the
@@ -117,6 +118,7 @@ pub fn api_name(key: ApiKey) -> &'static str {
         ApiKey::DeleteAcls => "DeleteAcls",
         ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
         ApiKey::AlterClientQuotas => "AlterClientQuotas",
+        ApiKey::UpdateFeatures => "UpdateFeatures",
         _ => "Unserved",
     }
 }

@@ -25,6 +25,7 @@ fn rules() -> Rules {
         session_timeout: SESSION,
         open_files_limit: None,
         election: crate::cluster::elr::ElectionRules::default(),
+        node_id: 1,
     }
 }
 

@@ -199,7 +199,8 @@ pub async fn controlled_shutdown(q: &Quorum, timeout: Duration) {
 /// metadata log, once this broker is registered and alive: each keeps its
 /// topic id, configs and partition count, with this broker as the only
 /// replica; the file goes once the topic is in the log. The producer id
-/// block file of an earlier version becomes a reservation. Gives how many
+/// block file of an earlier version becomes a reservation; a new cluster's
+/// feature levels are finalized first. Gives how many
 /// topics were adopted.
 pub async fn adopt_inbox(q: &Quorum, data_dir: &std::path::Path) -> usize {
     use crate::cluster::control::NewTopic;
@@ -212,6 +213,22 @@ pub async fn adopt_inbox(q: &Quorum, data_dir: &std::path::Path) -> usize {
             return 0;
         }
     };
+    // The finalized feature levels of a new cluster (`fjord format`'s file,
+    // else the defaults); the controller writes them only while the log has
+    // none, so a cluster keeps its levels.
+    match crate::cluster::features::read(data_dir) {
+        Ok(levels) => match q.submit(ControllerRequest::BootstrapFeatures(levels)).await {
+            Ok(a) => log::debug!("bootstrap feature levels: {:?}", a.reply),
+            Err(e) => log::warn!("cannot write the bootstrap feature levels: {e}"),
+        },
+        Err(e) => log::error!(
+            "cannot read {}: {e}",
+            data_dir
+                .join(METADATA_DIR)
+                .join(crate::cluster::features::FILE)
+                .display()
+        ),
+    }
     let bootstrap = q.settings.bootstrap_scram.clone();
     if !bootstrap.is_empty() {
         let n = bootstrap.len();

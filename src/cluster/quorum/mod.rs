@@ -287,6 +287,7 @@ impl Quorum {
                 session_timeout: settings.session_timeout,
                 open_files_limit: open_files_limit(),
                 election: settings.election,
+                node_id: settings.node_id,
             },
             peers: Peers::new(settings.peer_auth()),
             settings,

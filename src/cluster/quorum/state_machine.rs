@@ -73,6 +73,10 @@ struct ImageSnapshot {
         String,
         crate::quota::model::QuotaValue,
     )>,
+    /// Finalized feature levels (absent in snapshots written before they
+    /// were kept).
+    #[serde(default)]
+    finalized_features: BTreeMap<String, i16>,
 }
 
 impl ImageSnapshot {
@@ -111,6 +115,7 @@ impl ImageSnapshot {
                 .iter()
                 .flat_map(|(e, m)| m.iter().map(move |(k, v)| (e.clone(), k.clone(), *v)))
                 .collect(),
+            finalized_features: image.finalized_features.clone(),
         }
     }
 
@@ -142,6 +147,7 @@ impl ImageSnapshot {
         img.broker_configs = self.broker_configs.into_iter().collect();
         img.removed_topics = self.removed_topics.into_iter().collect();
         img.acls = self.acls.into_iter().collect();
+        img.finalized_features = self.finalized_features;
         for (e, k, v) in self.client_quotas {
             img.client_quotas.entry(e).or_default().insert(k, v);
         }
@@ -500,5 +506,34 @@ mod snapshot_tests {
         old.as_object_mut().unwrap().remove("client_quotas");
         let back = image_from_snapshot(old.to_string().as_bytes(), &base).unwrap();
         assert!(back.client_quotas.is_empty());
+    }
+
+    /// Finalized feature levels are carried in a snapshot (level 0 removes
+    /// a feature; a snapshot written before they were kept reads as none).
+    #[test]
+    fn finalized_features_survive_a_snapshot() {
+        let base = MetadataImage::empty("c".into());
+        let level = |name: &str, level: i16| MetadataRecord::FeatureLevel {
+            name: name.into(),
+            level,
+        };
+        let image = base.apply(
+            5,
+            &[
+                level("metadata.version", 33),
+                level("group.version", 1),
+                level("group.version", 0),
+                level("eligible.leader.replicas.version", 1),
+            ],
+        );
+        assert_eq!(image.finalized_features.len(), 2);
+        assert_eq!(image.finalized_features_epoch(), 5);
+        let data = serde_json::to_vec(&ImageSnapshot::of(&image)).unwrap();
+        let back = image_from_snapshot(&data, &base).unwrap();
+        assert_eq!(back.finalized_features, image.finalized_features);
+        let mut old: serde_json::Value = serde_json::from_slice(&data).unwrap();
+        old.as_object_mut().unwrap().remove("finalized_features");
+        let back = image_from_snapshot(old.to_string().as_bytes(), &base).unwrap();
+        assert!(back.finalized_features.is_empty());
     }
 }
