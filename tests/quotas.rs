@@ -894,3 +894,123 @@ fn one_rate_for_a_user_on_every_shard() {
         "both shards' connections throttled: {throttled:?}"
     );
 }
+
+/// A consumer under `consumer_byte_rate` R, fetching raw on one
+/// connection: on `addr`, gives (the largest records section of an
+/// unthrottled answer, whether the first throttled answer carried any
+/// partition). Kafka caps a consumer fetch's `max_bytes` at what one quota
+/// window holds (R × 10 windows of 1 s) and answers a throttled fetch
+/// empty, taking its bytes back.
+fn throttled_fetch(addr: &str) -> (usize, bool) {
+    let topic = "throttled-fetch";
+    let mut c = Conn::plain(addr);
+    let create = CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![create_topics_request::CreatableTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_num_partitions(1)
+            .with_replication_factor(1)]);
+    let r = c.call(5, &create);
+    assert!(
+        matches!(r.topics[0].error_code, 0 | 36),
+        "CreateTopics: {}",
+        r.topics[0].error_code
+    );
+    // Ten records of 10,000 bytes, once the new partition takes them.
+    let mut written = 0;
+    wait_for(
+        Duration::from_secs(30),
+        "the partition takes produce",
+        || {
+            if produce_raw(&mut c, topic, 10_000).0 == 0 {
+                written += 1;
+                true
+            } else {
+                false
+            }
+        },
+    );
+    while written < 10 {
+        assert_eq!(produce_raw(&mut c, topic, 10_000).0, 0);
+        written += 1;
+    }
+    assert_eq!(
+        alter(
+            &mut c,
+            &[("user", Some("ANONYMOUS"))],
+            &[("consumer_byte_rate", Some(2_000.0))]
+        )
+        .trim(),
+        "0"
+    );
+    let fetch = FetchRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let mut largest = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // The quota takes effect once the broker applies it (Kafka's a moment
+    // after AlterClientQuotas answers); until then answers are whole.
+    loop {
+        assert!(Instant::now() < deadline, "no fetch was throttled in 60 s");
+        let r = c.call(12, &fetch);
+        let size: usize = r
+            .responses
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| p.records.as_ref().map_or(0, |b| b.len()))
+            .sum();
+        eprintln!(
+            "{addr}: fetch: {size} B, throttle {} ms, {} topics",
+            r.throttle_time_ms,
+            r.responses.len()
+        );
+        if r.throttle_time_ms > 0 {
+            return (largest, !r.responses.is_empty());
+        }
+        largest = largest.max(size);
+    }
+}
+
+/// `consumer_byte_rate`: a consumer fetch asks for up to 1 MiB but gets at
+/// most what one quota window holds (one 10 kB batch here, not all ten),
+/// and the first throttled answer has no data, on Fjord as on Apache
+/// Kafka 4.4.
+#[test]
+fn a_throttled_fetch_is_answered_empty_as_kafka() {
+    /// 2,000 B/s × 10 windows of 1 s, and a records section's framing.
+    const ONE_WINDOW: usize = 20_000 + 100;
+    let _one_at_a_time = RATE_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let broker = Broker::start();
+    let fjord = throttled_fetch(&broker.bootstrap());
+    eprintln!(
+        "fjord: largest unthrottled records {} B, throttled answer with data: {}",
+        fjord.0, fjord.1
+    );
+    // Before the quota applies a fetch gets all ten batches (~100 kB).
+    // Under it: one window is 2,000 B/s × 10 s = 20,000 B, one batch.
+    if let Some(kafka) = KafkaPeer::start() {
+        let theirs = throttled_fetch(&kafka.addr);
+        eprintln!(
+            "kafka: largest unthrottled records {} B, throttled answer with data: {}",
+            theirs.0, theirs.1
+        );
+        assert!(!theirs.1, "Kafka answers a throttled fetch empty");
+        assert!(theirs.0 <= ONE_WINDOW, "Kafka caps max_bytes at one window");
+    }
+    assert!(!fjord.1, "a throttled fetch is answered empty");
+    assert!(
+        fjord.0 <= ONE_WINDOW,
+        "a fetch under the quota returns at most one window ({} B)",
+        fjord.0
+    );
+}

@@ -278,6 +278,26 @@ pub fn meter(shard: &Shard, frame: &RequestFrame) -> Option<Metered> {
     Some(Metered { user, client_id })
 }
 
+/// The cap on a consumer fetch's `max_bytes` under its `consumer_byte_rate`
+/// (bytes): what one quota window may hold, so a fetch that fits is never
+/// throttled for its own size alone (Kafka's `handleFetchRequest` caps
+/// `max_bytes` with `getMaxValueInQuotaWindow`). None without a quota.
+pub fn fetch_max_bytes_cap(shard: &Shard, frame: &RequestFrame) -> Option<u64> {
+    let image = shard.metadata();
+    if image.client_quotas.is_empty() {
+        return None;
+    }
+    let (user, client_id) = who(frame)?;
+    let q = model::resolve(
+        &image.client_quotas,
+        Measure::Fetch.key(),
+        &user,
+        &client_id,
+    )?;
+    let cap = crate::quota::max_in_window(shard.config.quota_windows, q.limit);
+    Some((cap as u64).max(1))
+}
+
 /// A future with the time spent in its polls (this shard's time working
 /// on the request, not the time it waited).
 pub struct Timed<F> {
@@ -354,6 +374,7 @@ impl Metered {
                 None => Outcome::NoResponse,
             };
         }
+        let mut fetch_throttled = false;
         // What to record: (measure, sensor, limit, value).
         let mut records: Vec<(Measure, SensorKey, f64, f64)> = Vec::with_capacity(2);
         match api {
@@ -382,18 +403,36 @@ impl Metered {
                 .invoke_on(0, move |s| async move {
                     let now = now_ms();
                     with_usage(&s, |u| {
-                        records
+                        let ms = records
                             .iter()
                             .map(|(m, sensor, limit, value)| {
                                 u.record(*m, sensor, *limit, *value, now)
                             })
                             .max()
-                            .unwrap_or(0)
+                            .unwrap_or(0);
+                        // A throttled consumer fetch is answered empty:
+                        // its bytes are taken back (Kafka's
+                        // `unrecordQuotaSensor`).
+                        if ms > 0 {
+                            for (m, sensor, _, value) in &records {
+                                if *m == Measure::Fetch {
+                                    u.unrecord(*m, sensor, *value, now);
+                                }
+                            }
+                        }
+                        ms
                     })
                 })
                 .await;
             // Shard 0 not answering (shutting down): not throttled.
-            ms = ms.max(recorded.unwrap_or(0));
+            let recorded = recorded.unwrap_or(0);
+            if recorded > 0 && api == ApiKey::Fetch {
+                // KIP-219 as Kafka answers a throttled consumer fetch: no
+                // data, the throttle time, and the session kept only when
+                // the request was incremental (`getThrottledResponse`).
+                fetch_throttled = true;
+            }
+            ms = ms.max(recorded);
         }
         if ms == 0 {
             return match response {
@@ -405,6 +444,11 @@ impl Metered {
             count(ms);
         }
         let ms_i32 = i32::try_from(ms).unwrap_or(i32::MAX);
+        let response = if fetch_throttled {
+            empty_fetch(frame, ms_i32).or(response)
+        } else {
+            response
+        };
         let response = response.map(|mut r| {
             if !set_throttle(&mut r, api, version, ms_i32) {
                 log::debug!("no throttle_time_ms found in a {api:?} v{version} response");
@@ -426,6 +470,25 @@ impl Metered {
             },
         })
     }
+}
+
+/// The answer to a throttled consumer Fetch (Kafka's
+/// `FetchContext.getThrottledResponse`): no partitions, `throttle_time_ms`
+/// `ms`, error NONE, and the request's session id when it was incremental
+/// (epoch > 0), else 0 (a new full session is not created). None when the
+/// request does not decode (it did once, for the handler).
+fn empty_fetch(frame: &RequestFrame, ms: i32) -> Option<Response> {
+    let req = frame
+        .decode::<kafka_protocol::messages::FetchRequest>()
+        .ok()?;
+    let version = frame.prefix.api_version;
+    let mut resp = kafka_protocol::messages::FetchResponse::default();
+    resp.throttle_time_ms = ms;
+    if version >= 7 && req.session_epoch > 0 {
+        resp.session_id = req.session_id;
+    }
+    crate::protocol::encode_response(ApiKey::Fetch, version, frame.prefix.correlation_id, &resp)
+        .ok()
 }
 
 /// Counts a throttled response in this shard's metrics.

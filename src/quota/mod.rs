@@ -57,6 +57,14 @@ pub struct MutationThrottled {
 /// forgotten by then).
 const IDLE_SWEEP_MS: u64 = 60_000;
 
+/// The most bytes one fetch may return under a byte-rate `limit` (bytes/s)
+/// without being throttled whatever else was recorded: `limit` × (samples
+/// − 1) windows (Kafka's `getMaxValueInQuotaWindow`, which caps a consumer
+/// fetch's `max_bytes`).
+pub fn max_in_window(windows: Windows, limit: f64) -> f64 {
+    limit * f64::from(windows.samples.saturating_sub(1)) * (windows.window_ms as f64 / 1000.0)
+}
+
 /// The broker's quota usage (held by shard 0).
 #[derive(Debug)]
 pub struct ShardUsage {
@@ -115,9 +123,7 @@ impl ShardUsage {
     /// whatever else was recorded (Kafka's `getMaxValueInQuotaWindow`:
     /// the limit × (samples − 1) windows).
     pub fn max_in_window(&self, limit: f64) -> f64 {
-        limit
-            * f64::from(self.windows.samples.saturating_sub(1))
-            * (self.windows.window_ms as f64 / 1000.0)
+        max_in_window(self.windows, limit)
     }
 
     /// A controller mutation of `permits` partitions for `sensor` at

@@ -307,7 +307,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     } else {
         req.max_bytes as u64
     };
-    let min_bytes = req.min_bytes.max(0) as u64;
+    // A consumer under a `consumer_byte_rate` quota fetches at most what
+    // one quota window holds, and waits for no more than that (Kafka).
+    let max_bytes = match requester {
+        Requester::Follower { .. } => max_bytes,
+        Requester::Client => {
+            super::quota::fetch_max_bytes_cap(shard, frame).map_or(max_bytes, |c| max_bytes.min(c))
+        }
+    };
+    let min_bytes = (req.min_bytes.max(0) as u64).min(max_bytes);
     let deadline = Instant::now() + Duration::from_millis(req.max_wait_ms.max(0) as u64);
 
     let results = loop {
