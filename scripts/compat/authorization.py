@@ -238,6 +238,20 @@ def client_checks(label, work, env, port):
         expect("ClusterAuthorizationException" in out.stderr,
                f"console producer as bob was not refused: {out.returncode} {out.stderr[-1500:]}")
 
+    def idempotent_acl():
+        # --producer --idempotent: WRITE, DESCRIBE, CREATE on bobs-topic and
+        # IDEMPOTENT_WRITE on the cluster. bob's (idempotent) Java producer
+        # then gets its producer id, and is refused orders per topic.
+        acls("--add", "--allow-principal", "User:bob", "--producer", "--idempotent", "--topic", "bobs-topic")
+        listed = acls("--list", "--cluster")
+        expect("IDEMPOTENT_WRITE" in listed and "User:bob" in listed, f"the cluster's ACLs: {listed[-800:]}")
+        out = tool("kafka-console-producer", "--bootstrap-server", addr, "--command-config", "bob.properties",
+                   "--topic", "orders", stdin="refused\n")
+        expect("TopicAuthorizationException" in out.stderr and "ClusterAuthorizationException" not in out.stderr,
+               f"console producer as bob with IDEMPOTENT_WRITE: {out.returncode} {out.stderr[-1500:]}")
+        acls("--remove", "--force", "--allow-principal", "User:bob", "--producer", "--idempotent",
+             "--topic", "bobs-topic")
+
     def kcat_listing():
         args = ["-b", addr, "-X", "security.protocol=sasl_plaintext", "-X", "sasl.mechanism=PLAIN",
                 "-X", "sasl.username=bob", "-X", "sasl.password=bob-secret", "-L"]
@@ -269,6 +283,7 @@ def client_checks(label, work, env, port):
         ("--consumer: bob reads orders in billing only, may not write", consumer_acl),
         ("--transactional-id: alice's transactions with tx-alice only", transactional_acl),
         ("the Java client (console tools) as alice and bob", java_client),
+        ("--idempotent: bob's producer id, then orders refused per topic", idempotent_acl),
         ("kcat -L as bob lists only what he may describe", kcat_listing),
         ("a prefixed DENY wins over the ALLOW, then is removed", deny_over_allow),
         ("--remove takes bob's rights away", removal),
