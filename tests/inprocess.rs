@@ -744,6 +744,7 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
             partitions: parts(topic, &[0]),
             last_update_ms: now,
             start_ms: now,
+            tagged: Default::default(),
         },
     );
     node.start_again();
