@@ -8,9 +8,9 @@ use kafka_protocol::messages::ApiKey;
 /// (API, min version, max version) this broker serves. Ranges are within what
 /// the `kafka-protocol` crate can decode and encode (Kafka 4.x removed the
 /// older versions: Produce starts at v3, ListOffsets at v1, CreateTopics at
-/// v2), and reach at least Kafka 4.0's maxima except where a newer version
-/// means transactions v2 (KIP-890 part 2: Produce v12, TxnOffsetCommit v5,
-/// EndTxn v5; see docs/compatibility.md).
+/// v2), and reach at least Kafka 4.0's maxima (Kafka 4.4's Produce v13,
+/// topic ids, is not served yet; see
+/// docs/decisions/transactions-v2-served.md).
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 18),
