@@ -102,9 +102,13 @@ async fn run(
                 } else {
                     shard
                         .invoke_on(owner, move |s| async move {
-                            let c = coordinator::add_partitions(s, id, pid, epoch, wanted, tv)
-                                .await
-                                .map_or_else(|e| e.code(), |()| 0);
+                            let added = if client {
+                                coordinator::add_partitions(s, id, pid, epoch, wanted, tv).await
+                            } else {
+                                coordinator::add_partitions_for_leader(s, id, pid, epoch, wanted)
+                                    .await
+                            };
+                            let c = added.map_or_else(|e| e.code(), |()| 0);
                             vec![c; n]
                         })
                         .await

@@ -466,6 +466,47 @@ pub async fn add_partitions(
     }
 }
 
+/// How long a partition leader's add (transactions v2) waits for the id to
+/// be free when it finds another operation on it (another shard's add for
+/// the same request, markers being written): Kafka's default
+/// `add.partitions.to.txn.retry.backoff.max.ms` (100 ms).
+pub const LEADER_ADD_RETRY_MS: u64 = 100;
+
+/// [`add_partitions`] for a partition leader (Produce v12+, TxnOffsetCommit
+/// v5+, AddPartitionsToTxn v4+ without `verify_only`): retried every 2 ms
+/// while CONCURRENT_TRANSACTIONS, up to [`LEADER_ADD_RETRY_MS`], as Kafka's
+/// leaders retry; the owners of one request's partitions on different
+/// shards add them at the same time. Errors: [`add_partitions`]'s, the last
+/// CONCURRENT_TRANSACTIONS after the wait.
+pub async fn add_partitions_for_leader(
+    shard: Rc<Shard>,
+    id: String,
+    producer_id: i64,
+    epoch: i16,
+    partitions: Vec<(String, i32)>,
+) -> Result<(), TxnError> {
+    let deadline = std::time::Instant::now() + Duration::from_millis(LEADER_ADD_RETRY_MS);
+    loop {
+        let r = add_partitions(
+            shard.clone(),
+            id.clone(),
+            producer_id,
+            epoch,
+            partitions.clone(),
+            TxnVersion::Tv2,
+        )
+        .await;
+        match r {
+            Err(TxnError::ConcurrentTransactions { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                glommio::timer::sleep(Duration::from_millis(2)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
 /// EndTxn: commits (`commit`) or aborts the open transaction of `id`, with
 /// the client's transaction version `tv` (v5+ is transactions v2, which
 /// bumps the epoch, [`sm::end_txn_v2`]). The decision is written to

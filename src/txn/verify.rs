@@ -15,7 +15,6 @@ use crate::shard::remote::RemoteError;
 use crate::shard::Shard;
 
 use super::error::TxnError;
-use super::records::TxnVersion;
 use super::TRANSACTION_STATE_TOPIC;
 
 /// The shard coordinating `transactional_id`: the owner of its
@@ -97,13 +96,12 @@ pub async fn verify_partitions(
                     .iter()
                     .map(|(t, p)| (t.to_string(), *p))
                     .collect();
-                let verdict = super::coordinator::add_partitions(
+                let verdict = super::coordinator::add_partitions_for_leader(
                     s,
                     id.to_string(),
                     producer_id,
                     epoch,
                     wanted,
-                    TxnVersion::Tv2,
                 )
                 .await
                 .map_err(|e| VerificationError::Coordinator(refusal(&e)));
