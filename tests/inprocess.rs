@@ -713,11 +713,19 @@ fn append_txn_state(node: &Node, id: &str, value: &fjord::txn::records::TxnLogVa
 /// the markers (PrepareCommit or PrepareAbort); after the start the
 /// coordinator finishes the transaction itself: markers and the Complete
 /// state, so read_committed sees a committed transaction and skips an
-/// aborted one.
-fn prepared_transaction_is_finished_after_restart(commit: bool) {
-    use fjord::txn::records::{TxnLogValue, TxnStatus};
+/// aborted one. With `v2` the record is a transactions-v2 Prepare state
+/// (TransactionLogValue v1: epoch + 1, ClientTransactionVersion 2, a
+/// NextProducerId as at an exhausted epoch): the markers carry epoch + 1 and
+/// the Complete state switches to the next producer id at epoch 0.
+fn prepared_transaction_is_finished_after_restart(commit: bool, v2: bool) {
+    use fjord::txn::records::{TxnLogTagged, TxnLogValue, TxnStatus, TxnVersion};
     let mut node = Node::start(ONE_STATE_PARTITION);
-    let topic = if commit { "rec-commit" } else { "rec-abort" };
+    let topic = match (commit, v2) {
+        (true, false) => "rec-commit",
+        (false, false) => "rec-abort",
+        (true, true) => "rec-commit-v2",
+        (false, true) => "rec-abort-v2",
+    };
     let id = format!("{topic}-id");
     node.create_topic(topic, 1, &[]);
     node.txn_ready();
@@ -729,12 +737,25 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
     node.stop();
 
     let now = now_ms();
+    let next_producer_id = d.producer_id + 1_000;
+    let (epoch, tagged) = if v2 {
+        (
+            d.producer_epoch + 1,
+            TxnLogTagged {
+                next_producer_id,
+                client_tv: TxnVersion::Tv2,
+                ..TxnLogTagged::default()
+            },
+        )
+    } else {
+        (d.producer_epoch, TxnLogTagged::default())
+    };
     append_txn_state(
         &node,
         &id,
         &TxnLogValue {
             producer_id: d.producer_id,
-            producer_epoch: d.producer_epoch,
+            producer_epoch: epoch,
             timeout_ms: 60_000,
             status: if commit {
                 TxnStatus::PrepareCommit
@@ -744,7 +765,7 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
             partitions: parts(topic, &[0]),
             last_update_ms: now,
             start_ms: now,
-            tagged: Default::default(),
+            tagged,
         },
     );
     node.start_again();
@@ -762,6 +783,10 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
     assert_eq!(node.hw_and_lso(topic, 0), (5, 5));
     let expected = if commit { sent } else { Vec::new() };
     assert_eq!(node.values(topic, 0, 0, READ_COMMITTED), expected);
+    if v2 {
+        let d = node.describe_txn(&id);
+        assert_eq!((d.producer_id, d.producer_epoch), (next_producer_id, 0));
+    }
 }
 
 /// A PrepareCommit found at start-up is committed. (Was txn_recovery.rs
@@ -769,14 +794,27 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
 /// killed; here it stops, and the record is appended as there.)
 #[test]
 fn prepare_commit_found_at_start_up_is_committed() {
-    prepared_transaction_is_finished_after_restart(true);
+    prepared_transaction_is_finished_after_restart(true, false);
+}
+
+/// A transactions-v2 PrepareCommit (TransactionLogValue v1, a producer id
+/// rotation pending) found at start-up is committed and rotates the id.
+#[test]
+fn prepare_commit_v2_found_at_start_up_is_committed_and_rotates() {
+    prepared_transaction_is_finished_after_restart(true, true);
+}
+
+/// A transactions-v2 PrepareAbort found at start-up is aborted.
+#[test]
+fn prepare_abort_v2_found_at_start_up_is_aborted_and_rotates() {
+    prepared_transaction_is_finished_after_restart(false, true);
 }
 
 /// A PrepareAbort found at start-up is aborted. (Was txn_recovery.rs
 /// `prepare_abort_found_at_start_up_is_aborted`.)
 #[test]
 fn prepare_abort_found_at_start_up_is_aborted() {
-    prepared_transaction_is_finished_after_restart(false);
+    prepared_transaction_is_finished_after_restart(false, false);
 }
 
 /// An operator ends a transaction that holds a partition's LSO with a
