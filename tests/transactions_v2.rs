@@ -83,6 +83,7 @@ impl KafkaPeer {
         let (plain, controller) = (free_port(), free_port());
         let out = Command::new(repo().join("scripts/peers/kafka"))
             .arg("start")
+            .arg(ABORT_INTERVAL)
             .env("KAFKA_PEER_HOME", home.path())
             .env("KAFKA_PEER_PORT", plain.to_string())
             .env("KAFKA_PEER_CONTROLLER_PORT", controller.to_string())
@@ -113,13 +114,16 @@ impl Drop for KafkaPeer {
 struct Conn {
     s: TcpStream,
     corr: i32,
+    /// The transactional id this connection's producer uses.
+    id: String,
 }
 
 impl Conn {
-    fn new(addr: &str) -> Conn {
+    fn new(addr: &str, id: &str) -> Conn {
         Conn {
             s: connect(addr),
             corr: 0,
+            id: id.to_string(),
         }
     }
 
@@ -144,8 +148,13 @@ impl Conn {
     /// Produce v12 of one transactional batch of `values` (sequence
     /// `seq`) from (`pid`, `epoch`); the partition's error code.
     fn produce(&mut self, pid: i64, epoch: i16, seq: i32, values: &[&str]) -> i16 {
+        self.produce_v(12, pid, epoch, seq, values)
+    }
+
+    /// [`Conn::produce`] at `version`.
+    fn produce_v(&mut self, version: i16, pid: i64, epoch: i16, seq: i32, values: &[&str]) -> i16 {
         let req = kp::ProduceRequest::default()
-            .with_transactional_id(Some(s(TXN_ID).into()))
+            .with_transactional_id(Some(s(&self.id).into()))
             .with_acks(-1)
             .with_timeout_ms(10_000)
             .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
@@ -155,21 +164,51 @@ impl Conn {
                         .with_index(0)
                         .with_records(Some(txn_batch(pid, epoch, seq, values))),
                 ])]);
-        let r = self.call(12, &req);
+        let r = self.call(version, &req);
         r.responses[0].partition_responses[0].error_code
+    }
+
+    /// AddPartitionsToTxn v3 (transactions v1) of partition 0.
+    fn add_partition(&mut self, pid: i64, epoch: i16) -> i16 {
+        let req = kp::AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(s(&self.id).into())
+            .with_v3_and_below_producer_id(pid.into())
+            .with_v3_and_below_producer_epoch(epoch)
+            .with_v3_and_below_topics(vec![
+                kp::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                    .with_name(s(TOPIC).into())
+                    .with_partitions(vec![0]),
+            ]);
+        let r = self.call(3, &req);
+        r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    }
+
+    /// EndTxn v4 (transactions v1), settled as [`Conn::end_settled`]; the
+    /// error code (v4 answers no producer id or epoch).
+    fn end_v1(&mut self, pid: i64, epoch: i16, commit: bool) -> i16 {
+        let code = self.end_txn_v(4, pid, epoch, commit).0;
+        self.until("the transaction completes", |c| {
+            (!c.describe_txn().0.starts_with("Prepare")).then_some(())
+        });
+        code
     }
 
     /// EndTxn v5: (error code, producer id, epoch) as answered, retried
     /// while CONCURRENT_TRANSACTIONS (51) as clients do (Kafka writes the
     /// Complete state after answering, and answers 51 until it is written).
     fn end_txn(&mut self, pid: i64, epoch: i16, commit: bool) -> (i16, i64, i16) {
+        self.end_txn_v(5, pid, epoch, commit)
+    }
+
+    /// [`Conn::end_txn`] at `version`.
+    fn end_txn_v(&mut self, version: i16, pid: i64, epoch: i16, commit: bool) -> (i16, i64, i16) {
         let req = kp::EndTxnRequest::default()
-            .with_transactional_id(s(TXN_ID).into())
+            .with_transactional_id(s(&self.id).into())
             .with_producer_id(pid.into())
             .with_producer_epoch(epoch)
             .with_committed(commit);
         self.until("EndTxn", |c| {
-            let r = c.call(5, &req);
+            let r = c.call(version, &req);
             (r.error_code != 51).then_some((r.error_code, r.producer_id.0, r.producer_epoch))
         })
     }
@@ -185,10 +224,11 @@ impl Conn {
         answer
     }
 
-    /// DescribeTransactions of [`TXN_ID`]: (state, producer id, epoch).
+    /// DescribeTransactions of this producer's id: (state, producer id,
+    /// epoch).
     fn describe_txn(&mut self) -> (String, i64, i16) {
         let req = kp::DescribeTransactionsRequest::default()
-            .with_transactional_ids(vec![s(TXN_ID).into()]);
+            .with_transactional_ids(vec![s(&self.id).into()]);
         let r = self.call(0, &req);
         let t = &r.transaction_states[0];
         (
@@ -298,20 +338,22 @@ fn create_topic(c: &mut Conn) {
     });
 }
 
-/// The transaction coordinator is ready and gives [`TXN_ID`] a producer
-/// id: (producer id, epoch) from InitProducerId v5.
-fn init_producer(c: &mut Conn) -> (i64, i16) {
+/// The transaction coordinator is ready and gives the connection's id a
+/// producer id: (producer id, epoch) from InitProducerId v5 with this
+/// `transaction.timeout.ms`.
+fn init_producer(c: &mut Conn, timeout_ms: i32) -> (i64, i16) {
+    let id = c.id.clone();
     c.until("the transaction coordinator", |c| {
         let req = kp::FindCoordinatorRequest::default()
             .with_key_type(1)
-            .with_coordinator_keys(vec![s(TXN_ID)]);
+            .with_coordinator_keys(vec![s(&id)]);
         let r = c.call(4, &req);
         (r.coordinators[0].error_code == 0).then_some(())
     });
     c.until("InitProducerId", |c| {
         let req = kp::InitProducerIdRequest::default()
-            .with_transactional_id(Some(s(TXN_ID).into()))
-            .with_transaction_timeout_ms(60_000)
+            .with_transactional_id(Some(s(&id).into()))
+            .with_transaction_timeout_ms(timeout_ms)
             .with_producer_id((-1).into())
             .with_producer_epoch(-1);
         let r = c.call(5, &req);
@@ -328,9 +370,9 @@ fn init_producer(c: &mut Conn) -> (i64, i16) {
 /// The scenario on one broker: a trace of every answer, epochs relative to
 /// the first one (`e`), producer ids as "pid" when they are the producer's.
 fn scenario(addr: &str) -> Vec<String> {
-    let mut c = Conn::new(addr);
+    let mut c = Conn::new(addr, TXN_ID);
     create_topic(&mut c);
-    let (pid, e) = init_producer(&mut c);
+    let (pid, e) = init_producer(&mut c, 60_000);
     let mut trace = Vec::new();
     let rel = |(code, p, epoch): (i16, i64, i16)| {
         let who = if p == pid {
@@ -450,6 +492,79 @@ fn scenario(addr: &str) -> Vec<String> {
     trace
 }
 
+/// Transactions v1 and v2 producers interleaved on one partition, then a
+/// transaction aborted by the coordinator's timeout: a trace as
+/// [`scenario`] gives it (epochs relative to each producer's first).
+fn mixed_and_timeout(addr: &str) -> Vec<String> {
+    let mut trace = Vec::new();
+    let mut a = Conn::new(addr, "tv1-producer");
+    let mut b = Conn::new(addr, "tv2-producer");
+    let (pa, ea) = init_producer(&mut a, 60_000);
+    let (pb, eb) = init_producer(&mut b, 60_000);
+    let rel = |base: i16, (code, _, epoch): (i16, i64, i16)| {
+        if epoch < 0 {
+            format!("{code}")
+        } else {
+            format!("{code} e+{}", epoch - base)
+        }
+    };
+    trace.push(format!("v1 add: {}", a.add_partition(pa, ea)));
+    trace.push(format!(
+        "v1 produce: {}",
+        a.produce_v(11, pa, ea, 0, &["v1-a"])
+    ));
+    trace.push(format!("v2 produce: {}", b.produce(pb, eb, 0, &["v2-a"])));
+    trace.push(format!("v1 commit: {}", a.end_v1(pa, ea, true)));
+    trace.push(format!(
+        "v2 abort: {}",
+        rel(eb, b.end_settled(pb, eb, false))
+    ));
+    trace.push(format!("v1 add: {}", a.add_partition(pa, ea)));
+    trace.push(format!(
+        "v1 produce: {}",
+        a.produce_v(11, pa, ea, 1, &["v1-b"])
+    ));
+    trace.push(format!(
+        "v2 produce: {}",
+        b.produce(pb, eb + 1, 0, &["v2-b"])
+    ));
+    trace.push(format!("v1 abort: {}", a.end_v1(pa, ea, false)));
+    trace.push(format!(
+        "v2 commit: {}",
+        rel(eb, b.end_settled(pb, eb + 1, true))
+    ));
+    let (state, _, epoch) = a.describe_txn();
+    trace.push(format!("v1 describe: {state} e+{}", epoch - ea));
+    let (state, _, epoch) = b.describe_txn();
+    trace.push(format!("v2 describe: {state} e+{}", epoch - eb));
+
+    // A transaction open past its 1 s timeout is aborted by the
+    // coordinator with the epoch bumped.
+    let mut c = Conn::new(addr, "tv2-timeout");
+    let (pc, ec) = init_producer(&mut c, 1_000);
+    trace.push(format!(
+        "timeout produce: {}",
+        c.produce(pc, ec, 0, &["t1"])
+    ));
+    let (state, _, epoch) = c.until("the timeout abort", |c| {
+        let d = c.describe_txn();
+        (d.0 == "CompleteAbort").then_some(d)
+    });
+    trace.push(format!("timed out: {state} e+{}", epoch - ec));
+    // The producer's next calls with its old epoch.
+    trace.push(format!("late produce: {}", c.produce(pc, ec, 1, &["t2"])));
+    trace.push(format!("late commit: {}", rel(ec, c.end_txn(pc, ec, true))));
+    // A new InitProducerId starts over with the next epoch.
+    let (pc2, ec2) = init_producer(&mut c, 60_000);
+    trace.push(format!("new init: same id {} e+{}", pc2 == pc, ec2 - ec));
+    trace.push(format!("new produce: {}", c.produce(pc2, ec2, 0, &["t3"])));
+    trace.push(format!(
+        "new commit: {}",
+        rel(ec, c.end_settled(pc2, ec2, true))
+    ));
+    trace
+}
+
 /// What a read_committed consumer reads from partition 0 (librdkafka),
 /// until it reached the high watermark's last stable offset.
 fn read_committed(addr: &str) -> Vec<String> {
@@ -507,27 +622,61 @@ const EXPECTED: &[&str] = &[
     "producers: [(true, 4)]",
 ];
 
+/// The trace of [`mixed_and_timeout`] Kafka 4.4 gives.
+const EXPECTED_MIXED: &[&str] = &[
+    "v1 add: 0",
+    "v1 produce: 0",
+    "v2 produce: 0",
+    "v1 commit: 0",
+    "v2 abort: 0 e+1",
+    "v1 add: 0",
+    "v1 produce: 0",
+    "v2 produce: 0",
+    "v1 abort: 0",
+    "v2 commit: 0 e+2",
+    "v1 describe: CompleteAbort e+0",
+    "v2 describe: CompleteCommit e+2",
+    "timeout produce: 0",
+    "timed out: CompleteAbort e+1",
+    "late produce: 47",
+    "late commit: 48",
+    "new init: same id true e+2",
+    "new produce: 0",
+    "new commit: 0 e+3",
+];
+
+/// The timeout abort runs every 200 ms on both brokers, so the 1 s
+/// transaction is aborted soon after its timeout.
+const ABORT_INTERVAL: &str = "transaction.abort.timed.out.transaction.cleanup.interval.ms=200";
+
 #[test]
 fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let broker = Broker::start_with(&[
         "offsets.topic.num.partitions=2",
         "transaction.state.log.num.partitions=2",
+        ABORT_INTERVAL,
     ]);
     let fjord = scenario(&broker.bootstrap());
     eprintln!("Fjord: {fjord:#?}");
+    let fjord_mixed = mixed_and_timeout(&broker.bootstrap());
+    eprintln!("Fjord: {fjord_mixed:#?}");
     let fjord_read = read_committed(&broker.bootstrap());
     let kafka = KafkaPeer::start().map(|peer| {
         let trace = scenario(&peer.addr);
         eprintln!("Kafka: {trace:#?}");
-        (trace, read_committed(&peer.addr))
+        let mixed = mixed_and_timeout(&peer.addr);
+        eprintln!("Kafka: {mixed:#?}");
+        (trace, mixed, read_committed(&peer.addr))
     });
-    if let Some((trace, read)) = &kafka {
+    if let Some((trace, mixed, read)) = &kafka {
         assert_eq!(
             trace, EXPECTED,
             "Kafka's trace differs from the recorded one"
         );
+        assert_eq!(mixed, EXPECTED_MIXED, "Kafka's mixed trace differs");
         assert_eq!(read, &fjord_read, "Kafka's read_committed view");
     }
     assert_eq!(fjord, EXPECTED);
-    assert_eq!(fjord_read, ["c1", "c2", "c3"]);
+    assert_eq!(fjord_mixed, EXPECTED_MIXED);
+    assert_eq!(fjord_read, ["c1", "c2", "c3", "v1-a", "v2-b", "t3"]);
 }
