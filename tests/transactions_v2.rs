@@ -6,8 +6,14 @@
 //! against Fjord and, when its jars are installed (`scripts/peers/kafka
 //! install`), against Apache Kafka 4.4; both traces must be equal, and
 //! Fjord's must be the one written here. `FJORD_REQUIRE_KAFKA_PEER=1` makes
-//! a missing peer a failure. Then a read_committed consumer (librdkafka)
-//! reads exactly the committed records.
+//! a missing peer a failure. A second trace interleaves a transactions-v1
+//! producer (AddPartitionsToTxn v3, Produce v11, EndTxn v4) and a v2 one on
+//! the same partition, then lets the coordinator abort a transaction past
+//! its timeout and checks the late producer's calls and a new
+//! InitProducerId. Then a read_committed consumer (librdkafka) reads exactly
+//! the committed records, and the id's `__transaction_state` records, as
+//! each broker wrote them (TransactionLogValue v1 from Kafka), are read
+//! with Fjord's decoder and must match.
 //!
 //! The epoch overflow (an EndTxn v5 at epoch 32766 rotating the producer
 //! id) is not driven here: reaching that epoch takes 32,766 InitProducerId
@@ -565,6 +571,62 @@ fn mixed_and_timeout(addr: &str) -> Vec<String> {
     trace
 }
 
+/// The records of [`TXN_ID`] in `__transaction_state` (with
+/// `state_partitions` partitions) as a Fetch reads them, each decoded with
+/// Fjord's reader: (status, epoch above `base`, client transaction version
+/// level, whether a PreviousProducerId / NextProducerId is set). Every
+/// record of the partition must decode, whichever broker wrote it.
+fn transaction_log(addr: &str, state_partitions: i32, base: i16) -> Vec<String> {
+    use fjord::txn::records::decode;
+    let partition =
+        fjord::txn::coordinator::partition_for_transactional_id(TXN_ID, state_partitions);
+    let mut c = Conn::new(addr, TXN_ID);
+    let req = kp::FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![kp::fetch_request::FetchTopic::default()
+            .with_topic(s("__transaction_state").into())
+            .with_partitions(vec![kp::fetch_request::FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(1 << 20)])]);
+    let r = c.call(12, &req);
+    let p = &r.responses[0].partitions[0];
+    assert_eq!(p.error_code, 0, "Fetch __transaction_state-{partition}");
+    let mut b = p.records.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for set in kafka_protocol::records::RecordBatchDecoder::decode_all(&mut b).unwrap() {
+        for r in set.records {
+            let key = r.key.clone().unwrap();
+            let (id, value) = decode(&key, r.value.as_ref())
+                .unwrap_or_else(|e| panic!("record at {} does not decode: {e}", r.offset));
+            if id != TXN_ID {
+                continue;
+            }
+            let Some(v) = value else {
+                out.push("tombstone".to_string());
+                continue;
+            };
+            out.push(format!(
+                "{} e+{} tv{} prev {} next {}",
+                v.status.name(),
+                v.producer_epoch - base,
+                v.tagged.client_tv as i16,
+                if v.tagged.previous_producer_id == v.producer_id {
+                    "same".to_string()
+                } else {
+                    v.tagged.previous_producer_id.to_string()
+                },
+                v.tagged.next_producer_id >= 0
+            ));
+        }
+    }
+    out
+}
+
 /// What a read_committed consumer reads from partition 0 (librdkafka),
 /// until it reached the high watermark's last stable offset.
 fn read_committed(addr: &str) -> Vec<String> {
@@ -661,14 +723,27 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let fjord_mixed = mixed_and_timeout(&broker.bootstrap());
     eprintln!("Fjord: {fjord_mixed:#?}");
     let fjord_read = read_committed(&broker.bootstrap());
+    let fjord_log = transaction_log(&broker.bootstrap(), 2, 0);
+    eprintln!("Fjord's log: {fjord_log:#?}");
     let kafka = KafkaPeer::start().map(|peer| {
         let trace = scenario(&peer.addr);
         eprintln!("Kafka: {trace:#?}");
         let mixed = mixed_and_timeout(&peer.addr);
         eprintln!("Kafka: {mixed:#?}");
-        (trace, mixed, read_committed(&peer.addr))
+        // Kafka's default transaction.state.log.num.partitions.
+        let log = transaction_log(&peer.addr, 50, 0);
+        eprintln!("Kafka's log: {log:#?}");
+        (trace, mixed, read_committed(&peer.addr), log)
     });
-    if let Some((trace, mixed, read)) = &kafka {
+    if let Some((trace, mixed, read, log)) = &kafka {
+        // The same records, read by Fjord's reader from Kafka's log; Kafka
+        // writes every value as v1 (PreviousProducerId set from the first),
+        // Fjord the Empty state of a transactions-v1 InitProducerId as v0.
+        assert_eq!(
+            log.get(1..),
+            fjord_log.get(1..),
+            "__transaction_state records"
+        );
         assert_eq!(
             trace, EXPECTED,
             "Kafka's trace differs from the recorded one"

@@ -319,6 +319,9 @@ pub fn add_partitions(
     let m = check_producer(m, producer_id, epoch)?;
     let mut value = m.value.clone();
     value.tagged.client_tv = tv;
+    if tv.bumps_epoch() {
+        mark_previous(&mut value);
+    }
     match value.status {
         TxnStatus::PrepareCommit | TxnStatus::PrepareAbort | TxnStatus::PrepareEpochFence => {
             return Err(TxnError::ConcurrentTransactions {
@@ -564,6 +567,14 @@ pub fn end_txn_v2(
     }
 }
 
+/// Kafka's transactions-v2 records carry PreviousProducerId = the producer
+/// id itself until a rotation sets the old one; an unset one is filled so.
+fn mark_previous(value: &mut TxnLogValue) {
+    if value.tagged.previous_producer_id < 0 {
+        value.tagged.previous_producer_id = value.producer_id;
+    }
+}
+
 /// The Prepare state of a transactions-v2 EndTxn: epoch + 1 (the old one
 /// kept as `last_epoch`), `next_producer_id` recorded when the epoch is
 /// exhausted, the start time `now` for a transaction with no partition
@@ -578,6 +589,7 @@ fn end_plan_v2(
     let mut plan = end_plan(m, m.value.producer_epoch.saturating_add(1), commit, now);
     let value = &mut plan.prepare.value;
     value.tagged.client_tv = TxnVersion::Tv2;
+    mark_previous(value);
     value.tagged.next_producer_id = next_producer_id.unwrap_or(-1);
     if no_partition_added {
         value.start_ms = now;
