@@ -755,3 +755,92 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     assert_eq!(fjord_mixed, EXPECTED_MIXED);
     assert_eq!(fjord_read, ["c1", "c2", "c3", "v1-a", "v2-b", "t3"]);
 }
+
+/// Produce v12 on a partition led by another broker than the transaction
+/// coordinator: the leader has the coordinator add the partition with one
+/// AddPartitionsToTxn v4 without `verify_only`, and the commit's marker
+/// reaches it (Fjord only: a two-node cluster).
+#[test]
+fn produce_v12_adds_a_partition_through_a_remote_coordinator() {
+    use common::cluster::Cluster;
+    use common::layout::wait_topic;
+    let topic = "tv2-remote";
+    let c = Cluster::start(
+        2,
+        &[
+            "transaction.state.log.num.partitions=1",
+            "transaction.state.log.replication.factor=1",
+            "offsets.topic.replication.factor=1",
+        ],
+    );
+    let mut admin = Conn::new(&c.bootstrap(1), TXN_ID);
+    let req = kp::CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![kp::create_topics_request::CreatableTopic::default()
+            .with_name(s(topic).into())
+            .with_num_partitions(4)
+            .with_replication_factor(1)]);
+    assert_eq!(admin.call(7, &req).topics[0].error_code, 0);
+    let layout = wait_topic(&c, &[1, 2], topic, 4);
+    // The coordinator of the id, then a partition led by the other broker.
+    let coordinator = admin.until("the transaction coordinator", |a| {
+        let req = kp::FindCoordinatorRequest::default()
+            .with_key_type(1)
+            .with_coordinator_keys(vec![s(TXN_ID)]);
+        let r = a.call(4, &req);
+        let k = &r.coordinators[0];
+        (k.error_code == 0).then_some(k.node_id.0)
+    });
+    let (&partition, part) = layout
+        .parts
+        .iter()
+        .find(|(_, p)| p.leader != coordinator)
+        .expect("a partition led by the other broker");
+    eprintln!(
+        "coordinator {coordinator}, partition {partition} led by {}",
+        part.leader
+    );
+    let mut coord = Conn::new(&c.bootstrap(coordinator), TXN_ID);
+    let (pid, e) = init_producer(&mut coord, 60_000);
+    let mut leader = Conn::new(&c.bootstrap(part.leader), TXN_ID);
+    let req = kp::ProduceRequest::default()
+        .with_transactional_id(Some(s(TXN_ID).into()))
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
+            .with_name(s(topic).into())
+            .with_partition_data(vec![
+                kp::produce_request::PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(txn_batch(pid, e, 0, &["r1", "r2"]))),
+            ])]);
+    let code = leader.until("the remote add", |l| {
+        let code = l.call(12, &req).responses[0].partition_responses[0].error_code;
+        // Retriable while the brokers connect: NOT_COORDINATOR,
+        // COORDINATOR_NOT_AVAILABLE, CONCURRENT_TRANSACTIONS.
+        (!matches!(code, 15 | 16 | 51)).then_some(code)
+    });
+    assert_eq!(code, 0, "Produce v12 through the remote coordinator");
+    let req =
+        kp::DescribeTransactionsRequest::default().with_transactional_ids(vec![s(TXN_ID).into()]);
+    let t = coord.call(0, &req).transaction_states[0].clone();
+    assert_eq!(t.transaction_state.to_string(), "Ongoing");
+    assert_eq!(t.topics[0].topic.0.to_string(), topic);
+    assert_eq!(t.topics[0].partitions, vec![partition]);
+    assert_eq!(coord.end_settled(pid, e, true), (0, pid, e + 1));
+    // The marker reached the leader: the partition's LSO is past it.
+    leader.until("the commit marker on the leader", |l| {
+        let req = kp::ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_isolation_level(1)
+            .with_topics(vec![kp::list_offsets_request::ListOffsetsTopic::default()
+                .with_name(s(topic).into())
+                .with_partitions(vec![
+                    kp::list_offsets_request::ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(-1),
+                ])]);
+        let r = l.call(7, &req);
+        (r.topics[0].partitions[0].offset == 3).then_some(())
+    });
+}
