@@ -817,6 +817,70 @@ fn prepare_abort_found_at_start_up_is_aborted() {
     prepared_transaction_is_finished_after_restart(false, false);
 }
 
+/// Transactions v2 at the exhausted epoch: an open transaction at epoch
+/// 32766 (planted in `__transaction_state`, as 32,766 InitProducerId round
+/// trips would leave it) is committed by EndTxn v5, which allocates a new
+/// producer id first: the marker carries epoch 32767, the answer is (new
+/// id, 0), a retry with the old pair gets the same answer, and the new pair
+/// runs the next transaction.
+#[test]
+fn end_txn_v2_at_the_exhausted_epoch_rotates_the_producer_id() {
+    use fjord::txn::records::{TxnLogTagged, TxnLogValue, TxnStatus, TxnVersion};
+    let mut node = Node::start(ONE_STATE_PARTITION);
+    let topic = "overflow";
+    let id = "overflow-id";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut p = TxnProducer::init(&node, id, 60_000);
+    let sent: Vec<String> = (0..2).map(|i| format!("{id}-{i}")).collect();
+    p.send(&node, topic, 0, &sent);
+    let d = node.describe_txn(id);
+    node.stop();
+    let now = now_ms();
+    let exhausted = i16::MAX - 1;
+    append_txn_state(
+        &node,
+        id,
+        &TxnLogValue {
+            producer_id: d.producer_id,
+            producer_epoch: exhausted,
+            timeout_ms: 60_000,
+            status: TxnStatus::Ongoing,
+            partitions: parts(topic, &[0]),
+            last_update_ms: now,
+            start_ms: now,
+            tagged: TxnLogTagged {
+                client_tv: TxnVersion::Tv2,
+                ..TxnLogTagged::default()
+            },
+        },
+    );
+    node.start_again();
+    node.txn_ready();
+    let (new_pid, epoch) = node
+        .end_txn_v2(id, d.producer_id, exhausted, true)
+        .expect("EndTxn v5 at the exhausted epoch");
+    assert_ne!(new_pid, d.producer_id);
+    assert_eq!(epoch, 0);
+    let after = node.describe_txn(id);
+    assert_eq!(after.state, "CompleteCommit");
+    assert_eq!((after.producer_id, after.producer_epoch), (new_pid, 0));
+    // The marker (epoch 32767) committed the records.
+    assert_eq!(node.hw_and_lso(topic, 0), (3, 3));
+    assert_eq!(node.values(topic, 0, 0, READ_COMMITTED), sent);
+    // The retry of the old pair is recognised; another epoch is not.
+    assert_eq!(
+        node.end_txn_v2(id, d.producer_id, exhausted, true),
+        Ok((new_pid, 0))
+    );
+    assert_eq!(
+        node.end_txn_v2(id, d.producer_id, exhausted - 1, true),
+        Err(49)
+    );
+    // The new pair runs the next transaction (an empty abort: epoch 1).
+    assert_eq!(node.end_txn_v2(id, new_pid, 0, false), Ok((new_pid, 1)));
+}
+
 /// An operator ends a transaction that holds a partition's LSO with a
 /// marker (what WriteTxnMarkers from `kafka-transactions.sh abort` writes),
 /// using the producer id and epoch DescribeProducers shows: an epoch older

@@ -118,6 +118,23 @@ impl Node {
         })
     }
 
+    /// EndTxn v5 (transactions v2): the (producer id, epoch) to continue
+    /// with, or the error code.
+    pub fn end_txn_v2(
+        &self,
+        id: &str,
+        pid: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<(i64, i16), i16> {
+        let id = id.to_string();
+        self.on(self.txn_shard(&id), move |s| async move {
+            coordinator::end_txn(s, id, pid, epoch, commit, TxnVersion::Tv2)
+                .await
+                .map_err(|e| e.code())
+        })
+    }
+
     /// DescribeTransactions for `id`: (error code, state, producer id,
     /// epoch, timeout, start, partitions).
     pub fn describe_txn(&self, id: &str) -> TxnView {
