@@ -171,8 +171,8 @@ mod tests {
 
     #[test]
     fn produce_is_listed_from_v0_and_served_from_v3() {
-        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 11)));
-        assert_eq!(supported_range(ApiKey::Produce), Some((3, 11)));
+        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 12)));
+        assert_eq!(supported_range(ApiKey::Produce), Some((3, 12)));
         assert_eq!(
             advertised_range(ApiKey::Fetch),
             supported_range(ApiKey::Fetch)
