@@ -17,8 +17,10 @@
 //!
 //! The epoch overflow (an EndTxn v5 at epoch 32766 rotating the producer
 //! id) is not driven here: reaching that epoch takes 32,766 InitProducerId
-//! round trips on either broker. The state machine's tests
-//! (`src/txn/state_machine_tests.rs`) cover it.
+//! round trips on either broker. `tests/inprocess.rs` plants epoch 32766
+//! instead (`end_txn_v2_at_the_exhausted_epoch_rotates_the_producer_id`),
+//! and the state machine's tests (`src/txn/state_machine_tests.rs`) cover
+//! the retries around it.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
