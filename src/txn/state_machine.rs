@@ -15,6 +15,11 @@
 //! and Complete states to Empty with a bumped epoch. Dead and
 //! PrepareEpochFence are Kafka's in-flight states: this coordinator never
 //! writes them, and only meets them in a log written elsewhere.
+//!
+//! Transactions v2 (KIP-890 part 2) is chosen per request, as Kafka does
+//! ([`TxnVersion`]): its EndTxn ([`end_txn_v2`]) bumps the epoch at every
+//! end and rotates the producer id once the epoch is exhausted; its adds
+//! come from the partition leaders and record the client's version.
 
 use std::collections::BTreeSet;
 
