@@ -713,11 +713,19 @@ fn append_txn_state(node: &Node, id: &str, value: &fjord::txn::records::TxnLogVa
 /// the markers (PrepareCommit or PrepareAbort); after the start the
 /// coordinator finishes the transaction itself: markers and the Complete
 /// state, so read_committed sees a committed transaction and skips an
-/// aborted one.
-fn prepared_transaction_is_finished_after_restart(commit: bool) {
-    use fjord::txn::records::{TxnLogValue, TxnStatus};
+/// aborted one. With `v2` the record is a transactions-v2 Prepare state
+/// (TransactionLogValue v1: epoch + 1, ClientTransactionVersion 2, a
+/// NextProducerId as at an exhausted epoch): the markers carry epoch + 1 and
+/// the Complete state switches to the next producer id at epoch 0.
+fn prepared_transaction_is_finished_after_restart(commit: bool, v2: bool) {
+    use fjord::txn::records::{TxnLogTagged, TxnLogValue, TxnStatus, TxnVersion};
     let mut node = Node::start(ONE_STATE_PARTITION);
-    let topic = if commit { "rec-commit" } else { "rec-abort" };
+    let topic = match (commit, v2) {
+        (true, false) => "rec-commit",
+        (false, false) => "rec-abort",
+        (true, true) => "rec-commit-v2",
+        (false, true) => "rec-abort-v2",
+    };
     let id = format!("{topic}-id");
     node.create_topic(topic, 1, &[]);
     node.txn_ready();
@@ -729,12 +737,25 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
     node.stop();
 
     let now = now_ms();
+    let next_producer_id = d.producer_id + 1_000;
+    let (epoch, tagged) = if v2 {
+        (
+            d.producer_epoch + 1,
+            TxnLogTagged {
+                next_producer_id,
+                client_tv: TxnVersion::Tv2,
+                ..TxnLogTagged::default()
+            },
+        )
+    } else {
+        (d.producer_epoch, TxnLogTagged::default())
+    };
     append_txn_state(
         &node,
         &id,
         &TxnLogValue {
             producer_id: d.producer_id,
-            producer_epoch: d.producer_epoch,
+            producer_epoch: epoch,
             timeout_ms: 60_000,
             status: if commit {
                 TxnStatus::PrepareCommit
@@ -744,6 +765,7 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
             partitions: parts(topic, &[0]),
             last_update_ms: now,
             start_ms: now,
+            tagged,
         },
     );
     node.start_again();
@@ -761,6 +783,10 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
     assert_eq!(node.hw_and_lso(topic, 0), (5, 5));
     let expected = if commit { sent } else { Vec::new() };
     assert_eq!(node.values(topic, 0, 0, READ_COMMITTED), expected);
+    if v2 {
+        let d = node.describe_txn(&id);
+        assert_eq!((d.producer_id, d.producer_epoch), (next_producer_id, 0));
+    }
 }
 
 /// A PrepareCommit found at start-up is committed. (Was txn_recovery.rs
@@ -768,14 +794,91 @@ fn prepared_transaction_is_finished_after_restart(commit: bool) {
 /// killed; here it stops, and the record is appended as there.)
 #[test]
 fn prepare_commit_found_at_start_up_is_committed() {
-    prepared_transaction_is_finished_after_restart(true);
+    prepared_transaction_is_finished_after_restart(true, false);
+}
+
+/// A transactions-v2 PrepareCommit (TransactionLogValue v1, a producer id
+/// rotation pending) found at start-up is committed and rotates the id.
+#[test]
+fn prepare_commit_v2_found_at_start_up_is_committed_and_rotates() {
+    prepared_transaction_is_finished_after_restart(true, true);
+}
+
+/// A transactions-v2 PrepareAbort found at start-up is aborted.
+#[test]
+fn prepare_abort_v2_found_at_start_up_is_aborted_and_rotates() {
+    prepared_transaction_is_finished_after_restart(false, true);
 }
 
 /// A PrepareAbort found at start-up is aborted. (Was txn_recovery.rs
 /// `prepare_abort_found_at_start_up_is_aborted`.)
 #[test]
 fn prepare_abort_found_at_start_up_is_aborted() {
-    prepared_transaction_is_finished_after_restart(false);
+    prepared_transaction_is_finished_after_restart(false, false);
+}
+
+/// Transactions v2 at the exhausted epoch: an open transaction at epoch
+/// 32766 (planted in `__transaction_state`, as 32,766 InitProducerId round
+/// trips would leave it) is committed by EndTxn v5, which allocates a new
+/// producer id first: the marker carries epoch 32767, the answer is (new
+/// id, 0), a retry with the old pair gets the same answer, and the new pair
+/// runs the next transaction.
+#[test]
+fn end_txn_v2_at_the_exhausted_epoch_rotates_the_producer_id() {
+    use fjord::txn::records::{TxnLogTagged, TxnLogValue, TxnStatus, TxnVersion};
+    let mut node = Node::start(ONE_STATE_PARTITION);
+    let topic = "overflow";
+    let id = "overflow-id";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    let mut p = TxnProducer::init(&node, id, 60_000);
+    let sent: Vec<String> = (0..2).map(|i| format!("{id}-{i}")).collect();
+    p.send(&node, topic, 0, &sent);
+    let d = node.describe_txn(id);
+    node.stop();
+    let now = now_ms();
+    let exhausted = i16::MAX - 1;
+    append_txn_state(
+        &node,
+        id,
+        &TxnLogValue {
+            producer_id: d.producer_id,
+            producer_epoch: exhausted,
+            timeout_ms: 60_000,
+            status: TxnStatus::Ongoing,
+            partitions: parts(topic, &[0]),
+            last_update_ms: now,
+            start_ms: now,
+            tagged: TxnLogTagged {
+                client_tv: TxnVersion::Tv2,
+                ..TxnLogTagged::default()
+            },
+        },
+    );
+    node.start_again();
+    node.txn_ready();
+    let (new_pid, epoch) = node
+        .end_txn_v2(id, d.producer_id, exhausted, true)
+        .expect("EndTxn v5 at the exhausted epoch");
+    assert_ne!(new_pid, d.producer_id);
+    assert_eq!(epoch, 0);
+    let after = node.describe_txn(id);
+    assert_eq!(after.state, "CompleteCommit");
+    assert_eq!((after.producer_id, after.producer_epoch), (new_pid, 0));
+    // The marker (epoch 32767) committed the records.
+    assert_eq!(node.hw_and_lso(topic, 0), (3, 3));
+    assert_eq!(node.values(topic, 0, 0, READ_COMMITTED), sent);
+    // The retry of the old pair is recognised; another epoch is not.
+    assert_eq!(
+        node.end_txn_v2(id, d.producer_id, exhausted, true),
+        Ok((new_pid, 0))
+    );
+    assert_eq!(
+        node.end_txn_v2(id, d.producer_id, exhausted - 1, true),
+        Err(49)
+    );
+    // The new pair runs the next transaction (an empty abort: epoch 1).
+    assert_eq!(node.end_txn_v2(id, new_pid, 0, false), Ok((new_pid, 1)));
 }
 
 /// An operator ends a transaction that holds a partition's LSO with a

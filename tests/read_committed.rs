@@ -3,7 +3,8 @@
 //! (each owner asks the coordinator once for all its partitions, KIP-890),
 //! counted with the metrics endpoint. The READ_COMMITTED rules (the LSO,
 //! the refusals of transactional and control batches) are an in-process
-//! scenario (tests/inprocess.rs `read_committed_stops_at_the_lso`).
+//! scenario (tests/inprocess.rs `read_committed_stops_at_the_lso`). A first
+//! Produce v12 (transactions v2) adds its partitions in the same two rounds.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -184,4 +185,53 @@ fn first_transactional_batches_on_ten_partitions_take_two_cross_shard_rounds() {
     assert_eq!(produce_all(&mut s, 6, 2, 1), vec![0; 10]);
     let later = produce_cross_shard_calls(&metrics) - before;
     assert_eq!(later, 1.0, "cross-shard calls for a later produce");
+}
+
+/// Transactions v2: a first Produce v12 on ten partitions over both shards,
+/// with no AddPartitionsToTxn, has each owner add its partitions on the
+/// coordinator in the call the verification makes: every partition
+/// appended, in two cross-shard rounds, the two owners' adds on one id
+/// waiting for each other rather than failing.
+#[test]
+fn first_produce_v12_adds_ten_partitions_in_two_cross_shard_rounds() {
+    let topic = "rounds-v2";
+    let parts = 10;
+    let owners: std::collections::BTreeSet<usize> = (0..parts)
+        .map(|p| fjord::cluster::metadata::owner_shard(topic, p, 2))
+        .collect();
+    assert_eq!(owners.len(), 2, "the partitions should live on both shards");
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let metrics = broker.metrics_address();
+    let mut s = connect(&broker.bootstrap());
+    create_topic(&mut s, topic, parts);
+    let (pid, epoch) = init_producer(&mut s);
+    let ts = now_ms();
+    let req = ProduceRequest::default()
+        .with_transactional_id(Some(sb(TXN_ID).into()))
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(sb(topic)))
+            .with_partition_data(
+                (0..parts)
+                    .map(|p| {
+                        PartitionProduceData::default()
+                            .with_index(p)
+                            .with_records(Some(batch(pid, epoch, 0, 2, ts, true, false)))
+                    })
+                    .collect(),
+            )]);
+    let before = produce_cross_shard_calls(&metrics);
+    let resp = kp_call(&mut s, 12, 3, &req);
+    let codes: Vec<i16> = resp.responses[0]
+        .partition_responses
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![0; 10]);
+    let rounds = produce_cross_shard_calls(&metrics) - before;
+    assert_eq!(
+        rounds, 2.0,
+        "cross-shard calls for a 10-partition first Produce v12"
+    );
 }

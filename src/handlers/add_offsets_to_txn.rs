@@ -20,6 +20,7 @@ use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
 use crate::txn::error::TxnError;
+use crate::txn::records::TxnVersion;
 
 /// Answers AddOffsetsToTxn.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -53,6 +54,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                             pid,
                             epoch,
                             vec![(OFFSETS_TOPIC.to_string(), p)],
+                            TxnVersion::Tv0,
                         )
                     })
                     .await

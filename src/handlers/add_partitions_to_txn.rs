@@ -5,7 +5,9 @@
 //! to the coordinator: several transactional ids per request, each either
 //! added as in v3 or, with `verify_only`, only checked (every partition
 //! answered NONE when it is in the producer's open transaction, the
-//! coordinator's error otherwise). v5 only allows TRANSACTION_ABORTABLE in
+//! coordinator's error otherwise); an add in the v4+ form is a partition
+//! leader's implicit add for a transactions-v2 client (KIP-890 part 2),
+//! recorded with that client transaction version. v5 only allows TRANSACTION_ABORTABLE in
 //! the answer, which this broker does not give. Every form is forwarded to
 //! the transactional id's coordinator. Partitions of unknown topics get
 //! UNKNOWN_TOPIC_OR_PARTITION and the others of that transactional id
@@ -28,6 +30,7 @@ use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
 use crate::txn::error::TxnError;
+use crate::txn::records::TxnVersion;
 
 /// One transactional id's share of the request.
 struct TxnPart<'a> {
@@ -52,6 +55,8 @@ async fn run(
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let image = shard.metadata();
     let client = version <= 3;
+    // Kafka: the broker form (v4+) is transactions v2 when it adds.
+    let tv = TxnVersion::for_add_partitions(version);
     if client {
         if let Err(d) = access.check(Operation::Write, ResourceType::TransactionalId, &t.id) {
             return every_partition(t.topics, d.code());
@@ -97,9 +102,13 @@ async fn run(
                 } else {
                     shard
                         .invoke_on(owner, move |s| async move {
-                            let c = coordinator::add_partitions(s, id, pid, epoch, wanted)
-                                .await
-                                .map_or_else(|e| e.code(), |()| 0);
+                            let added = if client {
+                                coordinator::add_partitions(s, id, pid, epoch, wanted, tv).await
+                            } else {
+                                coordinator::add_partitions_for_leader(s, id, pid, epoch, wanted)
+                                    .await
+                            };
+                            let c = added.map_or_else(|e| e.code(), |()| 0);
                             vec![c; n]
                         })
                         .await

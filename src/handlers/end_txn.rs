@@ -1,9 +1,12 @@
-//! EndTxn (key 26), v0–v4 (v4 only allows TRANSACTION_ABORTABLE; v5, transactions v2, is not served): commit or abort the producer's transaction
+//! EndTxn (key 26), v0–v5: commit or abort the producer's transaction
 //! (KIP-98). Forwarded to the transactional id's coordinator, which writes
 //! the decision, the COMMIT/ABORT markers to every partition of the
 //! transaction, then the Complete state, and answers after the markers.
-//! PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2. v4 adds
-//! TRANSACTION_ABORTABLE and v5 the epoch bump of KIP-890, not served.
+//! PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2. v4 only
+//! allows TRANSACTION_ABORTABLE in the answer. v5 is transactions v2
+//! (KIP-890 part 2): the coordinator bumps the epoch at every EndTxn and the
+//! answer carries the producer id and epoch to continue with (-1, -1 on an
+//! error, and below v5).
 
 use std::rc::Rc;
 
@@ -17,6 +20,7 @@ use crate::protocol::RequestFrame;
 use crate::shard::Shard;
 use crate::txn::coordinator;
 use crate::txn::error::TxnError;
+use crate::txn::records::TxnVersion;
 
 /// Answers EndTxn.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
@@ -27,22 +31,29 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         .check(Operation::Write, ResourceType::TransactionalId, &id)
         .map_err(|d| d.code())
         .and_then(|()| txn_owner(shard, &id).map_err(|e| e.code()));
-    let code = match owner {
-        Err(c) => c,
+    let version = frame.prefix.api_version;
+    let tv = TxnVersion::for_end_txn(version);
+    let answer = match owner {
+        Err(c) => Err(c),
         Ok(owner) => {
             let (pid, epoch, commit) = (req.producer_id.0, req.producer_epoch, req.committed);
             shard
                 .invoke_on(owner, move |s| {
-                    coordinator::end_txn(s, id, pid, epoch, commit)
+                    coordinator::end_txn(s, id, pid, epoch, commit, tv)
                 })
                 .await
                 .unwrap_or_else(|e| Err(TxnError::CoordinatorUnavailable(e)))
-                .map_or_else(|e| e.code(), |()| 0)
+                .map_err(|e| e.code())
         }
     };
+    let (code, (pid, epoch)) = match answer {
+        Ok(pair) => (0, pair),
+        Err(c) => (c, (-1, -1)),
+    };
     let mut resp = EndTxnResponse::default();
-    resp.error_code = fenced_for_version(code, frame.prefix.api_version, 2);
-    resp.producer_id = ProducerId(-1);
-    resp.producer_epoch = -1;
+    resp.error_code = fenced_for_version(code, version, 2);
+    // The fields exist from v5 only; older answers are encoded without them.
+    resp.producer_id = ProducerId(pid);
+    resp.producer_epoch = epoch;
     Ok(respond(frame, &resp))
 }

@@ -1,4 +1,4 @@
-//! Produce (key 0), v3–v11, RecordBatch v2 only.
+//! Produce (key 0), v3–v12, RecordBatch v2 only.
 //!
 //! The connection's shard splits the request by owner shard; each owner
 //! validates its partitions' batches (magic, sizes, CRC32C — no per-record
@@ -23,7 +23,10 @@
 //! coordinator confirms that the partition is in the producer's open
 //! transaction (KIP-890's check, asked by the owner for all its partitions
 //! at once: `shard::owner::produce`); later batches of that
-//! transaction skip the check. See docs/transactions.md.
+//! transaction skip the check. From v12 (transactions v2, KIP-890 part 2)
+//! the coordinator adds the partition to the transaction instead, in the
+//! same call: the client sends no AddPartitionsToTxn. See
+//! docs/transactions.md.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -222,6 +225,7 @@ pub async fn handle(
                     partition: p.index,
                     records,
                     transactional_id: transactional_id.clone(),
+                    add_to_txn: frame.prefix.api_version >= 12,
                 });
             } else {
                 r.error_code = codes::CORRUPT_MESSAGE;

@@ -1,12 +1,13 @@
-//! TxnOffsetCommit (key 28), v0–v4: a transactional producer commits a
+//! TxnOffsetCommit (key 28), v0–v5: a transactional producer commits a
 //! consumer group's offsets inside its transaction (KIP-98; group
 //! generation and member checks from v3, KIP-447). Forwarded to the group's
 //! coordinator, which writes them to `__consumer_offsets` as a transactional
 //! batch; they become the group's committed offsets when the transaction
 //! commits and are dropped when it aborts. The transaction coordinator must
 //! confirm first that AddOffsetsToTxn added the group's partition to the
-//! producer's open transaction (KIP-890's check). PRODUCER_FENCED is
-//! answered as INVALID_PRODUCER_EPOCH below v2.
+//! producer's open transaction (KIP-890's check); from v5 (transactions v2,
+//! KIP-890 part 2) it adds that partition itself, with no AddOffsetsToTxn.
+//! PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.
 
 use std::rc::Rc;
 
@@ -32,7 +33,11 @@ use crate::shard::Shard;
 /// (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
 /// Offsets a coordinator does not know about could never be committed or
 /// aborted by a marker.
-async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) -> i16 {
+///
+/// From v5 (`add`, transactions v2, KIP-890 part 2) the transaction
+/// coordinator adds the partition to the transaction instead (the client
+/// sends no AddOffsetsToTxn), in the same call.
+async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str, add: bool) -> i16 {
     let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
     // Mark the verification on the group's shard first (see
     // `coordinator::begin_txn_commit`).
@@ -52,7 +57,7 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str) ->
     let id: std::sync::Arc<str> = std::sync::Arc::from(req.transactional_id.0.as_str());
     let p = partition_for_group(group, shard.config.group.offsets_topic_partitions);
     let partition = (std::sync::Arc::from(OFFSETS_TOPIC), p);
-    crate::txn::verify::verify_partitions(shard.clone(), id, pid, epoch, vec![partition])
+    crate::txn::verify::verify_partitions(shard.clone(), id, pid, epoch, vec![partition], add)
         .await
         .into_iter()
         .next()
@@ -107,7 +112,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let verified = if n == 0 {
         0
     } else {
-        verify(shard, &req, &group).await
+        verify(shard, &req, &group, version >= 5).await
     };
     let out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
         _ if n == 0 => Vec::new(),

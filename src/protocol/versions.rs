@@ -8,11 +8,11 @@ use kafka_protocol::messages::ApiKey;
 /// (API, min version, max version) this broker serves. Ranges are within what
 /// the `kafka-protocol` crate can decode and encode (Kafka 4.x removed the
 /// older versions: Produce starts at v3, ListOffsets at v1, CreateTopics at
-/// v2), and reach at least Kafka 4.0's maxima except where a newer version
-/// means transactions v2 (KIP-890 part 2: Produce v12, TxnOffsetCommit v5,
-/// EndTxn v5; see docs/compatibility.md).
+/// v2), and reach at least Kafka 4.0's maxima (Kafka 4.4's Produce v13,
+/// topic ids, is not served yet; see
+/// docs/decisions/transactions-v2-served.md).
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 11),
+    (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -47,8 +47,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
-    (ApiKey::EndTxn, 0, 4),
-    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::WriteTxnMarkers, 1, 1),
@@ -173,8 +173,8 @@ mod tests {
 
     #[test]
     fn produce_is_listed_from_v0_and_served_from_v3() {
-        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 11)));
-        assert_eq!(supported_range(ApiKey::Produce), Some((3, 11)));
+        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 12)));
+        assert_eq!(supported_range(ApiKey::Produce), Some((3, 12)));
         assert_eq!(
             advertised_range(ApiKey::Fetch),
             supported_range(ApiKey::Fetch)

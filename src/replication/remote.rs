@@ -80,6 +80,7 @@ impl Remote {
 }
 
 impl RemoteBrokers for Remote {
+    #[allow(clippy::too_many_arguments)]
     fn verify_in_txn(
         &self,
         shard: Rc<Shard>,
@@ -88,6 +89,7 @@ impl RemoteBrokers for Remote {
         producer_id: i64,
         epoch: i16,
         partitions: Vec<(std::sync::Arc<str>, i32)>,
+        add: bool,
     ) -> RemoteFuture<Result<Vec<i16>, RemoteError>> {
         let idle = self.idle.clone();
         Box::pin(async move {
@@ -109,7 +111,7 @@ impl RemoteBrokers for Remote {
                     )))
                     .with_producer_id(ProducerId(producer_id))
                     .with_producer_epoch(epoch)
-                    .with_verify_only(true)
+                    .with_verify_only(!add)
                     .with_topics(topics),
             ]);
             let resp = Remote::call(&idle, &shard, coordinator, &req, 4).await?;

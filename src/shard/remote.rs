@@ -72,8 +72,11 @@ pub trait RemoteBrokers {
     /// Asks broker `coordinator` (the transaction coordinator of
     /// `transactional_id`) whether each of `partitions` is in the open
     /// transaction of (`producer_id`, `epoch`), in one AddPartitionsToTxn v4
-    /// `verify_only` request (KIP-890). Gives the coordinator's code per
-    /// partition, in order (0: it is), or why it could not be asked.
+    /// `verify_only` request (KIP-890), or with `add` (transactions v2,
+    /// KIP-890 part 2) has it add them, the same request without
+    /// `verify_only`. Gives the coordinator's code per partition, in order
+    /// (0: it is, or was added), or why it could not be asked.
+    #[allow(clippy::too_many_arguments)]
     fn verify_in_txn(
         &self,
         shard: Rc<Shard>,
@@ -82,5 +85,6 @@ pub trait RemoteBrokers {
         producer_id: i64,
         epoch: i16,
         partitions: Vec<(std::sync::Arc<str>, i32)>,
+        add: bool,
     ) -> RemoteFuture<Result<Vec<i16>, RemoteError>>;
 }

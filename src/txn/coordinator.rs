@@ -35,7 +35,7 @@ use std::time::Duration;
 
 use super::error::{MarkerCause, ProducerIdAllocationCause, TxnError};
 use super::load::{Loaded, Replay};
-use super::records::{self, TxnLogValue};
+use super::records::{self, TxnLogValue, TxnVersion};
 use super::state_machine::{self as sm, EndDecision, EndPlan, InitDecision, InitRequest, Markers};
 use super::{TxnConfig, TRANSACTION_STATE_TOPIC};
 use crate::group::GroupCoordinator;
@@ -447,7 +447,8 @@ pub fn verify_partition(
 
 /// AddPartitionsToTxn / AddOffsetsToTxn: adds `partitions` to the open
 /// transaction of `id` (opening one if none), written to
-/// `__transaction_state` before the answer. The error (for all of them) is
+/// `__transaction_state` before the answer, recording the client's
+/// transaction version `tv`. The error (for all of them) is
 /// [`sm::add_partitions`]'s, the busy mark's or the append's.
 pub async fn add_partitions(
     shard: Rc<Shard>,
@@ -455,33 +456,101 @@ pub async fn add_partitions(
     producer_id: i64,
     epoch: i16,
     partitions: Vec<(String, i32)>,
+    tv: TxnVersion,
 ) -> Result<(), TxnError> {
     let _busy = acquire(&shard, &id)?;
     let m = here().get(&id);
-    match sm::add_partitions(m.as_ref(), producer_id, epoch, &partitions, now_ms())? {
+    match sm::add_partitions(m.as_ref(), producer_id, epoch, &partitions, tv, now_ms())? {
         None => Ok(()),
         Some(t) => transition(&shard, &id, &t).await,
     }
 }
 
-/// EndTxn: commits (`commit`) or aborts the open transaction of `id`. The
-/// decision is written to `__transaction_state` (PrepareCommit /
-/// PrepareAbort), then the markers to every partition, then the Complete
-/// state; the answer follows the markers, so a read_committed consumer sees
-/// a committed transaction once the producer's commit returns. The errors
-/// are [`sm::end_txn`]'s, the busy mark's or the append's.
+/// How long a partition leader's add (transactions v2) waits for the id to
+/// be free when it finds another operation on it (another shard's add for
+/// the same request, markers being written): Kafka's default
+/// `add.partitions.to.txn.retry.backoff.max.ms` (100 ms).
+pub const LEADER_ADD_RETRY_MS: u64 = 100;
+
+/// [`add_partitions`] for a partition leader (Produce v12+, TxnOffsetCommit
+/// v5+, AddPartitionsToTxn v4+ without `verify_only`): retried every 2 ms
+/// while CONCURRENT_TRANSACTIONS, up to [`LEADER_ADD_RETRY_MS`], as Kafka's
+/// leaders retry; the owners of one request's partitions on different
+/// shards add them at the same time. Errors: [`add_partitions`]'s, the last
+/// CONCURRENT_TRANSACTIONS after the wait.
+pub async fn add_partitions_for_leader(
+    shard: Rc<Shard>,
+    id: String,
+    producer_id: i64,
+    epoch: i16,
+    partitions: Vec<(String, i32)>,
+) -> Result<(), TxnError> {
+    let deadline = std::time::Instant::now() + Duration::from_millis(LEADER_ADD_RETRY_MS);
+    loop {
+        let r = add_partitions(
+            shard.clone(),
+            id.clone(),
+            producer_id,
+            epoch,
+            partitions.clone(),
+            TxnVersion::Tv2,
+        )
+        .await;
+        match r {
+            Err(TxnError::ConcurrentTransactions { .. })
+                if std::time::Instant::now() < deadline =>
+            {
+                glommio::timer::sleep(Duration::from_millis(2)).await;
+            }
+            r => return r,
+        }
+    }
+}
+
+/// EndTxn: commits (`commit`) or aborts the open transaction of `id`, with
+/// the client's transaction version `tv` (v5+ is transactions v2, which
+/// bumps the epoch, [`sm::end_txn_v2`]). The decision is written to
+/// `__transaction_state` (PrepareCommit / PrepareAbort), then the markers
+/// to every partition, then the Complete state; the answer follows the
+/// markers, so a read_committed consumer sees a committed transaction once
+/// the producer's commit returns. Gives the (producer id, epoch) the
+/// producer continues with (EndTxn v5's answer: bumped, or a new id at
+/// epoch 0 once the epoch is exhausted). The errors are [`sm::end_txn`]'s,
+/// the busy mark's, the producer id allocation's or the append's.
 pub async fn end_txn(
     shard: Rc<Shard>,
     id: String,
     producer_id: i64,
     epoch: i16,
     commit: bool,
-) -> Result<(), TxnError> {
+    tv: TxnVersion,
+) -> Result<(i64, i16), TxnError> {
     let _busy = acquire(&shard, &id)?;
-    let m = here().get(&id);
-    match sm::end_txn(m.as_ref(), producer_id, epoch, commit, now_ms())? {
-        EndDecision::AlreadyDone => Ok(()),
-        EndDecision::End(plan) => end_transaction(&shard, &id, plan).await.map(|_| ()),
+    let mut next_producer_id = None;
+    loop {
+        let m = here().get(&id);
+        let plan = match sm::end_txn(
+            m.as_ref(),
+            producer_id,
+            epoch,
+            commit,
+            tv,
+            next_producer_id,
+            now_ms(),
+        )? {
+            EndDecision::AlreadyDone {
+                producer_id,
+                producer_epoch,
+            } => return Ok((producer_id, producer_epoch)),
+            EndDecision::NewProducerId => {
+                next_producer_id = Some(new_producer_id(&shard).await?);
+                continue;
+            }
+            EndDecision::End(plan) => plan,
+        };
+        let after = sm::complete(&plan.prepare, commit, now_ms()).value;
+        end_transaction(&shard, &id, plan).await?;
+        return Ok((after.producer_id, after.producer_epoch));
     }
 }
 

@@ -102,6 +102,7 @@ mod tests {
             partitions: parts.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
             last_update_ms: 5,
             start_ms: 4,
+            tagged: Default::default(),
         }
     }
 

@@ -7,7 +7,8 @@
 //! (`cluster::producer_ids`).
 //!
 //! * [`records`]: `__transaction_state` records in Kafka's schemas
-//!   (TransactionLogKey / TransactionLogValue v0).
+//!   (TransactionLogKey / TransactionLogValue v0 and v1) and the client's
+//!   transaction version (`records::TxnVersion`).
 //! * [`coordinator`]: the transaction coordinator of every `transactional.id`
 //!   whose `__transaction_state` partition this shard owns: applies the
 //!   state machine's decisions (busy marks, appends, control markers over

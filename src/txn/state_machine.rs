@@ -15,11 +15,16 @@
 //! and Complete states to Empty with a bumped epoch. Dead and
 //! PrepareEpochFence are Kafka's in-flight states: this coordinator never
 //! writes them, and only meets them in a log written elsewhere.
+//!
+//! Transactions v2 (KIP-890 part 2) is chosen per request, as Kafka does
+//! ([`TxnVersion`]): its EndTxn ([`end_txn_v2`]) bumps the epoch at every
+//! end and rotates the producer id once the epoch is exhausted; its adds
+//! come from the partition leaders and record the client's version.
 
 use std::collections::BTreeSet;
 
 use super::error::{TxnError, TxnOperation};
-use super::records::{TxnLogValue, TxnStatus};
+use super::records::{TxnLogTagged, TxnLogValue, TxnStatus, TxnVersion};
 use super::TxnConfig;
 
 /// The highest producer epoch InitProducerId hands out before rotating to a
@@ -121,10 +126,21 @@ pub enum InitDecision {
 #[derive(Debug, Clone, PartialEq)]
 pub enum EndDecision {
     /// A retry of the EndTxn that completed the last transaction: answer
-    /// success, write nothing.
-    AlreadyDone,
-    /// End the open transaction.
+    /// success with this (producer id, epoch) (EndTxn v5 returns them),
+    /// write nothing.
+    AlreadyDone {
+        /// The id's producer id.
+        producer_id: i64,
+        /// The id's producer epoch.
+        producer_epoch: i16,
+    },
+    /// End the open transaction. The answer (EndTxn v5) is the producer id
+    /// and epoch of [`complete`]`(&plan.prepare, …)`.
     End(EndPlan),
+    /// Transactions v2 with an exhausted epoch: allocate a producer id, then
+    /// decide again passing it as `next_producer_id` (Kafka allocates it
+    /// before writing the Prepare state).
+    NewProducerId,
 }
 
 /// A transaction as DescribeTransactions / ListTransactions show it.
@@ -167,6 +183,7 @@ fn empty_value(producer_id: i64, epoch: i16, timeout_ms: i32, now: i64) -> TxnLo
         partitions: BTreeSet::new(),
         last_update_ms: now,
         start_ms: -1,
+        tagged: TxnLogTagged::default(),
     }
 }
 
@@ -239,13 +256,19 @@ pub fn init_producer_id(
             if m.value.producer_epoch >= MAX_HANDED_OUT_EPOCH {
                 return Ok(InitDecision::NewProducerId);
             }
+            let mut value = empty_value(
+                m.value.producer_id,
+                m.value.producer_epoch + 1,
+                req.timeout_ms,
+                now,
+            );
+            // The client's version and the previous producer id stay.
+            value.tagged = TxnLogTagged {
+                next_producer_id: -1,
+                ..m.value.tagged
+            };
             Ok(InitDecision::Persist(Transition {
-                value: empty_value(
-                    m.value.producer_id,
-                    m.value.producer_epoch + 1,
-                    req.timeout_ms,
-                    now,
-                ),
+                value,
                 last_epoch: -1,
             }))
         }
@@ -282,21 +305,28 @@ pub fn check_producer(
     Ok(m)
 }
 
-/// AddPartitionsToTxn / AddOffsetsToTxn: adds `partitions` to the open
-/// transaction, opening one (start time `now`) in Empty and the Complete
-/// states. Gives the Ongoing state to append, or `None` when every
-/// partition is already in the open transaction. Errors: those of
-/// [`check_producer`], CONCURRENT_TRANSACTIONS in the Prepare states,
+/// AddPartitionsToTxn / AddOffsetsToTxn (and, for transactions v2, a
+/// partition leader's implicit add for Produce v12+ / TxnOffsetCommit v5+):
+/// adds `partitions` to the open transaction, opening one (start time
+/// `now`) in Empty and the Complete states; the state records the client's
+/// transaction version `tv`. Gives the Ongoing state to append, or `None`
+/// when every partition is already in the open transaction. Errors: those
+/// of [`check_producer`], CONCURRENT_TRANSACTIONS in the Prepare states,
 /// INVALID_TXN_STATE in Dead.
 pub fn add_partitions(
     m: Option<&TxnMetadata>,
     producer_id: i64,
     epoch: i16,
     partitions: &[(String, i32)],
+    tv: TxnVersion,
     now: i64,
 ) -> Result<Option<Transition>, TxnError> {
     let m = check_producer(m, producer_id, epoch)?;
     let mut value = m.value.clone();
+    value.tagged.client_tv = tv;
+    if tv.bumps_epoch() {
+        mark_previous(&mut value);
+    }
     match value.status {
         TxnStatus::PrepareCommit | TxnStatus::PrepareAbort | TxnStatus::PrepareEpochFence => {
             return Err(TxnError::ConcurrentTransactions {
@@ -373,17 +403,28 @@ pub fn verify_partition(
     }
 }
 
-/// EndTxn: commit (`commit`) or abort the open transaction. Errors: those of
-/// [`check_producer`]; CONCURRENT_TRANSACTIONS for the same outcome while
-/// its markers are written; INVALID_TXN_STATE for no open transaction, the
-/// other outcome of a decided transaction, or Kafka's in-flight states.
+/// EndTxn: commit (`commit`) or abort the open transaction, with the
+/// client's transaction version `tv` ([`TxnVersion::for_end_txn`]).
+/// `next_producer_id` is the id allocated after an
+/// [`EndDecision::NewProducerId`] (transactions v2 only), `None` otherwise.
+///
+/// Transactions v1 errors: those of [`check_producer`];
+/// CONCURRENT_TRANSACTIONS for the same outcome while its markers are
+/// written; INVALID_TXN_STATE for no open transaction, the other outcome of
+/// a decided transaction, or Kafka's in-flight states. Transactions v2: see
+/// [`end_txn_v2`].
 pub fn end_txn(
     m: Option<&TxnMetadata>,
     producer_id: i64,
     epoch: i16,
     commit: bool,
+    tv: TxnVersion,
+    next_producer_id: Option<i64>,
     now: i64,
 ) -> Result<EndDecision, TxnError> {
+    if tv.bumps_epoch() {
+        return end_txn_v2(m, producer_id, epoch, commit, next_producer_id, now);
+    }
     let m = check_producer(m, producer_id, epoch)?;
     let status = m.value.status;
     let invalid = TxnError::InvalidTxnState {
@@ -397,11 +438,19 @@ pub fn end_txn(
     let concurrent = TxnError::ConcurrentTransactions {
         state: Some(status),
     };
+    let done = EndDecision::AlreadyDone {
+        producer_id: m.value.producer_id,
+        producer_epoch: m.value.producer_epoch,
+    };
     match status {
-        TxnStatus::Ongoing => Ok(EndDecision::End(end_plan(m, epoch, commit, now))),
-        TxnStatus::CompleteCommit if commit => Ok(EndDecision::AlreadyDone),
+        TxnStatus::Ongoing => {
+            let mut plan = end_plan(m, epoch, commit, now);
+            plan.prepare.value.tagged.client_tv = tv;
+            Ok(EndDecision::End(plan))
+        }
+        TxnStatus::CompleteCommit if commit => Ok(done),
         TxnStatus::CompleteCommit => Err(invalid),
-        TxnStatus::CompleteAbort if !commit => Ok(EndDecision::AlreadyDone),
+        TxnStatus::CompleteAbort if !commit => Ok(done),
         TxnStatus::CompleteAbort => Err(invalid),
         TxnStatus::PrepareCommit if commit => Err(concurrent),
         TxnStatus::PrepareCommit => Err(invalid),
@@ -412,6 +461,145 @@ pub fn end_txn(
         // coordinator answers them like Empty.
         TxnStatus::Dead | TxnStatus::PrepareEpochFence => Err(invalid),
     }
+}
+
+/// EndTxn of transactions v2 (KIP-890 part 2, EndTxn v5), as Kafka 4.4's
+/// coordinator decides it. Every accepted EndTxn writes its Prepare state
+/// with the epoch + 1 (the markers carry it) and the answer is the bumped
+/// pair; an epoch already at [`MAX_HANDED_OUT_EPOCH`] first needs a new
+/// producer id ([`EndDecision::NewProducerId`]), which the Complete state
+/// switches to at epoch 0.
+///
+/// Retries are told apart by epoch, not by state: a request one epoch below
+/// the id's (`retryOnEpochBump`) or with the previous producer id at the
+/// exhausted epoch while the id is at epoch 0 (the overflow retry) is a
+/// retry of the last EndTxn. Errors: INVALID_PRODUCER_ID_MAPPING (unknown
+/// id, another producer id that is not the overflow retry); PRODUCER_FENCED
+/// (Ongoing and Empty need the exact epoch, the Prepare states a retry, the
+/// Complete states a retry or the exact epoch); CONCURRENT_TRANSACTIONS for
+/// a retry of the same outcome while its markers are written;
+/// INVALID_TXN_STATE for a commit with nothing open, a retry of the other
+/// outcome, or Kafka's in-flight states. An abort from Empty or a Complete
+/// state (not a retry) is a new, empty transaction aborted at once (its
+/// start time `now`).
+pub fn end_txn_v2(
+    m: Option<&TxnMetadata>,
+    producer_id: i64,
+    epoch: i16,
+    commit: bool,
+    next_producer_id: Option<i64>,
+    now: i64,
+) -> Result<EndDecision, TxnError> {
+    let Some(m) = m else {
+        return Err(TxnError::InvalidProducerIdMapping {
+            producer_id,
+            current: None,
+        });
+    };
+    let v = &m.value;
+    let retry_on_overflow = v.tagged.previous_producer_id == producer_id
+        && epoch == MAX_HANDED_OUT_EPOCH
+        && v.producer_epoch == 0;
+    let retry_on_bump = i32::from(v.producer_epoch) == i32::from(epoch) + 1;
+    if v.producer_id != producer_id && !retry_on_overflow {
+        return Err(TxnError::InvalidProducerIdMapping {
+            producer_id,
+            current: Some(v.producer_id),
+        });
+    }
+    let status = v.status;
+    let valid_epoch = match status {
+        TxnStatus::Ongoing | TxnStatus::Empty | TxnStatus::Dead | TxnStatus::PrepareEpochFence => {
+            epoch == v.producer_epoch
+        }
+        TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => retry_on_bump,
+        TxnStatus::CompleteCommit | TxnStatus::CompleteAbort => {
+            retry_on_bump || retry_on_overflow || epoch == v.producer_epoch
+        }
+    };
+    if !valid_epoch {
+        return Err(TxnError::ProducerFenced {
+            producer_id,
+            epoch,
+            current_epoch: v.producer_epoch,
+        });
+    }
+    let retry = retry_on_bump || retry_on_overflow;
+    let invalid = TxnError::InvalidTxnState {
+        operation: if commit {
+            TxnOperation::Commit
+        } else {
+            TxnOperation::Abort
+        },
+        state: status,
+    };
+    let concurrent = TxnError::ConcurrentTransactions {
+        state: Some(status),
+    };
+    let done = EndDecision::AlreadyDone {
+        producer_id: v.producer_id,
+        producer_epoch: v.producer_epoch,
+    };
+    let end = |no_partition_added: bool| {
+        if v.producer_epoch >= MAX_HANDED_OUT_EPOCH && next_producer_id.is_none() {
+            return Ok(EndDecision::NewProducerId);
+        }
+        Ok(EndDecision::End(end_plan_v2(
+            m,
+            commit,
+            next_producer_id,
+            no_partition_added,
+            now,
+        )))
+    };
+    match status {
+        TxnStatus::Ongoing => end(false),
+        TxnStatus::CompleteCommit if commit && retry => Ok(done),
+        TxnStatus::CompleteCommit if commit || retry => Err(invalid),
+        TxnStatus::CompleteCommit => end(true),
+        TxnStatus::CompleteAbort if commit => Err(invalid),
+        TxnStatus::CompleteAbort if retry => Ok(done),
+        TxnStatus::CompleteAbort => end(true),
+        TxnStatus::PrepareCommit if commit => Err(concurrent),
+        TxnStatus::PrepareCommit => Err(invalid),
+        TxnStatus::PrepareAbort if !commit => Err(concurrent),
+        TxnStatus::PrepareAbort => Err(invalid),
+        TxnStatus::Empty if commit => Err(invalid),
+        TxnStatus::Empty => end(true),
+        // Kafka's coordinator never keeps an id in these states; answered
+        // like a commit from Empty.
+        TxnStatus::Dead | TxnStatus::PrepareEpochFence => Err(invalid),
+    }
+}
+
+/// Kafka's transactions-v2 records carry PreviousProducerId = the producer
+/// id itself until a rotation sets the old one; an unset one is filled so.
+fn mark_previous(value: &mut TxnLogValue) {
+    if value.tagged.previous_producer_id < 0 {
+        value.tagged.previous_producer_id = value.producer_id;
+    }
+}
+
+/// The Prepare state of a transactions-v2 EndTxn: epoch + 1 (the old one
+/// kept as `last_epoch`), `next_producer_id` recorded when the epoch is
+/// exhausted, the start time `now` for a transaction with no partition
+/// (Kafka's `noPartitionAdded`).
+fn end_plan_v2(
+    m: &TxnMetadata,
+    commit: bool,
+    next_producer_id: Option<i64>,
+    no_partition_added: bool,
+    now: i64,
+) -> EndPlan {
+    let mut plan = end_plan(m, m.value.producer_epoch.saturating_add(1), commit, now);
+    let value = &mut plan.prepare.value;
+    value.tagged.client_tv = TxnVersion::Tv2;
+    mark_previous(value);
+    value.tagged.next_producer_id = next_producer_id.unwrap_or(-1);
+    if no_partition_added {
+        value.start_ms = now;
+    }
+    plan
 }
 
 /// Ends the open transaction of `m` with producer epoch `epoch` (one above
@@ -466,10 +654,25 @@ pub fn pending_markers(value: &TxnLogValue) -> Option<Markers> {
 
 /// The Complete state after every marker of `prepare` is written: no
 /// partitions, the start time kept (DescribeTransactions shows it after the
-/// end, as Kafka does).
+/// end, as Kafka does). A transactions-v2 Prepare state with a
+/// NextProducerId switches to that id at epoch 0, the old id kept as
+/// PreviousProducerId (so a retried EndTxn of the old id is recognised).
 pub fn complete(prepare: &Transition, commit: bool, now: i64) -> Transition {
+    let p = &prepare.value;
+    let rotate = p.tagged.client_tv.bumps_epoch() && p.tagged.next_producer_id >= 0;
+    let (producer_id, producer_epoch, previous_producer_id) = if rotate {
+        (p.tagged.next_producer_id, 0, p.producer_id)
+    } else {
+        (
+            p.producer_id,
+            p.producer_epoch,
+            p.tagged.previous_producer_id,
+        )
+    };
     Transition {
         value: TxnLogValue {
+            producer_id,
+            producer_epoch,
             status: if commit {
                 TxnStatus::CompleteCommit
             } else {
@@ -477,7 +680,12 @@ pub fn complete(prepare: &Transition, commit: bool, now: i64) -> Transition {
             },
             partitions: BTreeSet::new(),
             last_update_ms: now,
-            ..prepare.value.clone()
+            tagged: TxnLogTagged {
+                previous_producer_id,
+                next_producer_id: -1,
+                ..p.tagged
+            },
+            ..p.clone()
         },
         last_epoch: prepare.last_epoch,
     }

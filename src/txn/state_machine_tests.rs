@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::error::KafkaCode;
+use crate::txn::records::{TxnLogTagged, TxnVersion};
 
 const PID: i64 = 1000;
 const EPOCH: i16 = 5;
@@ -56,6 +57,7 @@ fn meta(status: TxnStatus) -> TxnMetadata {
             } else {
                 START
             },
+            tagged: TxnLogTagged::default(),
         },
         last_epoch: -1,
     }
@@ -85,7 +87,8 @@ fn init_outcome(r: Result<InitDecision, TxnError>) -> String {
 
 fn end_outcome(r: Result<EndDecision, TxnError>) -> String {
     match r {
-        Ok(EndDecision::AlreadyDone) => "done".into(),
+        Ok(EndDecision::AlreadyDone { .. }) => "done".into(),
+        Ok(EndDecision::NewProducerId) => "new pid".into(),
         Ok(EndDecision::End(plan)) => format!(
             "{} e{}",
             plan.prepare.value.status.name(),
@@ -258,7 +261,7 @@ fn markers_written(m: Option<&TxnMetadata>) -> String {
 }
 
 // Kafka's answers: 49 INVALID_PRODUCER_ID_MAPPING, 48 INVALID_TXN_STATE, 51
-// CONCURRENT_TRANSACTIONS, 105 TRANSACTIONAL_ID_NOT_FOUND. Columns: no
+// CONCURRENT_TRANSACTIONS, 90 PRODUCER_FENCED, 105 TRANSACTIONAL_ID_NOT_FOUND. Columns: no
 // metadata, Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
 // CompleteAbort, PrepareEpochFence, Dead.
 requests! {
@@ -269,19 +272,19 @@ requests! {
         |m| init_outcome(init_producer_id(m, &InitRequest::new(30_000, PID, EPOCH), NOW, &cfg())),
         ["new pid", BUMP, "fence PrepareAbort e6", "err 51", "err 51", BUMP, BUMP, "err 51", BUMP];
     AddPartitionsToTxn: "AddPartitionsToTxn",
-        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("t", 0), tp("t", 1)], NOW)),
+        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("t", 0), tp("t", 1)], TxnVersion::Tv0, NOW)),
         ["err 49", "persist Ongoing", "persist Ongoing", "err 51", "err 51", "persist Ongoing",
          "persist Ongoing", "err 51", "err 48"];
     AddOffsetsToTxn: "AddOffsetsToTxn",
-        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("__consumer_offsets", 7)], NOW)),
+        |m| add_outcome(add_partitions(m, PID, EPOCH, &[tp("__consumer_offsets", 7)], TxnVersion::Tv0, NOW)),
         ["err 49", "persist Ongoing", "persist Ongoing", "err 51", "err 51", "persist Ongoing",
          "persist Ongoing", "err 51", "err 48"];
     EndTxnCommit: "EndTxn(commit)",
-        |m| end_outcome(end_txn(m, PID, EPOCH, true, NOW)),
+        |m| end_outcome(end_txn(m, PID, EPOCH, true, TxnVersion::Tv0, None, NOW)),
         ["err 49", "err 48", "PrepareCommit e5", "err 51", "err 48", "done", "err 48", "err 48",
          "err 48"];
     EndTxnAbort: "EndTxn(abort)",
-        |m| end_outcome(end_txn(m, PID, EPOCH, false, NOW)),
+        |m| end_outcome(end_txn(m, PID, EPOCH, false, TxnVersion::Tv0, None, NOW)),
         ["err 49", "err 48", "PrepareAbort e5", "err 48", "err 51", "err 48", "done", "err 48",
          "err 48"];
     DescribeTransactions: "DescribeTransactions",
@@ -317,6 +320,23 @@ requests! {
     VerifyPartition: "verify partition",
         |m| verify_partition(m, PID, EPOCH, &tp("t", 0)).map_or_else(|e| err(&e), |()| "ok".into()),
         ["err 49", "err 48", "ok", "err 48", "err 48", "err 48", "err 48", "err 48", "err 48"];
+    EndTxnV2Commit: "EndTxn v5(commit)",
+        |m| end_outcome(end_txn(m, PID, EPOCH, true, TxnVersion::Tv2, None, NOW)),
+        ["err 49", "err 48", "PrepareCommit e6", "err 90", "err 90", "err 48", "err 48", "err 48",
+         "err 48"];
+    EndTxnV2Abort: "EndTxn v5(abort)",
+        |m| end_outcome(end_txn(m, PID, EPOCH, false, TxnVersion::Tv2, None, NOW)),
+        ["err 49", "PrepareAbort e6", "PrepareAbort e6", "err 90", "err 90", "PrepareAbort e6",
+         "PrepareAbort e6", "err 48", "err 48"];
+    EndTxnV2CommitRetry: "EndTxn v5(commit) one epoch below",
+        |m| end_outcome(end_txn(m, PID, EPOCH - 1, true, TxnVersion::Tv2, None, NOW)),
+        ["err 49", "err 90", "err 90", "err 51", "err 48", "done", "err 48", "err 90", "err 90"];
+    EndTxnV2AbortRetry: "EndTxn v5(abort) one epoch below",
+        |m| end_outcome(end_txn(m, PID, EPOCH - 1, false, TxnVersion::Tv2, None, NOW)),
+        ["err 49", "err 90", "err 90", "err 48", "err 51", "err 48", "done", "err 90", "err 90"];
+    EndTxnV2OtherProducer: "EndTxn v5 of another producer id",
+        |m| end_outcome(end_txn(m, PID + 1, EPOCH, true, TxnVersion::Tv2, None, NOW)),
+        ["err 49", "err 49", "err 49", "err 49", "err 49", "err 49", "err 49", "err 49", "err 49"];
     MarkersWritten: "markers owed, then written",
         markers_written,
         ["none", "none", "none", "COMMIT CompleteCommit e5", "ABORT CompleteAbort e5", "none",
@@ -362,23 +382,44 @@ fn a_transaction_from_init_to_commit_and_the_next_to_abort() {
     let m = t.metadata();
 
     clock.advance(5);
-    let t = add_partitions(Some(&m), PID, 0, &[tp("a", 0)], clock.now())
-        .unwrap()
-        .unwrap();
+    let t = add_partitions(
+        Some(&m),
+        PID,
+        0,
+        &[tp("a", 0)],
+        TxnVersion::Tv0,
+        clock.now(),
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(t.value.status, TxnStatus::Ongoing);
     assert_eq!(t.value.start_ms, 10_005);
     let m = t.metadata();
     // A second partition keeps the start time; a repeated one writes nothing.
     clock.advance(5);
-    let t = add_partitions(Some(&m), PID, 0, &[tp("b", 1)], clock.now())
-        .unwrap()
-        .unwrap();
+    let t = add_partitions(
+        Some(&m),
+        PID,
+        0,
+        &[tp("b", 1)],
+        TxnVersion::Tv0,
+        clock.now(),
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(t.value.start_ms, 10_005);
     assert_eq!(t.value.last_update_ms, 10_010);
     assert_eq!(t.value.partitions.len(), 2);
     let m = t.metadata();
     assert_eq!(
-        add_partitions(Some(&m), PID, 0, &[tp("a", 0)], clock.now()),
+        add_partitions(
+            Some(&m),
+            PID,
+            0,
+            &[tp("a", 0)],
+            TxnVersion::Tv0,
+            clock.now()
+        ),
         Ok(None)
     );
     assert_eq!(verify_partition(Some(&m), PID, 0, &tp("b", 1)), Ok(()));
@@ -388,7 +429,9 @@ fn a_transaction_from_init_to_commit_and_the_next_to_abort() {
     );
 
     clock.advance(5);
-    let EndDecision::End(plan) = end_txn(Some(&m), PID, 0, true, clock.now()).unwrap() else {
+    let EndDecision::End(plan) =
+        end_txn(Some(&m), PID, 0, true, TxnVersion::Tv0, None, clock.now()).unwrap()
+    else {
         panic!("an open transaction ends")
     };
     assert_eq!(plan.prepare.value.status, TxnStatus::PrepareCommit);
@@ -420,22 +463,34 @@ fn a_transaction_from_init_to_commit_and_the_next_to_abort() {
     let m = done.metadata();
     // A retried commit is answered again; an abort now is invalid.
     assert_eq!(
-        end_txn(Some(&m), PID, 0, true, clock.now()),
-        Ok(EndDecision::AlreadyDone)
+        end_txn(Some(&m), PID, 0, true, TxnVersion::Tv0, None, clock.now()),
+        Ok(EndDecision::AlreadyDone {
+            producer_id: PID,
+            producer_epoch: 0
+        })
     );
 
     // The next transaction starts afresh, then aborts.
     clock.advance(100);
-    let t = add_partitions(Some(&m), PID, 0, &[tp("c", 2)], clock.now())
-        .unwrap()
-        .unwrap();
+    let t = add_partitions(
+        Some(&m),
+        PID,
+        0,
+        &[tp("c", 2)],
+        TxnVersion::Tv0,
+        clock.now(),
+    )
+    .unwrap()
+    .unwrap();
     assert_eq!(t.value.start_ms, 10_120);
     assert_eq!(
         t.value.partitions,
         [tp("c", 2)].into_iter().collect::<BTreeSet<_>>()
     );
     let m = t.metadata();
-    let EndDecision::End(plan) = end_txn(Some(&m), PID, 0, false, clock.now()).unwrap() else {
+    let EndDecision::End(plan) =
+        end_txn(Some(&m), PID, 0, false, TxnVersion::Tv0, None, clock.now()).unwrap()
+    else {
         panic!("an open transaction ends")
     };
     assert!(!plan.markers.commit);
@@ -469,11 +524,28 @@ fn a_new_producer_fences_the_open_transaction_of_the_old_one() {
     let fenced = plan.prepare.metadata();
     // While the abort is written, the old producer is fenced.
     assert_eq!(
-        end_txn(Some(&fenced), PID, EPOCH, true, clock.now()).map_err(|e| e.code()),
+        end_txn(
+            Some(&fenced),
+            PID,
+            EPOCH,
+            true,
+            TxnVersion::Tv0,
+            None,
+            clock.now()
+        )
+        .map_err(|e| e.code()),
         Err(90)
     );
     assert_eq!(
-        add_partitions(Some(&fenced), PID, EPOCH, &[tp("t", 0)], clock.now()).map_err(|e| e.code()),
+        add_partitions(
+            Some(&fenced),
+            PID,
+            EPOCH,
+            &[tp("t", 0)],
+            TxnVersion::Tv0,
+            clock.now()
+        )
+        .map_err(|e| e.code()),
         Err(90)
     );
     assert_eq!(
@@ -562,7 +634,16 @@ fn the_transaction_timeout_aborts_with_a_fencing_epoch() {
     let aborted = complete(&plan.prepare, false, clock.now()).metadata();
     // The timed-out producer's commit is fenced.
     assert_eq!(
-        end_txn(Some(&aborted), PID, EPOCH, true, clock.now()).map_err(|e| e.code()),
+        end_txn(
+            Some(&aborted),
+            PID,
+            EPOCH,
+            true,
+            TxnVersion::Tv0,
+            None,
+            clock.now()
+        )
+        .map_err(|e| e.code()),
         Err(90)
     );
     // An Ongoing state without a start time never times out.
@@ -613,11 +694,11 @@ fn another_producer_id_is_an_invalid_mapping() {
         current: Some(PID),
     });
     assert_eq!(
-        add_partitions(Some(&m), PID + 1, EPOCH, &[tp("t", 0)], 0).map(|_| ()),
+        add_partitions(Some(&m), PID + 1, EPOCH, &[tp("t", 0)], TxnVersion::Tv0, 0).map(|_| ()),
         mapping
     );
     assert_eq!(
-        end_txn(Some(&m), PID + 1, EPOCH, true, 0).map(|_| ()),
+        end_txn(Some(&m), PID + 1, EPOCH, true, TxnVersion::Tv0, None, 0).map(|_| ()),
         mapping
     );
     assert_eq!(
@@ -638,4 +719,230 @@ fn list_filters_by_state_producer_and_duration() {
     assert!(!list_matches(&meta(TxnStatus::Empty), &[], &[], 0, now));
     let d = summary("tx", &meta(TxnStatus::Dead));
     assert_eq!((d.state, d.error), ("Dead", None));
+}
+
+/// Transactions v2: every EndTxn bumps the epoch (Prepare and markers at
+/// epoch + 1, the answer the bumped pair), a retry one epoch below is
+/// answered again, the old epoch is fenced, and an abort right after a
+/// commit is an empty transaction of its own.
+#[test]
+fn transactions_v2_bump_the_epoch_at_every_end() {
+    let mut clock = Clock(10_000);
+    let m = meta(TxnStatus::Empty);
+    let t = add_partitions(
+        Some(&m),
+        PID,
+        EPOCH,
+        &[tp("a", 0)],
+        TxnVersion::Tv2,
+        clock.now(),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(t.value.tagged.client_tv, TxnVersion::Tv2);
+    let m = t.metadata();
+    clock.advance(5);
+    let Ok(EndDecision::End(plan)) = end_txn(
+        Some(&m),
+        PID,
+        EPOCH,
+        true,
+        TxnVersion::Tv2,
+        None,
+        clock.now(),
+    ) else {
+        panic!("an open transaction ends")
+    };
+    assert_eq!(plan.prepare.value.status, TxnStatus::PrepareCommit);
+    assert_eq!(plan.prepare.value.producer_epoch, EPOCH + 1);
+    assert_eq!(plan.prepare.last_epoch, EPOCH);
+    assert_eq!(plan.markers.producer_epoch, EPOCH + 1);
+    assert_eq!(plan.prepare.value.tagged.next_producer_id, -1);
+    // Retried while the markers are written: CONCURRENT_TRANSACTIONS.
+    let prepared = plan.prepare.metadata();
+    let retry = end_txn(
+        Some(&prepared),
+        PID,
+        EPOCH,
+        true,
+        TxnVersion::Tv2,
+        None,
+        clock.now(),
+    );
+    assert_eq!(retry.map_err(|e| e.code()), Err(51));
+    let done = complete(&plan.prepare, true, clock.now());
+    assert_eq!(
+        (done.value.producer_id, done.value.producer_epoch),
+        (PID, EPOCH + 1)
+    );
+    let m = done.metadata();
+    // Retried after: the same answer, nothing written.
+    assert_eq!(
+        end_txn(
+            Some(&m),
+            PID,
+            EPOCH,
+            true,
+            TxnVersion::Tv2,
+            None,
+            clock.now()
+        ),
+        Ok(EndDecision::AlreadyDone {
+            producer_id: PID,
+            producer_epoch: EPOCH + 1
+        })
+    );
+    // A zombie two epochs below is fenced.
+    assert_eq!(
+        end_txn(
+            Some(&m),
+            PID,
+            EPOCH - 1,
+            true,
+            TxnVersion::Tv2,
+            None,
+            clock.now()
+        )
+        .map_err(|e| e.code()),
+        Err(90)
+    );
+    // The old epoch may not add partitions any more.
+    assert_eq!(
+        add_partitions(
+            Some(&m),
+            PID,
+            EPOCH,
+            &[tp("a", 0)],
+            TxnVersion::Tv2,
+            clock.now()
+        )
+        .map_err(|e| e.code()),
+        Err(90)
+    );
+    // An abort with the new epoch right after the commit: an empty
+    // transaction, started now, aborted at the next epoch.
+    clock.advance(5);
+    let Ok(EndDecision::End(plan)) = end_txn(
+        Some(&m),
+        PID,
+        EPOCH + 1,
+        false,
+        TxnVersion::Tv2,
+        None,
+        clock.now(),
+    ) else {
+        panic!("an empty abort after a commit is accepted")
+    };
+    assert_eq!(plan.prepare.value.status, TxnStatus::PrepareAbort);
+    assert_eq!(plan.prepare.value.producer_epoch, EPOCH + 2);
+    assert_eq!(plan.prepare.value.start_ms, clock.now());
+    assert!(plan.markers.partitions.is_empty());
+    let m = complete(&plan.prepare, false, clock.now()).metadata();
+    assert_eq!(m.value.status, TxnStatus::CompleteAbort);
+    assert_eq!(m.value.producer_epoch, EPOCH + 2);
+}
+
+/// Transactions v2 at the exhausted epoch: a producer id is allocated
+/// before the Prepare state (recorded as NextProducerId), the markers carry
+/// i16::MAX, the Complete state switches to (new id, 0) keeping the old id
+/// as PreviousProducerId, and a retry with the old pair is recognised.
+#[test]
+fn transactions_v2_rotate_the_producer_id_when_the_epoch_is_exhausted() {
+    let mut m = meta(TxnStatus::Ongoing);
+    m.value.producer_epoch = MAX_HANDED_OUT_EPOCH;
+    m.value.tagged.client_tv = TxnVersion::Tv2;
+    let e = MAX_HANDED_OUT_EPOCH;
+    assert_eq!(
+        end_txn(Some(&m), PID, e, true, TxnVersion::Tv2, None, NOW),
+        Ok(EndDecision::NewProducerId)
+    );
+    let Ok(EndDecision::End(plan)) =
+        end_txn(Some(&m), PID, e, true, TxnVersion::Tv2, Some(PID + 7), NOW)
+    else {
+        panic!("ends once the id is allocated")
+    };
+    assert_eq!(plan.prepare.value.producer_id, PID);
+    assert_eq!(plan.prepare.value.producer_epoch, i16::MAX);
+    assert_eq!(plan.prepare.value.tagged.next_producer_id, PID + 7);
+    assert_eq!(
+        (plan.markers.producer_id, plan.markers.producer_epoch),
+        (PID, i16::MAX)
+    );
+    // A retry during the markers is told apart by its epoch.
+    let prepared = plan.prepare.metadata();
+    assert_eq!(
+        end_txn(Some(&prepared), PID, e, true, TxnVersion::Tv2, None, NOW).map_err(|e| e.code()),
+        Err(51)
+    );
+    assert!(still_prepared(Some(&prepared), &plan.prepare.value));
+    let done = complete(&plan.prepare, true, NOW);
+    assert_eq!(
+        (done.value.producer_id, done.value.producer_epoch),
+        (PID + 7, 0)
+    );
+    assert_eq!(done.value.tagged.previous_producer_id, PID);
+    assert_eq!(done.value.tagged.next_producer_id, -1);
+    let m = done.metadata();
+    // The overflow retry (old id, exhausted epoch) gets the new pair.
+    assert_eq!(
+        end_txn(Some(&m), PID, e, true, TxnVersion::Tv2, None, NOW),
+        Ok(EndDecision::AlreadyDone {
+            producer_id: PID + 7,
+            producer_epoch: 0
+        })
+    );
+    // The old id at another epoch is not the producer any more.
+    assert_eq!(
+        end_txn(Some(&m), PID, e - 1, true, TxnVersion::Tv2, None, NOW).map_err(|e| e.code()),
+        Err(49)
+    );
+    // The new pair goes on: the next transaction bumps to epoch 1.
+    let t = add_partitions(Some(&m), PID + 7, 0, &[tp("a", 0)], TxnVersion::Tv2, NOW)
+        .unwrap()
+        .unwrap();
+    let Ok(EndDecision::End(plan)) = end_txn(
+        Some(&t.metadata()),
+        PID + 7,
+        0,
+        false,
+        TxnVersion::Tv2,
+        None,
+        NOW,
+    ) else {
+        panic!("the rotated producer ends its transaction")
+    };
+    assert_eq!(plan.prepare.value.producer_epoch, 1);
+}
+
+/// A transactions-v1 EndTxn keeps the epoch, even on an id whose last
+/// transaction was v2 (Kafka decides per request), and the timeout abort of
+/// a v2 transaction fences with one bump.
+#[test]
+fn transactions_v1_and_v2_requests_on_one_id() {
+    let mut m = meta(TxnStatus::Ongoing);
+    m.value.tagged.client_tv = TxnVersion::Tv2;
+    let Ok(EndDecision::End(plan)) =
+        end_txn(Some(&m), PID, EPOCH, true, TxnVersion::Tv0, None, NOW)
+    else {
+        panic!("ends")
+    };
+    assert_eq!(plan.prepare.value.producer_epoch, EPOCH);
+    assert_eq!(plan.prepare.value.tagged.client_tv, TxnVersion::Tv0);
+    let plan = timeout_abort(&m, START + TIMEOUT as i64 + 1).unwrap();
+    assert_eq!(plan.prepare.value.producer_epoch, EPOCH + 1);
+    assert_eq!(plan.prepare.value.tagged.client_tv, TxnVersion::Tv2);
+    let aborted = complete(&plan.prepare, false, NOW).metadata();
+    // The timed-out producer's next add is fenced.
+    assert_eq!(
+        add_partitions(
+            Some(&aborted),
+            PID,
+            EPOCH,
+            &[tp("t", 0)],
+            TxnVersion::Tv2,
+            NOW
+        )
+        .map_err(|e| e.code()),
+        Err(90)
+    );
 }

@@ -60,6 +60,7 @@ impl TxnVerifier for CoordinatorVerifier {
         producer_id: i64,
         epoch: i16,
         partitions: Vec<(Arc<str>, i32)>,
+        add: bool,
     ) -> LocalFuture<Vec<Result<(), VerificationError>>> {
         Box::pin(verify_partitions(
             shard,
@@ -67,23 +68,47 @@ impl TxnVerifier for CoordinatorVerifier {
             producer_id,
             epoch,
             partitions,
+            add,
         ))
     }
 }
 
 /// Asks the coordinator of `id` whether each of `partitions` is in the open
-/// transaction of (`producer_id`, `epoch`); one result per partition, in
-/// order. One cross-shard call or one request to another broker.
+/// transaction of (`producer_id`, `epoch`) or, with `add` (transactions
+/// v2), adds them all to it (one answer for all, recorded with client
+/// transaction version 2); one result per partition, in order. One
+/// cross-shard call or one request to another broker (AddPartitionsToTxn
+/// v4, `verify_only` = `!add`, as Kafka's partition leaders send it).
 pub async fn verify_partitions(
     shard: Rc<Shard>,
     id: Arc<str>,
     producer_id: i64,
     epoch: i16,
     partitions: Vec<(Arc<str>, i32)>,
+    add: bool,
 ) -> Vec<Result<(), VerificationError>> {
     let n = partitions.len();
     let all = |e: VerificationError| vec![Err(e); n];
     match txn_owner(&shard, &id) {
+        Ok(owner) if add => shard
+            .invoke_on(owner, move |s| async move {
+                let wanted = partitions
+                    .iter()
+                    .map(|(t, p)| (t.to_string(), *p))
+                    .collect();
+                let verdict = super::coordinator::add_partitions_for_leader(
+                    s,
+                    id.to_string(),
+                    producer_id,
+                    epoch,
+                    wanted,
+                )
+                .await
+                .map_err(|e| VerificationError::Coordinator(refusal(&e)));
+                vec![verdict; n]
+            })
+            .await
+            .unwrap_or_else(|e| all(VerificationError::Unanswered(e))),
         Ok(owner) => shard
             .invoke_on(owner, move |s| async move {
                 partitions
@@ -110,7 +135,15 @@ pub async fn verify_partitions(
             };
             let asked = partitions.clone();
             match remote
-                .verify_in_txn(shard, leader, id.clone(), producer_id, epoch, partitions)
+                .verify_in_txn(
+                    shard,
+                    leader,
+                    id.clone(),
+                    producer_id,
+                    epoch,
+                    partitions,
+                    add,
+                )
                 .await
             {
                 Ok(codes) => asked

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use fjord::shard::partition::ProducerSummary;
 use fjord::txn::coordinator::{self, TxnDescription};
+use fjord::txn::records::TxnVersion;
 use fjord::txn::TRANSACTION_STATE_TOPIC;
 
 use super::{KafkaCode, Node};
@@ -82,7 +83,7 @@ impl Node {
             .map(|(t, p)| (t.to_string(), *p))
             .collect();
         self.on(self.txn_shard(&id), move |s| async move {
-            coordinator::add_partitions(s, id, pid, epoch, parts)
+            coordinator::add_partitions(s, id, pid, epoch, parts, TxnVersion::Tv0)
                 .await
                 .map_or_else(|e| e.code(), |()| 0)
         })
@@ -111,9 +112,26 @@ impl Node {
     pub fn end_txn(&self, id: &str, pid: i64, epoch: i16, commit: bool) -> i16 {
         let id = id.to_string();
         self.on(self.txn_shard(&id), move |s| async move {
-            coordinator::end_txn(s, id, pid, epoch, commit)
+            coordinator::end_txn(s, id, pid, epoch, commit, TxnVersion::Tv0)
                 .await
-                .map_or_else(|e| e.code(), |()| 0)
+                .map_or_else(|e| e.code(), |_| 0)
+        })
+    }
+
+    /// EndTxn v5 (transactions v2): the (producer id, epoch) to continue
+    /// with, or the error code.
+    pub fn end_txn_v2(
+        &self,
+        id: &str,
+        pid: i64,
+        epoch: i16,
+        commit: bool,
+    ) -> Result<(i64, i16), i16> {
+        let id = id.to_string();
+        self.on(self.txn_shard(&id), move |s| async move {
+            coordinator::end_txn(s, id, pid, epoch, commit, TxnVersion::Tv2)
+                .await
+                .map_err(|e| e.code())
         })
     }
 

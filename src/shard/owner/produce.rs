@@ -53,6 +53,11 @@ pub struct PartitionAppend {
     /// The request's `transactional_id` (transactional batches need one:
     /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as Kafka).
     pub transactional_id: Option<Arc<str>>,
+    /// Produce v12+ (transactions v2, KIP-890 part 2): a transaction's first
+    /// batch on the partition has the coordinator add the partition to the
+    /// transaction (the client sends no AddPartitionsToTxn) instead of only
+    /// verifying that it was added.
+    pub add_to_txn: bool,
 }
 
 /// Why a partition of a Produce request was not appended, or its append
@@ -135,13 +140,15 @@ impl AppendAnswer {
 pub type LocalFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
 /// The way an owner asks the transaction coordinator (on any shard or
-/// broker) whether partitions are in a producer's open transaction;
-/// installed on every shard at start-up ([`Shard::set_txn_verifier`]) by
-/// the layer that knows the coordinator.
+/// broker) whether partitions are in a producer's open transaction, or has
+/// it add them; installed on every shard at start-up
+/// ([`Shard::set_txn_verifier`]) by the layer that knows the coordinator.
 pub trait TxnVerifier {
     /// Asks, in one call, whether each of `partitions` is in the open
     /// transaction of `transactional_id` with this `producer_id` and
-    /// `epoch`. Gives one result per partition, in order.
+    /// `epoch` or, with `add` (Produce v12+, TxnOffsetCommit v5+:
+    /// transactions v2), adds them to it (opening one when none is).
+    /// Gives one result per partition, in order.
     fn verify(
         &self,
         shard: Rc<Shard>,
@@ -149,6 +156,7 @@ pub trait TxnVerifier {
         producer_id: i64,
         epoch: i16,
         partitions: Vec<(Arc<str>, i32)>,
+        add: bool,
     ) -> LocalFuture<Vec<Result<(), VerificationError>>>;
 }
 
@@ -293,7 +301,9 @@ async fn verify_all(
     stage1: &mut Vec<(usize, Reserved)>,
     wait_for_flush: bool,
 ) {
-    while let Some(&(_, _, pid, epoch)) = to_verify.first() {
+    while let Some(&(first, _, pid, epoch)) = to_verify.first() {
+        // One request has one version: every partition adds, or none does.
+        let add = work.get(first).is_some_and(|w| w.add_to_txn);
         let (these, rest): (Vec<_>, Vec<_>) = to_verify
             .into_iter()
             .partition(|(_, _, p, e)| (*p, *e) == (pid, epoch));
@@ -310,7 +320,10 @@ async fn verify_all(
             .filter_map(|(i, ..)| work.get(*i).map(|w| (w.topic.clone(), w.partition)))
             .collect();
         let verdicts = match shard.txn_verifier() {
-            Some(v) => v.verify(shard.clone(), id, pid, epoch, partitions).await,
+            Some(v) => {
+                v.verify(shard.clone(), id, pid, epoch, partitions, add)
+                    .await
+            }
             None => Vec::new(),
         };
         let mut verdicts = verdicts.into_iter();
