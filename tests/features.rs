@@ -271,8 +271,8 @@ fn scenarios(addr: &str) -> Vec<String> {
         ),
         true,
     );
-    // transaction.version to 0 as a safe downgrade: accepted on both (Kafka
-    // from 2, Fjord at 0 already), validate only so Kafka keeps TV2.
+    // transaction.version to 0 as a safe downgrade: accepted on both (from
+    // 2), validate only so both keep TV2.
     both(
         "v2 transaction.version 0 safe downgrade, validate only",
         update_features(
@@ -376,7 +376,14 @@ fn api_versions_and_update_features_as_kafka() {
     let addr = fjord.bootstrap();
     let before = wait_finalized(&addr);
     let f = check_api_versions(&addr, "fjord");
-    assert_eq!(f.supported["transaction.version"], (0, 0));
+    // Transactions V2 served, and finalized on a new cluster as on Kafka 4.4.
+    assert_eq!(f.supported["transaction.version"], (0, 2));
+    assert_eq!(
+        before.finalized.get("transaction.version"),
+        Some(&(2, 2)),
+        "{:?}",
+        before.finalized
+    );
     assert_eq!(f.supported["group.version"], (0, 0));
     assert!(!f.supported.contains_key("share.version"));
     assert!(!f.supported.contains_key("streams.version"));

@@ -26,13 +26,14 @@ pub const GROUP_VERSION: &str = "group.version";
 /// `eligible.leader.replicas.version` (KIP-966).
 pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 
-/// The highest `transaction.version` Fjord serves. 0 while Produce v12,
-/// EndTxn v5 and TxnOffsetCommit v5 are withheld
-/// (docs/decisions/transactions-v2-versions-out.md); the Transactions V2
-/// work raises it to 2 in the same change as those API versions
-/// (`protocol::versions`), since a Java producer that sees level 2
-/// finalized skips AddPartitionsToTxn.
-pub const TRANSACTION_VERSION_MAX: i16 = 0;
+/// The highest `transaction.version` Fjord serves: 2, Transactions V2
+/// (KIP-890 part 2), with Produce v12, EndTxn v5 and TxnOffsetCommit v5
+/// served (docs/decisions/transactions-v2-served.md). A new cluster
+/// finalizes it, as Kafka 4.4 does, and a Java 4.x producer that sees it
+/// finalized runs transactions v2 (no AddPartitionsToTxn, an epoch bump per
+/// transaction). Level 1 only changes Kafka's `__transaction_state` record
+/// version; Fjord reads both and writes v1 where a v2 transaction needs it.
+pub const TRANSACTION_VERSION_MAX: i16 = 2;
 
 /// `metadata.version` level of Kafka 4.4's `4.4-IV2`, the one level Fjord
 /// serves (it has one code path; the level names the release whose
