@@ -6,7 +6,10 @@
 //! AddPartitionsToTxn for the partitions it will write, `--txn-batches`
 //! transactional batches (up to `--inflight` ≤ 5 Produce requests in
 //! flight, acks=all, per-partition base sequences), EndTxn (commit, or
-//! abort every `--abort-every`th). Bytes and records count when their
+//! abort every `--abort-every`th). With `--transaction-version 2`
+//! (KIP-890 part 2) there is no AddPartitionsToTxn: Produce v12 has the
+//! leader add the partition, and EndTxn v5 answers the epoch the next
+//! transaction writes with (its sequences from 0). Bytes and records count when their
 //! transaction commits. CONCURRENT_TRANSACTIONS and coordinator-loading
 //! answers are retried after `--retry-backoff-ms`; any other error stops
 //! that producer (after a best-effort abort) and the run reports it.
@@ -85,6 +88,11 @@ pub struct TxnArgs {
     /// (default: unlimited).
     #[arg(long)]
     pub rate: Option<f64>,
+    /// 1: transactions v1 (AddPartitionsToTxn, then Produce ≤ v11 and EndTxn
+    /// ≤ v4); 2: transactions v2 (KIP-890 part 2: no AddPartitionsToTxn,
+    /// Produce v12 adds the partition, EndTxn v5 answers the bumped epoch).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub transaction_version: u8,
 }
 
 /// Kafka's sequence increment: wraps from i32::MAX to 0.
@@ -225,10 +233,24 @@ pub struct TxnVersions {
     pub add_partitions: i16,
     pub end_txn: i16,
     pub produce: i16,
+    /// Transactions v2: no AddPartitionsToTxn, a new epoch per EndTxn.
+    pub v2: bool,
 }
 
 impl TxnVersions {
-    pub fn pick(v: &Versions) -> Res<TxnVersions> {
+    /// The versions for transactions v`tv` (1 or 2); v2 needs Produce v12
+    /// and EndTxn v5 on the broker.
+    pub fn pick(v: &Versions, tv: u8) -> Res<TxnVersions> {
+        if tv == 2 {
+            return Ok(TxnVersions {
+                find_coordinator: v.pick(ApiKey::FindCoordinator, 3, 1)?,
+                init_producer_id: v.pick(ApiKey::InitProducerId, 4, 0)?,
+                add_partitions: v.pick(ApiKey::AddPartitionsToTxn, 3, 0)?,
+                end_txn: v.pick(ApiKey::EndTxn, 5, 5)?,
+                produce: v.pick(ApiKey::Produce, 12, 12)?,
+                v2: true,
+            });
+        }
         Ok(TxnVersions {
             // v1..=3: single key with key type; v4 batches keys.
             find_coordinator: v.pick(ApiKey::FindCoordinator, 3, 1)?,
@@ -237,6 +259,7 @@ impl TxnVersions {
             add_partitions: v.pick(ApiKey::AddPartitionsToTxn, 3, 0)?,
             end_txn: v.pick(ApiKey::EndTxn, 3, 0)?,
             produce: produce_version(v)?,
+            v2: false,
         })
     }
 }
@@ -435,7 +458,7 @@ impl Producer {
     fn end_txn(&mut self, cfg: &TxnCfg, commit: bool, retries: &mut u64) -> Res<()> {
         let req = end_txn_request(&self.txn_id, self.producer_id, self.epoch, commit);
         let deadline = Instant::now() + Duration::from_millis(cfg.txn_timeout_ms.max(1) as u64);
-        call_retrying(
+        let r = call_retrying(
             &mut self.coord,
             &req,
             cfg.versions.end_txn,
@@ -443,8 +466,18 @@ impl Producer {
             deadline,
             retries,
             |r| r.error_code,
-        )
-        .map(|_| ())
+        )?;
+        if cfg.versions.v2 {
+            // Transactions v2: the next transaction runs at the bumped epoch
+            // (or a new producer id at epoch 0), its sequences from 0.
+            self.producer_id = r.producer_id.0;
+            self.epoch = r.producer_epoch;
+            for f in &mut self.frames {
+                make_transactional(f.batch_mut(), self.producer_id, self.epoch);
+            }
+            self.seqs = Sequences::new(self.partitions.len());
+        }
+        Ok(())
     }
 
     /// The transaction loop until `cfg.duration` after `start`.
@@ -480,25 +513,27 @@ impl Producer {
                 .map(|&i| self.partitions[i])
                 .collect();
             let t0 = Instant::now();
-            let req = add_partitions_request(
-                &self.txn_id,
-                self.producer_id,
-                self.epoch,
-                &cfg.topic,
-                &parts,
-            );
-            let deadline = t0 + Duration::from_millis(cfg.txn_timeout_ms.max(1) as u64);
-            call_retrying(
-                &mut self.coord,
-                &req,
-                cfg.versions.add_partitions,
-                cfg.backoff,
-                deadline,
-                &mut out.retries,
-                add_partitions_error,
-            )?;
+            if !cfg.versions.v2 {
+                let req = add_partitions_request(
+                    &self.txn_id,
+                    self.producer_id,
+                    self.epoch,
+                    &cfg.topic,
+                    &parts,
+                );
+                let deadline = t0 + Duration::from_millis(cfg.txn_timeout_ms.max(1) as u64);
+                call_retrying(
+                    &mut self.coord,
+                    &req,
+                    cfg.versions.add_partitions,
+                    cfg.backoff,
+                    deadline,
+                    &mut out.retries,
+                    add_partitions_error,
+                )?;
+                record(&mut out.add_partitions, t0.elapsed().as_nanos() as u64, 1);
+            }
             open = true;
-            record(&mut out.add_partitions, t0.elapsed().as_nanos() as u64, 1);
             self.produce(&slots, cfg, &mut out.produce)?;
             first_batch += slots.len() as u64;
             k += 1;
@@ -562,7 +597,7 @@ pub fn run(a: &TxnArgs) -> Res<Report> {
         rate: a.rate.map(|mb| mb * 1e6),
         duration: Duration::from_secs_f64(c.duration),
         cores: parse_cores(&c.client_cores)?,
-        versions: TxnVersions::pick(&v)?,
+        versions: TxnVersions::pick(&v, a.transaction_version)?,
     };
     let n = (cfg.batch_bytes / cfg.record_size.max(1)).max(1);
     let batch = build_batch(
@@ -629,6 +664,7 @@ pub fn run(a: &TxnArgs) -> Res<Report> {
             "find_coordinator_version": cfg.versions.find_coordinator,
             "init_producer_id_version": cfg.versions.init_producer_id,
             "add_partitions_to_txn_version": cfg.versions.add_partitions,
+            "transaction_version": if cfg.versions.v2 { 2 } else { 1 },
             "end_txn_version": cfg.versions.end_txn}),
         elapsed_s: elapsed,
         bytes: counters.bytes.load(Ordering::Relaxed),

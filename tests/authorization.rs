@@ -21,11 +21,10 @@
 mod common;
 
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
+use common::kafka_peer::KafkaPeer;
 use common::ports::free_port;
 use common::*;
 use kafka_protocol::messages::*;
@@ -1604,31 +1603,13 @@ fn fjord_target() -> (Broker, Target) {
     (broker, Target { addr, node_id })
 }
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Apache Kafka 4.4 from `scripts/peers/kafka`, configured as Fjord is;
-/// None when its jars are not installed.
-struct KafkaPeer {
-    home: tempfile::TempDir,
-}
-
-impl KafkaPeer {
-    fn start() -> Option<(KafkaPeer, Target)> {
-        let installed = std::fs::read_dir(repo().join("target/peers"))
-            .ok()?
-            .flatten()
-            .any(|e| e.path().join("libs/.complete").exists());
-        if !installed {
-            return None;
-        }
-        let home = tempfile::Builder::new()
-            .prefix("kafka-authz-")
-            .tempdir()
-            .unwrap();
-        let (plain, sasl, controller) = (free_port(), free_port(), free_port());
-        let settings = vec![
+/// Apache Kafka 4.4 configured as Fjord is (the authorizer, super users,
+/// a SASL_PLAINTEXT listener beside PLAINTEXT), and its SASL listener as
+/// the target; None when its jars are not installed.
+fn kafka_target() -> Option<(KafkaPeer, Target)> {
+    let sasl = free_port();
+    let peer = KafkaPeer::start_with(|plain, controller| {
+        vec![
             format!(
                 "listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},CONTROLLER://127.0.0.1:{controller}"
             ),
@@ -1640,39 +1621,13 @@ impl KafkaPeer {
             format!("listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}"),
             format!("authorizer.class.name={STANDARD_AUTHORIZER}"),
             "super.users=User:admin;User:ANONYMOUS".to_string(),
-        ];
-        let out = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("start")
-            .args(&settings)
-            .env("KAFKA_PEER_HOME", home.path())
-            .env("KAFKA_PEER_PORT", plain.to_string())
-            .env("KAFKA_PEER_CONTROLLER_PORT", controller.to_string())
-            .output()
-            .expect("run scripts/peers/kafka");
-        assert!(
-            out.status.success(),
-            "Kafka did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let peer = KafkaPeer { home };
-        let node_id = 1;
-        Some((
-            peer,
-            Target {
-                addr: format!("127.0.0.1:{sasl}"),
-                node_id,
-            },
-        ))
-    }
-}
-
-impl Drop for KafkaPeer {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("kill")
-            .env("KAFKA_PEER_HOME", self.home.path())
-            .output();
-    }
+        ]
+    })?;
+    let target = Target {
+        addr: format!("127.0.0.1:{sasl}"),
+        node_id: 1,
+    };
+    Some((peer, target))
 }
 
 fn print(label: &str, rows: &[(String, Vec<i32>, Vec<i32>)]) {
@@ -1811,7 +1766,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
     let fjord = run_matrix(&target);
     print("Fjord", &fjord);
     let mut kafka_acl_apis = None;
-    let kafka = match KafkaPeer::start() {
+    let kafka = match kafka_target() {
         Some((peer, target)) => {
             kafka_acl_apis = Some(acl_api_scenarios(&target));
             let rows = run_matrix(&target);

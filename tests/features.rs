@@ -20,7 +20,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
-use common::ports::free_port;
+use common::kafka_peer::KafkaPeer;
 use common::*;
 use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::*;
@@ -304,59 +304,6 @@ fn normalize(lines: Vec<String>) -> Vec<String> {
         .collect()
 }
 
-/// Apache Kafka 4.4 from `scripts/peers/kafka` (one node, PLAINTEXT).
-struct KafkaPeer {
-    home: tempfile::TempDir,
-    addr: String,
-}
-
-impl KafkaPeer {
-    fn start() -> Option<KafkaPeer> {
-        let installed = std::fs::read_dir(repo().join("target/peers"))
-            .ok()?
-            .flatten()
-            .any(|e| e.path().join("libs/.complete").exists());
-        if !installed {
-            assert!(
-                std::env::var("FJORD_REQUIRE_KAFKA_PEER").is_err(),
-                "FJORD_REQUIRE_KAFKA_PEER is set but Kafka's jars are not installed (scripts/peers/kafka install)"
-            );
-            eprintln!("Kafka's jars are not installed: the Kafka half is skipped");
-            return None;
-        }
-        let home = tempfile::Builder::new()
-            .prefix("kafka-features-")
-            .tempdir()
-            .unwrap();
-        let (port, controller) = (free_port(), free_port());
-        let out = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("start")
-            .env("KAFKA_PEER_HOME", home.path())
-            .env("KAFKA_PEER_PORT", port.to_string())
-            .env("KAFKA_PEER_CONTROLLER_PORT", controller.to_string())
-            .output()
-            .expect("run scripts/peers/kafka");
-        assert!(
-            out.status.success(),
-            "Kafka did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(KafkaPeer {
-            home,
-            addr: format!("127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for KafkaPeer {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("kill")
-            .env("KAFKA_PEER_HOME", self.home.path())
-            .output();
-    }
-}
-
 /// Waits until the broker at `addr` has finalized `metadata.version` (the
 /// bootstrap levels are written once the broker is registered).
 fn wait_finalized(addr: &str) -> Features {
@@ -400,7 +347,7 @@ fn api_versions_and_update_features_as_kafka() {
     for l in &fjord_lines {
         eprintln!("fjord: {l}");
     }
-    let Some(kafka) = KafkaPeer::start() else {
+    let Some(kafka) = KafkaPeer::start(&[]) else {
         return;
     };
     wait_finalized(&kafka.addr);

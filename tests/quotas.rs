@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::ports::free_port;
+use common::kafka_peer::{kafka_installed, KafkaPeer};
 use common::*;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Request, StrBytes};
@@ -302,77 +302,22 @@ fn round_trip(addr: &str) -> Vec<String> {
 /// [`describe_all`] once `settled` holds of its text: Kafka's brokers
 /// answer DescribeClientQuotas from a cache the metadata log updates a
 /// little after AlterClientQuotas is answered (Fjord's, before), so the
-/// transcript waits for the last change to show.
+/// transcript waits for the last change to show, then describes once more
+/// (the change may have landed between two of one round's describes, so
+/// only a round wholly after it is the transcript).
 fn describe_settled(c: &mut Conn, settled: impl Fn(&str) -> bool) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = false;
     loop {
         let d = describe_all(c);
-        if settled(&d.join("\n")) || Instant::now() > deadline {
+        let now = settled(&d.join("\n"));
+        if (seen && now) || Instant::now() > deadline {
             return d;
         }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Apache Kafka 4.4 (one node) from `scripts/peers/kafka`, with the
-/// settings given; None when its jars are not installed.
-struct KafkaPeer {
-    home: tempfile::TempDir,
-    addr: String,
-}
-
-fn kafka_installed() -> bool {
-    let installed = std::fs::read_dir(repo().join("target/peers"))
-        .map(|d| {
-            d.flatten()
-                .any(|e| e.path().join("libs/.complete").exists())
-        })
-        .unwrap_or(false);
-    if !installed {
-        assert!(
-            std::env::var("FJORD_REQUIRE_KAFKA_PEER").is_err(),
-            "FJORD_REQUIRE_KAFKA_PEER is set but Kafka's jars are not installed (scripts/peers/kafka install)"
-        );
-        eprintln!("Apache Kafka is not installed: its comparisons are left out");
-    }
-    installed
-}
-
-impl KafkaPeer {
-    fn start() -> Option<KafkaPeer> {
-        if !kafka_installed() {
-            return None;
+        seen = now;
+        if !now {
+            std::thread::sleep(Duration::from_millis(100));
         }
-        let home = tempfile::Builder::new()
-            .prefix("kafka-quotas-")
-            .tempdir()
-            .unwrap();
-        let (plain, controller) = (free_port(), free_port());
-        let out = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("start")
-            .env("KAFKA_PEER_HOME", home.path())
-            .env("KAFKA_PEER_PORT", plain.to_string())
-            .env("KAFKA_PEER_CONTROLLER_PORT", controller.to_string())
-            .output()
-            .expect("run scripts/peers/kafka");
-        assert!(
-            out.status.success(),
-            "Kafka did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(KafkaPeer {
-            home,
-            addr: format!("127.0.0.1:{plain}"),
-        })
-    }
-}
-
-impl Drop for KafkaPeer {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("kill")
-            .env("KAFKA_PEER_HOME", self.home.path())
-            .output();
     }
 }
 
@@ -397,7 +342,7 @@ fn alter_and_describe_as_kafka_and_after_a_restart() {
         "{}",
         fjord[6]
     );
-    if let Some(kafka) = KafkaPeer::start() {
+    if let Some(kafka) = KafkaPeer::start(&[]) {
         let theirs = round_trip(&kafka.addr);
         let mut differences = Vec::new();
         for (k, f) in theirs.iter().zip(&fjord) {
@@ -586,7 +531,21 @@ fn flat_out(
 
 /// A topic's log end offset (records: every record is 1,000 bytes).
 fn log_end(consumer: &rdkafka::consumer::BaseConsumer, topic: &str) -> i64 {
-    watermarks(consumer, topic, 0).1
+    // Asked again on a client-side failure (librdkafka once reported all
+    // its connections down under the flat-out producers): the rate is
+    // what this measures, not the reader's connection.
+    use rdkafka::consumer::Consumer;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match consumer.fetch_watermarks(topic, 0, Duration::from_secs(10)) {
+            Ok((_, high)) => return high,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("fetch_watermarks {topic}-0: {e}; asking again");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => panic!("fetch_watermarks {topic}-0: {e}"),
+        }
+    }
 }
 
 fn set_rate(addr: &str, user: &str, rate: f64) {
@@ -998,7 +957,7 @@ fn a_throttled_fetch_is_answered_empty_as_kafka() {
     );
     // Before the quota applies a fetch gets all ten batches (~100 kB).
     // Under it: one window is 2,000 B/s × 10 s = 20,000 B, one batch.
-    if let Some(kafka) = KafkaPeer::start() {
+    if let Some(kafka) = KafkaPeer::start(&[]) {
         let theirs = throttled_fetch(&kafka.addr);
         eprintln!(
             "kafka: largest unthrottled records {} B, throttled answer with data: {}",

@@ -29,12 +29,10 @@
 mod common;
 
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::ports::free_port;
+use common::kafka_peer::KafkaPeer;
 use common::*;
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::StrBytes;
@@ -53,69 +51,8 @@ const TOPIC: &str = "tv2";
 const TXN_ID: &str = "tv2-tx";
 const GROUP: &str = "tv2-group";
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
-}
-
-/// Apache Kafka 4.4 (one node) from `scripts/peers/kafka`; None when its
-/// jars are not installed.
-struct KafkaPeer {
-    home: tempfile::TempDir,
-    addr: String,
-}
-
-impl KafkaPeer {
-    fn start() -> Option<KafkaPeer> {
-        let installed = std::fs::read_dir(repo().join("target/peers"))
-            .map(|d| {
-                d.flatten()
-                    .any(|e| e.path().join("libs/.complete").exists())
-            })
-            .unwrap_or(false);
-        if !installed {
-            assert!(
-                std::env::var("FJORD_REQUIRE_KAFKA_PEER").is_err(),
-                "FJORD_REQUIRE_KAFKA_PEER is set but Kafka's jars are not installed (scripts/peers/kafka install)"
-            );
-            eprintln!("Apache Kafka is not installed: its comparison is left out");
-            return None;
-        }
-        let home = tempfile::Builder::new()
-            .prefix("kafka-tv2-")
-            .tempdir()
-            .unwrap();
-        let (plain, controller) = (free_port(), free_port());
-        let out = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("start")
-            .arg(ABORT_INTERVAL)
-            .env("KAFKA_PEER_HOME", home.path())
-            .env("KAFKA_PEER_PORT", plain.to_string())
-            .env("KAFKA_PEER_CONTROLLER_PORT", controller.to_string())
-            .output()
-            .expect("run scripts/peers/kafka");
-        assert!(
-            out.status.success(),
-            "Kafka did not start: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Some(KafkaPeer {
-            home,
-            addr: format!("127.0.0.1:{plain}"),
-        })
-    }
-}
-
-impl Drop for KafkaPeer {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("scripts/peers/kafka"))
-            .arg("kill")
-            .env("KAFKA_PEER_HOME", self.home.path())
-            .output();
-    }
 }
 
 /// A raw connection with its own correlation ids.
@@ -727,7 +664,7 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let fjord_read = read_committed(&broker.bootstrap());
     let fjord_log = transaction_log(&broker.bootstrap(), 2, 0);
     eprintln!("Fjord's log: {fjord_log:#?}");
-    let kafka = KafkaPeer::start().map(|peer| {
+    let kafka = KafkaPeer::start(&[ABORT_INTERVAL]).map(|peer| {
         let trace = scenario(&peer.addr);
         eprintln!("Kafka: {trace:#?}");
         let mixed = mixed_and_timeout(&peer.addr);
