@@ -43,6 +43,7 @@ use crate::{ceiling, parse_cores, prepare, Common, CpuProbe, StallProbe};
 const CONCURRENT_TRANSACTIONS: i16 = 51;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
 const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+const NOT_COORDINATOR: i16 = 16;
 const OPERATION_NOT_ATTEMPTED: i16 = 55;
 /// Kafka's limit for idempotent producers: at most 5 requests in flight.
 const MAX_INFLIGHT: usize = 5;
@@ -359,15 +360,44 @@ impl Producer {
             |r| r.error_code,
         )?;
         let mut coord = Conn::connect(&format!("{}:{}", fc.host.as_str(), fc.port))?;
-        let init = call_retrying(
-            &mut coord,
-            &init_producer_id_request(&txn_id, cfg.txn_timeout_ms),
-            v.init_producer_id,
-            cfg.backoff,
-            deadline,
-            &mut retries,
-            |r| r.error_code,
-        )?;
+        // A broker that has just started may name itself coordinator and
+        // then answer NOT_COORDINATOR while its transaction log partition
+        // settles (Kafka): ask again, as clients do, until the deadline.
+        let init = loop {
+            let r = call_retrying(
+                &mut coord,
+                &init_producer_id_request(&txn_id, cfg.txn_timeout_ms),
+                v.init_producer_id,
+                cfg.backoff,
+                deadline,
+                &mut retries,
+                |r| {
+                    if r.error_code == NOT_COORDINATOR {
+                        0
+                    } else {
+                        r.error_code
+                    }
+                },
+            )?;
+            if r.error_code != NOT_COORDINATOR || Instant::now() >= deadline {
+                break r;
+            }
+            retries += 1;
+            std::thread::sleep(cfg.backoff);
+            let fc = call_retrying(
+                &mut data,
+                &find_coordinator_request(&txn_id),
+                v.find_coordinator,
+                cfg.backoff,
+                deadline,
+                &mut retries,
+                |r| r.error_code,
+            )?;
+            coord = Conn::connect(&format!("{}:{}", fc.host.as_str(), fc.port))?;
+        };
+        if init.error_code != 0 {
+            return Err(format!("InitProducerId: error {}", error_name(init.error_code)).into());
+        }
         let (producer_id, epoch) = (init.producer_id.0, init.producer_epoch);
         // Connection c writes partitions c, c+C, c+2C, … (as `produce`).
         let partitions: Vec<i32> = (c as i32..cfg.partitions.max(1))
