@@ -350,20 +350,20 @@ impl Producer {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut retries = 0;
         let mut data = Conn::connect(&cfg.bootstrap)?;
-        let fc = call_retrying(
-            &mut data,
-            &find_coordinator_request(&txn_id),
-            v.find_coordinator,
-            cfg.backoff,
-            deadline,
-            &mut retries,
-            |r| r.error_code,
-        )?;
-        let mut coord = Conn::connect(&format!("{}:{}", fc.host.as_str(), fc.port))?;
         // A broker that has just started may name itself coordinator and
         // then answer NOT_COORDINATOR while its transaction log partition
-        // settles (Kafka): ask again, as clients do, until the deadline.
-        let init = loop {
+        // settles (Kafka): find it again, as clients do, until the deadline.
+        let (coord, init) = loop {
+            let fc = call_retrying(
+                &mut data,
+                &find_coordinator_request(&txn_id),
+                v.find_coordinator,
+                cfg.backoff,
+                deadline,
+                &mut retries,
+                |r| r.error_code,
+            )?;
+            let mut coord = Conn::connect(&format!("{}:{}", fc.host.as_str(), fc.port))?;
             let r = call_retrying(
                 &mut coord,
                 &init_producer_id_request(&txn_id, cfg.txn_timeout_ms),
@@ -380,20 +380,10 @@ impl Producer {
                 },
             )?;
             if r.error_code != NOT_COORDINATOR || Instant::now() >= deadline {
-                break r;
+                break (coord, r);
             }
             retries += 1;
             std::thread::sleep(cfg.backoff);
-            let fc = call_retrying(
-                &mut data,
-                &find_coordinator_request(&txn_id),
-                v.find_coordinator,
-                cfg.backoff,
-                deadline,
-                &mut retries,
-                |r| r.error_code,
-            )?;
-            coord = Conn::connect(&format!("{}:{}", fc.host.as_str(), fc.port))?;
         };
         if init.error_code != 0 {
             return Err(format!("InitProducerId: error {}", error_name(init.error_code)).into());
