@@ -17,7 +17,7 @@ use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, Metadat
 use crate::cluster::leadership::LeadershipError;
 use crate::cluster::quorum::rpc::ControllerUnavailable;
 use crate::mesh::ShardError;
-use crate::shard::error::{AnswerError, TxnRefusal, VerificationError};
+use crate::shard::error::{AnswerError, TxnRefusal, TxnSupportedOperation, VerificationError};
 use crate::storage::{BatchError, StorageError};
 
 impl KafkaCode for ControllerCallError {
@@ -259,7 +259,9 @@ impl KafkaCode for crate::shard::owner::produce::AppendError {
             A::Write(e) => e.code(),
             A::Flush(e) => e.code(),
             A::Replication(e) => e.code(),
-            A::NotInTransaction { source, .. } => source.code(),
+            A::NotInTransaction {
+                source, operation, ..
+            } => produce_verification_code(source, *operation),
             A::Unanswered(e) => e.code(),
         }
     }
@@ -386,6 +388,11 @@ impl KafkaCode for CoordinatorLookupError {
 }
 
 impl KafkaCode for VerificationError {
+    /// The code of the verification as Kafka 4.4's `AddPartitionsToTxnManager`
+    /// hands it to the partition leader: a coordinator that cannot be named
+    /// is COORDINATOR_NOT_AVAILABLE, one that could not be asked
+    /// NETWORK_EXCEPTION, the coordinator's own answer as it gave it. What
+    /// the producer then sees is [`produce_verification_code`]'s.
     fn code(&self) -> i16 {
         use CoordinatorLookupError as L;
         match self {
@@ -395,19 +402,71 @@ impl KafkaCode for VerificationError {
                 | L::ControllerUnavailable { .. }
                 | L::NoLeader { .. }
                 | L::NotCoordinator { .. }
-                | L::UnsupportedKeyType { .. } => E::InvalidTxnState.code(),
+                | L::UnsupportedKeyType { .. } => E::CoordinatorNotAvailable.code(),
             },
             VerificationError::Remote(r) => match r {
                 crate::shard::remote::RemoteError::NotInstalled
                 | crate::shard::remote::RemoteError::Unreachable { .. } => {
-                    E::InvalidTxnState.code()
+                    E::NetworkException.code()
                 }
                 crate::shard::remote::RemoteError::Refused { code, .. } => *code,
             },
             VerificationError::Coordinator(e) => e.code(),
             VerificationError::Unanswered(e) => e.code(),
-            VerificationError::NoVerifier => E::InvalidTxnState.code(),
+            VerificationError::NoVerifier => E::CoordinatorNotAvailable.code(),
         }
+    }
+}
+
+/// The code a Produce partition gets when its transaction check (KIP-890)
+/// failed, as Kafka 4.4's partition leader (`ReplicaManager`) translates the
+/// coordinator's answer for the request version's `operation`:
+/// TRANSACTION_ABORTABLE (120) becomes INVALID_TXN_STATE (48) for clients
+/// that do not know it (Produce v0–v10); NETWORK_EXCEPTION,
+/// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
+/// NOT_COORDINATOR become NOT_ENOUGH_REPLICAS (19), which every producer
+/// retries without a metadata refresh; CONCURRENT_TRANSACTIONS (51) does too
+/// below transactions v2 (Produce v12, which retries it as such); the
+/// others are kept.
+pub fn produce_verification_code(e: &VerificationError, operation: TxnSupportedOperation) -> i16 {
+    let code = verification_code_for(e.code(), operation);
+    let unsure = [
+        E::NetworkException.code(),
+        E::CoordinatorLoadInProgress.code(),
+        E::CoordinatorNotAvailable.code(),
+        E::NotCoordinator.code(),
+    ];
+    let concurrent = code == E::ConcurrentTransactions.code()
+        && operation != TxnSupportedOperation::AddPartition;
+    if unsure.contains(&code) || concurrent {
+        E::NotEnoughReplicas.code()
+    } else {
+        code
+    }
+}
+
+/// The code a TxnOffsetCommit gets when its transaction check (KIP-890)
+/// failed: the coordinator's, with TRANSACTION_ABORTABLE (120) answered
+/// INVALID_TXN_STATE (48) to clients that do not know it (TxnOffsetCommit
+/// v0–v3), as Kafka 4.4's `AddPartitionsToTxnManager` does.
+pub fn txn_offset_commit_verification_code(
+    e: &VerificationError,
+    operation: TxnSupportedOperation,
+) -> i16 {
+    verification_code_for(e.code(), operation)
+}
+
+/// TRANSACTION_ABORTABLE for a client that knows it, INVALID_TXN_STATE for
+/// one that does not; every other code unchanged.
+fn verification_code_for(code: i16, operation: TxnSupportedOperation) -> i16 {
+    let knows_abortable = match operation {
+        TxnSupportedOperation::DefaultError => false,
+        TxnSupportedOperation::GenericErrorSupported | TxnSupportedOperation::AddPartition => true,
+    };
+    if code == E::TransactionAbortable.code() && !knows_abortable {
+        E::InvalidTxnState.code()
+    } else {
+        code
     }
 }
 
@@ -417,6 +476,7 @@ impl KafkaCode for TxnRefusal {
             TxnRefusal::InvalidProducerIdMapping => E::InvalidProducerIdMapping.code(),
             TxnRefusal::InvalidProducerEpoch => E::InvalidProducerEpoch.code(),
             TxnRefusal::InvalidTxnState => E::InvalidTxnState.code(),
+            TxnRefusal::TransactionAbortable => E::TransactionAbortable.code(),
             TxnRefusal::ConcurrentTransactions => E::ConcurrentTransactions.code(),
             TxnRefusal::CoordinatorLoadInProgress => E::CoordinatorLoadInProgress.code(),
             TxnRefusal::NotCoordinator => E::NotCoordinator.code(),
@@ -614,6 +674,7 @@ impl KafkaCode for crate::txn::error::TxnError {
             TxnError::InvalidProducerEpoch { .. } => E::InvalidProducerEpoch.code(),
             TxnError::InvalidProducerIdMapping { .. } => E::InvalidProducerIdMapping.code(),
             TxnError::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+            TxnError::TransactionAbortable { .. } => E::TransactionAbortable.code(),
             TxnError::InvalidTransactionTimeout { .. } => E::InvalidTransactionTimeout.code(),
             TxnError::TransactionalIdNotFound => E::TransactionalIdNotFound.code(),
             TxnError::UnknownTopicOrPartition { .. } => E::UnknownTopicOrPartition.code(),

@@ -35,6 +35,9 @@ const REBALANCE_IN_PROGRESS: i16 = 27;
 const INVALID_TIMESTAMP: i16 = 32;
 const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_TXN_STATE: i16 = 48;
+/// The coordinator's answer to a verification of a partition outside the
+/// open transaction (a TxnOffsetCommit below v4 gets INVALID_TXN_STATE).
+const TRANSACTION_ABORTABLE: i16 = 120;
 const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
 const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
@@ -643,7 +646,7 @@ fn bad_transaction_requests_get_kafka_errors() {
     let offsets = [(topic, 0, 5)];
     assert_eq!(
         node.txn_offset_commit("bad-tx", "bad-group", pid, epoch, &offsets),
-        vec![INVALID_TXN_STATE]
+        vec![TRANSACTION_ABORTABLE]
     );
     assert_eq!(node.add_offsets("bad-tx", pid, epoch, "bad-group"), NONE);
     assert_eq!(

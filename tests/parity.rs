@@ -361,14 +361,15 @@ async fn add_partitions_to_txn_v4_verifies_and_adds() {
             .then_some((r.producer_id.0, r.producer_epoch))
             .ok_or(format!("{r:?}"))
     });
-    // INVALID_TXN_STATE (48): not in the transaction yet; nothing is added.
+    // TRANSACTION_ABORTABLE (120), as Kafka 4.4's coordinator answers it:
+    // not in the transaction yet; nothing is added.
     assert_eq!(
         add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]),
-        [48]
+        [120]
     );
     assert_eq!(
         add_partitions_v4(&mut c, id, pid, epoch, true, vec![0]),
-        [48]
+        [120]
     );
     assert_eq!(
         add_partitions_v4(&mut c, id, pid, epoch, false, vec![0]),

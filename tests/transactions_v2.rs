@@ -510,6 +510,95 @@ fn mixed_and_timeout(addr: &str) -> Vec<String> {
     trace
 }
 
+/// Transactional writes the coordinator does not know of, per request
+/// version: Kafka 4.4's coordinator answers TRANSACTION_ABORTABLE (120) to a
+/// verification of a partition outside the open transaction, and the
+/// partition leader passes it on to clients that know it (Produce v11,
+/// TxnOffsetCommit v4) and answers INVALID_TXN_STATE (48) to older ones.
+fn unadded(addr: &str) -> Vec<String> {
+    let mut c = Conn::new(addr, "tv-unadded");
+    create_topic(&mut c);
+    let (pid, e) = init_producer(&mut c, 60_000);
+    let mut trace = Vec::new();
+    // No transaction is open: Produce without AddPartitionsToTxn.
+    trace.push(format!(
+        "produce v10: {}",
+        c.produce_v(10, pid, e, 0, &["u"])
+    ));
+    trace.push(format!(
+        "produce v11: {}",
+        c.produce_v(11, pid, e, 0, &["u"])
+    ));
+    // The broker-to-coordinator form, verify_only (AddPartitionsToTxn v4).
+    let req = kp::AddPartitionsToTxnRequest::default().with_transactions(vec![
+        kp::add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+            .with_transactional_id(s(&c.id).into())
+            .with_producer_id(pid.into())
+            .with_producer_epoch(e)
+            .with_verify_only(true)
+            .with_topics(vec![
+                kp::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+                    .with_name(s(TOPIC).into())
+                    .with_partitions(vec![0]),
+            ]),
+    ]);
+    let r = c.call(4, &req);
+    let code = r
+        .results_by_transaction
+        .first()
+        .and_then(|t| t.topic_results.first())
+        .and_then(|t| t.results_by_partition.first())
+        .map(|p| p.partition_error_code);
+    trace.push(format!("verify only v4: {} {code:?}", r.error_code));
+    // An open transaction (Produce v12 adds partition 0) without the
+    // group's offsets partition: TxnOffsetCommit without AddOffsetsToTxn.
+    trace.push(format!("produce v12: {}", c.produce(pid, e, 0, &["o"])));
+    c.until("the group coordinator", |c| {
+        let req = kp::FindCoordinatorRequest::default()
+            .with_key_type(0)
+            .with_coordinator_keys(vec![s(GROUP)]);
+        let r = c.call(4, &req);
+        (r.coordinators[0].error_code == 0).then_some(())
+    });
+    for version in [3, 4] {
+        let req = kp::TxnOffsetCommitRequest::default()
+            .with_transactional_id(s(&c.id).into())
+            .with_group_id(s(GROUP).into())
+            .with_producer_id(pid.into())
+            .with_producer_epoch(e)
+            .with_generation_id(-1)
+            .with_member_id(s(""))
+            .with_topics(vec![
+                kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                    .with_name(s(TOPIC).into())
+                    .with_partitions(vec![
+                        kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(1)
+                            .with_committed_leader_epoch(-1),
+                    ]),
+            ]);
+        let code = c.until("TxnOffsetCommit", |c| {
+            let code = c.call(version, &req).topics[0].partitions[0].error_code;
+            (!matches!(code, 14..=16)).then_some(code)
+        });
+        trace.push(format!("txn offset commit v{version}: {code}"));
+    }
+    trace.push(format!("abort: {}", c.end_settled(pid, e, false).0));
+    trace
+}
+
+/// [`unadded`] on Kafka 4.4.
+const EXPECTED_UNADDED: &[&str] = &[
+    "produce v10: 48",
+    "produce v11: 120",
+    "verify only v4: 0 Some(120)",
+    "produce v12: 0",
+    "txn offset commit v3: 48",
+    "txn offset commit v4: 120",
+    "abort: 0",
+];
+
 /// The records of [`TXN_ID`] in `__transaction_state` (with
 /// `state_partitions` partitions) as a Fetch reads them, each decoded with
 /// Fjord's reader: (status, epoch above `base`, client transaction version
@@ -662,6 +751,8 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let fjord_mixed = mixed_and_timeout(&broker.bootstrap());
     eprintln!("Fjord: {fjord_mixed:#?}");
     let fjord_read = read_committed(&broker.bootstrap());
+    let fjord_unadded = unadded(&broker.bootstrap());
+    eprintln!("Fjord: {fjord_unadded:#?}");
     let fjord_log = transaction_log(&broker.bootstrap(), 2, 0);
     eprintln!("Fjord's log: {fjord_log:#?}");
     let kafka = KafkaPeer::start(&[ABORT_INTERVAL]).map(|peer| {
@@ -669,10 +760,14 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
         eprintln!("Kafka: {trace:#?}");
         let mixed = mixed_and_timeout(&peer.addr);
         eprintln!("Kafka: {mixed:#?}");
+        let read = read_committed(&peer.addr);
+        let unadded = unadded(&peer.addr);
+        eprintln!("Kafka: {unadded:#?}");
+        assert_eq!(unadded, EXPECTED_UNADDED, "Kafka's unadded trace differs");
         // Kafka's default transaction.state.log.num.partitions.
         let log = transaction_log(&peer.addr, 50, 0);
         eprintln!("Kafka's log: {log:#?}");
-        (trace, mixed, read_committed(&peer.addr), log)
+        (trace, mixed, read, log)
     });
     if let Some((trace, mixed, read, log)) = &kafka {
         // The same records, read by Fjord's reader from Kafka's log; Kafka
@@ -692,6 +787,7 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     }
     assert_eq!(fjord, EXPECTED);
     assert_eq!(fjord_mixed, EXPECTED_MIXED);
+    assert_eq!(fjord_unadded, EXPECTED_UNADDED);
     assert_eq!(fjord_read, ["c1", "c2", "c3", "v1-a", "v2-b", "t3"]);
 }
 

@@ -72,7 +72,7 @@ impl Variants for GroupError {
 }
 
 impl Variants for TxnError {
-    const COUNT: usize = 16;
+    const COUNT: usize = 17;
     fn index(&self) -> usize {
         match self {
             TxnError::ConcurrentTransactions { .. } => 0,
@@ -80,6 +80,7 @@ impl Variants for TxnError {
             TxnError::InvalidProducerEpoch { .. } => 2,
             TxnError::InvalidProducerIdMapping { .. } => 3,
             TxnError::InvalidTxnState { .. } => 4,
+            TxnError::TransactionAbortable { .. } => 16,
             TxnError::InvalidTransactionTimeout { .. } => 5,
             TxnError::TransactionalIdNotFound => 6,
             TxnError::StatePartitionNotHere { .. } => 7,
@@ -480,7 +481,7 @@ fn mutation_throttled_code() {
 }
 
 impl Variants for TxnRefusal {
-    const COUNT: usize = 7;
+    const COUNT: usize = 8;
     fn index(&self) -> usize {
         match self {
             TxnRefusal::InvalidProducerIdMapping => 0,
@@ -490,6 +491,7 @@ impl Variants for TxnRefusal {
             TxnRefusal::CoordinatorLoadInProgress => 4,
             TxnRefusal::NotCoordinator => 5,
             TxnRefusal::CoordinatorNotAvailable => 6,
+            TxnRefusal::TransactionAbortable => 7,
         }
     }
 }

@@ -53,25 +53,29 @@ fn txn_refusal_codes() {
         (R::CoordinatorLoadInProgress, 14),
         (R::NotCoordinator, 16),
         (R::CoordinatorNotAvailable, 15),
+        (R::TransactionAbortable, 120),
     ]);
 }
 
 /// A verification whose coordinator cannot be named answers
-/// INVALID_TXN_STATE, whatever the lookup's failure.
+/// COORDINATOR_NOT_AVAILABLE, one whose coordinator could not be asked
+/// NETWORK_EXCEPTION (Kafka's `AddPartitionsToTxnManager`); the partition
+/// leader turns both into NOT_ENOUGH_REPLICAS for the producer
+/// (`produce_verification_code`).
 #[test]
 fn verification_error_codes() {
     let topic = "__transaction_state";
     let table: Vec<(VerificationError, i16)> = vec![
-        (CoordinatorLookupError::TopicMissing { topic }.into(), 48),
+        (CoordinatorLookupError::TopicMissing { topic }.into(), 15),
         (
             crate::shard::remote::RemoteError::Unreachable {
                 broker: 2,
                 why: "refused".into(),
             }
             .into(),
-            48,
+            13,
         ),
-        (crate::shard::remote::RemoteError::NotInstalled.into(), 48),
+        (crate::shard::remote::RemoteError::NotInstalled.into(), 13),
         (
             crate::shard::remote::RemoteError::Refused {
                 broker: 2,
@@ -88,7 +92,7 @@ fn verification_error_codes() {
                 source: MetadataError::UnknownTopicOrPartition,
             }
             .into(),
-            48,
+            15,
         ),
         (
             CoordinatorLookupError::ControllerUnavailable {
@@ -96,7 +100,7 @@ fn verification_error_codes() {
                 source: ControllerCallError::Shard(ShardError::Unavailable(0)),
             }
             .into(),
-            48,
+            15,
         ),
         // The local coordinator's own answer is kept.
         (
@@ -105,7 +109,57 @@ fn verification_error_codes() {
         ),
         // The coordinator's shard is gone: the mesh's REQUEST_TIMED_OUT.
         (VerificationError::Unanswered(ShardError::Unavailable(1)), 7),
-        (VerificationError::NoVerifier, 48),
+        (VerificationError::NoVerifier, 15),
     ];
     crate::error::code_tables::table(&table);
+}
+
+/// What a producer sees of a failed transaction check, per request
+/// version, as Kafka 4.4's partition leader translates it.
+#[test]
+fn produce_and_txn_offset_commit_translate_the_check_per_version() {
+    use crate::shard::error::TxnSupportedOperation as Op;
+    let abortable = VerificationError::Coordinator(TxnRefusal::TransactionAbortable);
+    let concurrent = VerificationError::Coordinator(TxnRefusal::ConcurrentTransactions);
+    let loading = VerificationError::Coordinator(TxnRefusal::CoordinatorLoadInProgress);
+    let moved = VerificationError::Coordinator(TxnRefusal::NotCoordinator);
+    let lookup: VerificationError = CoordinatorLookupError::TopicMissing {
+        topic: "__transaction_state",
+    }
+    .into();
+    let unreachable: VerificationError = crate::shard::remote::RemoteError::Unreachable {
+        broker: 2,
+        why: "refused".into(),
+    }
+    .into();
+    let fenced = VerificationError::Coordinator(TxnRefusal::InvalidProducerEpoch);
+    let remote_abortable: VerificationError = crate::shard::remote::RemoteError::Refused {
+        broker: 2,
+        topic: "t".into(),
+        partition: 0,
+        code: 120,
+    }
+    .into();
+    // (error, Produce v10, v11, v12, TxnOffsetCommit v3, v4, v5)
+    let table = [
+        (&abortable, [48, 120, 120, 48, 120, 120]),
+        (&remote_abortable, [48, 120, 120, 48, 120, 120]),
+        (&concurrent, [19, 19, 51, 51, 51, 51]),
+        (&loading, [19, 19, 19, 14, 14, 14]),
+        (&moved, [19, 19, 19, 16, 16, 16]),
+        (&lookup, [19, 19, 19, 15, 15, 15]),
+        (&unreachable, [19, 19, 19, 13, 13, 13]),
+        (&fenced, [47, 47, 47, 47, 47, 47]),
+    ];
+    for (e, want) in table {
+        let got = [
+            produce_verification_code(e, Op::for_produce(10)),
+            produce_verification_code(e, Op::for_produce(11)),
+            produce_verification_code(e, Op::for_produce(12)),
+            txn_offset_commit_verification_code(e, Op::for_txn_offset_commit(3)),
+            txn_offset_commit_verification_code(e, Op::for_txn_offset_commit(4)),
+            txn_offset_commit_verification_code(e, Op::for_txn_offset_commit(5)),
+        ];
+        assert_eq!(got, want, "{e:?}");
+    }
 }

@@ -66,8 +66,9 @@ fn append_error_codes() {
                 producer_id: 1,
                 epoch: 0,
                 source: crate::shard::error::VerificationError::NoVerifier,
+                operation: crate::shard::error::TxnSupportedOperation::DefaultError,
             },
-            48,
+            19,
         ),
         (A::Unanswered(crate::mesh::ShardError::Unavailable(1)), 7),
     ];

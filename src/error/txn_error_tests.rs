@@ -43,6 +43,12 @@ fn every_txn_error_maps_to_its_code() {
             48,
         ),
         (
+            TxnError::TransactionAbortable {
+                state: TxnStatus::Ongoing,
+            },
+            120,
+        ),
+        (
             TxnError::InvalidTransactionTimeout {
                 timeout_ms: 0,
                 max_timeout_ms: 900_000,

@@ -4,11 +4,12 @@
 //! partitions it is about to write to. v4+ is the form Kafka's brokers send
 //! to the coordinator: several transactional ids per request, each either
 //! added as in v3 or, with `verify_only`, only checked (every partition
-//! answered NONE when it is in the producer's open transaction, the
-//! coordinator's error otherwise); an add in the v4+ form is a partition
-//! leader's implicit add for a transactions-v2 client (KIP-890 part 2),
-//! recorded with that client transaction version. v5 only allows TRANSACTION_ABORTABLE in
-//! the answer, which this broker does not give. Every form is forwarded to
+//! answered NONE when it is in the producer's open transaction,
+//! TRANSACTION_ABORTABLE when it is not, CONCURRENT_TRANSACTIONS while the
+//! transaction is being decided, the producer check's error otherwise); an
+//! add in the v4+ form is a partition leader's implicit add for a
+//! transactions-v2 client (KIP-890 part 2), recorded with that client
+//! transaction version. Every form is forwarded to
 //! the transactional id's coordinator. Partitions of unknown topics get
 //! UNKNOWN_TOPIC_OR_PARTITION and the others of that transactional id
 //! OPERATION_NOT_ATTEMPTED (nothing is added). PRODUCER_FENCED is answered as

@@ -48,6 +48,7 @@ use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
 use crate::mesh::ShardError;
 use crate::protocol::RequestFrame;
+use crate::shard::error::TxnSupportedOperation;
 use crate::shard::owner::produce::{self as owner_produce, PartitionAppend, Slot};
 use crate::shard::Shard;
 
@@ -225,7 +226,7 @@ pub async fn handle(
                     partition: p.index,
                     records,
                     transactional_id: transactional_id.clone(),
-                    add_to_txn: frame.prefix.api_version >= 12,
+                    txn_operation: TxnSupportedOperation::for_produce(frame.prefix.api_version),
                 });
             } else {
                 r.error_code = codes::CORRUPT_MESSAGE;

@@ -19,25 +19,33 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use super::authz::Access;
 use super::{fenced_for_version, group_owner, respond, Answers, HandlerResult};
 use crate::acl::model::{Operation, ResourceType};
+use crate::error::txn_offset_commit_verification_code;
 use crate::error::{group_code, KafkaCode};
 use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
-use crate::shard::error::VerificationError;
+use crate::shard::error::{TxnSupportedOperation, VerificationError};
 use crate::shard::Shard;
 
 /// Asks the transaction coordinator whether the group's `__consumer_offsets`
 /// partition is in the producer's open transaction (AddOffsetsToTxn came
 /// first, the producer id and epoch are current): 0 or the Kafka error code
-/// (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE).
+/// (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE
+/// from v4, INVALID_TXN_STATE below it; `txn_offset_commit_verification_code`).
 /// Offsets a coordinator does not know about could never be committed or
 /// aborted by a marker.
 ///
-/// From v5 (`add`, transactions v2, KIP-890 part 2) the transaction
+/// From v5 (`operation` adds, transactions v2, KIP-890 part 2) the transaction
 /// coordinator adds the partition to the transaction instead (the client
 /// sends no AddOffsetsToTxn), in the same call.
-async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str, add: bool) -> i16 {
+async fn verify(
+    shard: &Rc<Shard>,
+    req: &TxnOffsetCommitRequest,
+    group: &str,
+    operation: TxnSupportedOperation,
+) -> i16 {
+    let add = operation.adds_partition();
     let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
     // Mark the verification on the group's shard first (see
     // `coordinator::begin_txn_commit`).
@@ -62,7 +70,10 @@ async fn verify(shard: &Rc<Shard>, req: &TxnOffsetCommitRequest, group: &str, ad
         .into_iter()
         .next()
         .unwrap_or(Err(VerificationError::NoVerifier))
-        .map_or_else(|e| e.code(), |()| 0)
+        .map_or_else(
+            |e| txn_offset_commit_verification_code(&e, operation),
+            |()| 0,
+        )
 }
 
 /// Answers TxnOffsetCommit.
@@ -112,7 +123,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let verified = if n == 0 {
         0
     } else {
-        verify(shard, &req, &group, version >= 5).await
+        verify(
+            shard,
+            &req,
+            &group,
+            TxnSupportedOperation::for_txn_offset_commit(version),
+        )
+        .await
     };
     let out: Vec<i16> = match group_owner(shard, &group).map_err(|e| e.code()) {
         _ if n == 0 => Vec::new(),

@@ -258,17 +258,18 @@ impl From<&MarkerError> for MarkerFailure {
 
 /// Why a partition verification (KIP-890: Produce with a transactional
 /// batch, TxnOffsetCommit) could not be asked of the transaction
-/// coordinator.
+/// coordinator, or what it answered. Each variant's code is the one Kafka's
+/// brokers hand their partition leader; the leader's answer to the client
+/// is `crate::error::produce_verification_code` /
+/// `txn_offset_commit_verification_code` of it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum VerificationError {
-    /// The transactional id's coordinator cannot be named: INVALID_TXN_STATE
-    /// (48), as Kafka's brokers answer a verification that cannot reach the
-    /// coordinator (the partition cannot be shown to be in the open
-    /// transaction), not the lookup's own COORDINATOR_NOT_AVAILABLE.
+    /// The transactional id's coordinator cannot be named:
+    /// COORDINATOR_NOT_AVAILABLE (15).
     #[error("cannot verify the partition: {0}")]
     CoordinatorLookup(#[from] CoordinatorLookupError),
     /// The coordinator is another broker: its answer's code, or, when it
-    /// could not be asked, INVALID_TXN_STATE (48) as for a lookup failure.
+    /// could not be asked, NETWORK_EXCEPTION (13).
     #[error("cannot verify the partition with the coordinator: {0}")]
     Remote(#[from] super::remote::RemoteError),
     /// The coordinator, on a shard of this broker, refused: the
@@ -280,7 +281,7 @@ pub enum VerificationError {
     #[error("the coordinator's shard did not answer: {0}")]
     Unanswered(crate::mesh::ShardError),
     /// No way to the coordinator is installed (start-up not finished), or
-    /// it gave no answer for the partition: INVALID_TXN_STATE (48).
+    /// it gave no answer for the partition: COORDINATOR_NOT_AVAILABLE (15).
     #[error("no transaction coordinator answered")]
     NoVerifier,
 }
@@ -313,9 +314,13 @@ pub enum TxnRefusal {
     /// INVALID_PRODUCER_EPOCH (47): another producer epoch is current.
     #[error("the producer epoch is not current")]
     InvalidProducerEpoch,
-    /// INVALID_TXN_STATE (48): no open transaction holds the partition.
+    /// INVALID_TXN_STATE (48): the coordinator's state refuses the operation.
     #[error("the partition is not in an open transaction")]
     InvalidTxnState,
+    /// TRANSACTION_ABORTABLE (120): the partition is not in the producer's
+    /// open transaction (none is open, or it is open without it).
+    #[error("the partition is not in the producer's open transaction")]
+    TransactionAbortable,
     /// CONCURRENT_TRANSACTIONS (51): the transaction is being ended.
     #[error("the transaction is being ended")]
     ConcurrentTransactions,
@@ -340,4 +345,47 @@ pub enum AnswerError {
     /// No answer came back for the item.
     #[error("no answer came back for this item of the request")]
     Lost,
+}
+
+/// What the client of a transactional request can take from its
+/// transaction check (KIP-890), by request version, as Kafka 4.4's
+/// `AddPartitionsToTxnManager` names it: whether the coordinator adds the
+/// partition (transactions v2) or only verifies it, and whether the client
+/// knows TRANSACTION_ABORTABLE (120).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnSupportedOperation {
+    /// Verify only; TRANSACTION_ABORTABLE is answered INVALID_TXN_STATE
+    /// (Produce v0–v10, TxnOffsetCommit v0–v3).
+    DefaultError,
+    /// Verify only; the client takes TRANSACTION_ABORTABLE (Produce v11,
+    /// TxnOffsetCommit v4; KIP-890 part 1).
+    GenericErrorSupported,
+    /// The coordinator adds the partition (Produce v12+, TxnOffsetCommit
+    /// v5+; KIP-890 part 2).
+    AddPartition,
+}
+
+impl TxnSupportedOperation {
+    /// The operation of a Produce request of `version`.
+    pub fn for_produce(version: i16) -> Self {
+        match version {
+            i16::MIN..=10 => Self::DefaultError,
+            11 => Self::GenericErrorSupported,
+            12..=i16::MAX => Self::AddPartition,
+        }
+    }
+
+    /// The operation of a TxnOffsetCommit request of `version`.
+    pub fn for_txn_offset_commit(version: i16) -> Self {
+        match version {
+            i16::MIN..=3 => Self::DefaultError,
+            4 => Self::GenericErrorSupported,
+            5..=i16::MAX => Self::AddPartition,
+        }
+    }
+
+    /// Whether the coordinator adds the partition (transactions v2).
+    pub fn adds_partition(self) -> bool {
+        self == Self::AddPartition
+    }
 }

@@ -106,6 +106,17 @@ pub enum TxnError {
         /// The id's state.
         state: TxnStatus,
     },
+    /// TRANSACTION_ABORTABLE (120): a verification (KIP-890) found the
+    /// partition outside the producer's open transaction (none is open, or
+    /// it is open without the partition), as Kafka 4.4's coordinator answers
+    /// AddPartitionsToTxn `verify_only`. A partition leader answers clients
+    /// that do not know the code INVALID_TXN_STATE (48) instead (Produce
+    /// v0–v10, TxnOffsetCommit v0–v3; `crate::error`).
+    #[error("the partition is not in the producer's open transaction (state {state:?})")]
+    TransactionAbortable {
+        /// The id's state.
+        state: TxnStatus,
+    },
     /// INVALID_TRANSACTION_TIMEOUT (50): `transaction.timeout.ms` is not in
     /// 1..=`transaction.max.timeout.ms`.
     #[error("transaction timeout {timeout_ms} ms is not in 1..={max_timeout_ms}")]

@@ -360,9 +360,13 @@ pub fn add_partitions(
 
 /// Whether `partition` is in the open transaction of this producer id and
 /// epoch (Produce and TxnOffsetCommit before writing, AddPartitionsToTxn
-/// v4+ `verify_only`; KIP-890). Errors: INVALID_PRODUCER_ID_MAPPING (unknown
-/// id or another producer id), INVALID_PRODUCER_EPOCH (another epoch),
-/// INVALID_TXN_STATE (no open transaction, or the partition is not in it).
+/// v4+ `verify_only`; KIP-890). Errors, as Kafka 4.4's coordinator answers a
+/// verification: INVALID_PRODUCER_ID_MAPPING (unknown id or another producer
+/// id), INVALID_PRODUCER_EPOCH (another epoch), CONCURRENT_TRANSACTIONS (the
+/// transaction is being decided: PrepareCommit / PrepareAbort),
+/// TRANSACTION_ABORTABLE (no open transaction, or the partition is not in
+/// it; a partition leader answers older clients INVALID_TXN_STATE instead,
+/// `crate::error::produce_verification_code`).
 pub fn verify_partition(
     m: Option<&TxnMetadata>,
     producer_id: i64,
@@ -384,18 +388,20 @@ pub fn verify_partition(
         }
         Err(e) => return Err(e),
     };
-    let not_in_txn = TxnError::InvalidTxnState {
-        operation: TxnOperation::VerifyPartition,
+    let not_in_txn = TxnError::TransactionAbortable {
         state: m.value.status,
     };
     match m.value.status {
         TxnStatus::Ongoing if m.value.partitions.contains(partition) => Ok(()),
         TxnStatus::Ongoing => Err(not_in_txn),
+        TxnStatus::PrepareCommit | TxnStatus::PrepareAbort => {
+            Err(TxnError::ConcurrentTransactions {
+                state: Some(m.value.status),
+            })
+        }
         // The producer's writes belong before its EndTxn: once the
         // transaction is decided, or when none is open, nothing may join.
         TxnStatus::Empty
-        | TxnStatus::PrepareCommit
-        | TxnStatus::PrepareAbort
         | TxnStatus::CompleteCommit
         | TxnStatus::CompleteAbort
         | TxnStatus::Dead

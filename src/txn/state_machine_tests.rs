@@ -319,7 +319,8 @@ requests! {
         ["keep", "expire", "keep", "keep", "keep", "expire", "expire", "keep", "keep"];
     VerifyPartition: "verify partition",
         |m| verify_partition(m, PID, EPOCH, &tp("t", 0)).map_or_else(|e| err(&e), |()| "ok".into()),
-        ["err 49", "err 48", "ok", "err 48", "err 48", "err 48", "err 48", "err 48", "err 48"];
+        ["err 49", "err 120", "ok", "err 51", "err 51", "err 120", "err 120", "err 120",
+         "err 120"];
     EndTxnV2Commit: "EndTxn v5(commit)",
         |m| end_outcome(end_txn(m, PID, EPOCH, true, TxnVersion::Tv2, None, NOW)),
         ["err 49", "err 48", "PrepareCommit e6", "err 90", "err 90", "err 48", "err 48", "err 48",
@@ -425,7 +426,7 @@ fn a_transaction_from_init_to_commit_and_the_next_to_abort() {
     assert_eq!(verify_partition(Some(&m), PID, 0, &tp("b", 1)), Ok(()));
     assert_eq!(
         verify_partition(Some(&m), PID, 0, &tp("c", 0)).map_err(|e| e.code()),
-        Err(48)
+        Err(120)
     );
 
     clock.advance(5);

@@ -182,6 +182,7 @@ pub fn refusal(e: &TxnError) -> TxnRefusal {
             TxnRefusal::InvalidProducerEpoch
         }
         TxnError::InvalidTxnState { .. } => TxnRefusal::InvalidTxnState,
+        TxnError::TransactionAbortable { .. } => TxnRefusal::TransactionAbortable,
         TxnError::ConcurrentTransactions { .. } => TxnRefusal::ConcurrentTransactions,
         TxnError::CoordinatorLoadInProgress => TxnRefusal::CoordinatorLoadInProgress,
         TxnError::NotCoordinator => TxnRefusal::NotCoordinator,

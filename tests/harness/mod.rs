@@ -360,7 +360,7 @@ impl Node {
             partition,
             records,
             transactional_id: transactional_id.map(Arc::from),
-            add_to_txn: false,
+            txn_operation: fjord::shard::error::TxnSupportedOperation::DefaultError,
         };
         self.on(from, move |s| async move {
             let owner = s.owner(&work.topic, partition);

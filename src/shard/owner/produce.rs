@@ -23,7 +23,9 @@ use futures_channel::oneshot;
 
 use crate::cluster::leadership::Requester;
 use crate::mesh::ShardError;
-use crate::shard::error::{FlushError, ProduceError, ReplicationWaitError, VerificationError};
+use crate::shard::error::{
+    FlushError, ProduceError, ReplicationWaitError, TxnSupportedOperation, VerificationError,
+};
 use crate::shard::partition::{Partition, ProduceOutcome};
 use crate::shard::{now_ms, Shard};
 use crate::storage::StorageError;
@@ -53,11 +55,12 @@ pub struct PartitionAppend {
     /// The request's `transactional_id` (transactional batches need one:
     /// TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise, as Kafka).
     pub transactional_id: Option<Arc<str>>,
-    /// Produce v12+ (transactions v2, KIP-890 part 2): a transaction's first
-    /// batch on the partition has the coordinator add the partition to the
-    /// transaction (the client sends no AddPartitionsToTxn) instead of only
-    /// verifying that it was added.
-    pub add_to_txn: bool,
+    /// What the request's version takes from the transaction check
+    /// (KIP-890): from Produce v12 (transactions v2, part 2) a transaction's
+    /// first batch on the partition has the coordinator add the partition to
+    /// the transaction (the client sends no AddPartitionsToTxn) instead of
+    /// only verifying that it was added; v11 takes TRANSACTION_ABORTABLE.
+    pub txn_operation: TxnSupportedOperation,
 }
 
 /// Why a partition of a Produce request was not appended, or its append
@@ -96,6 +99,9 @@ pub enum AppendError {
         epoch: i16,
         /// Why not.
         source: VerificationError,
+        /// The request version's operation, which decides the code the
+        /// client gets (`crate::error::produce_verification_code`).
+        operation: TxnSupportedOperation,
     },
     /// The owner shard did not answer: the mesh error's code
     /// (REQUEST_TIMED_OUT (7): the outcome is unknown).
@@ -303,7 +309,10 @@ async fn verify_all(
 ) {
     while let Some(&(first, _, pid, epoch)) = to_verify.first() {
         // One request has one version: every partition adds, or none does.
-        let add = work.get(first).is_some_and(|w| w.add_to_txn);
+        let operation = work
+            .get(first)
+            .map_or(TxnSupportedOperation::DefaultError, |w| w.txn_operation);
+        let add = operation.adds_partition();
         let (these, rest): (Vec<_>, Vec<_>) = to_verify
             .into_iter()
             .partition(|(_, _, p, e)| (*p, *e) == (pid, epoch));
@@ -346,6 +355,7 @@ async fn verify_all(
                     producer_id: pid,
                     epoch,
                     source,
+                    operation,
                 }),
             }
         }
