@@ -15,12 +15,13 @@
 //! each broker wrote them (TransactionLogValue v1 from Kafka), are read
 //! with Fjord's decoder and must match.
 //!
-//! The epoch overflow (an EndTxn v5 at epoch 32766 rotating the producer
-//! id) is not driven here: reaching that epoch takes 32,766 InitProducerId
-//! round trips on either broker. `tests/inprocess.rs` plants epoch 32766
-//! instead (`end_txn_v2_at_the_exhausted_epoch_rotates_the_producer_id`),
-//! and the state machine's tests (`src/txn/state_machine_tests.rs`) cover
-//! the retries around it.
+//! The epoch overflow is driven on both brokers as a client reaches it:
+//! 32,765 InitProducerId round trips up to epoch 32766 (a few seconds),
+//! then a commit there rotates the producer id; the old id is fenced by
+//! the partition (its markers carry epoch 32767) and no longer mapped by the
+//! coordinator. A transactional write the coordinator does not know of is
+//! answered per request version (TRANSACTION_ABORTABLE from Produce v11 and
+//! TxnOffsetCommit v4, INVALID_TXN_STATE before), also on both.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -599,6 +600,103 @@ const EXPECTED_UNADDED: &[&str] = &[
     "abort: 0",
 ];
 
+/// The epoch overflow, driven as a client would reach it: InitProducerId
+/// bumps the epoch of a known id each time, up to 32766 (Kafka's last
+/// usable epoch, `Short.MAX_VALUE - 1`); a transaction at that epoch then
+/// commits with EndTxn v5, which cannot bump to 32767 and rotates the
+/// producer id (NextProducerId), answering the new id at epoch 0. Its retry
+/// with the old id and epoch gets the same answer; the new id carries on.
+fn overflow(addr: &str) -> Vec<String> {
+    const LAST_EPOCH: i16 = i16::MAX - 1;
+    let mut c = Conn::new(addr, "tv2-overflow");
+    create_topic(&mut c);
+    let (pid, mut epoch) = init_producer(&mut c, 60_000);
+    let id = c.id.clone();
+    let req = kp::InitProducerIdRequest::default()
+        .with_transactional_id(Some(s(&id).into()))
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id((-1).into())
+        .with_producer_epoch(-1);
+    let mut same_id = true;
+    while epoch < LAST_EPOCH {
+        let r = c.call(5, &req);
+        match r.error_code {
+            0 => {
+                same_id &= r.producer_id.0 == pid;
+                assert_eq!(r.producer_epoch, epoch + 1, "InitProducerId bumps by one");
+                epoch = r.producer_epoch;
+            }
+            // CONCURRENT_TRANSACTIONS / loading: retried as clients do.
+            14 | 51 => std::thread::sleep(Duration::from_millis(10)),
+            e => panic!("InitProducerId at epoch {epoch}: {e}"),
+        }
+    }
+    let mut trace = vec![format!("bumped to {epoch}, same id {same_id}")];
+    trace.push(format!(
+        "produce at {epoch}: {}",
+        c.produce(pid, epoch, 0, &["last-epoch"])
+    ));
+    let rel = |(code, p, e): (i16, i64, i16)| {
+        let who = if p == pid { "old id" } else { "new id" };
+        format!("{code} {who} e{e}")
+    };
+    let answer = c.end_settled(pid, epoch, true);
+    let new_pid = answer.1;
+    trace.push(format!("commit at {epoch}: {}", rel(answer)));
+    trace.push(format!(
+        "commit retry: {}",
+        rel(c.end_txn(pid, epoch, true))
+    ));
+    let (state, p, e) = c.describe_txn();
+    trace.push(format!("describe: {state} new id {} e{e}", p == new_pid));
+    // The markers carry the old id at epoch 32767.
+    let epochs: Vec<i32> = c
+        .describe_producers()
+        .iter()
+        .filter(|(p, _)| *p == pid)
+        .map(|(_, e)| *e)
+        .collect();
+    trace.push(format!("old id on the partition: {epochs:?}"));
+    trace.push(format!(
+        "old id produce: {}",
+        c.produce(pid, epoch, 1, &["zombie"])
+    ));
+    trace.push(format!(
+        "old id produce 32767: {}",
+        c.produce(pid, i16::MAX, 1, &["zombie"])
+    ));
+    trace.push(format!(
+        "unknown id produce: {}",
+        c.produce(pid + 12345, 0, 0, &["zombie"])
+    ));
+    trace.push(format!(
+        "new id produce: {}",
+        c.produce(new_pid, 0, 0, &["new-id"])
+    ));
+    trace.push(format!(
+        "new id commit: {}",
+        rel(c.end_settled(new_pid, 0, true))
+    ));
+    trace
+}
+
+/// [`overflow`] on Kafka 4.4.
+const EXPECTED_OVERFLOW: &[&str] = &[
+    "bumped to 32766, same id true",
+    "produce at 32766: 0",
+    "commit at 32766: 0 new id e0",
+    "commit retry: 0 new id e0",
+    "describe: CompleteCommit new id true e0",
+    "old id on the partition: [32767]",
+    // Below the epoch the partition knows: fenced by the leader itself.
+    "old id produce: 47",
+    // At it: the coordinator no longer maps the id.
+    "old id produce 32767: 49",
+    "unknown id produce: 49",
+    "new id produce: 0",
+    "new id commit: 0 new id e1",
+];
+
 /// The records of [`TXN_ID`] in `__transaction_state` (with
 /// `state_partitions` partitions) as a Fetch reads them, each decoded with
 /// Fjord's reader: (status, epoch above `base`, client transaction version
@@ -753,6 +851,8 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let fjord_read = read_committed(&broker.bootstrap());
     let fjord_unadded = unadded(&broker.bootstrap());
     eprintln!("Fjord: {fjord_unadded:#?}");
+    let fjord_overflow = overflow(&broker.bootstrap());
+    eprintln!("Fjord: {fjord_overflow:#?}");
     let fjord_log = transaction_log(&broker.bootstrap(), 2, 0);
     eprintln!("Fjord's log: {fjord_log:#?}");
     let kafka = KafkaPeer::start(&[ABORT_INTERVAL]).map(|peer| {
@@ -764,6 +864,12 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
         let unadded = unadded(&peer.addr);
         eprintln!("Kafka: {unadded:#?}");
         assert_eq!(unadded, EXPECTED_UNADDED, "Kafka's unadded trace differs");
+        let overflow = overflow(&peer.addr);
+        eprintln!("Kafka: {overflow:#?}");
+        assert_eq!(
+            overflow, EXPECTED_OVERFLOW,
+            "Kafka's overflow trace differs"
+        );
         // Kafka's default transaction.state.log.num.partitions.
         let log = transaction_log(&peer.addr, 50, 0);
         eprintln!("Kafka's log: {log:#?}");
@@ -788,6 +894,7 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     assert_eq!(fjord, EXPECTED);
     assert_eq!(fjord_mixed, EXPECTED_MIXED);
     assert_eq!(fjord_unadded, EXPECTED_UNADDED);
+    assert_eq!(fjord_overflow, EXPECTED_OVERFLOW);
     assert_eq!(fjord_read, ["c1", "c2", "c3", "v1-a", "v2-b", "t3"]);
 }
 

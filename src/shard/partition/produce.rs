@@ -171,11 +171,19 @@ impl Partition {
                 });
             }
             // Continuing a transaction already open here at this epoch.
-            let same_epoch = self
-                .producers
-                .borrow()
-                .get(h.producer_id)
-                .is_some_and(|e| e.epoch == h.producer_epoch);
+            let known_epoch = self.producers.borrow().get(h.producer_id).map(|e| e.epoch);
+            // An epoch below the one this partition knows is fenced here,
+            // before the coordinator is asked, as Kafka 4.4's leaders answer
+            // it (INVALID_PRODUCER_EPOCH; e.g. the old producer id after an
+            // epoch overflow rotated it, whose markers carry epoch 32767).
+            if let Some(current_epoch) = known_epoch.filter(|e| *e > h.producer_epoch) {
+                return TxnGate::Reject(ProduceError::Producer(ProducerStateError::FencedEpoch {
+                    producer_id: h.producer_id,
+                    epoch: h.producer_epoch,
+                    current_epoch,
+                }));
+            }
+            let same_epoch = known_epoch == Some(h.producer_epoch);
             let mut txns = self.txns.borrow_mut();
             if same_epoch && txns.is_ongoing(h.producer_id) {
                 continue;
