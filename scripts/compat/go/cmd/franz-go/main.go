@@ -44,7 +44,7 @@ func main() {
 			return f.groupBalancer(ctx, b)
 		})
 	}
-	r.Check("transactions: GroupTransactSession consume-transform-produce exactly once, aborted round hidden from read_committed", 60*time.Second, f.groupTransactSession)
+	r.Check("transactions: GroupTransactSession consume-transform-produce exactly once, aborted round hidden from read_committed, no AddPartitionsToTxn/AddOffsetsToTxn on the wire with transaction.version 2", 60*time.Second, f.groupTransactSession)
 	f.adminChecks()
 	r.Finish()
 }

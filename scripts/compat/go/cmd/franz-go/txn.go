@@ -4,10 +4,53 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// writeCounter counts the requests a client wrote, by API key.
+type writeCounter struct {
+	mu   sync.Mutex
+	keys map[int16]int
+}
+
+// OnBrokerWrite is kgo's HookBrokerWrite.
+func (w *writeCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.keys[key]++
+}
+
+func (w *writeCounter) count(key kmsg.Key) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.keys[int16(key)]
+}
+
+// finalizedTransactionVersion is the cluster's finalized transaction.version
+// level as ApiVersions v3 answers it (0 when absent).
+func finalizedTransactionVersion(ctx context.Context, adm *admin) (int16, error) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName = "fjord-compat"
+	req.ClientSoftwareVersion = "1"
+	resp, err := req.RequestWith(ctx, adm.cl)
+	if err != nil {
+		return 0, fmt.Errorf("ApiVersions: %w", err)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			return f.MaxVersionLevel, nil
+		}
+	}
+	return 0, nil
+}
 
 // groupTransactSession: 90 input records are copied (transformed) to an output
 // topic by a kgo.GroupTransactSession in rounds of at most 25 records. The
@@ -16,7 +59,9 @@ import (
 // is in two committed rounds; a read_committed consumer of the output sees
 // every transformed input exactly once and nothing from the aborted round; a
 // read_uncommitted consumer does see the aborted round's records; the group's
-// committed offsets are the input's end offsets.
+// committed offsets are the input's end offsets. On the wire: with
+// transaction.version 2 finalized (KIP-890 part 2, both brokers' default) the
+// session sends no AddPartitionsToTxn and no AddOffsetsToTxn, below 2 it does.
 func (f *fg) groupTransactSession(ctx context.Context) error {
 	adm, closeAdm, err := f.admin("admin")
 	if err != nil {
@@ -46,7 +91,13 @@ func (f *fg) groupTransactSession(ctx context.Context) error {
 		return fmt.Errorf("produce input: %w", err)
 	}
 
+	tv, err := finalizedTransactionVersion(ctx, adm)
+	if err != nil {
+		return err
+	}
+	wire := &writeCounter{keys: map[int16]int{}}
 	sess, err := kgo.NewGroupTransactSession(f.opts("txn-session",
+		kgo.WithHooks(wire),
 		kgo.TransactionalID(f.r.Name("fg-txn-id")),
 		kgo.TransactionTimeout(30*time.Second),
 		kgo.ConsumerGroup(group),
@@ -125,6 +176,14 @@ func (f *fg) groupTransactSession(ctx context.Context) error {
 		f.r.Note("transactions: %d round(s) aborted by the session itself (rebalance)", uncommittedRounds)
 	}
 	sess.Close()
+	adds, offsets, endTxns := wire.count(kmsg.AddPartitionsToTxn), wire.count(kmsg.AddOffsetsToTxn), wire.count(kmsg.EndTxn)
+	if endTxns == 0 {
+		return fmt.Errorf("the session sent no EndTxn")
+	}
+	if v2 := tv >= 2; v2 != (adds == 0 && offsets == 0) {
+		return fmt.Errorf("transaction.version %d finalized, yet the session sent %d AddPartitionsToTxn and %d AddOffsetsToTxn (%d EndTxn)", tv, adds, offsets, endTxns)
+	}
+	f.r.Note("transactions: transaction.version %d: %d AddPartitionsToTxn, %d AddOffsetsToTxn, %d EndTxn on the wire", tv, adds, offsets, endTxns)
 
 	// A plain record at the end of each output partition tells the readers
 	// that they have seen everything before it.
