@@ -96,7 +96,7 @@ pub fn load_or_create_meta(
     }
     let cluster = cluster_id
         .map(str::to_string)
-        .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
+        .unwrap_or_else(crate::cluster::format::random_kafka_uuid);
     write_atomic(
         &path,
         format!("#Written by fjord\nversion=1\nnode.id={node_id}\ncluster.id={cluster}\n")
