@@ -14,6 +14,8 @@
 // The handlers' futures nest as deeply as in the crate (see src/lib.rs).
 #![recursion_limit = "256"]
 
+// Not every helper of the shared harness is used here.
+#[allow(unused_imports)]
 mod harness;
 
 use std::collections::BTreeSet;

@@ -301,18 +301,22 @@ async fn write_batches(shard: Rc<Shard>, id: String) {
 
 /// Waits until `id` is free and marks it busy for the writer. None when
 /// nothing is left to write (the writer is unregistered): every add was
-/// answered, CONCURRENT_TRANSACTIONS once past its deadline, or the busy
-/// mark's other error (COORDINATOR_LOAD_IN_PROGRESS).
+/// answered, CONCURRENT_TRANSACTIONS once past its deadline while another
+/// operation held the id, or the busy mark's other error
+/// (COORDINATOR_LOAD_IN_PROGRESS). An add is never expired for waiting on
+/// this writer's own appends.
 async fn wait_for_id(shard: &Shard, txns: &TransactionCoordinator, id: &str) -> Option<Busy> {
     loop {
-        let busy = TxnError::ConcurrentTransactions { state: None };
-        txns.adds.expire(id, Instant::now(), &busy);
         if txns.adds.stop_if_idle(id) {
             return None;
         }
         match acquire(shard, id) {
             Ok(b) => return Some(b),
-            Err(TxnError::ConcurrentTransactions { .. }) => {
+            Err(e @ TxnError::ConcurrentTransactions { .. }) => {
+                txns.adds.expire(id, Instant::now(), &e);
+                if txns.adds.stop_if_idle(id) {
+                    return None;
+                }
                 glommio::timer::sleep(Duration::from_millis(RECHECK_MS)).await;
             }
             Err(e) => {
