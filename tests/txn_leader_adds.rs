@@ -28,7 +28,20 @@ use fjord::txn::TRANSACTION_STATE_TOPIC;
 use harness::*;
 
 const INVALID_PRODUCER_EPOCH: i16 = 47;
+const CONCURRENT_TRANSACTIONS: i16 = 51;
 const PRODUCER_FENCED: i16 = 90;
+
+/// The topic whose partitions' opens are held in this process
+/// (`FJORD_FAULT_OPEN_HOLD`, src/shard/fault.rs): a marker for it cannot be
+/// written until the test releases it.
+const HELD_TOPIC: &str = "held-open";
+
+/// Sets the process's fault injection before any node of this file starts
+/// (each test calls it first; it is read once, at the first open).
+fn setup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| std::env::set_var("FJORD_FAULT_OPEN_HOLD", HELD_TOPIC));
+}
 
 /// `__transaction_state` with 4 partitions.
 const SETTINGS: &[&str] = &[
@@ -139,6 +152,7 @@ fn parts(topic: &str, ps: &[i32]) -> BTreeSet<(String, i32)> {
 /// partitions.
 #[test]
 fn adds_from_two_shards_are_one_record() {
+    setup();
     let node = Node::start(SETTINGS);
     let topic = "joined";
     node.create_topic(topic, 4, &[]);
@@ -181,6 +195,7 @@ fn adds_from_two_shards_are_one_record() {
 /// coordinator, as AddPartitionsToTxn v4+ answers it) and add nothing.
 #[test]
 fn a_fenced_add_joined_with_a_current_one_gets_its_own_error() {
+    setup();
     let node = Node::start(SETTINGS);
     let topic = "fenced-joined";
     node.create_topic(topic, 4, &[]);
@@ -220,4 +235,92 @@ fn a_fenced_add_joined_with_a_current_one_gets_its_own_error() {
     assert_eq!(written.len(), 1, "{written:?}");
     assert_eq!(written[0].partitions, parts(topic, &[p1]));
     assert_eq!(written[0].producer_epoch, current);
+}
+
+/// The code of a partition leader's add on the coordinator, and how long it
+/// took.
+fn leader_add(
+    node: &Node,
+    id: &str,
+    (pid, epoch): (i64, i16),
+    partition: (&str, i32),
+) -> (i16, std::time::Duration) {
+    let (id, topic) = (id.to_string(), partition.0.to_string());
+    let p = partition.1;
+    let started = std::time::Instant::now();
+    let code = node.on(node.txn_shard(&id), move |s| async move {
+        coordinator::add_partitions_for_leader(s, id, pid, epoch, vec![(topic, p)])
+            .await
+            .map_or_else(|e| e.code(), |()| 0)
+    });
+    (code, started.elapsed())
+}
+
+/// While the markers of a commit cannot be written (the id in
+/// PrepareCommit, another operation's), a leader's add waits
+/// `LEADER_ADD_RETRY_MS` and then answers CONCURRENT_TRANSACTIONS, which
+/// clients retry; a fenced add is answered its own error at once. Once the
+/// markers are written, the add opens the next transaction.
+#[test]
+fn an_add_waits_for_markers_then_answers_concurrent_transactions() {
+    setup();
+    let node = Node::start(SETTINGS);
+    let topic = "after-markers";
+    node.create_topic(topic, 1, &[]);
+    node.txn_ready();
+    // Created without waiting for it: its opening is held.
+    let reply = node.controller(fjord::cluster::control::ControllerRequest::CreateTopics {
+        topics: vec![fjord::cluster::control::NewTopic {
+            name: HELD_TOPIC.to_string(),
+            partitions: 1,
+            replication_factor: 1,
+            assignments: None,
+            topic_id: None,
+            configs: Default::default(),
+        }],
+        validate_only: false,
+    });
+    assert!(
+        matches!(&reply, fjord::cluster::control::ControllerReply::CreateTopics(r) if r.iter().all(Result::is_ok)),
+        "{reply:?}"
+    );
+    node.wait_until("the held partition opening on its owner", || {
+        node.on(0, |s| async move {
+            let owner = s.owner(HELD_TOPIC, 0);
+            s.invoke_on(owner, |o| async move { o.is_opening(HELD_TOPIC, 0) })
+                .await
+                .unwrap_or(false)
+        })
+    });
+    let id = "after-markers-tx";
+    let (pid, epoch) = node.init_producer_id(id, 60_000);
+    assert_eq!(node.add_partitions(id, pid, epoch, &[(HELD_TOPIC, 0)]), 0);
+    assert_eq!(node.end_txn(id, pid, epoch, true), 0);
+    assert_eq!(node.describe_txn(id).state, "PrepareCommit");
+
+    let (code, took) = leader_add(&node, id, (pid, epoch), (topic, 0));
+    assert_eq!(code, CONCURRENT_TRANSACTIONS);
+    assert!(
+        took >= std::time::Duration::from_millis(coordinator::LEADER_ADD_RETRY_MS),
+        "answered after {took:?}"
+    );
+    let (code, _) = leader_add(&node, id, (pid, epoch - 1), (topic, 0));
+    assert_eq!(code, PRODUCER_FENCED, "a fenced add");
+
+    std::fs::write(
+        node.data_dir()
+            .join(format!("fault-release-open-{HELD_TOPIC}")),
+        b"",
+    )
+    .unwrap();
+    node.poll("the commit's markers written", || {
+        let d = node.describe_txn(id);
+        (d.state == "CompleteCommit")
+            .then_some(())
+            .ok_or(format!("{d:?}"))
+    });
+    let (code, _) = leader_add(&node, id, (pid, epoch), (topic, 0));
+    assert_eq!(code, 0);
+    let d = node.describe_txn(id);
+    assert_eq!(d.state, "Ongoing", "{d:?}");
 }
