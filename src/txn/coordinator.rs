@@ -15,7 +15,9 @@
 //! gets its markers written again.
 //!
 //! One operation per transactional id runs at a time; a request arriving
-//! meanwhile gets CONCURRENT_TRANSACTIONS, which clients retry.
+//! meanwhile gets CONCURRENT_TRANSACTIONS, which clients retry. Partition
+//! leaders' adds (transactions v2) instead queue and are written together,
+//! one record per batch (`txn::leader_add`).
 //! Transactions open for longer than their `transaction.timeout.ms` are
 //! aborted with a bumped producer epoch (fencing the producer), checked every
 //! `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
@@ -62,6 +64,8 @@ pub struct TransactionCoordinator {
     txns: RefCell<HashMap<String, TxnMetadata>>,
     /// Ids with an operation in flight.
     busy: RefCell<HashSet<String>>,
+    /// Partition leaders' adds queued per id (transactions v2).
+    pub(super) adds: super::leader_add::LeaderAdds,
     /// `__transaction_state` partitions being loaded, each with the number
     /// of its load (a load that finds another number was superseded).
     loading: RefCell<HashMap<i32, u64>>,
@@ -75,12 +79,12 @@ thread_local! {
 }
 
 /// This shard's transaction coordinator.
-fn here() -> Rc<TransactionCoordinator> {
+pub(super) fn here() -> Rc<TransactionCoordinator> {
     TransactionCoordinator::here()
 }
 
 /// Marks a transactional id busy for as long as it lives.
-struct Busy {
+pub(super) struct Busy {
     txns: Rc<TransactionCoordinator>,
     id: String,
 }
@@ -94,7 +98,7 @@ impl Drop for Busy {
 /// Marks `id` busy; COORDINATOR_LOAD_IN_PROGRESS while its
 /// `__transaction_state` partition loads, CONCURRENT_TRANSACTIONS when it
 /// already is busy.
-fn acquire(shard: &Shard, id: &str) -> Result<Busy, TxnError> {
+pub(super) fn acquire(shard: &Shard, id: &str) -> Result<Busy, TxnError> {
     let txns = ready(shard, id)?;
     if !txns.busy.borrow_mut().insert(id.to_string()) {
         return Err(TxnError::ConcurrentTransactions { state: None });
@@ -107,7 +111,7 @@ fn acquire(shard: &Shard, id: &str) -> Result<Busy, TxnError> {
 
 /// This shard's coordinator, if `id`'s `__transaction_state` partition is
 /// loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads.
-fn ready(shard: &Shard, id: &str) -> Result<Rc<TransactionCoordinator>, TxnError> {
+pub(super) fn ready(shard: &Shard, id: &str) -> Result<Rc<TransactionCoordinator>, TxnError> {
     let txns = here();
     let p = partition_for_transactional_id(id, shard.config.txn.state_log_partitions);
     if txns.loading.borrow().contains_key(&p) {
@@ -168,7 +172,7 @@ impl TransactionCoordinator {
         }
     }
 
-    fn get(&self, id: &str) -> Option<TxnMetadata> {
+    pub(super) fn get(&self, id: &str) -> Option<TxnMetadata> {
         self.txns.borrow().get(id).cloned()
     }
 
@@ -359,7 +363,11 @@ async fn persist(shard: &Rc<Shard>, id: &str, value: Option<&TxnLogValue>) -> Re
 }
 
 /// Persists, then applies, a transition of `id`.
-async fn transition(shard: &Rc<Shard>, id: &str, t: &sm::Transition) -> Result<(), TxnError> {
+pub(super) async fn transition(
+    shard: &Rc<Shard>,
+    id: &str,
+    t: &sm::Transition,
+) -> Result<(), TxnError> {
     persist(shard, id, Some(&t.value)).await?;
     here().set(id, t.metadata());
     Ok(())
@@ -467,17 +475,19 @@ pub async fn add_partitions(
 }
 
 /// How long a partition leader's add (transactions v2) waits for the id to
-/// be free when it finds another operation on it (another shard's add for
-/// the same request, markers being written): Kafka's default
+/// be free when it finds another operation on it (InitProducerId, EndTxn,
+/// markers being written, a client's AddPartitionsToTxn): Kafka's default
 /// `add.partitions.to.txn.retry.backoff.max.ms` (100 ms).
 pub const LEADER_ADD_RETRY_MS: u64 = 100;
 
 /// [`add_partitions`] for a partition leader (Produce v12+, TxnOffsetCommit
-/// v5+, AddPartitionsToTxn v4+ without `verify_only`): retried every 2 ms
-/// while CONCURRENT_TRANSACTIONS, up to [`LEADER_ADD_RETRY_MS`], as Kafka's
-/// leaders retry; the owners of one request's partitions on different
-/// shards add them at the same time. Errors: [`add_partitions`]'s, the last
-/// CONCURRENT_TRANSACTIONS after the wait.
+/// v5+, AddPartitionsToTxn v4+ without `verify_only`), recorded as
+/// transactions v2: joined with the other leaders' adds for `id` that
+/// arrive while one is written, into one `__transaction_state` record
+/// (`txn::leader_add`); the owners of one request's partitions on different
+/// shards add them at the same time. Errors: [`add_partitions`]'s, each
+/// add its own; CONCURRENT_TRANSACTIONS after waiting
+/// [`LEADER_ADD_RETRY_MS`] for another operation on the id.
 pub async fn add_partitions_for_leader(
     shard: Rc<Shard>,
     id: String,
@@ -485,26 +495,7 @@ pub async fn add_partitions_for_leader(
     epoch: i16,
     partitions: Vec<(String, i32)>,
 ) -> Result<(), TxnError> {
-    let deadline = std::time::Instant::now() + Duration::from_millis(LEADER_ADD_RETRY_MS);
-    loop {
-        let r = add_partitions(
-            shard.clone(),
-            id.clone(),
-            producer_id,
-            epoch,
-            partitions.clone(),
-            TxnVersion::Tv2,
-        )
-        .await;
-        match r {
-            Err(TxnError::ConcurrentTransactions { .. })
-                if std::time::Instant::now() < deadline =>
-            {
-                glommio::timer::sleep(Duration::from_millis(2)).await;
-            }
-            r => return r,
-        }
-    }
+    super::leader_add::add(shard, id, producer_id, epoch, partitions).await
 }
 
 /// EndTxn: commits (`commit`) or aborts the open transaction of `id`, with

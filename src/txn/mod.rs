@@ -15,6 +15,8 @@
 //!   the cross-core channels, timeouts, recovery).
 //! * [`state_machine`]: Kafka's transaction state machine as pure functions
 //!   (request, metadata, time → transition, markers, answer).
+//! * [`leader_add`]: partition leaders' adds (transactions v2) for one
+//!   transactional id joined into one `__transaction_state` append.
 //! * [`load`]: the replay of a `__transaction_state` partition.
 //! * [`verify`]: the coordinator's side of Produce's KIP-890 check, as the
 //!   owners ask it (`shard::owner::produce::TxnVerifier`).
@@ -22,6 +24,7 @@
 
 pub mod coordinator;
 pub mod error;
+pub mod leader_add;
 pub mod load;
 pub mod records;
 pub mod state_machine;
