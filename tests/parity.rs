@@ -88,9 +88,8 @@ fn api_versions_list_produce_from_v0_and_kafka_4_maxima() {
         .iter()
         .map(|k| (k.api_key, (k.min_version, k.max_version)))
         .collect();
-    // Produce listed from v0 (KAFKA-18659), up to v12 (transactions v2;
-    // v13, topic ids, is not served yet).
-    assert_eq!(ranges[&0], (0, 12));
+    // Produce listed from v0 (KAFKA-18659), up to v13 (topics by id).
+    assert_eq!(ranges[&0], (0, 13));
     // Kafka 4.0's maxima (TxnOffsetCommit v5, EndTxn v5: transactions v2).
     for (key, max) in [
         (2, 10),

@@ -697,6 +697,49 @@ const EXPECTED_OVERFLOW: &[&str] = &[
     "new id commit: 0 new id e1",
 ];
 
+/// Produce v13 (KIP-516): the topic named by its id, in a transactions-v2
+/// transaction; an id no topic has is UNKNOWN_TOPIC_ID (100); the response
+/// answers by id.
+fn by_topic_id(addr: &str) -> Vec<String> {
+    let mut c = Conn::new(addr, "tv2-v13");
+    create_topic(&mut c);
+    let (pid, e) = init_producer(&mut c, 60_000);
+    let req = kp::MetadataRequest::default().with_topics(Some(vec![
+        kp::metadata_request::MetadataRequestTopic::default().with_name(Some(s(TOPIC).into())),
+    ]));
+    let id = c.call(12, &req).topics[0].topic_id;
+    let mut trace = Vec::new();
+    for (what, topic_id) in [("known id", id), ("unknown id", uuid::Uuid::from_u128(42))] {
+        let req = kp::ProduceRequest::default()
+            .with_transactional_id(Some(s(&c.id).into()))
+            .with_acks(-1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
+                .with_topic_id(topic_id)
+                .with_partition_data(vec![
+                    kp::produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(txn_batch(pid, e, 0, &["by-id"]))),
+                ])]);
+        let r = c.call(13, &req);
+        let t = &r.responses[0];
+        trace.push(format!(
+            "{what}: {} answered by the same id {}",
+            t.partition_responses[0].error_code,
+            t.topic_id == topic_id
+        ));
+    }
+    trace.push(format!("commit: {}", c.end_settled(pid, e, true).0));
+    trace
+}
+
+/// [`by_topic_id`] on Kafka 4.4.
+const EXPECTED_BY_TOPIC_ID: &[&str] = &[
+    "known id: 0 answered by the same id true",
+    "unknown id: 100 answered by the same id true",
+    "commit: 0",
+];
+
 /// The records of [`TXN_ID`] in `__transaction_state` (with
 /// `state_partitions` partitions) as a Fetch reads them, each decoded with
 /// Fjord's reader: (status, epoch above `base`, client transaction version
@@ -851,6 +894,7 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     let fjord_read = read_committed(&broker.bootstrap());
     let fjord_unadded = unadded(&broker.bootstrap());
     eprintln!("Fjord: {fjord_unadded:#?}");
+    let fjord_by_id = by_topic_id(&broker.bootstrap());
     let fjord_overflow = overflow(&broker.bootstrap());
     eprintln!("Fjord: {fjord_overflow:#?}");
     let fjord_log = transaction_log(&broker.bootstrap(), 2, 0);
@@ -864,6 +908,11 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
         let unadded = unadded(&peer.addr);
         eprintln!("Kafka: {unadded:#?}");
         assert_eq!(unadded, EXPECTED_UNADDED, "Kafka's unadded trace differs");
+        let by_id = by_topic_id(&peer.addr);
+        assert_eq!(
+            by_id, EXPECTED_BY_TOPIC_ID,
+            "Kafka's Produce v13 trace differs"
+        );
         let overflow = overflow(&peer.addr);
         eprintln!("Kafka: {overflow:#?}");
         assert_eq!(
@@ -894,6 +943,7 @@ fn transactions_v2_bump_the_epoch_and_add_partitions_implicitly() {
     assert_eq!(fjord, EXPECTED);
     assert_eq!(fjord_mixed, EXPECTED_MIXED);
     assert_eq!(fjord_unadded, EXPECTED_UNADDED);
+    assert_eq!(fjord_by_id, EXPECTED_BY_TOPIC_ID);
     assert_eq!(fjord_overflow, EXPECTED_OVERFLOW);
     assert_eq!(fjord_read, ["c1", "c2", "c3", "v1-a", "v2-b", "t3"]);
 }

@@ -1,4 +1,6 @@
-//! Produce (key 0), v3–v12, RecordBatch v2 only.
+//! Produce (key 0), v3–v13, RecordBatch v2 only. From v13 (KIP-516) topics
+//! are named by topic id (an id this broker does not know: UNKNOWN_TOPIC_ID
+//! (100) for each of its partitions) and the response answers by id.
 //!
 //! The connection's shard splits the request by owner shard; each owner
 //! validates its partitions' batches (magic, sizes, CRC32C — no per-record
@@ -73,8 +75,13 @@ struct PartitionResult {
 /// response is built from them alone).
 #[derive(Debug, Clone, Default)]
 struct TopicResults {
-    /// The topic name as the request gave it.
+    /// The topic name as the request gave it (v0–v12).
     name: kafka_protocol::messages::TopicName,
+    /// The topic id as the request gave it (v13+).
+    topic_id: uuid::Uuid,
+    /// The topic's name, as the request gave it or as its id names it;
+    /// `None` for an unknown id.
+    resolved: Option<Arc<str>>,
     /// One answer per partition of the request, in its order.
     partitions: Vec<PartitionResult>,
 }
@@ -175,9 +182,19 @@ pub async fn handle(
     // known partitions by owner.
     let mut results: Vec<TopicResults> = Vec::with_capacity(req.topic_data.len());
     let mut by_owner: Vec<Vec<PartitionAppend>> = (0..shard.shards).map(|_| Vec::new()).collect();
+    let by_id = frame.prefix.api_version >= 13;
     for (ti, t) in req.topic_data.iter().enumerate() {
-        let name = t.name.0.as_str();
-        let refused = if refused_txn {
+        // v13 names the topic by id (KIP-516); an unknown id is refused
+        // before any other check, as Kafka does.
+        let resolved: Option<Arc<str>> = if by_id {
+            image.topic_by_id(&t.topic_id).map(|m| m.name.clone())
+        } else {
+            Some(Arc::from(t.name.0.as_str()))
+        };
+        let name = resolved.as_deref().unwrap_or("");
+        let refused = if resolved.is_none() {
+            Some(codes::UNKNOWN_TOPIC_ID)
+        } else if refused_txn {
             Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         } else {
             access
@@ -236,6 +253,8 @@ pub async fn handle(
         }
         results.push(TopicResults {
             name: t.name.clone(),
+            topic_id: t.topic_id,
+            resolved,
             partitions: answers,
         });
     }
@@ -283,7 +302,7 @@ pub async fn handle(
                     if with_leaders && r.error_code == codes::NOT_LEADER_OR_FOLLOWER {
                         let l = leadership::current_leader(
                             &now,
-                            t.name.0.as_str(),
+                            t.resolved.as_deref().unwrap_or(""),
                             r.index,
                             frame.listener(),
                         );
@@ -296,7 +315,11 @@ pub async fn handle(
                     pr
                 })
                 .collect();
-            tr.name = t.name;
+            if by_id {
+                tr.topic_id = t.topic_id;
+            } else {
+                tr.name = t.name;
+            }
             tr
         })
         .collect();

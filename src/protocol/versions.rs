@@ -8,11 +8,10 @@ use kafka_protocol::messages::ApiKey;
 /// (API, min version, max version) this broker serves. Ranges are within what
 /// the `kafka-protocol` crate can decode and encode (Kafka 4.x removed the
 /// older versions: Produce starts at v3, ListOffsets at v1, CreateTopics at
-/// v2), and reach at least Kafka 4.0's maxima (Kafka 4.4's Produce v13,
-/// topic ids, is not served yet; see
-/// docs/decisions/transactions-v2-served.md).
+/// v2), and reach at least Kafka 4.0's maxima (Produce to Kafka 4.4's v13,
+/// topics named by id).
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 12),
+    (ApiKey::Produce, 3, 13),
     (ApiKey::Fetch, 4, 18),
     (ApiKey::ListOffsets, 1, 10),
     (ApiKey::OffsetForLeaderEpoch, 2, 4),
@@ -173,8 +172,8 @@ mod tests {
 
     #[test]
     fn produce_is_listed_from_v0_and_served_from_v3() {
-        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 12)));
-        assert_eq!(supported_range(ApiKey::Produce), Some((3, 12)));
+        assert_eq!(advertised_range(ApiKey::Produce), Some((0, 13)));
+        assert_eq!(supported_range(ApiKey::Produce), Some((3, 13)));
         assert_eq!(
             advertised_range(ApiKey::Fetch),
             supported_range(ApiKey::Fetch)
