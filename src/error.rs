@@ -456,6 +456,10 @@ pub fn txn_offset_commit_verification_code(
     verification_code_for(e.code(), operation)
 }
 
+/// PRODUCER_FENCED (90), which a coordinator on another broker answers
+/// for a stale epoch, is INVALID_PRODUCER_EPOCH (47), the code producers
+/// handle here (as Kafka 4.4's `AddPartitionsToTxnManager` turns it, and as
+/// a coordinator on this broker answers through `txn::verify::refusal`);
 /// TRANSACTION_ABORTABLE for a client that knows it, INVALID_TXN_STATE for
 /// one that does not; every other code unchanged.
 fn verification_code_for(code: i16, operation: TxnSupportedOperation) -> i16 {
@@ -463,7 +467,9 @@ fn verification_code_for(code: i16, operation: TxnSupportedOperation) -> i16 {
         TxnSupportedOperation::DefaultError => false,
         TxnSupportedOperation::GenericErrorSupported | TxnSupportedOperation::AddPartition => true,
     };
-    if code == E::TransactionAbortable.code() && !knows_abortable {
+    if code == E::ProducerFenced.code() {
+        E::InvalidProducerEpoch.code()
+    } else if code == E::TransactionAbortable.code() && !knows_abortable {
         E::InvalidTxnState.code()
     } else {
         code

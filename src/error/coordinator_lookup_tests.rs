@@ -140,6 +140,16 @@ fn produce_and_txn_offset_commit_translate_the_check_per_version() {
         code: 120,
     }
     .into();
+    // A coordinator on another broker answers a stale epoch with
+    // PRODUCER_FENCED; the producer gets INVALID_PRODUCER_EPOCH, as from a
+    // coordinator on this broker (`fenced`).
+    let remote_fenced: VerificationError = crate::shard::remote::RemoteError::Refused {
+        broker: 2,
+        topic: "t".into(),
+        partition: 0,
+        code: 90,
+    }
+    .into();
     // (error, Produce v10, v11, v12, TxnOffsetCommit v3, v4, v5)
     let table = [
         (&abortable, [48, 120, 120, 48, 120, 120]),
@@ -150,6 +160,7 @@ fn produce_and_txn_offset_commit_translate_the_check_per_version() {
         (&lookup, [19, 19, 19, 15, 15, 15]),
         (&unreachable, [19, 19, 19, 13, 13, 13]),
         (&fenced, [47, 47, 47, 47, 47, 47]),
+        (&remote_fenced, [47, 47, 47, 47, 47, 47]),
     ];
     for (e, want) in table {
         let got = [
