@@ -210,6 +210,65 @@ fn tls_with_client_certificates() {
     );
 }
 
+/// Reads until the broker closes `s` (a TLS alert may come first), within
+/// the socket's read timeout; false when it stays open.
+fn closed_by_broker(s: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Garbage on the TLS listener: random bytes, a TLS record header claiming
+/// more than TLS allows, and a ClientHello cut short and held open. The
+/// first two are closed by the broker; while all three are open, a client
+/// on the same listener produces and reads back as usual (the shard does
+/// not stall on them).
+#[test]
+fn tls_garbage_is_closed_and_stalls_no_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::certs::make(dir.path());
+    let broker = secured_broker(&pki, &[]);
+    let ssl = broker.listener("SSL");
+    let open = |bytes: &[u8]| {
+        let mut s = TcpStream::connect(&ssl).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.write_all(bytes).unwrap();
+        s
+    };
+    // A fixed pseudo-random stream (xorshift), 64 KiB.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..65_536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let mut random = open(&noise);
+    // Handshake record, TLS 1.2, length 18,432 (above 2^14 + 2048).
+    let mut oversize = open(&[0x16, 0x03, 0x03, 0x48, 0x00, 0x01]);
+    // A ClientHello header announcing 512 bytes, then nothing.
+    let held = open(&[
+        0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03,
+    ]);
+    round_trip(&ssl, &ssl_settings(&pki), "tls-garbage", 20);
+    assert!(closed_by_broker(&mut random), "random bytes left open");
+    assert!(
+        closed_by_broker(&mut oversize),
+        "an oversize record left open"
+    );
+    drop(held);
+    // The broker still serves new clients after them.
+    assert!(connects(&ssl, &ssl_settings(&pki)));
+}
+
 /// A Metadata v1 request frame (all topics).
 fn kafka_frame_metadata() -> Vec<u8> {
     let mut body = Vec::new();
