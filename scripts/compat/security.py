@@ -25,7 +25,8 @@ Usage: security.py [fjord|kafka ...]   (default: both; FJORD_BIN names the binar
      admin and SCRAM-SHA-256 as bob over SASL_SSL with the test CA and host
      name verification, each producing records and reading them back
      exactly; a wrong password refused with the client's authentication
-     error; mutual TLS with alice's certificate producing and reading back
+     error; SSL without a client certificate refused by the TLS handshake;
+     mutual TLS with alice's certificate producing and reading back
 Exits 0 when every check passes on every broker asked for.
 """
 

@@ -8,6 +8,7 @@
 //     (acks=all) and read back exactly, end offset 20
 //   the first credential's user with a wrong password: admin.connect() refused with
 //     KafkaJSSASLAuthenticationError (not a timeout)
+//   over SSL without a client certificate: admin.connect() refused (the broker's TLS alert)
 //   over SSL with the client certificate (mutual TLS): the same round trip
 // The broker's certificate is checked against the test CA only, with Node's host
 // name check (the certificate names 127.0.0.1).
@@ -141,6 +142,23 @@ async function refused(c) {
   throw new CheckFailed('admin.connect with a wrong password succeeded')
 }
 
+async function refusedWithoutCert() {
+  const admin = client(ssl, { ssl: { ca: [ca] }, retry: { retries: 0 } }).admin()
+  const started = Date.now()
+  try {
+    await withTimeout(admin.connect(), STEP_TIMEOUT, 'admin.connect without a client certificate')
+  } catch (e) {
+    if (e instanceof CheckFailed) throw e
+    // The alert reaches Node as an OpenSSL error: rustls sends certificate_required, Kafka's JSSE bad_certificate.
+    const alert = /alert/i.test(`${e.message} ${e.originalError || ''}`)
+    expect(alert, `admin.connect without a client certificate failed with ${e.name}: ${e.message}, want the broker's TLS alert`)
+    return `${e.name} after ${Date.now() - started} ms: ${e.message.trim()}`
+  } finally {
+    await admin.disconnect().catch(() => {})
+  }
+  throw new CheckFailed('admin.connect without a client certificate succeeded')
+}
+
 async function main() {
   const checks = creds.map(c => [
     `SASL_SSL ${c.mechanism} as ${c.username}: produce ${RECORDS} records and read them back`,
@@ -148,6 +166,7 @@ async function main() {
   ])
   checks.push([`SASL_SSL ${creds[0].mechanism} as ${creds[0].username} with a wrong password: refused with KafkaJSSASLAuthenticationError`,
     () => refused(creds[0])])
+  checks.push(['SSL without a client certificate (ssl.client.auth=required): refused with a TLS alert', refusedWithoutCert])
   checks.push([`SSL with a client certificate (mutual TLS): produce ${RECORDS} records and read them back`,
     () => roundTrip(client(ssl, mtls), 'mtls')])
   let failed = 0

@@ -22,7 +22,8 @@ import (
 // secureChecks is `franz-go --secure`: SCRAM over SASL_SSL for each
 // credential of COMPAT_SECURE_SCRAM (a topic created, records produced and
 // read back exactly), a wrong password refused with SASL_AUTHENTICATION_FAILED,
-// and mutual TLS with the client certificate (package secure has the
+// SSL without a client certificate refused with the broker's TLS alert, and
+// mutual TLS with the client certificate (package secure has the
 // environment).
 func secureChecks(r *check.Runner) {
 	s, err := secure.FromEnv()
@@ -61,6 +62,19 @@ func secureChecks(r *check.Runner) {
 			return fmt.Errorf("Metadata with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 		}
 		return nil
+	})
+	r.Check("SSL without a client certificate (ssl.client.auth=required): refused with a TLS alert", t, func(ctx context.Context) error {
+		tlsCfg, err := s.TLS(false)
+		if err != nil {
+			return err
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.SSL), kgo.DialTLSConfig(tlsCfg))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		return secure.RefusedByTLSAlert(ctx, err)
 	})
 	r.Check(fmt.Sprintf("SSL with a client certificate (mutual TLS): produce %d records and read them back", secure.Records), t, func(ctx context.Context) error {
 		tlsCfg, err := s.TLS(true)

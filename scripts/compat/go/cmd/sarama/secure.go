@@ -20,7 +20,8 @@ import (
 // (SaslHandshake v1 with SaslAuthenticate v2, and v1 with v0): SCRAM over
 // SASL_SSL for each credential of COMPAT_SECURE_SCRAM (a topic created,
 // records produced and read back exactly), a wrong password refused with
-// SASL_AUTHENTICATION_FAILED, and mutual TLS with the client certificate
+// SASL_AUTHENTICATION_FAILED, SSL without a client certificate refused with
+// the broker's TLS alert, and mutual TLS with the client certificate
 // (package secure has the environment).
 func secureChecks(r *check.Runner) {
 	s, err := secure.FromEnv()
@@ -71,6 +72,25 @@ func secureChecks(r *check.Runner) {
 				return fmt.Errorf("NewClient with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 			}
 			return nil
+		})
+		r.Check(sv.name("SSL without a client certificate (ssl.client.auth=required): refused with a TLS alert"), t, func(ctx context.Context) error {
+			cfg, err := sv.secureConfig(s, nil, false)
+			if err != nil {
+				return err
+			}
+			done := make(chan error, 1)
+			go func() {
+				cl, err := sarama.NewClient([]string{s.SSL}, cfg)
+				if err == nil {
+					cl.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+			}
+			return secure.RefusedByTLSAlert(ctx, err)
 		})
 		r.Check(sv.name(fmt.Sprintf("SSL with a client certificate (mutual TLS): produce %d records and read them back", secure.Records)), t, func(ctx context.Context) error {
 			cfg, err := sv.secureConfig(s, nil, true)

@@ -16,6 +16,7 @@
 package secure
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -113,6 +114,23 @@ func Same(got, want []string) error {
 		if got[i] != want[i] {
 			return fmt.Errorf("record %d is %q, want %q (all: %q)", i, got[i], want[i], got)
 		}
+	}
+	return nil
+}
+
+// RefusedByTLSAlert checks that err, a request's error on a TLS listener that
+// requires a client certificate when none was given, is the broker's TLS
+// alert (rustls answers certificate_required, Kafka's JSSE bad_certificate)
+// and came before ctx's deadline.
+func RefusedByTLSAlert(ctx context.Context, err error) error {
+	if err == nil {
+		return fmt.Errorf("answered without a client certificate")
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("no answer before the deadline (%v), want a TLS alert", err)
+	}
+	if !strings.Contains(err.Error(), "remote error: tls: ") {
+		return fmt.Errorf("%v, want the broker's TLS alert", err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.config.SslConfigs;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.errors.SslAuthenticationException;
 
 import dev.fjord.compat.Support.CheckFailed;
 import dev.fjord.compat.Support.Ctx;
@@ -38,8 +39,10 @@ import dev.fjord.compat.Support.Ctx;
  * 4.4 configured the same way. For each SCRAM credential a topic is created
  * over SASL_SSL, records are produced (acks=all, idempotent) and read back
  * exactly; the first credential's user with a wrong password is refused with
- * SaslAuthenticationException (not a timeout); then the same round trip over
- * SSL with the client certificate as a PEM keystore (`ssl.keystore.type=PEM`).
+ * SaslAuthenticationException (not a timeout); SSL without a client
+ * certificate is refused with SslAuthenticationException; then the same round
+ * trip over SSL with the client certificate as a PEM keystore
+ * (`ssl.keystore.type=PEM`).
  * The broker's certificate is checked against the test CA with host name
  * verification on (`ssl.endpoint.identification.algorithm=https`).
  *
@@ -95,7 +98,11 @@ final class SecureChecks {
         Cred first = creds.get(0);
         Cred wrong = new Cred(first.mechanism(), first.user(), first.password() + "-wrong");
         checks.put("SASL_SSL " + first.mechanism() + " as " + first.user()
-                + " with a wrong password: refused with SaslAuthenticationException", () -> refused(saslSsl, sasl(ca, wrong)));
+                + " with a wrong password: refused with SaslAuthenticationException", () -> refused(saslSsl, sasl(ca, wrong), SaslAuthenticationException.class));
+        Map<String, Object> noCert = tls(ca);
+        noCert.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SSL");
+        checks.put("SSL without a client certificate (ssl.client.auth=required): refused with SslAuthenticationException",
+                () -> refused(ssl, noCert, SslAuthenticationException.class));
         Map<String, Object> mtls = tls(ca);
         mtls.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SSL");
         mtls.put(SslConfigs.SSL_KEYSTORE_TYPE_CONFIG, "PEM");
@@ -179,8 +186,8 @@ final class SecureChecks {
         }
     }
 
-    /** An Admin call with a wrong password fails with SaslAuthenticationException, well before its timeout. */
-    static String refused(String bootstrap, Map<String, Object> security) {
+    /** An Admin call with these settings fails with `want` (an authentication error), well before its timeout. */
+    static String refused(String bootstrap, Map<String, Object> security, Class<? extends Exception> want) {
         Map<String, Object> p = new HashMap<>(security);
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
@@ -189,16 +196,16 @@ final class SecureChecks {
         try (Admin a = Admin.create(p)) {
             try {
                 String id = a.describeCluster().clusterId().get(40, TimeUnit.SECONDS);
-                throw new CheckFailed("describeCluster with a wrong password answered cluster id " + id);
+                throw new CheckFailed("describeCluster answered cluster id " + id);
             } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof SaslAuthenticationException)) {
-                    throw new CheckFailed("describeCluster with a wrong password failed with " + Support.describe(e.getCause())
-                            + ", want SaslAuthenticationException");
+                if (!want.isInstance(e.getCause())) {
+                    throw new CheckFailed("describeCluster failed with " + Support.describe(e.getCause())
+                            + ", want " + want.getSimpleName());
                 }
-                return "SaslAuthenticationException after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
+                return want.getSimpleName() + " after " + (System.nanoTime() - t0) / 1_000_000 + " ms: "
                         + e.getCause().getMessage();
             } catch (TimeoutException e) {
-                throw new CheckFailed("describeCluster with a wrong password: no answer within 40s");
+                throw new CheckFailed("describeCluster: no answer within 40s, want " + want.getSimpleName());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new CheckFailed("interrupted");
