@@ -6,6 +6,9 @@
 # (npm ci from the committed package-lock.json).
 #
 # Usage: scripts/compat/kafkajs.sh BOOTSTRAP     (COMPAT_BROKER=fjord|kafka)
+#        scripts/compat/kafkajs.sh --secure      SCRAM over SASL_SSL and mutual TLS
+#          (node/kafkajs_secure.js; the listeners come from COMPAT_SECURE_*, as
+#          scripts/compat/security.py sets them)
 set -euo pipefail
 
 DIR="$(cd "$(dirname "$0")/node" && pwd)"
@@ -15,4 +18,7 @@ if [ ! -f "$DIR/node_modules/kafkajs/package.json" ]; then
 fi
 # kafkajs 2 warns on every producer that its default partitioner changed in 2.0.
 export KAFKAJS_NO_PARTITIONER_WARNING=1
+if [ "${1:-}" = "--secure" ]; then
+    exec node "$DIR/kafkajs_secure.js"
+fi
 exec node "$DIR/kafkajs_runner.js" "$@"

@@ -4,6 +4,10 @@
 //
 //	COMPAT_BROKER=fjord|kafka target/compat-go/franz-go 127.0.0.1:PORT
 //
+// With `--secure` instead of the address it runs the secured checks of
+// secure.go (SCRAM over SASL_SSL, mutual TLS), as scripts/compat/security.py
+// does on both brokers.
+//
 // See scripts/compat/FINDINGS.md ("franz-go") for what it checks and what
 // differs on Fjord.
 package main
@@ -31,6 +35,10 @@ func main() {
 	r := check.New("franz-go")
 	f := &fg{r: r}
 	registerKnown(r)
+	if r.Secure {
+		secureChecks(r)
+		r.Finish()
+	}
 
 	for _, c := range codecs {
 		c := c

@@ -7,6 +7,10 @@
 //
 //	COMPAT_BROKER=fjord|kafka target/compat-go/sarama 127.0.0.1:PORT
 //
+// With `--secure` instead of the address it runs the secured checks of
+// secure.go (SCRAM over SASL_SSL, mutual TLS), as scripts/compat/security.py
+// does on both brokers.
+//
 // See scripts/compat/FINDINGS.md ("Sarama") for what it checks and what
 // differs on Fjord.
 package main
@@ -35,6 +39,10 @@ func main() {
 		sarama.Logger = log.New(os.Stderr, "[sarama] ", log.LstdFlags|log.Lmicroseconds)
 	}
 	registerKnown(r)
+	if r.Secure {
+		secureChecks(r)
+		r.Finish()
+	}
 	for _, v := range []struct {
 		label   string
 		version sarama.KafkaVersion

@@ -3,7 +3,9 @@
 // differences printed as skips, unique names per run, and polling helpers.
 //
 // Runner contract (scripts/compat/run): `RUNNER BOOTSTRAP`, COMPAT_BROKER set
-// to fjord or kafka; exit status 0 only if every check passed.
+// to fjord or kafka; exit status 0 only if every check passed. `RUNNER
+// --secure` runs the secured checks instead (scripts/compat/security.py; the
+// listeners and credentials come from the environment, see package secure).
 //
 // Environment:
 //
@@ -30,6 +32,7 @@ type Runner struct {
 	Broker    string // COMPAT_BROKER
 	RunID     string // unique per run, for topic and group names
 	Debug     bool
+	Secure    bool // `--secure`: Bootstrap is empty, the listeners are in the environment
 
 	known   map[string]string // check name -> reason (only when Broker == fjord)
 	runKnow bool
@@ -44,7 +47,7 @@ type Runner struct {
 // usage error.
 func New(client string) *Runner {
 	if len(os.Args) != 2 || os.Args[1] == "" {
-		fmt.Fprintf(os.Stderr, "usage: %s BOOTSTRAP   (env COMPAT_BROKER=fjord|kafka)\n", os.Args[0])
+		fmt.Fprintf(os.Stderr, "usage: %s BOOTSTRAP | --secure   (env COMPAT_BROKER=fjord|kafka)\n", os.Args[0])
 		os.Exit(2)
 	}
 	broker := os.Getenv("COMPAT_BROKER")
@@ -55,9 +58,15 @@ func New(client string) *Runner {
 		fmt.Fprintf(os.Stderr, "COMPAT_BROKER must be fjord or kafka, not %q\n", broker)
 		os.Exit(2)
 	}
+	secure := os.Args[1] == "--secure"
+	bootstrap := os.Args[1]
+	if secure {
+		bootstrap = ""
+	}
 	return &Runner{
 		Client:    client,
-		Bootstrap: os.Args[1],
+		Bootstrap: bootstrap,
+		Secure:    secure,
 		Broker:    broker,
 		RunID:     fmt.Sprintf("%x%04x", time.Now().UnixNano()/int64(time.Millisecond)%0xffffffff, os.Getpid()%0xffff),
 		Debug:     os.Getenv("COMPAT_DEBUG") == "1",

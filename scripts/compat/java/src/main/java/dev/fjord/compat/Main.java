@@ -15,6 +15,8 @@ import dev.fjord.compat.Support.Ctx;
  * check. Exit status 0 only when every check passed.
  *
  * Usage: java -jar java-client-compat.jar BOOTSTRAP [CHECK...]
+ *        java -jar java-client-compat.jar --secure    SCRAM over SASL_SSL and mutual TLS
+ *                               (SecureChecks; the listeners come from the environment)
  *   COMPAT_BROKER=fjord|kafka   which broker this is (known Fjord differences
  *                               are skipped, loudly, only for fjord)
  *   COMPAT_JAVA_BUDGET=100      seconds for all checks; later ones are not run
@@ -83,7 +85,7 @@ public final class Main {
         }
     }
 
-    public static void main(String[] args) {
+    public static void main(String[] args) throws java.io.IOException {
         if (args.length < 1) {
             System.err.println("usage: java -jar java-client-compat.jar BOOTSTRAP [CHECK...]; checks: " + CHECKS.keySet());
             System.exit(2);
@@ -91,6 +93,14 @@ public final class Main {
         if (args[0].equals("--list")) {
             CHECKS.keySet().forEach(System.out::println);
             return;
+        }
+        if (args[0].equals("--secure")) {
+            String broker = System.getenv().getOrDefault("COMPAT_BROKER", "fjord");
+            String runId = UUID.randomUUID().toString().substring(0, 8);
+            System.out.println("java-client: Kafka Java client " + clientVersion() + " against " + broker
+                    + ", secured listeners (run " + runId + ")");
+            System.out.flush();
+            System.exit(SecureChecks.run(broker, runId));
         }
         String bootstrap = args[0];
         List<String> selected = new ArrayList<>();

@@ -50,12 +50,19 @@ final class Support {
         final String bootstrap;
         final String broker;
         final String runId;
+        /** Client settings every client of this context gets (security.protocol, SASL, TLS); may be empty. */
+        final Map<String, Object> security;
         private Admin admin;
 
         Ctx(String bootstrap, String broker, String runId) {
+            this(bootstrap, broker, runId, Map.of());
+        }
+
+        Ctx(String bootstrap, String broker, String runId, Map<String, Object> security) {
             this.bootstrap = bootstrap;
             this.broker = broker;
             this.runId = runId;
+            this.security = security;
         }
 
         /** A topic, group or transactional id unique to this run. */
@@ -73,6 +80,7 @@ final class Support {
             p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000");
             p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
             p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "30000");
+            p.putAll(security);
             return p;
         }
 
@@ -99,6 +107,7 @@ final class Support {
                 p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
                 p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
             }
+            p.putAll(security);
             return p;
         }
 
@@ -115,6 +124,7 @@ final class Support {
                 p.put(AdminClientConfig.CLIENT_ID_CONFIG, "java-compat-admin");
                 p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
                 p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "15000");
+                p.putAll(security);
                 admin = Admin.create(p);
             }
             return admin;
