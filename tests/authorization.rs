@@ -20,15 +20,15 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
 use common::kafka_peer::KafkaPeer;
 use common::ports::free_port;
+use common::raw::RawConn as Conn;
 use common::*;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Request, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 
 const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#;
 const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
@@ -56,40 +56,6 @@ fn s(v: &str) -> StrBytes {
 
 fn tn(v: &str) -> TopicName {
     TopicName(s(v))
-}
-
-/// One authenticated connection.
-struct Conn {
-    s: TcpStream,
-    cid: i32,
-}
-
-impl Conn {
-    /// Connects to `addr` and authenticates `user` with SASL/PLAIN.
-    fn login(addr: &str, user: &str, password: &str) -> Conn {
-        let mut c = Conn {
-            s: connect(addr),
-            cid: 0,
-        };
-        c.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        let hs = c.call(
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(s("PLAIN")),
-        );
-        assert_eq!(hs.error_code, 0, "SaslHandshake for {user}");
-        let token = format!("\0{user}\0{password}");
-        let auth = c.call(
-            2,
-            &SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::from(token)),
-        );
-        assert_eq!(auth.error_code, 0, "SaslAuthenticate for {user}");
-        c
-    }
-
-    fn call<R: Request>(&mut self, version: i16, req: &R) -> R::Response {
-        self.cid += 1;
-        kp_call(&mut self.s, version, self.cid, req)
-    }
 }
 
 /// A broker to run the matrix on.
@@ -1546,11 +1512,8 @@ fn acl_api_scenarios(t: &Target) -> Vec<String> {
     ] {
         let c = creation(rt, &t1, pattern, "User:alice", "*", op, perm);
         let outcome = closes(&|conn: &mut Conn| {
-            conn.cid += 1;
-            kp_send(
-                &mut conn.s,
+            conn.send(
                 3,
-                conn.cid,
                 &CreateAclsRequest::default().with_creations(vec![c.clone()]),
             );
         });
@@ -1569,8 +1532,7 @@ fn acl_api_scenarios(t: &Target) -> Vec<String> {
             .with_operation(op)
             .with_permission_type(1);
         let outcome = closes(&|conn: &mut Conn| {
-            conn.cid += 1;
-            kp_send(&mut conn.s, 3, conn.cid, &req);
+            conn.send(3, &req);
         });
         out.push(format!("{what}: {outcome}"));
     }
@@ -1840,12 +1802,7 @@ fn every_api_is_authorized_as_kafka_authorizes_it() {
 
 /// A plain connection (PLAINTEXT: `User:ANONYMOUS`).
 fn plain(addr: &str) -> Conn {
-    let c = Conn {
-        s: connect(addr),
-        cid: 0,
-    };
-    c.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    c
+    Conn::new(addr)
 }
 
 /// Metadata's codes for `topics` as `c` sees them.

@@ -14,17 +14,18 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::cluster::Cluster;
 use common::kafka_peer::{kafka_installed, KafkaPeer};
+use common::raw::RawConn as Conn;
 use common::*;
 use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Request, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 
 fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
@@ -32,27 +33,6 @@ fn s(v: &str) -> StrBytes {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-struct Conn {
-    s: TcpStream,
-    cid: i32,
-}
-
-impl Conn {
-    fn new(addr: &str) -> Conn {
-        let c = Conn {
-            s: connect(addr),
-            cid: 0,
-        };
-        c.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        c
-    }
-
-    fn call<R: Request>(&mut self, version: i16, req: &R) -> R::Response {
-        self.cid += 1;
-        kp_call(&mut self.s, version, self.cid, req)
-    }
 }
 
 /// What an ApiVersions answer says about features.

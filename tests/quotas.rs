@@ -25,9 +25,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::kafka_peer::{kafka_installed, KafkaPeer};
+use common::raw::RawConn as Conn;
 use common::*;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Request, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret" user_carol="carol-secret";"#;
@@ -38,44 +39,6 @@ fn s(v: &str) -> StrBytes {
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// One connection (PLAINTEXT, or SASL/PLAIN as a user).
-struct Conn {
-    s: TcpStream,
-    cid: i32,
-}
-
-impl Conn {
-    fn plain(addr: &str) -> Conn {
-        let c = Conn {
-            s: connect(addr),
-            cid: 0,
-        };
-        c.s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-        c
-    }
-
-    fn login(addr: &str, user: &str, password: &str) -> Conn {
-        let mut c = Conn::plain(addr);
-        let hs = c.call(
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(s("PLAIN")),
-        );
-        assert_eq!(hs.error_code, 0);
-        let token = format!("\0{user}\0{password}");
-        let auth = c.call(
-            2,
-            &SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::from(token)),
-        );
-        assert_eq!(auth.error_code, 0, "SaslAuthenticate for {user}");
-        c
-    }
-
-    fn call<R: Request>(&mut self, version: i16, req: &R) -> R::Response {
-        self.cid += 1;
-        kp_call(&mut self.s, version, self.cid, req)
-    }
 }
 
 type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
@@ -199,7 +162,7 @@ fn describe_all(c: &mut Conn) -> Vec<String> {
 /// The round trip, on one broker: sets, describes with each filter,
 /// Kafka's refusals, a removal; gives the transcript.
 fn round_trip(addr: &str) -> Vec<String> {
-    let mut c = Conn::plain(addr);
+    let mut c = Conn::new(addr);
     let mut out = vec![
         alter(
             &mut c,
@@ -354,9 +317,9 @@ fn alter_and_describe_as_kafka_and_after_a_restart() {
         assert!(differences.is_empty(), "{}", differences.join("\n"));
         eprintln!("Apache Kafka gave the same {} answers", theirs.len());
     }
-    let before = describe_all(&mut Conn::plain(&broker.bootstrap()));
+    let before = describe_all(&mut Conn::new(&broker.bootstrap()));
     broker.restart();
-    let after = describe_all(&mut Conn::plain(&broker.bootstrap()));
+    let after = describe_all(&mut Conn::new(&broker.bootstrap()));
     assert_eq!(before, after, "quotas survive a restart");
     assert!(
         after[0].contains("user=<default> -> request_percentage=50.5"),
@@ -549,7 +512,7 @@ fn log_end(consumer: &rdkafka::consumer::BaseConsumer, topic: &str) -> i64 {
 }
 
 fn set_rate(addr: &str, user: &str, rate: f64) {
-    let mut c = Conn::plain(addr);
+    let mut c = Conn::new(addr);
     let r = alter(
         &mut c,
         &[("user", Some(user))],
@@ -748,7 +711,7 @@ fn one_rate_for_a_user_on_every_shard() {
     let addr = broker.listener("SASL_PLAINTEXT");
     set_rate(&broker.listener("PLAINTEXT"), "carol", R);
     let topic = "q-shards";
-    let created = Conn::plain(&broker.listener("PLAINTEXT")).call(
+    let created = Conn::new(&broker.listener("PLAINTEXT")).call(
         7,
         &CreateTopicsRequest::default()
             .with_timeout_ms(30_000)
@@ -862,7 +825,7 @@ fn one_rate_for_a_user_on_every_shard() {
 /// empty, taking its bytes back.
 fn throttled_fetch(addr: &str) -> (usize, bool) {
     let topic = "throttled-fetch";
-    let mut c = Conn::plain(addr);
+    let mut c = Conn::new(addr);
     let create = CreateTopicsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(vec![create_topics_request::CreatableTopic::default()

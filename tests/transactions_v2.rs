@@ -29,11 +29,11 @@
 
 mod common;
 
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::kafka_peer::KafkaPeer;
+use common::raw::RawConn;
 use common::*;
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::StrBytes;
@@ -56,10 +56,9 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-/// A raw connection with its own correlation ids.
+/// A raw connection for one transactional producer.
 struct Conn {
-    s: TcpStream,
-    corr: i32,
+    raw: RawConn,
     /// The transactional id this connection's producer uses.
     id: String,
 }
@@ -67,15 +66,13 @@ struct Conn {
 impl Conn {
     fn new(addr: &str, id: &str) -> Conn {
         Conn {
-            s: connect(addr),
-            corr: 0,
+            raw: RawConn::new(addr),
             id: id.to_string(),
         }
     }
 
     fn call<R: kafka_protocol::protocol::Request>(&mut self, version: i16, req: &R) -> R::Response {
-        self.corr += 1;
-        kp_call(&mut self.s, version, self.corr, req)
+        self.raw.call(version, req)
     }
 
     /// Repeats `f` until it gives `Some`, within [`SETTLE`] (topics and

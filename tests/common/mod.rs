@@ -10,6 +10,7 @@ pub mod kafka_peer;
 pub mod layout;
 pub mod ports;
 pub mod proxy;
+pub mod raw;
 
 use std::collections::HashMap;
 use std::fs;

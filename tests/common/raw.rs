@@ -1,0 +1,63 @@
+//! One raw Kafka connection for tests that speak the protocol with the
+//! protocol crate's request types: correlation ids counted, a 60 s read
+//! timeout, and a SASL/PLAIN login for listeners that need one.
+
+use std::net::TcpStream;
+use std::time::Duration;
+
+use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::protocol::{Request, StrBytes};
+
+use super::{connect, kp_call, kp_send};
+
+/// A connection to one broker.
+pub struct RawConn {
+    /// The socket.
+    pub s: TcpStream,
+    /// The last correlation id sent.
+    cid: i32,
+}
+
+impl RawConn {
+    /// Connects to `addr` (PLAINTEXT, or a SASL listener before login).
+    pub fn new(addr: &str) -> RawConn {
+        let c = RawConn {
+            s: connect(addr),
+            cid: 0,
+        };
+        c.s.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("read timeout");
+        c
+    }
+
+    /// Connects to `addr` and authenticates `user` with SASL/PLAIN
+    /// (SaslHandshake v1, SaslAuthenticate v2); panics when refused.
+    pub fn login(addr: &str, user: &str, password: &str) -> RawConn {
+        let mut c = RawConn::new(addr);
+        let hs = c.call(
+            1,
+            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+        );
+        assert_eq!(hs.error_code, 0, "SaslHandshake for {user}");
+        let token = format!("\0{user}\0{password}");
+        let auth = c.call(
+            2,
+            &SaslAuthenticateRequest::default().with_auth_bytes(bytes::Bytes::from(token)),
+        );
+        assert_eq!(auth.error_code, 0, "SaslAuthenticate for {user}");
+        c
+    }
+
+    /// One round trip of `req` at `version`.
+    pub fn call<R: Request>(&mut self, version: i16, req: &R) -> R::Response {
+        self.cid += 1;
+        kp_call(&mut self.s, version, self.cid, req)
+    }
+
+    /// Sends `req` at `version` without reading an answer (for requests the
+    /// broker is expected to close the connection on).
+    pub fn send<R: Request>(&mut self, version: i16, req: &R) {
+        self.cid += 1;
+        kp_send(&mut self.s, version, self.cid, req);
+    }
+}
