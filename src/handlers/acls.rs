@@ -130,8 +130,59 @@ fn filter(
     })
 }
 
-fn controller_failed(e: &MetadataError) -> (i16, Option<StrBytes>) {
-    (e.code(), Some(StrBytes::from_string(e.to_string())))
+/// The refusal every item of a CreateAcls / DeleteAcls request gets before
+/// any item is looked at: SECURITY_DISABLED without an authorizer,
+/// CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster (Kafka's
+/// `AclApis`).
+fn refused_whole(access: &Access) -> Option<(i16, &'static str)> {
+    if !access.enabled() {
+        return Some((codes::SECURITY_DISABLED, NO_AUTHORIZER));
+    }
+    if !access.cluster(Operation::Alter) {
+        return Some((
+            codes::CLUSTER_AUTHORIZATION_FAILED,
+            "Cluster authorization failed.",
+        ));
+    }
+    None
+}
+
+/// What one item of a CreateAcls / DeleteAcls request is answered with.
+enum ItemAnswer<A> {
+    /// Refused before the controller was asked: this code and message
+    /// (INVALID_REQUEST for an item that does not parse).
+    Refused(i16, StrBytes),
+    /// The controller's result for the item (`None`: it gave none).
+    Answered(Option<A>),
+}
+
+/// One [`ItemAnswer`] per item of `parsed`, in order: INVALID_REQUEST for
+/// an item that did not parse, the controller's failure for every valid
+/// item when the call failed, else the controller's next result (its
+/// results are in the order of the valid items).
+fn per_item<P, A: Clone, R>(
+    parsed: &[Result<P, String>],
+    answered: &Result<Vec<A>, MetadataError>,
+    mut shape: impl FnMut(ItemAnswer<A>) -> R,
+) -> Vec<R> {
+    let mut results = match answered {
+        Ok(r) => r.clone().into_iter(),
+        Err(_) => Vec::new().into_iter(),
+    };
+    parsed
+        .iter()
+        .map(|p| {
+            shape(match (p, answered) {
+                (Err(why), _) => {
+                    ItemAnswer::Refused(codes::INVALID_REQUEST, StrBytes::from_string(why.clone()))
+                }
+                (Ok(_), Err(e)) => {
+                    ItemAnswer::Refused(e.code(), StrBytes::from_string(e.to_string()))
+                }
+                (Ok(_), Ok(_)) => ItemAnswer::Answered(results.next()),
+            })
+        })
+        .collect()
 }
 
 /// Answers CreateAcls.
@@ -160,15 +211,8 @@ pub async fn create(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             })
             .collect::<Vec<_>>()
     };
-    if !access.enabled() {
-        resp.results = all(codes::SECURITY_DISABLED, NO_AUTHORIZER);
-        return Ok(respond(frame, &resp));
-    }
-    if !access.cluster(Operation::Alter) {
-        resp.results = all(
-            codes::CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        );
+    if let Some((code, msg)) = refused_whole(&access) {
+        resp.results = all(code, msg);
         return Ok(respond(frame, &resp));
     }
     if req.creations.iter().any(is_filter_value) {
@@ -200,32 +244,24 @@ pub async fn create(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         Ok(_) => Err(MetadataError::from(ControllerCallError::UnexpectedReply)),
         Err(e) => Err(e),
     };
-    let mut answers = match &answered {
-        Ok(r) => r.clone().into_iter(),
-        Err(_) => Vec::new().into_iter(),
-    };
-    resp.results = parsed
-        .iter()
-        .map(|p| {
-            let mut r = AclCreationResult::default();
-            match (p, &answered) {
-                (Err(why), _) => {
-                    r.error_code = codes::INVALID_REQUEST;
-                    r.error_message = Some(StrBytes::from_string(why.clone()));
-                }
-                (Ok(_), Err(e)) => (r.error_code, r.error_message) = controller_failed(e),
-                (Ok(_), Ok(_)) => match answers.next() {
-                    Some(Ok(())) => {}
-                    Some(Err(e)) => {
-                        r.error_code = e.code();
-                        r.error_message = Some(StrBytes::from_string(e.to_string()));
-                    }
-                    None => r.error_code = crate::shard::error::AnswerError::Lost.code(),
-                },
+    resp.results = per_item(&parsed, &answered, |a| {
+        let mut r = AclCreationResult::default();
+        match a {
+            ItemAnswer::Refused(code, msg) => {
+                r.error_code = code;
+                r.error_message = Some(msg);
             }
-            r
-        })
-        .collect();
+            ItemAnswer::Answered(Some(Ok(()))) => {}
+            ItemAnswer::Answered(Some(Err(e))) => {
+                r.error_code = e.code();
+                r.error_message = Some(StrBytes::from_string(e.to_string()));
+            }
+            ItemAnswer::Answered(None) => {
+                r.error_code = crate::shard::error::AnswerError::Lost.code()
+            }
+        }
+        r
+    });
     Ok(respond(frame, &resp))
 }
 
@@ -319,8 +355,9 @@ pub async fn delete(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     }
     let access = Access::of(shard, frame);
     let mut resp = DeleteAclsResponse::default();
-    let all = |code: i16, msg: &str| {
-        req.filters
+    if let Some((code, msg)) = refused_whole(&access) {
+        resp.filter_results = req
+            .filters
             .iter()
             .map(|_| {
                 let mut r = DeleteAclsFilterResult::default();
@@ -328,17 +365,7 @@ pub async fn delete(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 r.error_message = Some(StrBytes::from_string(msg.to_string()));
                 r
             })
-            .collect::<Vec<_>>()
-    };
-    if !access.enabled() {
-        resp.filter_results = all(codes::SECURITY_DISABLED, NO_AUTHORIZER);
-        return Ok(respond(frame, &resp));
-    }
-    if !access.cluster(Operation::Alter) {
-        resp.filter_results = all(
-            codes::CLUSTER_AUTHORIZATION_FAILED,
-            "Cluster authorization failed.",
-        );
+            .collect();
         return Ok(respond(frame, &resp));
     }
     let parsed: Vec<Result<AclFilter, String>> = req
@@ -363,41 +390,32 @@ pub async fn delete(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             Ok(_) => Err(MetadataError::from(ControllerCallError::UnexpectedReply)),
             Err(e) => Err(e),
         };
-    let mut matched = match &answered {
-        Ok(r) => r.clone().into_iter(),
-        Err(_) => Vec::new().into_iter(),
-    };
-    resp.filter_results = parsed
-        .iter()
-        .map(|p| {
-            let mut r = DeleteAclsFilterResult::default();
-            match (p, &answered) {
-                (Err(why), _) => {
-                    r.error_code = codes::INVALID_REQUEST;
-                    r.error_message = Some(StrBytes::from_string(why.clone()));
-                }
-                (Ok(_), Err(e)) => (r.error_code, r.error_message) = controller_failed(e),
-                (Ok(_), Ok(_)) => {
-                    r.matching_acls = matched
-                        .next()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|a| {
-                            let mut m = DeleteAclsMatchingAcl::default();
-                            m.resource_type = a.resource_type.code();
-                            m.resource_name = StrBytes::from_string(a.resource_name);
-                            m.pattern_type = a.pattern_type.code();
-                            m.principal = StrBytes::from_string(a.principal);
-                            m.host = StrBytes::from_string(a.host);
-                            m.operation = a.operation.code();
-                            m.permission_type = a.permission.code();
-                            m
-                        })
-                        .collect();
-                }
+    resp.filter_results = per_item(&parsed, &answered, |a| {
+        let mut r = DeleteAclsFilterResult::default();
+        match a {
+            ItemAnswer::Refused(code, msg) => {
+                r.error_code = code;
+                r.error_message = Some(msg);
             }
-            r
-        })
-        .collect();
+            ItemAnswer::Answered(matched) => {
+                r.matching_acls = matched
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| {
+                        let mut m = DeleteAclsMatchingAcl::default();
+                        m.resource_type = a.resource_type.code();
+                        m.resource_name = StrBytes::from_string(a.resource_name);
+                        m.pattern_type = a.pattern_type.code();
+                        m.principal = StrBytes::from_string(a.principal);
+                        m.host = StrBytes::from_string(a.host);
+                        m.operation = a.operation.code();
+                        m.permission_type = a.permission.code();
+                        m
+                    })
+                    .collect();
+            }
+        }
+        r
+    });
     Ok(respond(frame, &resp))
 }
