@@ -33,6 +33,12 @@ const CIPHER_CHUNK: usize = 64 * 1024;
 /// Plaintext handed to rustls before its records are written (bytes).
 const PLAIN_CHUNK: usize = 64 * 1024;
 
+/// Decrypted plaintext rustls may hold before more ciphertext is given to
+/// it (bytes): rustls refuses `read_tls` once it holds more than its
+/// received-plaintext limit (16 KiB), so ciphertext beyond that waits in
+/// `pending` until the plaintext is taken.
+const PLAINTEXT_HIGH: usize = 16 * 1024;
+
 /// The TLS half of a connection, apart from its socket: `Send`, so it can
 /// go to another shard with the socket's duplicate.
 pub struct TlsState {
@@ -108,45 +114,74 @@ impl TlsState {
             .map(|c| c.iter().map(|d| d.as_ref().to_vec()).collect())
     }
 
-    /// Gives the ciphertext in `pending` to rustls and decrypts what it
-    /// can. Errors when a record is bad (the alert is then queued).
+    /// Gives the ciphertext in `pending` to rustls and decrypts it, until
+    /// all is given or rustls holds [`PLAINTEXT_HIGH`] bytes of plaintext
+    /// (the rest stays in `pending` for after [`TlsState::take_plain`]).
+    /// Errors when a record is bad (the alert is then queued).
     fn absorb(&mut self) -> io::Result<()> {
-        while !self.pending.is_empty() {
-            let mut rd: &[u8] = &self.pending;
-            let n = self.conn.read_tls(&mut rd)?;
-            self.pending.drain(..n);
-            self.conn.process_new_packets().map_err(tls_error)?;
-            if n == 0 {
-                break;
+        let mut rd: &[u8] = &self.pending;
+        let total = rd.len();
+        let mut result = Ok(());
+        while !rd.is_empty() {
+            match self.conn.process_new_packets() {
+                Ok(state) if state.plaintext_bytes_to_read() >= PLAINTEXT_HIGH => break,
+                Ok(_) => {}
+                Err(e) => {
+                    result = Err(tls_error(e));
+                    break;
+                }
+            }
+            match self.conn.read_tls(&mut rd) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
-        Ok(())
+        if result.is_ok() {
+            result = self.conn.process_new_packets().map(|_| ()).map_err(tls_error);
+        }
+        let consumed = total - rd.len();
+        self.pending.drain(..consumed);
+        result
     }
 
-    /// Moves the plaintext rustls has decrypted into `buf`; gives the
-    /// bytes moved, `Some(0)` once the peer closed TLS cleanly
+    /// Moves the plaintext rustls has decrypted into `buf`, giving rustls
+    /// the ciphertext still in `pending` first when it holds none; gives
+    /// the bytes moved, `Some(0)` once the peer closed TLS cleanly
     /// (close_notify), None when nothing is decrypted yet.
     fn take_plain(&mut self, buf: &mut BytesMut) -> io::Result<Option<usize>> {
-        let state = self.conn.process_new_packets().map_err(tls_error)?;
-        let avail = state.plaintext_bytes_to_read();
-        if avail == 0 {
-            return Ok(state.peer_has_closed().then_some(0));
-        }
-        let start = buf.len();
-        buf.resize(start + avail, 0);
-        match self.conn.reader().read(&mut buf[start..]) {
-            Ok(n) => {
-                buf.truncate(start + n);
-                Ok(Some(n))
+        loop {
+            let state = self.conn.process_new_packets().map_err(tls_error)?;
+            let avail = state.plaintext_bytes_to_read();
+            if avail == 0 {
+                let before = self.pending.len();
+                if before > 0 {
+                    self.absorb()?;
+                    if self.pending.len() < before {
+                        continue;
+                    }
+                }
+                return Ok(state.peer_has_closed().then_some(0));
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                buf.truncate(start);
-                Ok(None)
-            }
-            Err(e) => {
-                buf.truncate(start);
-                Err(e)
-            }
+            let start = buf.len();
+            buf.resize(start + avail, 0);
+            return match self.conn.reader().read(&mut buf[start..]) {
+                Ok(n) => {
+                    buf.truncate(start + n);
+                    Ok(Some(n))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    buf.truncate(start);
+                    Ok(None)
+                }
+                Err(e) => {
+                    buf.truncate(start);
+                    Err(e)
+                }
+            };
         }
     }
 }
@@ -356,6 +391,14 @@ impl Transport {
                         }
                         Ok(n) => filled += n,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            // Ciphertext already read comes before the socket.
+                            if !tls.pending.is_empty() {
+                                let before = tls.pending.len();
+                                tls.absorb()?;
+                                if tls.pending.len() < before {
+                                    continue;
+                                }
+                            }
                             if tls.eof || read_cipher(stream, tls).await? {
                                 return Err(io::Error::new(
                                     io::ErrorKind::UnexpectedEof,

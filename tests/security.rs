@@ -210,6 +210,64 @@ fn tls_with_client_certificates() {
     );
 }
 
+/// Requests and answers far larger than one TLS record (16 KiB): 256 KiB
+/// messages produced and read back over TLS with no connection closed by
+/// the broker (a client would retry, so the test reads the broker's log).
+#[test]
+fn tls_carries_requests_larger_than_a_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::certs::make(dir.path());
+    let broker = secured_broker(&pki, &[]);
+    let ssl = broker.listener("SSL");
+    let settings = with(
+        &ssl_settings(&pki),
+        &[
+            ("message.max.bytes", "2000000"),
+            ("fetch.max.bytes", "4194304"),
+        ],
+    );
+    let big = "x".repeat(256 * 1024);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let producer: FutureProducer = config(&ssl, &settings).create().unwrap();
+    rt.block_on(async {
+        for i in 0..16 {
+            let payload = format!("{i}:{big}");
+            producer
+                .send(
+                    FutureRecord::<(), _>::to("tls-big").payload(&payload),
+                    Duration::from_secs(30),
+                )
+                .await
+                .unwrap_or_else(|(e, _)| panic!("send {i}: {e}"));
+        }
+    });
+    let consumer: BaseConsumer = config(
+        &ssl,
+        &with(
+            &settings,
+            &[("group.id", "tls-big"), ("enable.auto.commit", "false")],
+        ),
+    )
+    .create()
+    .unwrap();
+    assign(&consumer, "tls-big", &[0], rdkafka::Offset::Beginning);
+    let got = consume_n(&consumer, 16, Duration::from_secs(30));
+    assert_eq!(got.len(), 16);
+    assert!(got
+        .iter()
+        .all(|m| m.payload().is_some_and(|p| p.len() > 256 * 1024)));
+    let log = broker.stderr_text();
+    assert!(
+        !log.contains("plaintext buffer full"),
+        "the broker closed TLS connections: {}",
+        log.lines()
+            .filter(|l| l.contains("plaintext buffer full"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 /// Reads until the broker closes `s` (a TLS alert may come first), within
 /// the socket's read timeout; false when it stays open.
 fn closed_by_broker(s: &mut TcpStream) -> bool {
