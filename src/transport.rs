@@ -39,6 +39,13 @@ const PLAIN_CHUNK: usize = 64 * 1024;
 /// `pending` until the plaintext is taken.
 const PLAINTEXT_HIGH: usize = 16 * 1024;
 
+thread_local! {
+    /// The ciphertext receive buffer of this shard's non-blocking reads
+    /// ([`Transport::tls_try_recv`]), allocated once per thread.
+    static RECV_SCRATCH: std::cell::RefCell<Vec<u8>> =
+        std::cell::RefCell::new(vec![0u8; CIPHER_CHUNK]);
+}
+
 /// The TLS half of a connection, apart from its socket: `Send`, so it can
 /// go to another shard with the socket's duplicate.
 pub struct TlsState {
@@ -141,7 +148,11 @@ impl TlsState {
             }
         }
         if result.is_ok() {
-            result = self.conn.process_new_packets().map(|_| ()).map_err(tls_error);
+            result = self
+                .conn
+                .process_new_packets()
+                .map(|_| ())
+                .map_err(tls_error);
         }
         let consumed = total - rd.len();
         self.pending.drain(..consumed);
@@ -329,28 +340,40 @@ impl Transport {
         if tls.eof {
             return Ok(Some(0));
         }
-        let mut chunk = vec![0u8; CIPHER_CHUNK];
-        // SAFETY: recv(2) into a buffer of `chunk.len()` initialised bytes.
-        let n = unsafe {
-            libc::recv(
-                stream.as_raw_fd(),
-                chunk.as_mut_ptr() as *mut libc::c_void,
-                chunk.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n < 0 {
-            let err = io::Error::last_os_error();
-            return match err.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                _ => Err(err),
+        // The shard's one receive buffer: nothing awaits between the recv
+        // and the copy, so connections on the shard take turns with it.
+        let received = RECV_SCRATCH.with(|scratch| {
+            let mut chunk = scratch.borrow_mut();
+            // SAFETY: recv(2) into a buffer of `chunk.len()` initialised
+            // bytes.
+            let n = unsafe {
+                libc::recv(
+                    stream.as_raw_fd(),
+                    chunk.as_mut_ptr() as *mut libc::c_void,
+                    chunk.len(),
+                    libc::MSG_DONTWAIT,
+                )
             };
-        }
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let n = n as usize;
+            tls.pending.extend_from_slice(&chunk[..n]);
+            Ok(n)
+        });
+        let n = match received {
+            Ok(n) => n,
+            Err(err) => {
+                return match err.raw_os_error() {
+                    Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
+                    _ => Err(err),
+                }
+            }
+        };
         if n == 0 {
             tls.eof = true;
             return Ok(Some(0));
         }
-        tls.pending.extend_from_slice(&chunk[..n as usize]);
         tls.absorb()?;
         // Records to send (alerts, key updates) go out with the next write.
         tls.take_plain(buf)
