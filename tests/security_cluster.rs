@@ -109,7 +109,13 @@ async fn a_sasl_ssl_cluster_keeps_every_acknowledged_record_through_a_leader_kil
     let send = |i: usize| {
         let producer = producer.clone();
         async move {
-            let v = format!("v{i}");
+            // Every tenth record is 200 KiB: the followers' fetch answers
+            // over the SASL_SSL inter-broker listener span many TLS records.
+            let v = if i % 10 == 0 {
+                format!("v{i}:{}", "x".repeat(200 * 1024))
+            } else {
+                format!("v{i}")
+            };
             producer
                 .send(
                     FutureRecord::<(), _>::to("secure").payload(&v),

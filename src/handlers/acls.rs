@@ -397,9 +397,11 @@ pub async fn delete(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 r.error_code = code;
                 r.error_message = Some(msg);
             }
-            ItemAnswer::Answered(matched) => {
+            ItemAnswer::Answered(None) => {
+                r.error_code = crate::shard::error::AnswerError::Lost.code()
+            }
+            ItemAnswer::Answered(Some(matched)) => {
                 r.matching_acls = matched
-                    .unwrap_or_default()
                     .into_iter()
                     .map(|a| {
                         let mut m = DeleteAclsMatchingAcl::default();

@@ -185,17 +185,18 @@ pub async fn handle(
     let by_id = frame.prefix.api_version >= 13;
     for (ti, t) in req.topic_data.iter().enumerate() {
         // v13 names the topic by id (KIP-516); an unknown id is refused
-        // before any other check, as Kafka does.
+        // before the topic's own checks (after the transactional id's), as
+        // Kafka does.
         let resolved: Option<Arc<str>> = if by_id {
             image.topic_by_id(&t.topic_id).map(|m| m.name.clone())
         } else {
             Some(Arc::from(t.name.0.as_str()))
         };
         let name = resolved.as_deref().unwrap_or("");
-        let refused = if resolved.is_none() {
-            Some(codes::UNKNOWN_TOPIC_ID)
-        } else if refused_txn {
+        let refused = if refused_txn {
             Some(codes::TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        } else if resolved.is_none() {
+            Some(codes::UNKNOWN_TOPIC_ID)
         } else {
             access
                 .check(Operation::Write, ResourceType::Topic, name)

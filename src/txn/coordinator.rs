@@ -110,12 +110,17 @@ pub(super) fn acquire(shard: &Shard, id: &str) -> Result<Busy, TxnError> {
 }
 
 /// This shard's coordinator, if `id`'s `__transaction_state` partition is
-/// loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads.
+/// led here and loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads,
+/// NOT_COORDINATOR (16) once this broker no longer leads it (its ids were
+/// forgotten: an answer from them would be wrong).
 pub(super) fn ready(shard: &Shard, id: &str) -> Result<Rc<TransactionCoordinator>, TxnError> {
     let txns = here();
     let p = partition_for_transactional_id(id, shard.config.txn.state_log_partitions);
     if txns.loading.borrow().contains_key(&p) {
         return Err(TxnError::CoordinatorLoadInProgress);
+    }
+    if coordinator_epoch(shard, id).is_none() {
+        return Err(TxnError::NotCoordinator);
     }
     Ok(txns)
 }
@@ -435,7 +440,9 @@ pub async fn init_producer_id(
 
 /// Whether `partition` is in the open transaction of `id` with this producer
 /// id and epoch ([`sm::verify_partition`]: INVALID_PRODUCER_ID_MAPPING,
-/// INVALID_PRODUCER_EPOCH or INVALID_TXN_STATE otherwise). Produce (before
+/// INVALID_PRODUCER_EPOCH, CONCURRENT_TRANSACTIONS or TRANSACTION_ABORTABLE
+/// otherwise; NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS from
+/// [`ready`]). Produce (before
 /// a transaction's first batch on a partition) and TxnOffsetCommit ask
 /// this, as Kafka 3.6+ does (KIP-890).
 pub fn verify_partition(
