@@ -99,7 +99,11 @@ fn token_cases() {
         ),
         (
             "expired within the skew",
-            sign(&k1, Some("k1"), &with(g(), "exp", json!(NOW - 10))),
+            sign(
+                &k1,
+                Some("k1"),
+                &with(with(g(), "iat", json!(NOW - 100)), "exp", json!(NOW - 10)),
+            ),
             ok("alice", NOW - 10),
         ),
         (
@@ -122,7 +126,11 @@ fn token_cases() {
         ),
         (
             "expired",
-            sign(&k1, Some("k1"), &with(g(), "exp", json!(NOW - 30))),
+            sign(
+                &k1,
+                Some("k1"),
+                &with(with(g(), "iat", json!(NOW - 100)), "exp", json!(NOW - 30)),
+            ),
             Err(TokenError::Expired),
         ),
         (
@@ -139,6 +147,21 @@ fn token_cases() {
             "no iat",
             sign(&k1, Some("k1"), &without(g(), "iat")),
             Err(TokenError::Claim("iat".into())),
+        ),
+        (
+            "iat ahead of the clock",
+            sign(&k1, Some("k1"), &with(g(), "iat", json!(NOW + 200))),
+            ok("alice", NOW + 600),
+        ),
+        (
+            "iat after exp",
+            sign(&k1, Some("k1"), &with(g(), "iat", json!(NOW + 601))),
+            Err(TokenError::IssuedAfterExpiry),
+        ),
+        (
+            "nbf within the skew",
+            sign(&k1, Some("k1"), &with(g(), "nbf", json!(NOW + 20))),
+            ok("alice", NOW + 600),
         ),
         (
             "nbf ahead",
@@ -175,9 +198,9 @@ fn token_cases() {
             Err(TokenError::Claim("sub".into())),
         ),
         (
-            "scope a number",
+            "scope a number (not checked)",
             sign(&k1, Some("k1"), &with(g(), "scope", json!(7))),
-            Err(TokenError::Claim("scope".into())),
+            ok("alice", NOW + 600),
         ),
     ];
     for (name, token, want) in cases {
@@ -282,4 +305,115 @@ fn the_refresh_thread_reads_the_file_again() {
         assert!(std::time::Instant::now() < deadline, "b's key never read");
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// The broker's start with Kafka's keys: the handler class turns the JWKS
+/// validator on; a bad file or an https URL stops the start naming the key
+/// and the file.
+#[test]
+fn settings_at_start() {
+    use crate::config::Config;
+    use crate::security::{sasl::OAuthValidator, Security, SecurityError};
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [es256_key("k").jwk]}).to_string()).unwrap();
+    let url = format!("file://{}", jwks.display());
+    let start = |extra: &[(&str, &str)]| {
+        let mut c = Config::default();
+        for (k, v) in [
+            (
+                "listeners",
+                "SASL_PLAINTEXT://127.0.0.1:0,BROKER://127.0.0.1:0",
+            ),
+            (
+                "listener.security.protocol.map",
+                "SASL_PLAINTEXT:SASL_PLAINTEXT,BROKER:PLAINTEXT",
+            ),
+            ("inter.broker.listener.name", "BROKER"),
+            ("sasl.enabled.mechanisms", "OAUTHBEARER"),
+        ]
+        .iter()
+        .chain(extra)
+        {
+            c.set(k, v).unwrap();
+        }
+        Security::from_config(&c)
+    };
+    let validator = |s: &Security| {
+        s.listener("SASL_PLAINTEXT")
+            .and_then(|l| l.sasl.clone())
+            .map(|s| s.oauth.clone())
+            .unwrap()
+    };
+    let class = (
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class",
+        VALIDATOR_HANDLER,
+    );
+    // Without the class: Kafka's unsecured validator, the URL unused.
+    let s = start(&[("sasl.oauthbearer.jwks.endpoint.url", &url)]).unwrap();
+    assert!(matches!(validator(&s), OAuthValidator::Unsecured(_)));
+    // With it, per listener keys winning over the broker's.
+    let s = start(&[
+        class,
+        ("sasl.oauthbearer.jwks.endpoint.url", &url),
+        ("sasl.oauthbearer.expected.audience", "a, b"),
+        (
+            "listener.name.sasl_plaintext.sasl.oauthbearer.expected.issuer",
+            "https://i",
+        ),
+        ("sasl.oauthbearer.expected.issuer", "https://other"),
+        ("sasl.oauthbearer.sub.claim.name", "client_id"),
+        ("sasl.oauthbearer.clock.skew.seconds", "5"),
+    ])
+    .unwrap();
+    let OAuthValidator::Jwks(v) = validator(&s) else {
+        panic!("the JWKS validator expected")
+    };
+    assert_eq!(
+        v.rules,
+        ClaimRules {
+            expected_audience: vec!["a".into(), "b".into()],
+            expected_issuer: Some("https://i".into()),
+            sub_claim: "client_id".into(),
+            scope_claim: "scope".into(),
+            clock_skew_ms: 5000,
+        }
+    );
+    // What stops the start.
+    let missing = format!("file://{}/none.json", dir.path().display());
+    let err = start(&[class, ("sasl.oauthbearer.jwks.endpoint.url", &missing)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sasl.oauthbearer.jwks.endpoint.url") && err.contains("none.json"),
+        "{err}"
+    );
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"keys\": 5}").unwrap();
+    let broken_url = format!("file://{}", broken.display());
+    let err = start(&[
+        class,
+        (
+            "listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url",
+            &broken_url,
+        ),
+    ])
+    .unwrap_err();
+    assert!(
+        matches!(&err, SecurityError::Jwks { key, file, .. }
+            if key == "listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url"
+                && file.ends_with("broken.json")),
+        "{err}"
+    );
+    for url in ["https://idp.example/jwks", "jwks.json"] {
+        let err = start(&[class, ("sasl.oauthbearer.jwks.endpoint.url", url)]).unwrap_err();
+        assert!(
+            matches!(&err, SecurityError::Invalid { key, .. } if key == "sasl.oauthbearer.jwks.endpoint.url"),
+            "{err}"
+        );
+    }
+    let err = start(&[class]).unwrap_err();
+    assert!(matches!(err, SecurityError::Missing { .. }), "{err}");
+    let err = start(&[(class.0, "com.example.Handler")]).unwrap_err();
+    assert!(matches!(err, SecurityError::Invalid { .. }), "{err}");
 }
