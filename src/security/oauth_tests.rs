@@ -62,6 +62,9 @@ fn without(mut claims: Value, key: &str) -> Value {
     claims
 }
 
+/// A token's principal and expiry (ms), or why it is refused.
+type Outcome = Result<(String, i64), TokenError>;
+
 #[test]
 fn token_cases() {
     let k1 = es256_key("k1");
@@ -85,7 +88,7 @@ fn token_cases() {
         &EncodingKey::from_secret(b"secret"),
     )
     .unwrap();
-    let cases: Vec<(&str, String, Result<(String, i64), TokenError>)> = vec![
+    let cases: Vec<(&str, String, Outcome)> = vec![
         ("valid", sign(&k1, Some("k1"), &g()), ok("alice", NOW + 600)),
         (
             "no kid, the one key",
