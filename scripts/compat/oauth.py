@@ -16,7 +16,9 @@ Usage: oauth.py [fjord|kafka ...]   (default: both; FJORD_BIN names the binary)
 3. On each, confluent-kafka clients whose `oauth_cb` gives a token signed
    at test time: a valid token produces and reads back; tokens signed by
    another key, expired, for another audience, from another issuer, or
-   unsigned (`alg` `none`) are refused with an authentication error.
+   unsigned (`alg` `none`) are refused with an authentication error; and a
+   table of claim cases (iat, nbf, kid, sub, aud, iss, scope) probed on
+   Kafka 4.4 is served or refused on both alike.
 Exits 0 when every check passes on every broker asked for.
 """
 
@@ -182,6 +184,54 @@ def client_checks(label, bootstrap, work):
         c.close()
         expect(got == [f"v{i}" for i in range(10)], f"read back {got}")
 
+    def signed_with_header(header, claims):
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+        h = b64url(json.dumps(header).encode())
+        p = b64url(json.dumps(claims).encode())
+        return f"{h}.{p}.{b64url(idp.sign(f'{h}.{p}'.encode(), padding.PKCS1v15(), hashes.SHA256()))}"
+
+    def claims_table():
+        """Rows probed on Kafka 4.4 with this setup: each token served or
+        refused with an authentication error as Kafka does."""
+        def claims(**changes):
+            now = int(time.time())
+            c = {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now - 5, "exp": now + 300}
+            c.update(changes)
+            return {k: v for k, v in c.items() if v is not None}
+
+        def tok(header=None, **changes):
+            return signed_with_header(header or {"alg": "RS256", "kid": "idp-1"}, claims(**changes))
+
+        now = lambda: int(time.time())  # noqa: E731  (each row made when it runs)
+        rows = [
+            ("no iat", False, lambda: tok(iat=None)),
+            ("iat 200 s ahead", True, lambda: tok(iat=now() + 200)),
+            ("iat after exp", False, lambda: tok(iat=now() + 400)),
+            ("nbf 20 s ahead (within the skew)", True, lambda: tok(nbf=now() + 20)),
+            ("nbf 40 s ahead", False, lambda: tok(nbf=now() + 40)),
+            ("no kid, the one key", True, lambda: tok(header={"alg": "RS256"})),
+            ("unknown kid", False, lambda: tok(header={"alg": "RS256", "kid": "nope"})),
+            ("no sub", False, lambda: tok(sub=None)),
+            ("blank sub", False, lambda: tok(sub="  ")),
+            ("exp as text", False, lambda: tok(exp=str(now() + 300))),
+            ("iat as text", False, lambda: tok(iat=str(now()))),
+            ("aud list holding the audience", True, lambda: tok(aud=["x", AUDIENCE])),
+            ("no aud", False, lambda: tok(aud=None)),
+            ("no iss", False, lambda: tok(iss=None)),
+            ("numeric scope", True, lambda: tok(scope=5)),
+            ("fractional exp", True, lambda: tok(exp=now() + 300.5)),
+        ]
+        wrong = []
+        for name, served, make in rows:
+            ok, errors = attempt(make())
+            authn = any(e.code() == KafkaError._AUTHENTICATION for e in errors)
+            if served and not ok:
+                wrong.append(f"{name}: refused ({[str(e) for e in errors]})")
+            elif not served and (ok or not authn):
+                wrong.append(f"{name}: {'served' if ok else 'no authentication error'}")
+        expect(not wrong, "; ".join(wrong))
+
     def unsigned():
         header = b64url(json.dumps({"alg": "none"}).encode())
         now = int(time.time())
@@ -199,7 +249,8 @@ def client_checks(label, bootstrap, work):
         ("a token from another issuer is refused",
          lambda: refused(token(iss="https://evil.example"), "another issuer")),
         ("an unsigned (alg none) token is refused", lambda: refused(unsigned(), "alg none")),
-    ], budget=240)
+        ("the claims table (iat, nbf, kid, sub, aud, iss, scope) as Kafka 4.4", claims_table),
+    ], budget=300)
 
 
 def main():
