@@ -17,8 +17,8 @@ Usage: oauth.py [fjord|kafka ...]   (default: both; FJORD_BIN names the binary)
    at test time: a valid token produces and reads back; tokens signed by
    another key, expired, for another audience, from another issuer, or
    unsigned (`alg` `none`) are refused with an authentication error; and a
-   table of claim cases (iat, nbf, kid, sub, aud, iss, scope) probed on
-   Kafka 4.4 is served or refused on both alike.
+   table of claim cases (iat, nbf, kid, sub, aud, iss, scope, exp within the
+   skew) probed on Kafka 4.4 is served or refused on both alike.
 Exits 0 when every check passes on every broker asked for.
 """
 
@@ -230,6 +230,12 @@ def client_checks(label, bootstrap, work):
                 wrong.append(f"{name}: refused ({[str(e) for e in errors]})")
             elif not served and (ok or not authn):
                 wrong.append(f"{name}: {'served' if ok else 'no authentication error'}")
+        # Past its exp by less than the skew: accepted with a session of no
+        # time left (KIP-368), so nothing is served and no authentication
+        # error is told either.
+        ok, errors = attempt(tok(iat=now() - 100, exp=now() - 5))
+        if ok or any(e.code() == KafkaError._AUTHENTICATION for e in errors):
+            wrong.append(f"exp 5 s ago (within the skew): {'served' if ok else 'authentication error'}")
         expect(not wrong, "; ".join(wrong))
 
     def unsigned():
