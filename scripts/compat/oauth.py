@@ -18,7 +18,9 @@ Usage: oauth.py [fjord|kafka ...]   (default: both; FJORD_BIN names the binary)
    another key, expired, for another audience, from another issuer, or
    unsigned (`alg` `none`) are refused with an authentication error; and a
    table of claim cases (iat, nbf, kid, sub, aud, iss, scope, exp within the
-   skew) probed on Kafka 4.4 is served or refused on both alike.
+   skew) probed on Kafka 4.4 is served or refused on both alike; a key
+   written to the JWKS file is taken at the next read (both brokers started
+   with `sasl.oauthbearer.jwks.endpoint.refresh.ms=1000`).
 Exits 0 when every check passes on every broker asked for.
 """
 
@@ -52,6 +54,15 @@ def with_ports(block, ports):
     return block.replace(":9096", f":{ports['sasl']}").replace(":9097", f":{ports['broker']}")
 
 
+# Both brokers read the JWKS file again every second (the walk-through keeps
+# Kafka's default, an hour), so a key written to the file is taken at once.
+REFRESH = "sasl.oauthbearer.jwks.endpoint.refresh.ms=1000"
+
+
+def with_refresh(block):
+    return block.replace("\nsasl.oauthbearer.expected.audience", f"\n{REFRESH}\nsasl.oauthbearer.expected.audience")
+
+
 def run_blocks(work, blocks, env=None):
     for i, block in enumerate(blocks, 1):
         r = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=work, env=env,
@@ -68,7 +79,7 @@ def run_doc(work, fjord_bin, ports):
     os.makedirs(bindir)
     os.symlink(os.path.abspath(fjord_bin), os.path.join(bindir, "fjord"))
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"])
-    run_blocks(work, [with_ports(b, ports) for b in doc_blocks()], env)
+    run_blocks(work, [with_refresh(with_ports(b, ports)) for b in doc_blocks()], env)
     return f"127.0.0.1:{ports['sasl']}"
 
 
@@ -95,6 +106,7 @@ def start_kafka(work, ports):
         "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
         "inter.broker.listener.name=PLAINTEXT",
         *doc_oauth_settings(work),
+        REFRESH,
     ]
     r = subprocess.run([KAFKA, "start", *settings], env=env, capture_output=True, text=True, timeout=180)
     if r.returncode != 0:
@@ -238,6 +250,29 @@ def client_checks(label, bootstrap, work):
             wrong.append(f"exp 5 s ago (within the skew): {'served' if ok else 'authentication error'}")
         expect(not wrong, "; ".join(wrong))
 
+    def new_key_in_the_file():
+        """A token of a key not in the set is refused; once the key is
+        written to the JWKS file it is served (the next read of the file)."""
+        new = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        now = int(time.time())
+        tok = signed(new, "idp-2", {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now,
+                                   "exp": now + 600})
+        refused(tok, "a key not in the set yet")
+        jwks = os.path.join(work, "jwks.json")
+        with open(jwks) as fh:
+            keys = json.load(fh)["keys"]
+        n = new.public_key().public_numbers().n
+        keys.append({"kty": "RSA", "use": "sig", "alg": "RS256", "kid": "idp-2", "e": "AQAB",
+                     "n": b64url(n.to_bytes((n.bit_length() + 7) // 8, "big"))})
+        with open(jwks + ".tmp", "w") as fh:
+            json.dump({"keys": keys}, fh)
+        os.replace(jwks + ".tmp", jwks)
+        deadline = time.monotonic() + 30
+        while not attempt(tok)[0]:
+            expect(time.monotonic() < deadline, "the key written to the JWKS file was never taken")
+            time.sleep(0.5)
+        expect(attempt(token())[0], "the first key is no longer served")
+
     def unsigned():
         header = b64url(json.dumps({"alg": "none"}).encode())
         now = int(time.time())
@@ -256,6 +291,7 @@ def client_checks(label, bootstrap, work):
          lambda: refused(token(iss="https://evil.example"), "another issuer")),
         ("an unsigned (alg none) token is refused", lambda: refused(unsigned(), "alg none")),
         ("the claims table (iat, nbf, kid, sub, aud, iss, scope) as Kafka 4.4", claims_table),
+        ("a key written to the JWKS file is taken at its next read", new_key_in_the_file),
     ], budget=300)
 
 
