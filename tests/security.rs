@@ -2,7 +2,8 @@
 //! rdkafka crate built with OpenSSL) and raw sockets for Kafka's rules on
 //! the wire: one broker with PLAINTEXT, SSL (client certificates
 //! required), SASL_SSL (PLAIN, SCRAM-SHA-256/512) and SASL_PLAINTEXT
-//! listeners; certificates made at test time (tests/common/certs.rs).
+//! listeners; certificates made at test time (tests/common/certs.rs); and a
+//! listener checking OAUTHBEARER tokens against a JWKS file.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -641,5 +642,108 @@ fn oauthbearer_and_re_authentication_with_a_real_client() {
     assert!(
         !log.contains("session of User:alice expired"),
         "a session expired instead of re-authenticating"
+    );
+}
+
+/// An ES256 key made now: its PKCS#8 document and its public JWK.
+fn es256_key(kid: &str) -> (Vec<u8>, serde_json::Value) {
+    use base64::Engine;
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
+    let rng = ring::rand::SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let b = |x: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(x);
+    let point = pair.public_key().as_ref();
+    let jwk = serde_json::json!({"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+                                 "x": b(&point[1..33]), "y": b(&point[33..])});
+    (pkcs8.as_ref().to_vec(), jwk)
+}
+
+/// A SaslHandshake v1 and SaslAuthenticate v1 exchange with the OAUTHBEARER
+/// `token`: the session lifetime when accepted, else the error code after
+/// the `{"status":"invalid_token"}` round.
+fn oauthbearer_exchange(addr: &str, token: &str) -> Result<i64, i16> {
+    let mut s = connect(addr);
+    assert_eq!(handshake(&mut s, 1, "OAUTHBEARER", 1).0, 0);
+    let first = format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}");
+    let r = kp_call(
+        &mut s,
+        1,
+        2,
+        &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(first)),
+    );
+    assert_eq!(r.error_code, 0);
+    if r.auth_bytes.is_empty() {
+        // Served: a Metadata request goes through.
+        s.write_all(&kafka_frame_metadata()).unwrap();
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).unwrap();
+        return Ok(r.session_lifetime_ms);
+    }
+    assert_eq!(&r.auth_bytes[..], br#"{"status":"invalid_token"}"#);
+    let r = kp_call(
+        &mut s,
+        1,
+        3,
+        &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from_static(b"\x01")),
+    );
+    Err(r.error_code)
+}
+
+/// Kafka's OAuthBearerValidatorCallbackHandler on a listener: tokens signed
+/// by the key of the JWKS file are served, with the token's exp bounding
+/// the session (KIP-368); another key's are SASL_AUTHENTICATION_FAILED; a
+/// new key written to the file is taken at the next refresh
+/// (`sasl.oauthbearer.jwks.endpoint.refresh.ms`) and the old one dropped.
+#[test]
+fn oauthbearer_tokens_checked_against_a_jwks_file_that_is_read_again() {
+    use jsonwebtoken::{Algorithm, EncodingKey, Header};
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let (a_key, a_jwk) = es256_key("a");
+    let (b_key, b_jwk) = es256_key("b");
+    std::fs::write(&jwks, serde_json::json!({ "keys": [a_jwk] }).to_string()).unwrap();
+    let broker = Broker::start_with(&[
+        "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms=OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        &format!("sasl.oauthbearer.jwks.endpoint.url=file://{}", jwks.display()),
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms=200",
+        "sasl.oauthbearer.expected.audience=fjord",
+    ]);
+    let addr = broker.listener("SASL_PLAINTEXT");
+    let token = |pkcs8: &[u8], kid: &str, aud: &str| {
+        let now = now_ms() / 1000;
+        let mut h = Header::new(Algorithm::ES256);
+        h.kid = Some(kid.to_string());
+        let claims = serde_json::json!({"sub": "alice", "aud": aud, "iat": now, "exp": now + 600});
+        jsonwebtoken::encode(&h, &claims, &EncodingKey::from_ec_der(pkcs8)).unwrap()
+    };
+    let lifetime = oauthbearer_exchange(&addr, &token(&a_key, "a", "fjord")).unwrap();
+    assert!(
+        (590_000..=600_000).contains(&lifetime),
+        "session lifetime {lifetime} ms"
+    );
+    assert_eq!(
+        oauthbearer_exchange(&addr, &token(&a_key, "a", "other")),
+        Err(58)
+    );
+    assert_eq!(
+        oauthbearer_exchange(&addr, &token(&b_key, "b", "fjord")),
+        Err(58)
+    );
+    // b signs in a's name: refused too.
+    assert_eq!(
+        oauthbearer_exchange(&addr, &token(&b_key, "a", "fjord")),
+        Err(58)
+    );
+    std::fs::write(&jwks, serde_json::json!({ "keys": [b_jwk] }).to_string()).unwrap();
+    wait_for(Duration::from_secs(20), "the new key set read", || {
+        oauthbearer_exchange(&addr, &token(&b_key, "b", "fjord")).is_ok()
+    });
+    assert_eq!(
+        oauthbearer_exchange(&addr, &token(&a_key, "a", "fjord")),
+        Err(58)
     );
 }

@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 
 use super::Violation;
 use crate::security::jaas::JaasConfig;
+use crate::security::oauth::{ClaimRules, JwksKeys, JwksValidator};
 use crate::security::principal::PrincipalRules;
-use crate::security::sasl::{CredentialSource, Mechanism, SaslExchange, SaslServerConfig, Step};
+use crate::security::sasl::{
+    CredentialSource, Mechanism, OAuthValidator, SaslExchange, SaslServerConfig, Step,
+};
 use crate::security::scram::{ScramCredential, ScramMechanism};
 
 struct Users(BTreeMap<(String, ScramMechanism), ScramCredential>);
@@ -19,7 +22,26 @@ impl CredentialSource for Users {
     }
 }
 
-/// Takes bytes: the first selects the mechanism, the rest is split at the
+/// A JWKS validator whose keys (RSA, EC P-256, Ed25519) are well formed
+/// but made up.
+fn jwks_validator() -> Result<OAuthValidator, crate::security::oauth::JwksError> {
+    let b = |n: usize, v: u8| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(vec![v; n])
+    };
+    let set = serde_json::json!({"keys": [
+        {"kty": "RSA", "kid": "r", "n": b(256, 0xc5), "e": "AQAB"},
+        {"kty": "EC", "crv": "P-256", "kid": "e", "x": b(32, 1), "y": b(32, 2)},
+        {"kty": "OKP", "crv": "Ed25519", "kid": "d", "x": b(32, 3)},
+    ]});
+    let keys = JwksKeys::parse(set.to_string().as_bytes())?;
+    Ok(OAuthValidator::Jwks(std::sync::Arc::new(
+        JwksValidator::new(keys, ClaimRules::default()),
+    )))
+}
+
+/// Takes bytes: the first selects the mechanism (OAUTHBEARER with the high
+/// bit set: the JWKS validator), the rest is split at the
 /// first `0xff` into two client tokens; runs them through a fresh
 /// exchange (a known SCRAM user `u` included) and checks that only a valid
 /// exchange authenticates, and as the user it named. The same bytes go to
@@ -42,6 +64,15 @@ pub fn sasl_tokens(data: &[u8]) -> Result<(), Violation> {
         mechanisms: vec![mechanism],
         plain_users: [("u".to_string(), "p".to_string())].into(),
         fake_salt_secret: b"fuzz".to_vec(),
+        // OAUTHBEARER with the high bit set: Kafka's JWKS validator, over
+        // keys no one holds the private half of (the points and modulus are
+        // made up), so no token may pass; the header, key choice and
+        // signature paths still run on the input.
+        oauth: if selector >= 0x80 {
+            jwks_validator().map_err(|e| format!("the fuzz key set does not parse: {e}"))?
+        } else {
+            OAuthValidator::default()
+        },
         ..Default::default()
     };
     let users = Users(
@@ -60,6 +91,11 @@ pub fn sasl_tokens(data: &[u8]) -> Result<(), Violation> {
     for token in [first, second] {
         match ex.step(token, &config, &users, now, "nonce") {
             Ok(Step::Done { principal, .. }) => {
+                if selector >= 0x80 && mechanism == Mechanism::OAuthBearer {
+                    return Err(format!(
+                        "OAUTHBEARER authenticated {principal} against made-up JWKS keys"
+                    ));
+                }
                 if mechanism == Mechanism::Plain && principal.name != "u" {
                     return Err(format!(
                         "PLAIN authenticated {principal} without its password"

@@ -11,6 +11,7 @@
 //! connection code on the shards only reads these immutable settings.
 
 pub mod jaas;
+pub mod oauth;
 pub mod principal;
 pub mod sasl;
 pub mod scram;
@@ -22,8 +23,9 @@ use std::time::Duration;
 
 use crate::config::{Config, SecurityProtocol};
 use jaas::{JaasConfig, JaasError};
+use oauth::{ClaimRules, JwksError, JwksFile, JwksValidator};
 use principal::{KafkaPrincipal, PrincipalRules, RuleError};
-use sasl::{Mechanism, SaslServerConfig, UnsecuredValidator};
+use sasl::{Mechanism, OAuthValidator, SaslServerConfig, UnsecuredValidator};
 use tls::TlsError;
 
 /// Why the security settings stop the broker at start.
@@ -57,6 +59,16 @@ pub enum SecurityError {
         key: String,
         /// What is wrong (never a value).
         source: JaasError,
+    },
+    /// The JWKS of `sasl.oauthbearer.jwks.endpoint.url` cannot be used.
+    #[error("{key}: the JWKS file {file}: {source}")]
+    Jwks {
+        /// The key naming the URL.
+        key: String,
+        /// The file.
+        file: String,
+        /// What is wrong.
+        source: JwksError,
     },
     /// `ssl.principal.mapping.rules` does not parse.
     #[error("{key}: {source}")]
@@ -379,28 +391,11 @@ fn sasl_server(
         };
         plain_users = j.plain_users();
     }
-    let mut oauth = UnsecuredValidator::default();
-    if mechanisms.contains(&Mechanism::OAuthBearer) {
-        if let Some((key, url)) = get("sasl.oauthbearer.jwks.endpoint.url") {
-            return Err(SecurityError::Invalid {
-                key,
-                value: url,
-                allowed: "unset: OAUTHBEARER tokens are checked by Kafka's unsecured validator only (signed tokens with JWKS are not supported yet)".into(),
-            });
-        }
-        if let Some((key, j)) = jaas("OAUTHBEARER")? {
-            if let Some(claim) = j.options.get("unsecuredValidatorPrincipalClaimName") {
-                oauth.principal_claim = claim.clone();
-            }
-            if let Some(skew) = j.options.get("unsecuredValidatorAllowableClockSkewMs") {
-                oauth.clock_skew_ms = skew.parse().map_err(|_| SecurityError::Invalid {
-                    key,
-                    value: skew.clone(),
-                    allowed: "unsecuredValidatorAllowableClockSkewMs in milliseconds".into(),
-                })?;
-            }
-        }
-    }
+    let oauth = if mechanisms.contains(&Mechanism::OAuthBearer) {
+        oauth_validator(name, get, jaas("OAUTHBEARER")?)?
+    } else {
+        OAuthValidator::default()
+    };
     let max_reauth_ms = parse_num(
         get,
         "connections.max.reauth.ms",
@@ -414,6 +409,149 @@ fn sasl_server(
         max_reauth_ms: max_reauth_ms.max(0),
         fake_salt_secret: secret.to_vec(),
     })
+}
+
+/// The OAUTHBEARER validator of SASL listener `name`: Kafka's unsecured
+/// one (its JAAS options `unsecuredValidatorPrincipalClaimName` and
+/// `unsecuredValidatorAllowableClockSkewMs`) unless
+/// `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class` names
+/// Kafka's `OAuthBearerValidatorCallbackHandler`; then the JWKS file of
+/// `sasl.oauthbearer.jwks.endpoint.url` is read now (and again every
+/// `sasl.oauthbearer.jwks.endpoint.refresh.ms` on its own thread) and the
+/// claims checked by the other `sasl.oauthbearer.*` keys.
+fn oauth_validator(
+    name: &str,
+    get: &dyn Fn(&str) -> Option<(String, String)>,
+    jaas: Option<(String, JaasConfig)>,
+) -> Result<OAuthValidator, SecurityError> {
+    let class = get("oauthbearer.sasl.server.callback.handler.class");
+    let jwks = match &class {
+        None => false,
+        Some((_, v)) if v.trim() == oauth::UNSECURED_HANDLER => false,
+        Some((_, v)) if v.trim() == oauth::VALIDATOR_HANDLER => true,
+        Some((key, v)) => {
+            return Err(SecurityError::Invalid {
+                key: key.clone(),
+                value: v.clone(),
+                allowed: format!(
+                    "{} (signed tokens checked against a JWKS) or {} (alg none tokens)",
+                    oauth::VALIDATOR_HANDLER,
+                    oauth::UNSECURED_HANDLER
+                ),
+            })
+        }
+    };
+    if !jwks {
+        if let Some((key, _)) = get("sasl.oauthbearer.jwks.endpoint.url") {
+            log::warn!(
+                "{key} is not used on listener {name}: without \
+                 listener.name.{}.oauthbearer.sasl.server.callback.handler.class={} \
+                 OAUTHBEARER takes Kafka's unsecured (alg none) tokens",
+                name.to_ascii_lowercase(),
+                oauth::VALIDATOR_HANDLER
+            );
+        }
+        let mut u = UnsecuredValidator::default();
+        if let Some((key, j)) = jaas {
+            if let Some(claim) = j.options.get("unsecuredValidatorPrincipalClaimName") {
+                u.principal_claim = claim.clone();
+            }
+            if let Some(skew) = j.options.get("unsecuredValidatorAllowableClockSkewMs") {
+                u.clock_skew_ms = skew.parse().map_err(|_| SecurityError::Invalid {
+                    key,
+                    value: skew.clone(),
+                    allowed: "unsecuredValidatorAllowableClockSkewMs in milliseconds".into(),
+                })?;
+            }
+        }
+        return Ok(OAuthValidator::Unsecured(u));
+    }
+    let Some((url_key, url)) = get("sasl.oauthbearer.jwks.endpoint.url") else {
+        return Err(SecurityError::Missing {
+            key: "sasl.oauthbearer.jwks.endpoint.url".into(),
+            why: format!(
+                "{} checks tokens against the keys of this file:// URL",
+                oauth::VALIDATOR_HANDLER
+            ),
+        });
+    };
+    let path = match url.trim().strip_prefix("file://") {
+        Some(p) if p.starts_with('/') => std::path::PathBuf::from(p),
+        _ => {
+            return Err(SecurityError::Invalid {
+                key: url_key,
+                value: url,
+                allowed: "a file:// URL with an absolute path (file:///etc/fjord/jwks.json); \
+                          http(s) endpoints are not fetched by Fjord: save the identity \
+                          provider's JWKS to a file (docs/decisions/oauth-jwks-https.md)"
+                    .into(),
+            })
+        }
+    };
+    let file = JwksFile {
+        key: url_key.clone(),
+        path,
+    };
+    let keys = file.load().map_err(|source| SecurityError::Jwks {
+        key: url_key.clone(),
+        file: file.path.display().to_string(),
+        source,
+    })?;
+    let mut rules = ClaimRules::default();
+    if let Some((_, v)) = get("sasl.oauthbearer.expected.audience") {
+        rules.expected_audience = v
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+    }
+    rules.expected_issuer = get("sasl.oauthbearer.expected.issuer")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty());
+    for (key, field) in [
+        ("sasl.oauthbearer.sub.claim.name", &mut rules.sub_claim),
+        ("sasl.oauthbearer.scope.claim.name", &mut rules.scope_claim),
+    ] {
+        if let Some((k, v)) = get(key) {
+            if v.trim().is_empty() {
+                return Err(SecurityError::Invalid {
+                    key: k,
+                    value: v,
+                    allowed: "a claim name".into(),
+                });
+            }
+            *field = v.trim().to_string();
+        }
+    }
+    let skew_s: u32 = parse_num(
+        get,
+        "sasl.oauthbearer.clock.skew.seconds",
+        30,
+        "a non-negative number of seconds",
+    )?;
+    rules.clock_skew_ms = i64::from(skew_s) * 1000;
+    let refresh_ms: u64 = parse_num(
+        get,
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        3_600_000,
+        "a positive number of milliseconds",
+    )?;
+    if refresh_ms == 0 {
+        return Err(SecurityError::Invalid {
+            key: "sasl.oauthbearer.jwks.endpoint.refresh.ms".into(),
+            value: "0".into(),
+            allowed: "a positive number of milliseconds".into(),
+        });
+    }
+    log::info!(
+        "listener {name}: OAUTHBEARER tokens checked against {} key(s) of {} ({url_key})",
+        keys.len(),
+        file.path.display()
+    );
+    let v = Arc::new(JwksValidator::new(keys, rules));
+    JwksValidator::refresh_from(&v, file, Duration::from_millis(refresh_ms));
+    Ok(OAuthValidator::Jwks(v))
 }
 
 /// This broker as a client of listener `listener` of other nodes, with the

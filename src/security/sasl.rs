@@ -8,17 +8,21 @@
 //! listener, SCRAM-SHA-256/512 against the credentials of the metadata log
 //! (KIP-554), OAUTHBEARER with Kafka's unsecured JWS validator (the
 //! default when no validator class is configured: `alg` `none`, the
-//! principal from the `sub` claim, `exp` required). GSSAPI is not offered.
+//! principal from the `sub` claim, `exp` required) or, when the listener
+//! names Kafka's `OAuthBearerValidatorCallbackHandler`, signed tokens
+//! checked against a JWKS ([`super::oauth`]). GSSAPI is not offered.
 //! Every failure of credentials is told to the client with the same text
 //! (see [`SaslFailure::client_message`]) so it does not learn whether the
 //! user exists; the detail goes to the log, never a password or token.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64URL;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
+use super::oauth::JwksValidator;
 use super::principal::KafkaPrincipal;
 use super::scram::{ClientFirst, ScramCredential, ScramError, ScramMechanism, ScramServer};
 
@@ -67,12 +71,30 @@ pub struct SaslServerConfig {
     pub mechanisms: Vec<Mechanism>,
     /// The PLAIN users (`user_<name>` of the PLAIN JAAS line).
     pub plain_users: BTreeMap<String, String>,
-    /// OAUTHBEARER's unsecured validator settings.
-    pub oauth: UnsecuredValidator,
+    /// How OAUTHBEARER tokens are checked.
+    pub oauth: OAuthValidator,
     /// `connections.max.reauth.ms` (0: sessions do not expire).
     pub max_reauth_ms: i64,
     /// Secret mixed into the salt answered for unknown SCRAM users.
     pub fake_salt_secret: Vec<u8>,
+}
+
+/// How a listener checks OAUTHBEARER tokens: Kafka's server callback
+/// handler class of the listener
+/// (`listener.name.<l>.oauthbearer.sasl.server.callback.handler.class`).
+#[derive(Debug, Clone)]
+pub enum OAuthValidator {
+    /// No class, or Kafka's unsecured one: `alg` `none` tokens.
+    Unsecured(UnsecuredValidator),
+    /// `OAuthBearerValidatorCallbackHandler`: signed tokens checked
+    /// against the JWKS of `sasl.oauthbearer.jwks.endpoint.url`.
+    Jwks(Arc<JwksValidator>),
+}
+
+impl Default for OAuthValidator {
+    fn default() -> OAuthValidator {
+        OAuthValidator::Unsecured(UnsecuredValidator::default())
+    }
 }
 
 /// Kafka's unsecured OAUTHBEARER validator options
@@ -271,11 +293,11 @@ fn plain(token: &[u8], users: &BTreeMap<String, String>) -> Result<Step, SaslFai
 
 /// OAUTHBEARER's client-first message (RFC 7628): GS2 header, then
 /// `\x01`-separated `key=value` pairs with `auth=Bearer <token>`, ending
-/// in `\x01\x01`; the token validated as Kafka's unsecured validator does.
-/// Gives the principal and the token's expiry (ms).
+/// in `\x01\x01`; the token checked by the listener's validator. Gives the
+/// principal and the token's expiry (ms).
 fn oauthbearer(
     token: &[u8],
-    v: &UnsecuredValidator,
+    v: &OAuthValidator,
     now_ms: i64,
 ) -> Result<(KafkaPrincipal, i64), SaslFailure> {
     let bad = |s: &str| SaslFailure::OAuthBearer(s.to_string());
@@ -303,6 +325,25 @@ fn oauthbearer(
         }
     }
     let jws = bearer.ok_or_else(|| bad("no auth=Bearer"))?;
+    let (principal, exp_ms) = match v {
+        OAuthValidator::Unsecured(u) => unsecured(&jws, u, now_ms)?,
+        OAuthValidator::Jwks(j) => {
+            let t = j
+                .validate(&jws, now_ms)
+                .map_err(|e| SaslFailure::OAuthBearer(e.to_string()))?;
+            (t.principal, t.expires_at_ms)
+        }
+    };
+    if authzid.as_deref().is_some_and(|a| a != principal) {
+        return Err(bad("authorization id differs from the token's principal"));
+    }
+    Ok((KafkaPrincipal::user(principal), exp_ms))
+}
+
+/// An `alg` `none` token checked as Kafka's unsecured validator does: the
+/// principal claim and `exp` required, `iat` not in the future.
+fn unsecured(jws: &str, v: &UnsecuredValidator, now_ms: i64) -> Result<(String, i64), SaslFailure> {
+    let bad = |s: &str| SaslFailure::OAuthBearer(s.to_string());
     let mut parts = jws.split('.');
     let (Some(h), Some(p), Some(sig), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -338,10 +379,7 @@ fn oauthbearer(
             return Err(bad("the token is issued in the future"));
         }
     }
-    if authzid.as_deref().is_some_and(|a| a != principal) {
-        return Err(bad("authorization id differs from the token's principal"));
-    }
-    Ok((KafkaPrincipal::user(principal), exp_ms))
+    Ok((principal.to_string(), exp_ms))
 }
 
 /// The lifetime SaslAuthenticate v1+ announces (KIP-368): the smaller of

@@ -298,16 +298,24 @@ impl Session {
                     };
                 }
                 let lifetime = session_lifetime_ms(sasl.max_reauth_ms, expires_at_ms, now_ms);
+                // A credential already past its expiry (an OAUTHBEARER token
+                // within the validator's clock skew) leaves no time: Kafka
+                // announces 0 and closes the connection at its next request.
+                let spent = expires_at_ms.is_some_and(|e| e <= now_ms);
                 // Expiry counts only for clients that can re-authenticate;
                 // Kafka enforces it on every client, which then reconnect.
-                self.expires = (lifetime > 0).then(|| now + Duration::from_millis(lifetime as u64));
+                self.expires = if spent {
+                    Some(now)
+                } else {
+                    (lifetime > 0).then(|| now + Duration::from_millis(lifetime as u64))
+                };
                 self.principal = principal;
                 self.mechanism = Some(mechanism);
                 self.authenticated_once = true;
                 self.state = State::Ready;
                 Authenticated::Done {
                     token: response,
-                    session_lifetime_ms: if version >= 1 { lifetime } else { 0 },
+                    session_lifetime_ms: if version >= 1 && !spent { lifetime } else { 0 },
                 }
             }
         }
@@ -404,6 +412,55 @@ mod tests {
             s.authenticate(b"\0bob\0pw", 2, &NoCreds, later, 0, "n"),
             Authenticated::Failed { .. }
         ));
+    }
+
+    #[test]
+    fn a_token_past_its_exp_within_the_skew_leaves_no_session() {
+        use crate::security::sasl::{OAuthValidator, UnsecuredValidator};
+        let l = Arc::new(ListenerSecurity {
+            sasl: Some(Arc::new(SaslServerConfig {
+                mechanisms: vec![Mechanism::OAuthBearer],
+                oauth: OAuthValidator::Unsecured(UnsecuredValidator {
+                    principal_claim: "sub".into(),
+                    clock_skew_ms: 30_000,
+                }),
+                ..Default::default()
+            })),
+            ..Arc::try_unwrap(listener(0)).unwrap()
+        });
+        let now_ms = 1_800_000_000_000i64;
+        let token = |exp_s: i64| {
+            use base64::Engine;
+            let b = |j: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(j);
+            let claims = format!(r#"{{"sub":"alice","exp":{exp_s}}}"#);
+            format!(
+                "n,,\u{1}auth=Bearer {}.{}.\u{1}\u{1}",
+                b(r#"{"alg":"none"}"#),
+                b(&claims)
+            )
+            .into_bytes()
+        };
+        let t0 = Instant::now();
+        let mut s = Session::new(l.clone(), peer());
+        s.handshake("OAUTHBEARER", 1).unwrap();
+        assert_eq!(
+            s.authenticate(&token(now_ms / 1000 - 5), 2, &NoCreds, t0, now_ms, "n"),
+            Authenticated::Done {
+                token: vec![],
+                session_lifetime_ms: 0
+            }
+        );
+        assert!(matches!(s.gate(Some(ApiKey::Metadata), t0), Gate::Close(_)));
+        let mut s = Session::new(l, peer());
+        s.handshake("OAUTHBEARER", 1).unwrap();
+        assert_eq!(
+            s.authenticate(&token(now_ms / 1000 + 60), 2, &NoCreds, t0, now_ms, "n"),
+            Authenticated::Done {
+                token: vec![],
+                session_lifetime_ms: 60_000
+            }
+        );
+        assert_eq!(s.gate(Some(ApiKey::Metadata), t0), Gate::Serve);
     }
 
     #[test]
