@@ -17,7 +17,9 @@ use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, Metadat
 use crate::cluster::leadership::LeadershipError;
 use crate::cluster::quorum::rpc::ControllerUnavailable;
 use crate::mesh::ShardError;
-use crate::shard::error::{AnswerError, TxnRefusal, TxnSupportedOperation, VerificationError};
+use crate::shard::error::{
+    AnswerError, TransactionSupportedOperation, TxnRefusal, VerificationError,
+};
 use crate::storage::{BatchError, StorageError};
 
 impl KafkaCode for ControllerCallError {
@@ -428,7 +430,10 @@ impl KafkaCode for VerificationError {
 /// retries without a metadata refresh; CONCURRENT_TRANSACTIONS (51) does too
 /// below transactions v2 (Produce v12, which retries it as such); the
 /// others are kept.
-pub fn produce_verification_code(e: &VerificationError, operation: TxnSupportedOperation) -> i16 {
+pub fn produce_verification_code(
+    e: &VerificationError,
+    operation: TransactionSupportedOperation,
+) -> i16 {
     let code = verification_code_for(e.code(), operation);
     let unsure = [
         E::NetworkException.code(),
@@ -437,7 +442,7 @@ pub fn produce_verification_code(e: &VerificationError, operation: TxnSupportedO
         E::NotCoordinator.code(),
     ];
     let concurrent = code == E::ConcurrentTransactions.code()
-        && operation != TxnSupportedOperation::AddPartition;
+        && operation != TransactionSupportedOperation::AddPartition;
     if unsure.contains(&code) || concurrent {
         E::NotEnoughReplicas.code()
     } else {
@@ -451,7 +456,7 @@ pub fn produce_verification_code(e: &VerificationError, operation: TxnSupportedO
 /// v0–v3), as Kafka 4.4's `AddPartitionsToTxnManager` does.
 pub fn txn_offset_commit_verification_code(
     e: &VerificationError,
-    operation: TxnSupportedOperation,
+    operation: TransactionSupportedOperation,
 ) -> i16 {
     verification_code_for(e.code(), operation)
 }
@@ -462,10 +467,11 @@ pub fn txn_offset_commit_verification_code(
 /// a coordinator on this broker answers through `txn::verify::refusal`);
 /// TRANSACTION_ABORTABLE for a client that knows it, INVALID_TXN_STATE for
 /// one that does not; every other code unchanged.
-fn verification_code_for(code: i16, operation: TxnSupportedOperation) -> i16 {
+fn verification_code_for(code: i16, operation: TransactionSupportedOperation) -> i16 {
     let knows_abortable = match operation {
-        TxnSupportedOperation::DefaultError => false,
-        TxnSupportedOperation::GenericErrorSupported | TxnSupportedOperation::AddPartition => true,
+        TransactionSupportedOperation::DefaultError => false,
+        TransactionSupportedOperation::GenericErrorSupported
+        | TransactionSupportedOperation::AddPartition => true,
     };
     if code == E::ProducerFenced.code() {
         E::InvalidProducerEpoch.code()

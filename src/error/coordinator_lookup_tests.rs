@@ -118,7 +118,7 @@ fn verification_error_codes() {
 /// version, as Kafka 4.4's partition leader translates it.
 #[test]
 fn produce_and_txn_offset_commit_translate_the_check_per_version() {
-    use crate::shard::error::TxnSupportedOperation as Op;
+    use crate::shard::error::TransactionSupportedOperation as Op;
     let abortable = VerificationError::Coordinator(TxnRefusal::TransactionAbortable);
     let concurrent = VerificationError::Coordinator(TxnRefusal::ConcurrentTransactions);
     let loading = VerificationError::Coordinator(TxnRefusal::CoordinatorLoadInProgress);

@@ -66,7 +66,7 @@ fn append_error_codes() {
                 producer_id: 1,
                 epoch: 0,
                 source: crate::shard::error::VerificationError::NoVerifier,
-                operation: crate::shard::error::TxnSupportedOperation::DefaultError,
+                operation: crate::shard::error::TransactionSupportedOperation::DefaultError,
             },
             19,
         ),

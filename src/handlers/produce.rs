@@ -50,7 +50,7 @@ use crate::cluster::metadata::BrokerMeta;
 use crate::error::{codes, KafkaCode};
 use crate::mesh::ShardError;
 use crate::protocol::RequestFrame;
-use crate::shard::error::TxnSupportedOperation;
+use crate::shard::error::TransactionSupportedOperation;
 use crate::shard::owner::produce::{self as owner_produce, PartitionAppend, Slot};
 use crate::shard::Shard;
 
@@ -244,7 +244,9 @@ pub async fn handle(
                     partition: p.index,
                     records,
                     transactional_id: transactional_id.clone(),
-                    txn_operation: TxnSupportedOperation::for_produce(frame.prefix.api_version),
+                    txn_operation: TransactionSupportedOperation::for_produce(
+                        frame.prefix.api_version,
+                    ),
                 });
             } else {
                 r.error_code = codes::CORRUPT_MESSAGE;

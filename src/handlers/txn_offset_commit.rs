@@ -25,7 +25,7 @@ use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::group::{coordinator, CommitPartition};
 use crate::protocol::RequestFrame;
-use crate::shard::error::{TxnSupportedOperation, VerificationError};
+use crate::shard::error::{TransactionSupportedOperation, VerificationError};
 use crate::shard::Shard;
 
 /// Asks the transaction coordinator whether the group's `__consumer_offsets`
@@ -43,7 +43,7 @@ async fn verify(
     shard: &Rc<Shard>,
     req: &TxnOffsetCommitRequest,
     group: &str,
-    operation: TxnSupportedOperation,
+    operation: TransactionSupportedOperation,
 ) -> i16 {
     let add = operation.adds_partition();
     let (pid, epoch) = (req.producer_id.0, req.producer_epoch);
@@ -127,7 +127,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             shard,
             &req,
             &group,
-            TxnSupportedOperation::for_txn_offset_commit(version),
+            TransactionSupportedOperation::for_txn_offset_commit(version),
         )
         .await
     };

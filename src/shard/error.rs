@@ -353,7 +353,7 @@ pub enum AnswerError {
 /// partition (transactions v2) or only verifies it, and whether the client
 /// knows TRANSACTION_ABORTABLE (120).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TxnSupportedOperation {
+pub enum TransactionSupportedOperation {
     /// Verify only; TRANSACTION_ABORTABLE is answered INVALID_TXN_STATE
     /// (Produce v0–v10, TxnOffsetCommit v0–v3).
     DefaultError,
@@ -365,7 +365,7 @@ pub enum TxnSupportedOperation {
     AddPartition,
 }
 
-impl TxnSupportedOperation {
+impl TransactionSupportedOperation {
     /// The operation of a Produce request of `version`.
     pub fn for_produce(version: i16) -> Self {
         match version {

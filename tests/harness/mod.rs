@@ -360,7 +360,7 @@ impl Node {
             partition,
             records,
             transactional_id: transactional_id.map(Arc::from),
-            txn_operation: fjord::shard::error::TxnSupportedOperation::DefaultError,
+            txn_operation: fjord::shard::error::TransactionSupportedOperation::DefaultError,
         };
         self.on(from, move |s| async move {
             let owner = s.owner(&work.topic, partition);

@@ -24,7 +24,8 @@ use futures_channel::oneshot;
 use crate::cluster::leadership::Requester;
 use crate::mesh::ShardError;
 use crate::shard::error::{
-    FlushError, ProduceError, ReplicationWaitError, TxnSupportedOperation, VerificationError,
+    FlushError, ProduceError, ReplicationWaitError, TransactionSupportedOperation,
+    VerificationError,
 };
 use crate::shard::partition::{Partition, ProduceOutcome};
 use crate::shard::{now_ms, Shard};
@@ -60,7 +61,7 @@ pub struct PartitionAppend {
     /// first batch on the partition has the coordinator add the partition to
     /// the transaction (the client sends no AddPartitionsToTxn) instead of
     /// only verifying that it was added; v11 takes TRANSACTION_ABORTABLE.
-    pub txn_operation: TxnSupportedOperation,
+    pub txn_operation: TransactionSupportedOperation,
 }
 
 /// Why a partition of a Produce request was not appended, or its append
@@ -101,7 +102,7 @@ pub enum AppendError {
         source: VerificationError,
         /// The request version's operation, which decides the code the
         /// client gets (`crate::error::produce_verification_code`).
-        operation: TxnSupportedOperation,
+        operation: TransactionSupportedOperation,
     },
     /// The owner shard did not answer: the mesh error's code
     /// (REQUEST_TIMED_OUT (7): the outcome is unknown).
@@ -311,7 +312,9 @@ async fn verify_all(
         // One request has one version: every partition adds, or none does.
         let operation = work
             .get(first)
-            .map_or(TxnSupportedOperation::DefaultError, |w| w.txn_operation);
+            .map_or(TransactionSupportedOperation::DefaultError, |w| {
+                w.txn_operation
+            });
         let add = operation.adds_partition();
         let (these, rest): (Vec<_>, Vec<_>) = to_verify
             .into_iter()
