@@ -31,25 +31,21 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use common::kafka_peer::KafkaPeer;
-use common::raw::RawConn;
+use common::raw::{txn_batch, RawConn};
+use common::*;
+use kafka_protocol::messages as kp;
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
 use versions::{
     by_topic_id, overflow, unadded, EXPECTED_BY_TOPIC_ID, EXPECTED_OVERFLOW, EXPECTED_UNADDED,
 };
 
 #[path = "transactions_v2/versions.rs"]
 mod versions;
-use common::*;
-use kafka_protocol::messages as kp;
-use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 
 /// Deadline of anything that waits for a broker.
 const SETTLE: Duration = Duration::from_secs(30);
@@ -222,42 +218,6 @@ impl Conn {
     }
 }
 
-/// One transactional RecordBatch v2 of `values` from (`pid`, `epoch`),
-/// sequences from `seq`.
-fn txn_batch(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Bytes {
-    let now = now_ms();
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: seq + i as i32,
-            timestamp: now,
-            key: None,
-            value: Some(Bytes::from(v.to_string())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
-}
-
 /// Creates [`TOPIC`] (one partition) and waits until a plain Produce to it
 /// is answered without error.
 fn create_topic(c: &mut Conn) {
@@ -285,6 +245,29 @@ fn create_topic(c: &mut Conn) {
         let r = c.call(7, &req);
         (r.topics[0].partitions[0].error_code == 0).then_some(())
     });
+}
+
+/// TxnOffsetCommit of [`GROUP`]'s offset `offset` on partition 0 of
+/// [`TOPIC`] in the transaction of `id` (producer `pid` at `epoch`), with no
+/// member (generation -1).
+fn offsets_in_txn(id: &str, pid: i64, epoch: i16, offset: i64) -> kp::TxnOffsetCommitRequest {
+    kp::TxnOffsetCommitRequest::default()
+        .with_transactional_id(s(id).into())
+        .with_group_id(s(GROUP).into())
+        .with_producer_id(pid.into())
+        .with_producer_epoch(epoch)
+        .with_generation_id(-1)
+        .with_member_id(s(""))
+        .with_topics(vec![
+            kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                .with_name(s(TOPIC).into())
+                .with_partitions(vec![
+                    kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(offset)
+                        .with_committed_leader_epoch(-1),
+                ]),
+        ])
 }
 
 /// The transaction coordinator is ready and gives the connection's id a
@@ -389,23 +372,7 @@ fn scenario(addr: &str) -> Vec<String> {
         "produce e+3: {}",
         c.produce(pid, e + 3, 0, &["c3"])
     ));
-    let req = kp::TxnOffsetCommitRequest::default()
-        .with_transactional_id(s(TXN_ID).into())
-        .with_group_id(s(GROUP).into())
-        .with_producer_id(pid.into())
-        .with_producer_epoch(e + 3)
-        .with_generation_id(-1)
-        .with_member_id(s(""))
-        .with_topics(vec![
-            kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
-                .with_name(s(TOPIC).into())
-                .with_partitions(vec![
-                    kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
-                        .with_partition_index(0)
-                        .with_committed_offset(3)
-                        .with_committed_leader_epoch(-1),
-                ]),
-        ]);
+    let req = offsets_in_txn(TXN_ID, pid, e + 3, 3);
     // COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE and
     // NOT_COORDINATOR are retried, as clients do (Kafka answers
     // NOT_COORDINATOR while the offsets topic it just created is not led

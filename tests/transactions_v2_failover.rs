@@ -44,16 +44,13 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::Duration;
 
-use bytes::Bytes;
 use common::cluster::{try_kp_call, Cluster};
 use common::layout::{layout_on, wait_topic};
+use common::poll_until;
 use common::proxy::Fault;
-use common::{now_ms, poll_until};
+use common::raw::txn_batch;
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Request, StrBytes};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
@@ -194,42 +191,6 @@ fn coordinator(c: &Cluster, asked: &[i32], not: &[i32], id: &str) -> i32 {
     )
 }
 
-/// One transactional RecordBatch v2 of `values` from (`pid`, `epoch`),
-/// sequences from 0.
-fn txn_batch(pid: i64, epoch: i16, values: &[String]) -> Bytes {
-    let now = now_ms();
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: true,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: pid,
-            producer_epoch: epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32,
-            timestamp: now,
-            key: None,
-            value: Some(Bytes::from(v.clone())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
-}
-
 /// The values of transaction `tag` on `partition`.
 fn values(tag: &str, partition: i32) -> Vec<String> {
     (0..PER_PARTITION)
@@ -272,7 +233,7 @@ fn produce_to(
             .with_partition_data(vec![
                 kp::produce_request::PartitionProduceData::default()
                     .with_index(partition)
-                    .with_records(Some(txn_batch(pid, epoch, values))),
+                    .with_records(Some(txn_batch(pid, epoch, 0, values))),
             ])]);
     let mut node = Client::new(&c.bootstrap(leader));
     poll_until(

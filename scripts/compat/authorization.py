@@ -21,28 +21,18 @@ Exits 0 when every check passes on every broker asked for.
 
 import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from checks import CheckFailed, log, run_checks
+from security import free_port, stop_work
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOC = os.path.join(ROOT, "docs", "security.md")
 KAFKA = os.path.join(ROOT, "scripts", "peers", "kafka")
 START_MARK = "fjord serve --config authz.properties"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def doc_blocks():
@@ -55,20 +45,6 @@ def doc_blocks():
 def expect(cond, msg):
     if not cond:
         raise CheckFailed(msg)
-
-
-def processes_in(cwd):
-    """Pids of processes whose working directory is `cwd`."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == cwd:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
 
 
 def tool_env(work, fjord_bin):
@@ -305,18 +281,7 @@ def main():
             print(f"FAIL: {broker}: {e}", file=sys.stderr, flush=True)
             status = 1
         finally:
-            if kafka_env is not None:
-                subprocess.run([KAFKA, "stop"], env=kafka_env, capture_output=True, timeout=180)
-            for pid in processes_in(work):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except OSError:
-                    pass
-            time.sleep(1)
-            if os.environ.get("KEEP_WORK"):
-                log(f"kept {work}")
-            else:
-                shutil.rmtree(work, ignore_errors=True)
+            stop_work(work, kafka_env)
     log("authorization: " + ("passed" if status == 0 else "FAILED"))
     return status
 

@@ -28,15 +28,13 @@ import base64
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 from checks import CheckFailed, log, run_checks
-from security import DOC, KAFKA, expect, free_port, processes_in
+from security import DOC, KAFKA, expect, free_port, stop_work
 
 SECTION = "## OAUTHBEARER with signed tokens (JWKS), step by step"
 ISSUER = "https://idp.example"
@@ -314,15 +312,7 @@ def main():
             print(f"FAIL: {broker}: {e}", file=sys.stderr, flush=True)
             status = 1
         finally:
-            if env is not None:
-                subprocess.run([KAFKA, "stop"], env=env, capture_output=True, timeout=180)
-            for pid in processes_in(work):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except OSError:
-                    pass
-            time.sleep(1)
-            shutil.rmtree(work, ignore_errors=True)
+            stop_work(work, env)
     log("oauth: " + ("passed" if status == 0 else "FAILED"))
     return status
 

@@ -89,6 +89,24 @@ def processes_in(cwd):
     return out
 
 
+def stop_work(work, kafka_env):
+    """Stops what a run started in `work`: the Kafka peer when `kafka_env`
+    names it, then every process whose working directory is `work`; removes
+    `work` unless KEEP_WORK is set."""
+    if kafka_env is not None:
+        subprocess.run([KAFKA, "stop"], env=kafka_env, capture_output=True, timeout=180)
+    for pid in processes_in(work):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    time.sleep(1)
+    if os.environ.get("KEEP_WORK"):
+        log(f"kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 class Setup:
     """Where the brokers are and the files the clients use."""
 
@@ -298,15 +316,7 @@ def main():
             print(f"FAIL: {broker}: {e}", file=sys.stderr, flush=True)
             status = 1
         finally:
-            if env is not None:
-                subprocess.run([KAFKA, "stop"], env=env, capture_output=True, timeout=180)
-            for pid in processes_in(work):
-                try:
-                    os.kill(pid, signal.SIGTERM)
-                except OSError:
-                    pass
-            time.sleep(1)
-            shutil.rmtree(work, ignore_errors=True)
+            stop_work(work, env)
     log("security: " + ("passed" if status == 0 else "FAILED"))
     return status
 

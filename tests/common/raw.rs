@@ -5,10 +5,14 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
+use bytes::Bytes;
 use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use kafka_protocol::protocol::{Request, StrBytes};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
 
-use super::{connect, kp_call, kp_send};
+use super::{connect, kp_call, kp_send, now_ms};
 
 /// A connection to one broker.
 pub struct RawConn {
@@ -60,4 +64,40 @@ impl RawConn {
         self.cid += 1;
         kp_send(&mut self.s, version, self.cid, req);
     }
+}
+
+/// One transactional RecordBatch v2 (uncompressed, CreateTime now) of
+/// `values` from (`pid`, `epoch`), sequences from `first_sequence`.
+pub fn txn_batch<V: AsRef<str>>(pid: i64, epoch: i16, first_sequence: i32, values: &[V]) -> Bytes {
+    let now = now_ms();
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record {
+            transactional: true,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: -1,
+            producer_id: pid,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: first_sequence + i as i32,
+            timestamp: now,
+            key: None,
+            value: Some(Bytes::copy_from_slice(v.as_ref().as_bytes())),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        &records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("encode a record batch");
+    buf.freeze()
 }

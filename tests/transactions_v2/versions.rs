@@ -56,23 +56,7 @@ pub(super) fn unadded(addr: &str) -> Vec<String> {
         (r.coordinators[0].error_code == 0).then_some(())
     });
     for version in [3, 4] {
-        let req = kp::TxnOffsetCommitRequest::default()
-            .with_transactional_id(s(&c.id).into())
-            .with_group_id(s(GROUP).into())
-            .with_producer_id(pid.into())
-            .with_producer_epoch(e)
-            .with_generation_id(-1)
-            .with_member_id(s(""))
-            .with_topics(vec![
-                kp::txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
-                    .with_name(s(TOPIC).into())
-                    .with_partitions(vec![
-                        kp::txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
-                            .with_partition_index(0)
-                            .with_committed_offset(1)
-                            .with_committed_leader_epoch(-1),
-                    ]),
-            ]);
+        let req = offsets_in_txn(&c.id, pid, e, 1);
         let code = c.until("TxnOffsetCommit", |c| {
             let code = c.call(version, &req).topics[0].partitions[0].error_code;
             (!matches!(code, 14..=16)).then_some(code)
