@@ -32,7 +32,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::kafka_peer::KafkaPeer;
-use common::raw::{txn_batch, RawConn};
+use common::raw::{txn_batch, txn_produce, RawConn};
 use common::*;
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::StrBytes;
@@ -98,17 +98,7 @@ impl Conn {
 
     /// [`Conn::produce`] at `version`.
     fn produce_v(&mut self, version: i16, pid: i64, epoch: i16, seq: i32, values: &[&str]) -> i16 {
-        let req = kp::ProduceRequest::default()
-            .with_transactional_id(Some(s(&self.id).into()))
-            .with_acks(-1)
-            .with_timeout_ms(10_000)
-            .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
-                .with_name(s(TOPIC).into())
-                .with_partition_data(vec![
-                    kp::produce_request::PartitionProduceData::default()
-                        .with_index(0)
-                        .with_records(Some(txn_batch(pid, epoch, seq, values))),
-                ])]);
+        let req = txn_produce(&self.id, TOPIC, 0, txn_batch(pid, epoch, seq, values));
         let r = self.call(version, &req);
         r.responses[0].partition_responses[0].error_code
     }
@@ -736,17 +726,12 @@ fn produce_v12_adds_a_partition_through_a_remote_coordinator() {
     let mut coord = Conn::new(&c.bootstrap(coordinator), TXN_ID);
     let (pid, e) = init_producer(&mut coord, 60_000);
     let mut leader = Conn::new(&c.bootstrap(part.leader), TXN_ID);
-    let req = kp::ProduceRequest::default()
-        .with_transactional_id(Some(s(TXN_ID).into()))
-        .with_acks(-1)
-        .with_timeout_ms(10_000)
-        .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
-            .with_name(s(topic).into())
-            .with_partition_data(vec![
-                kp::produce_request::PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(txn_batch(pid, e, 0, &["r1", "r2"]))),
-            ])]);
+    let req = txn_produce(
+        TXN_ID,
+        topic,
+        partition,
+        txn_batch(pid, e, 0, &["r1", "r2"]),
+    );
     let code = leader.until("the remote add", |l| {
         let code = l.call(12, &req).responses[0].partition_responses[0].error_code;
         // Retriable while the brokers connect: NOT_COORDINATOR,

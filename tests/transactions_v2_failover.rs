@@ -48,7 +48,7 @@ use common::cluster::{try_kp_call, Cluster};
 use common::layout::{layout_on, wait_topic};
 use common::poll_until;
 use common::proxy::Fault;
-use common::raw::txn_batch;
+use common::raw::{txn_batch, txn_produce};
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Request, StrBytes};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -224,17 +224,7 @@ fn produce_to(
     (pid, epoch): (i64, i16),
     values: &[String],
 ) -> i16 {
-    let req = kp::ProduceRequest::default()
-        .with_transactional_id(Some(s(id).into()))
-        .with_acks(-1)
-        .with_timeout_ms(10_000)
-        .with_topic_data(vec![kp::produce_request::TopicProduceData::default()
-            .with_name(s(topic).into())
-            .with_partition_data(vec![
-                kp::produce_request::PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(txn_batch(pid, epoch, 0, values))),
-            ])]);
+    let req = txn_produce(id, topic, partition, txn_batch(pid, epoch, 0, values));
     let mut node = Client::new(&c.bootstrap(leader));
     poll_until(
         DEADLINE,

@@ -6,7 +6,9 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use kafka_protocol::messages::{
+    produce_request, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+};
 use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
@@ -100,4 +102,20 @@ pub fn txn_batch<V: AsRef<str>>(pid: i64, epoch: i16, first_sequence: i32, value
     )
     .expect("encode a record batch");
     buf.freeze()
+}
+
+/// A Produce request (acks=all, 10 s timeout) of `records` to `partition`
+/// of `topic` in the transaction of `id`.
+pub fn txn_produce(id: &str, topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_transactional_id(Some(StrBytes::from_string(id.to_string()).into()))
+        .with_acks(-1)
+        .with_timeout_ms(10_000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(StrBytes::from_string(topic.to_string()).into())
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(records)),
+            ])])
 }

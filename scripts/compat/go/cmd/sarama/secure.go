@@ -55,17 +55,8 @@ func secureChecks(r *check.Runner) {
 			if err != nil {
 				return err
 			}
-			done := make(chan error, 1)
-			go func() {
-				cl, err := sarama.NewClient([]string{s.SASLSSL}, cfg)
-				if err == nil {
-					cl.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err = <-done:
-			case <-ctx.Done():
+			err, answered := connectWithin(ctx, s.SASLSSL, cfg)
+			if !answered {
 				return fmt.Errorf("NewClient with a wrong password: no answer before the deadline, want an authentication error")
 			}
 			if !errors.Is(err, sarama.ErrSASLAuthenticationFailed) {
@@ -78,18 +69,7 @@ func secureChecks(r *check.Runner) {
 			if err != nil {
 				return err
 			}
-			done := make(chan error, 1)
-			go func() {
-				cl, err := sarama.NewClient([]string{s.SSL}, cfg)
-				if err == nil {
-					cl.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err = <-done:
-			case <-ctx.Done():
-			}
+			err, _ = connectWithin(ctx, s.SSL, cfg)
 			return secure.RefusedByTLSAlert(ctx, err)
 		})
 		r.Check(sv.name(fmt.Sprintf("SSL with a client certificate (mutual TLS): produce %d records and read them back", secure.Records)), t, func(ctx context.Context) error {
@@ -237,4 +217,23 @@ func (s *sr) secureRoundTrip(ctx context.Context, tag, bootstrap string, cfg *sa
 		return fmt.Errorf("end offset %d, want %d", end, len(want))
 	}
 	return nil
+}
+
+// connectWithin opens (and closes) a client of addr with cfg; gives
+// NewClient's error and true, or nil and false when ctx ends first.
+func connectWithin(ctx context.Context, addr string, cfg *sarama.Config) (error, bool) {
+	done := make(chan error, 1)
+	go func() {
+		cl, err := sarama.NewClient([]string{addr}, cfg)
+		if err == nil {
+			cl.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err, true
+	case <-ctx.Done():
+		return nil, false
+	}
 }
