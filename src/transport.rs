@@ -159,6 +159,17 @@ impl TlsState {
         result
     }
 
+    /// [`TlsState::absorb`] of ciphertext already in `pending`; true when
+    /// rustls took some of it (more plaintext may be ready).
+    fn absorb_pending(&mut self) -> io::Result<bool> {
+        let before = self.pending.len();
+        if before == 0 {
+            return Ok(false);
+        }
+        self.absorb()?;
+        Ok(self.pending.len() < before)
+    }
+
     /// Moves the plaintext rustls has decrypted into `buf`, giving rustls
     /// the ciphertext still in `pending` first when it holds none; gives
     /// the bytes moved, `Some(0)` once the peer closed TLS cleanly
@@ -168,12 +179,8 @@ impl TlsState {
             let state = self.conn.process_new_packets().map_err(tls_error)?;
             let avail = state.plaintext_bytes_to_read();
             if avail == 0 {
-                let before = self.pending.len();
-                if before > 0 {
-                    self.absorb()?;
-                    if self.pending.len() < before {
-                        continue;
-                    }
+                if self.absorb_pending()? {
+                    continue;
                 }
                 return Ok(state.peer_has_closed().then_some(0));
             }
@@ -415,12 +422,8 @@ impl Transport {
                         Ok(n) => filled += n,
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                             // Ciphertext already read comes before the socket.
-                            if !tls.pending.is_empty() {
-                                let before = tls.pending.len();
-                                tls.absorb()?;
-                                if tls.pending.len() < before {
-                                    continue;
-                                }
+                            if tls.absorb_pending()? {
+                                continue;
                             }
                             if tls.eof || read_cipher(stream, tls).await? {
                                 return Err(io::Error::new(
