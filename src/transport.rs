@@ -20,15 +20,32 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 
 use crate::security::sasl::SaslClient;
 use crate::security::ClientSecurity;
 
-/// Ciphertext read from the socket at once (bytes).
+/// Spare room made in `pending` before a receive (bytes): ciphertext is
+/// received straight into it, up to this much per recv(2).
 const CIPHER_CHUNK: usize = 64 * 1024;
+
+/// Bytes read through glommio (which waits for readability) when the
+/// socket had nothing ready; the rest follows with recv(2) at once.
+const WAIT_WINDOW: usize = 4096;
+
+/// Largest SO_RCVLOWAT set while a frame's rest is awaited (bytes): the
+/// kernel grows the socket's receive buffer to hold it.
+const RCVLOWAT_MAX: usize = 256 * 1024;
+
+/// Smallest missing amount worth a SO_RCVLOWAT change (bytes): below one
+/// record's worth, the wake it saves does not pay for the system calls.
+const RCVLOWAT_MIN: usize = 16 * 1024;
+
+/// Largest TLS record on the wire (bytes): a 5-byte header and at most
+/// 2^14 + 2048 bytes of payload (RFC 5246 §6.2.3; TLS 1.3 allows less).
+const RECORD_MAX_PAYLOAD: usize = (1 << 14) + 2048;
 
 /// Plaintext handed to rustls before its records are written (bytes).
 const PLAIN_CHUNK: usize = 64 * 1024;
@@ -39,19 +56,75 @@ const PLAIN_CHUNK: usize = 64 * 1024;
 /// `pending` until the plaintext is taken.
 const PLAINTEXT_HIGH: usize = 16 * 1024;
 
-thread_local! {
-    /// The ciphertext receive buffer of this shard's non-blocking reads
-    /// ([`Transport::tls_try_recv`]), allocated once per thread.
-    static RECV_SCRATCH: std::cell::RefCell<Vec<u8>> =
-        std::cell::RefCell::new(vec![0u8; CIPHER_CHUNK]);
+/// Where the ciphertext given to rustls stands in TLS's record framing
+/// (each record a 5-byte header: content type 20–24, version 3.x, payload
+/// length; then the payload): how many bytes of a record not yet complete
+/// rustls holds, which no plaintext has come out of yet.
+#[derive(Debug, Default)]
+struct Framing {
+    /// Header bytes of the next record seen so far (0–4).
+    header: [u8; 5],
+    header_have: usize,
+    /// Payload length of the record being given, and how much of it is
+    /// still to come.
+    record_len: usize,
+    body_left: usize,
+    /// Bytes that are not TLS records were seen (rustls refuses them).
+    broken: bool,
+}
+
+impl Framing {
+    /// Takes bytes just given to rustls, in stream order.
+    fn advance(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() && !self.broken {
+            if self.body_left > 0 {
+                let k = self.body_left.min(bytes.len());
+                self.body_left -= k;
+                bytes = &bytes[k..];
+                continue;
+            }
+            let k = (5 - self.header_have).min(bytes.len());
+            self.header[self.header_have..self.header_have + k].copy_from_slice(&bytes[..k]);
+            self.header_have += k;
+            bytes = &bytes[k..];
+            if self.header_have == 5 {
+                let h = self.header;
+                let len = usize::from(u16::from_be_bytes([h[3], h[4]]));
+                self.broken = !(20..=24).contains(&h[0]) || h[1] != 3 || len > RECORD_MAX_PAYLOAD;
+                self.header_have = 0;
+                self.record_len = len;
+                self.body_left = len;
+            }
+        }
+    }
+
+    /// Bytes of the unfinished record given to rustls (None once the
+    /// framing is lost).
+    fn held(&self) -> Option<usize> {
+        if self.broken {
+            None
+        } else if self.body_left > 0 {
+            Some(5 + self.record_len - self.body_left)
+        } else {
+            Some(self.header_have)
+        }
+    }
 }
 
 /// The TLS half of a connection, apart from its socket: `Send`, so it can
 /// go to another shard with the socket's duplicate.
 pub struct TlsState {
     conn: rustls::Connection,
-    /// Ciphertext read but not yet taken by rustls.
-    pending: Vec<u8>,
+    /// Ciphertext read but not yet taken by rustls (received into its
+    /// spare capacity; taken from its front in O(1)).
+    pending: BytesMut,
+    /// TLS records to send, reused from one write to the next.
+    outgoing: Vec<u8>,
+    /// The socket's SO_RCVLOWAT as last set here (bytes; the kernel's
+    /// default is 1).
+    rcvlowat: usize,
+    /// The record framing of the ciphertext rustls has taken.
+    framing: Framing,
     /// The peer closed the TCP connection.
     eof: bool,
 }
@@ -93,7 +166,10 @@ impl TlsState {
         let conn = rustls::ServerConnection::new(config).map_err(tls_error)?;
         Ok(TlsState {
             conn: conn.into(),
-            pending: Vec::new(),
+            pending: BytesMut::new(),
+            outgoing: Vec::new(),
+            rcvlowat: 1,
+            framing: Framing::default(),
             eof: false,
         })
     }
@@ -109,7 +185,10 @@ impl TlsState {
         let conn = rustls::ClientConnection::new(config, name).map_err(tls_error)?;
         Ok(TlsState {
             conn: conn.into(),
-            pending: Vec::new(),
+            pending: BytesMut::new(),
+            outgoing: Vec::new(),
+            rcvlowat: 1,
+            framing: Framing::default(),
             eof: false,
         })
     }
@@ -155,8 +234,85 @@ impl TlsState {
                 .map_err(tls_error);
         }
         let consumed = total - rd.len();
-        self.pending.drain(..consumed);
+        self.framing.advance(&self.pending[..consumed]);
+        self.pending.advance(consumed);
         result
+    }
+
+    /// Before waiting for ciphertext on socket `fd` while `want` plaintext
+    /// bytes are missing from the frame being read: sets the socket's
+    /// SO_RCVLOWAT so that the kernel signals readability only once the
+    /// rest can have arrived (each ciphertext byte carries at most one
+    /// plaintext byte; the ciphertext in `pending` and the unfinished
+    /// record's bytes rustls holds may carry some of the rest), at most
+    /// [`RCVLOWAT_MAX`]; back to 1 when nothing large is missing or the
+    /// framing is lost. A frame sent as several TLS records then costs one wake
+    /// instead of one per record. The kernel still wakes at EOF and when
+    /// its receive window is nearly full. Changes the option only when the
+    /// value differs; a failure leaves the default behaviour.
+    fn set_rcvlowat(&mut self, fd: i32, want: usize) {
+        let held = self.framing.held().map(|h| h + self.pending.len());
+        let mut lowat = held.map_or(0, |h| want.saturating_sub(h).min(RCVLOWAT_MAX));
+        if lowat < RCVLOWAT_MIN {
+            lowat = 1;
+        }
+        if lowat == self.rcvlowat {
+            return;
+        }
+        let value = lowat as libc::c_int;
+        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a live
+        // `c_int`.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                &value as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            self.rcvlowat = lowat;
+        }
+    }
+
+    /// Receives what the socket `fd` holds now (recv(2) with MSG_DONTWAIT)
+    /// straight into the spare capacity of `pending`, without zero-filling
+    /// it; gives the bytes received, None when nothing is ready, `Some(0)`
+    /// at EOF (and marks it).
+    fn recv_now(&mut self, fd: i32) -> io::Result<Option<usize>> {
+        if self.pending.capacity() - self.pending.len() < WAIT_WINDOW {
+            self.pending.reserve(CIPHER_CHUNK);
+        }
+        loop {
+            let spare = self.pending.spare_capacity_mut();
+            // SAFETY: the pointer and length describe `pending`'s spare
+            // capacity, which recv writes at most `len` bytes into;
+            // `set_len` covers only the bytes the kernel initialised.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    spare.as_mut_ptr() as *mut libc::c_void,
+                    spare.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n >= 0 {
+                let n = n as usize;
+                // SAFETY: recv initialised the first `n` spare bytes.
+                unsafe { self.pending.set_len(self.pending.len() + n) };
+                if n == 0 {
+                    self.eof = true;
+                }
+                return Ok(Some(n));
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(None),
+                Some(libc::EINTR) => continue,
+                _ => return Err(err),
+            }
+        }
     }
 
     /// [`TlsState::absorb`] of ciphertext already in `pending`; true when
@@ -204,25 +360,53 @@ impl TlsState {
     }
 }
 
-/// Writes the TLS records rustls has queued to `stream`.
+/// Writes the TLS records rustls has queued to `stream` (through one
+/// buffer that the connection keeps).
 async fn flush_tls(stream: &mut TcpStream, tls: &mut TlsState) -> io::Result<()> {
-    while tls.conn.wants_write() {
-        let mut out = Vec::with_capacity(PLAIN_CHUNK + 1024);
-        tls.conn.write_tls(&mut out)?;
-        stream.write_all(&out).await?;
+    if !tls.conn.wants_write() {
+        return Ok(());
     }
-    Ok(())
+    let mut out = std::mem::take(&mut tls.outgoing);
+    let mut result = Ok(());
+    while tls.conn.wants_write() {
+        out.clear();
+        if let Err(e) = tls.conn.write_tls(&mut out) {
+            result = Err(e);
+            break;
+        }
+        if let Err(e) = stream.write_all(&out).await {
+            result = Err(e);
+            break;
+        }
+    }
+    out.clear();
+    tls.outgoing = out;
+    result
 }
 
-/// Reads ciphertext (waiting for it) and gives it to rustls; true at EOF.
-async fn read_cipher(stream: &mut TcpStream, tls: &mut TlsState) -> io::Result<bool> {
-    let mut chunk = vec![0u8; CIPHER_CHUNK];
-    let n = stream.read(&mut chunk).await?;
-    if n == 0 {
-        tls.eof = true;
+/// Reads ciphertext and gives it to rustls, `want` being the plaintext
+/// bytes the caller still misses (0: unknown); true at EOF. What the socket
+/// holds is taken with recv(2) at once; only when it holds nothing does
+/// this wait (a small read through glommio, then the rest with recv(2)),
+/// as the plaintext path does, so a busy connection costs no reactor
+/// round trip per read.
+async fn read_cipher(stream: &mut TcpStream, tls: &mut TlsState, want: usize) -> io::Result<bool> {
+    let fd = stream.as_raw_fd();
+    if tls.recv_now(fd)?.is_none() {
+        tls.set_rcvlowat(fd, want);
+        let mut window = [0u8; WAIT_WINDOW];
+        let n = stream.read(&mut window).await?;
+        if n == 0 {
+            tls.eof = true;
+        } else {
+            tls.pending.extend_from_slice(&window[..n]);
+            // EOF right after is noted (`eof`) and seen on the next read.
+            let _ = tls.recv_now(fd)?;
+        }
+    }
+    if tls.pending.is_empty() && tls.eof {
         return Ok(true);
     }
-    tls.pending.extend_from_slice(&chunk[..n]);
     let absorbed = tls.absorb();
     // An alert for a bad record, or the handshake's next flight.
     flush_tls(stream, tls).await?;
@@ -315,7 +499,7 @@ impl Transport {
             if !tls.conn.is_handshaking() {
                 return Ok(());
             }
-            if read_cipher(stream, tls).await? {
+            if read_cipher(stream, tls, 0).await? {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "the peer closed the connection during the TLS handshake",
@@ -347,39 +531,10 @@ impl Transport {
         if tls.eof {
             return Ok(Some(0));
         }
-        // The shard's one receive buffer: nothing awaits between the recv
-        // and the copy, so connections on the shard take turns with it.
-        let received = RECV_SCRATCH.with(|scratch| {
-            let mut chunk = scratch.borrow_mut();
-            // SAFETY: recv(2) into a buffer of `chunk.len()` initialised
-            // bytes.
-            let n = unsafe {
-                libc::recv(
-                    stream.as_raw_fd(),
-                    chunk.as_mut_ptr() as *mut libc::c_void,
-                    chunk.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let n = n as usize;
-            tls.pending.extend_from_slice(&chunk[..n]);
-            Ok(n)
-        });
-        let n = match received {
-            Ok(n) => n,
-            Err(err) => {
-                return match err.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                    _ => Err(err),
-                }
-            }
-        };
-        if n == 0 {
-            tls.eof = true;
-            return Ok(Some(0));
+        match tls.recv_now(stream.as_raw_fd())? {
+            None => return Ok(None),
+            Some(0) if tls.pending.is_empty() => return Ok(Some(0)),
+            Some(_) => {}
         }
         tls.absorb()?;
         // Records to send (alerts, key updates) go out with the next write.
@@ -387,9 +542,11 @@ impl Transport {
     }
 
     /// TLS: waits until plaintext is decrypted and appends it to `buf`;
-    /// gives the bytes appended, 0 at EOF. (Plain TCP reads through the
+    /// gives the bytes appended, 0 at EOF. `want` is how many plaintext
+    /// bytes the frame being read still misses (0 when unknown): the wait
+    /// lasts until about that many have arrived (SO_RCVLOWAT). (Plain TCP reads through the
     /// caller's raw path; this gives 0 for it.)
-    pub async fn tls_recv(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+    pub async fn tls_recv(&mut self, buf: &mut BytesMut, want: usize) -> io::Result<usize> {
         let Transport::Tls(stream, tls) = self else {
             return Ok(0);
         };
@@ -400,7 +557,7 @@ impl Transport {
             if tls.eof {
                 return Ok(0);
             }
-            read_cipher(stream, tls).await?;
+            read_cipher(stream, tls, want).await?;
         }
     }
 
@@ -425,7 +582,7 @@ impl Transport {
                             if tls.absorb_pending()? {
                                 continue;
                             }
-                            if tls.eof || read_cipher(stream, tls).await? {
+                            if tls.eof || read_cipher(stream, tls, 0).await? {
                                 return Err(io::Error::new(
                                     io::ErrorKind::UnexpectedEof,
                                     "the peer closed the connection",
@@ -480,4 +637,54 @@ pub async fn sasl_step(
         .await;
     let next = next.map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     Ok((client, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Framing;
+
+    fn record(kind: u8, payload: usize) -> Vec<u8> {
+        let mut r = vec![kind, 3, 3];
+        r.extend_from_slice(&(payload as u16).to_be_bytes());
+        r.resize(5 + payload, 0xab);
+        r
+    }
+
+    #[test]
+    fn framing_counts_the_unfinished_record_in_any_cut() {
+        let mut wire = record(23, 100);
+        wire.extend(record(23, 16_401));
+        wire.extend(record(21, 0));
+        for cut in [1, 3, 5, 104, 105, 107, 110, 5000, 16_511, wire.len() - 1] {
+            let mut f = Framing::default();
+            f.advance(&wire[..cut]);
+            let boundary = [0, 105, 105 + 16_406, wire.len()];
+            let start = boundary
+                .iter()
+                .rev()
+                .find(|b| **b <= cut)
+                .copied()
+                .unwrap_or(0);
+            assert_eq!(f.held(), Some(cut - start), "cut at {cut}");
+            // The same bytes given in several pieces.
+            let mut g = Framing::default();
+            for piece in wire[..cut].chunks(7) {
+                g.advance(piece);
+            }
+            assert_eq!(g.held(), f.held(), "cut at {cut}, in pieces");
+        }
+        let mut f = Framing::default();
+        f.advance(&wire);
+        assert_eq!(f.held(), Some(0));
+    }
+
+    #[test]
+    fn bytes_that_are_not_tls_records_lose_the_framing() {
+        let mut f = Framing::default();
+        f.advance(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(f.held(), None);
+        let mut f = Framing::default();
+        f.advance(&[23, 3, 3, 0xff, 0xff, 0, 0]);
+        assert_eq!(f.held(), None, "longer than a record may be");
+    }
 }

@@ -211,9 +211,10 @@ fn tls_with_client_certificates() {
     );
 }
 
-/// Requests and answers far larger than one TLS record (16 KiB): 256 KiB
-/// messages produced and read back over TLS (a connection broken by a
-/// large request would time the send out).
+/// Requests and answers far larger than one TLS record (16 KiB): messages
+/// of 16 KiB to 363 KiB in uneven steps produced and read back over TLS, so
+/// frames end at many points of a record (a connection broken by a large
+/// request, or waiting for bytes that never come, would time the send out).
 #[test]
 fn tls_carries_requests_larger_than_a_record() {
     let dir = tempfile::tempdir().unwrap();
@@ -227,12 +228,12 @@ fn tls_carries_requests_larger_than_a_record() {
             ("fetch.max.bytes", "4194304"),
         ],
     );
-    let big = "x".repeat(256 * 1024);
+    let sizes: Vec<usize> = (0..24).map(|i| 16 * 1024 + i * 15_511).collect();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let producer: FutureProducer = config(&ssl, &settings).create().unwrap();
     rt.block_on(async {
-        for i in 0..16 {
-            let payload = format!("{i}:{big}");
+        for (i, size) in sizes.iter().enumerate() {
+            let payload = format!("{i}:{}", "x".repeat(*size));
             producer
                 .send(
                     FutureRecord::<(), _>::to("tls-big").payload(&payload),
@@ -252,11 +253,14 @@ fn tls_carries_requests_larger_than_a_record() {
     .create()
     .unwrap();
     assign(&consumer, "tls-big", &[0], rdkafka::Offset::Beginning);
-    let got = consume_n(&consumer, 16, Duration::from_secs(30));
-    assert_eq!(got.len(), 16);
-    assert!(got
-        .iter()
-        .all(|m| m.payload().is_some_and(|p| p.len() > 256 * 1024)));
+    let got = consume_n(&consumer, sizes.len(), Duration::from_secs(30));
+    assert_eq!(got.len(), sizes.len());
+    for (m, size) in got.iter().zip(&sizes) {
+        assert_eq!(
+            m.payload().map(|p| p.len()),
+            Some(format!("{}:", m.offset()).len() + size)
+        );
+    }
 }
 
 /// Reads until the broker closes `s` (a TLS alert may come first), within

@@ -198,7 +198,15 @@ async fn recv_into(
 ) -> std::io::Result<usize> {
     let stream = match transport {
         Transport::Plain(s) => s,
-        Transport::Tls(..) => return transport.tls_recv(buf).await,
+        Transport::Tls(..) => {
+            // Bytes the frame being read still misses (0 when its size is
+            // not known yet or not valid).
+            let want = match frame_size(buf, max_frame) {
+                Ok(Some(size)) => (4 + size).saturating_sub(buf.len()),
+                _ => 0,
+            };
+            return transport.tls_recv(buf, want).await;
+        }
     };
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
