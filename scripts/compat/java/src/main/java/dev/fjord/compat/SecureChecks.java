@@ -129,8 +129,9 @@ final class SecureChecks {
      * system property `org.apache.kafka.sasl.oauthbearer.allowed.urls` must
      * list every token file's `file://` URL (java.sh passes COMPAT_JAVA_OPTS
      * to the JVM). The client checks the token itself before sending it (a
-     * non-blank `sub`, a non-negative numeric `exp`; it does not compare `exp`
-     * with the clock), so even the refused tokens carry those claims.
+     * non-blank `sub`, a non-negative numeric `exp`; an expired one is sent
+     * all the same, with a logged error), so even the refused tokens carry
+     * those claims.
      *
      * Environment:
      *   COMPAT_OAUTH_SASL_PLAINTEXT   host:port of the OAUTHBEARER SASL_PLAINTEXT listener
