@@ -8,9 +8,11 @@
 # Usage: scripts/compat/java.sh BOOTSTRAP [CHECK...]   run all (or the named) checks
 #        scripts/compat/java.sh --build                 only build, if not up to date
 #        scripts/compat/java.sh --list                  list the checks
+#        scripts/compat/java.sh --secure | --oauth      secured listeners (COMPAT_SECURE_*, COMPAT_OAUTH_*)
 #   COMPAT_BROKER=fjord|kafka   known Fjord differences (FINDINGS.md) are skipped for fjord
 #   COMPAT_RUN_KNOWN=1          run those too
 #   COMPAT_JAVA_BUDGET=100      seconds for all checks
+#   COMPAT_JAVA_OPTS            more JVM options (e.g. -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=…)
 #   JAVA, MVN                   the java and mvn binaries
 set -euo pipefail
 
@@ -48,12 +50,13 @@ build() {
 }
 
 case "${1:-}" in
-    "") sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    "") sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     --build) build; exit 0 ;;
     --list) build; exec "$JAVA" -cp "$JAR" dev.fjord.compat.Main --list ;;
 esac
 
 build
 # Small heap and a quick-starting JIT: the machine is shared.
+# shellcheck disable=SC2086  # COMPAT_JAVA_OPTS is a list of options
 exec "$JAVA" -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
-    -jar "$JAR" "$@"
+    ${COMPAT_JAVA_OPTS:-} -jar "$JAR" "$@"

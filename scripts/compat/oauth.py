@@ -21,6 +21,11 @@ Usage: oauth.py [fjord|kafka ...]   (default: both; FJORD_BIN names the binary)
    skew) probed on Kafka 4.4 is served or refused on both alike; a key
    written to the JWKS file is taken at the next read (both brokers started
    with `sasl.oauthbearer.jwks.endpoint.refresh.ms=1000`).
+4. The Java client 4.4 (scripts/compat/java.sh --oauth) with its own
+   OAUTHBEARER login reading the token from a file
+   (`sasl.oauthbearer.token.endpoint.url=file://…`): a signed token produces
+   and reads back; tokens signed by another key or expired are refused with
+   SaslAuthenticationException.
 Exits 0 when every check passes on every broker asked for.
 """
 
@@ -34,8 +39,9 @@ import tempfile
 import time
 
 from checks import CheckFailed, log, run_checks
-from security import DOC, KAFKA, expect, free_port, stop_work
+from security import COMPAT, DOC, KAFKA, expect, free_port, stop_work
 
+JAVA = os.path.join(COMPAT, "java.sh")
 SECTION = "## OAUTHBEARER with signed tokens (JWKS), step by step"
 ISSUER = "https://idp.example"
 AUDIENCE = "fjord"
@@ -271,6 +277,35 @@ def client_checks(label, bootstrap, work):
             time.sleep(0.5)
         expect(attempt(token())[0], "the first key is no longer served")
 
+    def java_client():
+        """The Java client's own login (OAuthBearerLoginCallbackHandler)
+        with each token in a file of its own; Kafka 4.x clients read a token
+        URL only when the JVM property lists it. The client checks the token
+        itself before sending it (a non-blank `sub`, a numeric `exp`, not
+        compared with the clock: an expired one is sent, with a logged error
+        that it will not be refreshed), so every token here carries both and
+        the refused ones are refused by the broker."""
+        now = int(time.time())
+        files = {}
+        for name, tok in [("accepted", token(exp=now + 600)),
+                          ("signed by another key", token(key=other, exp=now + 600)),
+                          ("past its exp", token(iat=now - 600, exp=now - 120))]:
+            files[name] = os.path.join(work, f"token-{len(files)}.jwt")
+            with open(files[name], "w") as fh:
+                fh.write(tok)
+        urls = ",".join(f"file://{path}" for path in files.values())
+        env = dict(os.environ, COMPAT_BROKER=label, COMPAT_OAUTH_SASL_PLAINTEXT=bootstrap,
+                   COMPAT_OAUTH_TOKEN=files.pop("accepted"),
+                   COMPAT_OAUTH_REFUSED=",".join(f"{name}:{path}" for name, path in files.items()),
+                   COMPAT_JAVA_OPTS=f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={urls}")
+        try:
+            r = subprocess.run([JAVA, "--oauth"], env=env, capture_output=True, text=True, timeout=150, cwd=work)
+        except subprocess.TimeoutExpired as e:
+            raise CheckFailed(f"java.sh --oauth still running after 150 s: {e.stdout}")
+        for line in r.stdout.splitlines():
+            log("    " + line)
+        expect(r.returncode == 0, f"java.sh --oauth exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
     def unsigned():
         header = b64url(json.dumps({"alg": "none"}).encode())
         now = int(time.time())
@@ -288,16 +323,23 @@ def client_checks(label, bootstrap, work):
         ("a token from another issuer is refused",
          lambda: refused(token(iss="https://evil.example"), "another issuer")),
         ("an unsigned (alg none) token is refused", lambda: refused(unsigned(), "alg none")),
+        ("the Java client with a token file produces and reads back; another key, expired refused",
+         java_client),
         ("the claims table (iat, nbf, kid, sub, aud, iss, scope) as Kafka 4.4", claims_table),
         ("a key written to the JWKS file is taken at its next read", new_key_in_the_file),
-    ], budget=300)
+    ], budget=400)
 
 
 def main():
     brokers = sys.argv[1:] or ["fjord", "kafka"]
     fjord_bin = os.environ.get("FJORD_BIN", os.path.join(os.path.dirname(DOC), "..", "target", "debug",
                                                          "fjord"))
+    # The Java client's jar, when not up to date (a Maven build).
+    r = subprocess.run([JAVA, "--build"], capture_output=True, text=True, timeout=600)
     status = 0
+    if r.returncode != 0:
+        print(f"FAIL: java.sh --build: {r.stdout[-2000:]} {r.stderr[-2000:]}", file=sys.stderr, flush=True)
+        status = 1
     for broker in brokers:
         work = tempfile.mkdtemp(prefix=f"fjord-oauth-{broker}-")
         ports = {k: free_port() for k in ("sasl", "broker", "plain", "controller")}

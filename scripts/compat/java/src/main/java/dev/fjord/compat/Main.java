@@ -17,6 +17,8 @@ import dev.fjord.compat.Support.Ctx;
  * Usage: java -jar java-client-compat.jar BOOTSTRAP [CHECK...]
  *        java -jar java-client-compat.jar --secure    SCRAM over SASL_SSL and mutual TLS
  *                               (SecureChecks; the listeners come from the environment)
+ *        java -jar java-client-compat.jar --oauth     OAUTHBEARER with token files
+ *                               (SecureChecks.runOAuth; the listener and files from the environment)
  *   COMPAT_BROKER=fjord|kafka   which broker this is (known Fjord differences
  *                               are skipped, loudly, only for fjord)
  *   COMPAT_JAVA_BUDGET=100      seconds for all checks; later ones are not run
@@ -94,13 +96,14 @@ public final class Main {
             CHECKS.keySet().forEach(System.out::println);
             return;
         }
-        if (args[0].equals("--secure")) {
+        if (args[0].equals("--secure") || args[0].equals("--oauth")) {
+            boolean oauth = args[0].equals("--oauth");
             String broker = System.getenv().getOrDefault("COMPAT_BROKER", "fjord");
             String runId = UUID.randomUUID().toString().substring(0, 8);
             System.out.println("java-client: Kafka Java client " + clientVersion() + " against " + broker
-                    + ", secured listeners (run " + runId + ")");
+                    + (oauth ? ", OAUTHBEARER listener" : ", secured listeners") + " (run " + runId + ")");
             System.out.flush();
-            System.exit(SecureChecks.run(broker, runId));
+            System.exit(oauth ? SecureChecks.runOAuth(broker, runId) : SecureChecks.run(broker, runId));
         }
         String bootstrap = args[0];
         List<String> selected = new ArrayList<>();

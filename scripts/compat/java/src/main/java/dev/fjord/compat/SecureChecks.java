@@ -29,6 +29,7 @@ import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.config.SslConfigs;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
 import org.apache.kafka.common.errors.SslAuthenticationException;
+import org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler;
 
 import dev.fjord.compat.Support.CheckFailed;
 import dev.fjord.compat.Support.Ctx;
@@ -67,7 +68,7 @@ final class SecureChecks {
     static String env(String name) {
         String v = System.getenv(name);
         if (v == null || v.isEmpty()) {
-            System.err.println("java-client --secure: " + name + " is not set");
+            System.err.println("java-client: " + name + " is not set");
             System.exit(2);
         }
         return v;
@@ -111,6 +112,63 @@ final class SecureChecks {
         checks.put("SSL with a PEM client certificate (mutual TLS): produce " + RECORDS + " records and read them back",
                 () -> roundTrip(new Ctx(ssl, broker, runId, mtls), "mtls"));
 
+        return runAll("--secure", checks);
+    }
+
+    /**
+     * `--oauth`: the Java client's own OAUTHBEARER login with a file token
+     * source (Kafka's OAuthBearerLoginCallbackHandler reading the token at
+     * `sasl.oauthbearer.token.endpoint.url`, a `file://` URL), as
+     * scripts/compat/oauth.py runs it against Fjord and against Apache Kafka
+     * 4.4 validating signed tokens against the same JWKS file. With the
+     * accepted token a topic is created, records produced (acks=all,
+     * idempotent) and read back exactly; each refused token makes the client
+     * fail with SaslAuthenticationException (not a timeout).
+     *
+     * Kafka 4.x clients read a token URL only when the JVM allows it: the
+     * system property `org.apache.kafka.sasl.oauthbearer.allowed.urls` must
+     * list every token file's `file://` URL (java.sh passes COMPAT_JAVA_OPTS
+     * to the JVM). The client checks the token itself before sending it (a
+     * non-blank `sub`, a non-negative numeric `exp`; an expired one is sent
+     * all the same, with a logged error), so even the refused tokens carry
+     * those claims.
+     *
+     * Environment:
+     *   COMPAT_OAUTH_SASL_PLAINTEXT   host:port of the OAUTHBEARER SASL_PLAINTEXT listener
+     *   COMPAT_OAUTH_TOKEN            a file holding a token the broker accepts
+     *   COMPAT_OAUTH_REFUSED          WHAT:FILE[,...] files holding tokens the broker refuses
+     */
+    static int runOAuth(String broker, String runId) {
+        String bootstrap = env("COMPAT_OAUTH_SASL_PLAINTEXT");
+        String token = env("COMPAT_OAUTH_TOKEN");
+        Map<String, SecureCheck> checks = new LinkedHashMap<>();
+        checks.put("SASL_PLAINTEXT OAUTHBEARER with a token file: produce " + RECORDS + " records and read them back",
+                () -> roundTrip(new Ctx(bootstrap, broker, runId, oauth(token)), "oauth"));
+        for (String r : env("COMPAT_OAUTH_REFUSED").split(",")) {
+            String[] parts = r.split(":", 2);
+            if (parts.length != 2) {
+                System.err.println("java-client --oauth: COMPAT_OAUTH_REFUSED: " + r + " is not WHAT:FILE");
+                System.exit(2);
+            }
+            checks.put("SASL_PLAINTEXT OAUTHBEARER with a token " + parts[0] + ": refused with SaslAuthenticationException",
+                    () -> refused(bootstrap, oauth(parts[1]), SaslAuthenticationException.class));
+        }
+        return runAll("--oauth", checks);
+    }
+
+    /** OAUTHBEARER over SASL_PLAINTEXT, the token read by Kafka's login handler from a file. */
+    static Map<String, Object> oauth(String tokenFile) {
+        Map<String, Object> p = new HashMap<>();
+        p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
+        p.put(SaslConfigs.SASL_MECHANISM, "OAUTHBEARER");
+        p.put(SaslConfigs.SASL_LOGIN_CALLBACK_HANDLER_CLASS, OAuthBearerLoginCallbackHandler.class.getName());
+        p.put(SaslConfigs.SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, Path.of(tokenFile).toAbsolutePath().toUri().toString());
+        p.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;");
+        return p;
+    }
+
+    /** Runs the checks in order, one `ok:` or `FAIL:` line each; gives 0 when every one passed. */
+    static int runAll(String mode, Map<String, SecureCheck> checks) {
         List<String> failed = new ArrayList<>();
         long started = System.nanoTime();
         for (Map.Entry<String, SecureCheck> e : checks.entrySet()) {
@@ -128,7 +186,7 @@ final class SecureChecks {
             }
             System.out.flush();
         }
-        System.out.printf("java-client --secure: %d passed, %d failed (%.1fs)%n", checks.size() - failed.size(),
+        System.out.printf("java-client %s: %d passed, %d failed (%.1fs)%n", mode, checks.size() - failed.size(),
                 failed.size(), (System.nanoTime() - started) / 1e9);
         return failed.isEmpty() ? 0 : 1;
     }
