@@ -145,7 +145,22 @@ impl SaslFailure {
             mechanism.name()
         )
     }
+
+    /// The `error_message` for this failure of an exchange of `mechanism`:
+    /// a refused OAUTHBEARER token ends with the error challenge as the
+    /// message, as Kafka's OAUTHBEARER server ends it
+    /// (`{"status":"invalid_token"}`, RFC 7628 §3.2.2); every other
+    /// failure gets [`SaslFailure::client_message`].
+    pub fn message_for(&self, mechanism: Mechanism) -> String {
+        match (self, mechanism) {
+            (SaslFailure::OAuthBearer(_), Mechanism::OAuthBearer) => INVALID_TOKEN.to_string(),
+            _ => SaslFailure::client_message(mechanism),
+        }
+    }
 }
+
+/// OAUTHBEARER's error challenge for a token the broker refuses.
+const INVALID_TOKEN: &str = r#"{"status":"invalid_token"}"#;
 
 /// One step's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,10 +256,7 @@ impl SaslExchange {
                     }),
                     Err(f) => {
                         self.state = State::OAuthFailed(f.clone());
-                        Ok(Step::Challenge(
-                            br#"{"status":"invalid_token"}"#.to_vec(),
-                            f,
-                        ))
+                        Ok(Step::Challenge(INVALID_TOKEN.as_bytes().to_vec(), f))
                     }
                 },
             },

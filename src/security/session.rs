@@ -272,7 +272,7 @@ impl Session {
             self.reauth_capable = true;
         }
         let fail = |f: SaslFailure| Authenticated::Failed {
-            message: SaslFailure::client_message(mechanism),
+            message: f.message_for(mechanism),
             detail: f.to_string(),
         };
         match exchange.step(token, &sasl, credentials, now_ms, nonce) {

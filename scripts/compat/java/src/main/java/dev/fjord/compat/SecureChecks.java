@@ -150,8 +150,17 @@ final class SecureChecks {
                 System.err.println("java-client --oauth: COMPAT_OAUTH_REFUSED: " + r + " is not WHAT:FILE");
                 System.exit(2);
             }
-            checks.put("SASL_PLAINTEXT OAUTHBEARER with a token " + parts[0] + ": refused with SaslAuthenticationException",
-                    () -> refused(bootstrap, oauth(parts[1]), SaslAuthenticationException.class));
+            checks.put("SASL_PLAINTEXT OAUTHBEARER with a token " + parts[0]
+                    + ": refused with SaslAuthenticationException carrying the invalid_token challenge",
+                    () -> {
+                        String got = refused(bootstrap, oauth(parts[1]), SaslAuthenticationException.class);
+                        // Kafka's OAUTHBEARER server ends a refused token's exchange with its
+                        // error challenge as the message (RFC 7628 section 3.2.2).
+                        if (!got.contains("{\"status\":\"invalid_token\"}")) {
+                            throw new CheckFailed("the message is not the invalid_token challenge: " + got);
+                        }
+                        return got;
+                    });
         }
         return runAll("--oauth", checks);
     }
