@@ -413,6 +413,25 @@ fn sasl_scram_and_plain_with_a_real_client() {
         (2, 4096)
     );
     assert_eq!(described.results[1].error_code, 91, "RESOURCE_NOT_FOUND");
+    assert_eq!(
+        described.results[1].error_message.as_deref(),
+        Some("Attempt to describe a user credential that does not exist: carol")
+    );
+    // An empty list asks for every user, as a null one does (what the Java
+    // admin client and librdkafka send for "all users").
+    for users in [None, Some(vec![])] {
+        let all = kp_call(
+            &mut s,
+            0,
+            3,
+            &DescribeUserScramCredentialsRequest::default().with_users(users.clone()),
+        );
+        let names: Vec<String> = all.results.iter().map(|r| r.user.to_string()).collect();
+        assert!(
+            names.contains(&"alice".to_string()) && !names.contains(&"carol".to_string()),
+            "{users:?}: {names:?}"
+        );
+    }
     drop(s);
     broker.restart();
     let addr = broker.listener("SASL_SSL");

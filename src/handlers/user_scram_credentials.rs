@@ -78,15 +78,20 @@ pub fn describe(shard: &Shard, frame: &RequestFrame) -> HandlerResult {
             }
             None => {
                 r.error_code = ScramAlterError::ResourceNotFound.code();
-                r.error_message = Some(StrBytes::from_static_str(
-                    "Attempt to describe a user credential that does not exist",
-                ));
+                r.error_message = Some(StrBytes::from_string(format!(
+                    "Attempt to describe a user credential that does not exist: {user}"
+                )));
             }
         }
         r
     };
     resp.results = match &req.users {
+        // Kafka's `ScramImage.describe`: a null or an empty list asks for
+        // every user (the Java admin client and librdkafka send it empty).
         None => image.scram_credentials.keys().map(|u| result(u)).collect(),
+        Some(users) if users.is_empty() => {
+            image.scram_credentials.keys().map(|u| result(u)).collect()
+        }
         Some(users) => {
             let names: Vec<&str> = users.iter().map(|u| u.name.as_str()).collect();
             let mut out: Vec<DescribeUserScramCredentialsResult> = Vec::new();

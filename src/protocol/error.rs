@@ -22,7 +22,7 @@ pub enum ProtocolError {
     #[error("malformed request: {0}")]
     Malformed(String),
     /// A frame larger than `socket.request.max.bytes`, or with a negative size.
-    #[error("frame of {size} bytes is outside [8, {max}] (socket.request.max.bytes)")]
+    #[error("frame of {size} bytes is outside [8, {max}] (socket.request.max.bytes; sasl.server.max.receive.size before authentication)")]
     FrameSize {
         /// Size read from the wire.
         size: i64,

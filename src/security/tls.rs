@@ -344,7 +344,25 @@ pub fn server_config(listener: &str, get: Lookup<'_>) -> Result<Arc<ServerConfig
             builder.with_client_cert_verifier(v)
         }
     };
-    let config = builder.with_single_cert(chain, key).map_err(rustls_err)?;
+    // A key that does not match the certificate is the keystore's fault:
+    // named with its key and file, as every other keystore problem.
+    let config = builder.with_single_cert(chain, key).map_err(|e| {
+        let (key, source_name) = match get("ssl.keystore.location") {
+            Some((k, path)) if !path.trim().is_empty() => (k, path),
+            _ => (
+                get("ssl.keystore.key")
+                    .map(|(k, _)| k)
+                    .unwrap_or_else(|| "ssl.keystore.key".to_string()),
+                "the value".to_string(),
+            ),
+        };
+        TlsError::Pem {
+            key,
+            source_name,
+            what: "a private key matching the certificate",
+            reason: e.to_string(),
+        }
+    })?;
     Ok(Arc::new(config))
 }
 
