@@ -14,6 +14,7 @@
 //! them to Kafka codes (`src/error.rs`).
 
 pub mod admin;
+pub mod consumer;
 pub mod coordinator;
 #[cfg(test)]
 mod core_tests;
