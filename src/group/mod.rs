@@ -15,6 +15,7 @@
 
 pub mod admin;
 pub mod consumer;
+pub mod consumer_coordinator;
 pub mod coordinator;
 #[cfg(test)]
 mod core_tests;

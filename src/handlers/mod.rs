@@ -28,6 +28,8 @@ mod elect_leaders;
 mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod heartbeat;
 mod init_producer_id;
 mod join_group;
@@ -216,6 +218,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     JoinGroup => join_group::handle(shard, frame).await,
     SyncGroup => sync_group::handle(shard, frame).await,
     Heartbeat => heartbeat::handle(shard, frame).await,
+    ConsumerGroupHeartbeat => consumer_group_heartbeat::handle(shard, frame).await,
+    ConsumerGroupDescribe => consumer_group_describe::handle(shard, frame).await,
     LeaveGroup => leave_group::handle(shard, frame).await,
     OffsetCommit => offset_commit::handle(shard, frame).await,
     OffsetFetch => offset_fetch::handle(shard, frame).await,

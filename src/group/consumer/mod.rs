@@ -307,4 +307,9 @@ impl ConsumerGroups {
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.groups.retain(|id, _| keep(id));
     }
+
+    /// Takes the groups of `loaded` (a partition just loaded) in.
+    pub fn absorb(&mut self, loaded: ConsumerGroups) {
+        self.groups.extend(loaded.groups);
+    }
 }
