@@ -171,3 +171,46 @@ pub fn describe(shard: &Shard, group_id: &str) -> Result<DescribedGroup, (GroupE
         format!("Group {group_id} not found."),
     ))
 }
+
+/// The member check of an OffsetCommit or TxnOffsetCommit to a consumer
+/// group (nothing for other groups): each partition not already failed
+/// gets the state machine's answer for `member_id` at `member_epoch`
+/// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH) as its
+/// error. A commit without a member (epoch < 0, no member id: the admin
+/// client or a consumer that assigns itself) is allowed while the group has
+/// no members, as Kafka's `ConsumerGroup.validateOffsetCommit` allows it;
+/// with members it is UNKNOWN_MEMBER_ID.
+pub fn check_commit(
+    shard: &Shard,
+    core: &GroupCore,
+    group_id: &str,
+    member_id: &str,
+    member_epoch: i32,
+    partitions: &mut [super::CommitPartition],
+) {
+    if !core.consumer.contains(group_id) {
+        return;
+    }
+    if member_epoch < 0 {
+        let empty = core
+            .consumer
+            .describe(group_id)
+            .is_none_or(|d| d.members.is_empty());
+        if !empty || !member_id.is_empty() {
+            for p in partitions.iter_mut().filter(|p| p.error.is_none()) {
+                p.error = Some(GroupError::unknown_member(member_id));
+            }
+        }
+        return;
+    }
+    let image = shard.metadata();
+    for p in partitions.iter_mut().filter(|p| p.error.is_none()) {
+        let topic_id = image.topic(&p.topic).map(|t| t.id);
+        if let Err(e) =
+            core.consumer
+                .check_commit(group_id, member_id, member_epoch, topic_id, p.partition)
+        {
+            p.error = Some(e);
+        }
+    }
+}

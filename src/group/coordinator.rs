@@ -356,6 +356,13 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
         Ok(g) => g,
         Err(e) => return JoinResult::error(e, &args.member_id),
     };
+    // One group namespace: a classic member may not join a consumer group
+    // (the online migration is not served:
+    // docs/decisions/consumer-group-protocol.md); Kafka answers a classic
+    // request to a group of another type with GROUP_ID_NOT_FOUND.
+    if groups.core.borrow().consumer.contains(&args.group_id) {
+        return JoinResult::error(GroupError::GroupIdNotFound, &args.member_id);
+    }
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
     groups.joins.borrow_mut().insert(handle, tx);
@@ -515,6 +522,15 @@ async fn commit_offsets(
         Ok(g) => g,
         Err(e) => return vec![Err(e); partitions.len()],
     };
+    let mut partitions = partitions;
+    super::consumer_coordinator::check_commit(
+        &shard,
+        &groups.core.borrow(),
+        &group_id,
+        &member_id,
+        generation,
+        &mut partitions,
+    );
     let mut plan = groups.core.borrow_mut().plan_commit(
         shard.config.group.offset_metadata_max_bytes,
         &group_id,

@@ -252,6 +252,8 @@ pub struct ListedGroup {
     pub protocol_type: String,
     /// State name.
     pub state: String,
+    /// Group type (ListGroups v5, KIP-848): `classic` or `consumer`.
+    pub group_type: &'static str,
 }
 
 /// Topics a member subscribed to, read from its `consumer` protocol metadata
