@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::group::{current_from, from_parts, Group, Member};
+use super::group::{current_from, from_parts, Group};
 use super::reconcile::{Current, MemberState};
 use super::records::ConsumerRecord;
 use super::ConsumerGroupConfig;
@@ -45,10 +45,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 let g = groups
                     .entry(group_id)
                     .or_insert_with(|| Group::new(default_assignors()));
-                let m = g
-                    .members
-                    .entry(member_id.clone())
-                    .or_insert_with(Member::default);
+                let m = g.members.entry(member_id.clone()).or_default();
                 if let Some(old) = m.meta.instance_id.take() {
                     if g.instances.get(&old).is_some_and(|id| *id == member_id) {
                         g.instances.remove(&old);
@@ -99,9 +96,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 let g = groups
                     .entry(group_id)
                     .or_insert_with(|| Group::new(default_assignors()));
-                g.members
-                    .entry(member_id.clone())
-                    .or_insert_with(Member::default);
+                g.members.entry(member_id.clone()).or_default();
                 g.set_current(&member_id, current_from(&v));
             }
         },

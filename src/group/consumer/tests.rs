@@ -749,6 +749,7 @@ fn no_partition_is_ever_held_twice() {
     let mut rng = Lcg(42);
     let names = ["m0", "m1", "m2", "m3", "m4"];
     let mut clients: BTreeMap<String, Client> = BTreeMap::new();
+    let (mut revocations, mut late_acks, mut joins, mut leaves) = (0, 0, 0, 0);
     for step in 0..600 {
         h.now += 100;
         let who = names[rng.next(names.len() as u64) as usize].to_string();
@@ -757,6 +758,7 @@ fn no_partition_is_ever_held_twice() {
             if op == 0 {
                 h.ok(&who, -1, None);
                 clients.remove(&who);
+                leaves += 1;
             } else {
                 let owned = union(&c.held, &c.revoking);
                 let a = h.ok(&who, c.epoch, Some(&owned));
@@ -773,8 +775,12 @@ fn no_partition_is_ever_held_twice() {
                             gone.insert(*t, lost);
                         }
                     }
-                    if rng.next(2) == 0 {
-                        c.revoking = gone;
+                    if !gone.is_empty() {
+                        revocations += 1;
+                        if rng.next(2) == 0 {
+                            late_acks += 1;
+                            c.revoking = gone;
+                        }
                     }
                     c.held = new;
                 }
@@ -782,6 +788,7 @@ fn no_partition_is_ever_held_twice() {
         } else if op < 5 {
             let subs: &[&str] = if op % 2 == 0 { &["t", "u"] } else { &["t"] };
             let a = h.join(&who, subs);
+            joins += 1;
             clients.insert(
                 who.clone(),
                 Client {
@@ -803,6 +810,7 @@ fn no_partition_is_ever_held_twice() {
             }
         }
     }
+    assert!(revocations > 20 && late_acks > 10 && joins > 20 && leaves > 10);
     // Quiet rounds: everyone converges to a stable, complete assignment.
     for _ in 0..4 {
         for (id, c) in clients.iter_mut() {
