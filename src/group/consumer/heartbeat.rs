@@ -357,7 +357,15 @@ fn member_heartbeat(
     let target = group.targets.get(&member_id).unwrap_or(&empty);
     let holders = &group.holders;
     let taken = |t: Uuid, p: i32| holders.get(&(t, p)).is_some_and(|h| *h != member_id);
-    let next = reconcile(&cur, group.assignment_epoch, target, owned.as_ref(), &taken);
+    let exists = |t: Uuid| topics.by_id(t).is_some();
+    let next = reconcile(
+        &cur,
+        group.assignment_epoch,
+        target,
+        owned.as_ref(),
+        &taken,
+        &exists,
+    );
     if next != cur || replaces.is_some() || (joining && !is_new) {
         records.push(current_record(gid, &member_id, &next));
     }

@@ -92,18 +92,21 @@ fn owns_any(owned: Option<&Assignment>, parts: &Assignment) -> bool {
 /// The member's next standing towards `target` at `target_epoch`.
 /// `owned` is what the member's heartbeat says it owns (None: not sent);
 /// `taken(topic, partition)` tells whether another member still holds
-/// (or must still revoke) a partition.
+/// (or must still revoke) a partition; `exists(topic)` whether the topic is
+/// still in the metadata image (a deleted topic's partitions are dropped,
+/// nobody can be given them, so there is nothing to revoke).
 pub(super) fn reconcile(
     cur: &Current,
     target_epoch: i32,
     target: &Assignment,
     owned: Option<&Assignment>,
     taken: &dyn Fn(Uuid, i32) -> bool,
+    exists: &dyn Fn(Uuid) -> bool,
 ) -> Current {
     match cur.state {
         MemberState::Stable if cur.epoch == target_epoch => cur.clone(),
         MemberState::UnrevokedPartitions if owns_any(owned, &cur.pending) => cur.clone(),
-        _ => next(cur, target_epoch, target, owned, taken),
+        _ => next(cur, target_epoch, target, owned, taken, exists),
     }
 }
 
@@ -113,6 +116,7 @@ fn next(
     target: &Assignment,
     owned: Option<&Assignment>,
     taken: &dyn Fn(Uuid, i32) -> bool,
+    exists: &dyn Fn(Uuid) -> bool,
 ) -> Current {
     let empty_owned = BTreeMap::new();
     let empty_set = BTreeSet::new();
@@ -122,12 +126,13 @@ fn next(
     let mut to_assign: Assignment = BTreeMap::new();
     let mut unreleased = false;
     for t in topics {
+        let gone = !exists(t);
         let have = cur.assigned.get(&t).unwrap_or(&empty_owned);
         let want = target.get(&t).unwrap_or(&empty_set);
         for (p, e) in have {
             if want.contains(p) {
                 kept.entry(t).or_default().insert(*p, *e);
-            } else {
+            } else if !gone {
                 revoke.entry(t).or_default().insert(*p);
             }
         }

@@ -836,3 +836,48 @@ fn no_partition_is_ever_held_twice() {
         assert_eq!(total, 7 + if subscribed_u { 5 } else { 0 });
     }
 }
+
+#[test]
+fn a_deleted_topic_is_dropped_without_revocation() {
+    let mut h = H::new(&[("t", 1), ("u", 1)]);
+    let a = h.join("a", &["t", "u"]);
+    let all = asg(&[("t", &[0]), ("u", &[0])]);
+    assert_eq!(a.assignment, Some(all.clone()));
+    h.topics.0.remove("u");
+    assert!(!h
+        .groups
+        .topics_changed(&h.topics, h.now, &mut h.effects)
+        .is_empty());
+    let a = h.ok("a", 1, Some(&all));
+    assert_eq!(
+        (a.member_epoch, a.assignment),
+        (2, Some(asg(&[("t", &[0])])))
+    );
+    assert_eq!(h.describe().state, ConsumerGroupState::Stable);
+}
+
+#[test]
+fn full_requests_and_changed_owned_get_the_assignment() {
+    let mut h = H::new(&[("t", 2)]);
+    h.join("a", &["t"]);
+    let mine = asg(&[("t", &[0, 1])]);
+    // Same owned: nothing sent.
+    assert_eq!(h.ok("a", 1, Some(&mine)).assignment, None);
+    // Owned differs from the assignment: sent again.
+    assert_eq!(
+        h.ok("a", 1, Some(&asg(&[("t", &[0])]))).assignment,
+        Some(mine.clone())
+    );
+    // A full request (rebalance timeout, subscription, owned): sent.
+    let mut full = H::base("a", 1);
+    full.rebalance_timeout_ms = 30_000;
+    full.subscribed_topic_names = Some(vec!["t".to_string()]);
+    full.owned = Some(owned_list(&mine));
+    assert_eq!(h.send(full).map(|a| a.assignment), Ok(Some(mine)));
+    // A member that rejoins with epoch 0 gets its partitions back at once.
+    let again = h.join("a", &["t"]);
+    assert_eq!(
+        (again.member_epoch, again.assignment),
+        (1, Some(asg(&[("t", &[0, 1])])))
+    );
+}
