@@ -69,6 +69,14 @@ impl Group {
         }
     }
 
+    /// Takes `group.consumer.assignors` from `cfg` (copied only when it
+    /// changed).
+    pub(super) fn configure(&mut self, cfg: &super::ConsumerGroupConfig) {
+        if self.assignors != cfg.assignors {
+            self.assignors = cfg.assignors.clone();
+        }
+    }
+
     /// The group's state as ConsumerGroupDescribe/ListGroups show it.
     pub(super) fn state(&self) -> ConsumerGroupState {
         if self.members.is_empty() {

@@ -134,7 +134,7 @@ pub(super) fn heartbeat(
         let group = groups
             .get_mut(&args.group_id)
             .ok_or_else(|| fail(GroupError::GroupIdNotFound))?;
-        group.assignors = cfg.assignors.clone();
+        group.configure(cfg);
         return leave(group, cfg, &args, topics, now, out, records);
     }
     let created = !groups.contains_key(&args.group_id);
@@ -144,7 +144,7 @@ pub(super) fn heartbeat(
     let group = groups
         .entry(args.group_id.clone())
         .or_insert_with(|| Group::new(cfg.assignors.clone()));
-    group.assignors = cfg.assignors.clone();
+    group.configure(cfg);
     let result = member_heartbeat(group, cfg, &args, topics, ids, now, out, records);
     if result.is_err() && created {
         groups.remove(&args.group_id);

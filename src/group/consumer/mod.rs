@@ -276,7 +276,7 @@ impl ConsumerGroups {
         let Some(group) = self.groups.get_mut(group_id) else {
             return records;
         };
-        group.assignors = cfg.assignors.clone();
+        group.configure(cfg);
         let expired: Vec<String> = group
             .members
             .iter()

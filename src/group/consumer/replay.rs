@@ -118,7 +118,7 @@ pub(super) fn arm_after_load(
         let Some(g) = groups.get_mut(&id) else {
             continue;
         };
-        g.assignors = cfg.assignors.clone();
+        g.configure(cfg);
         if g.members.is_empty() {
             continue;
         }
