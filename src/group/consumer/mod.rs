@@ -14,8 +14,11 @@
 //!
 //! Stages: `assignor` (target assignments), `reconcile` (Kafka's
 //! CurrentAssignmentBuilder: a member's next state from its current one and
-//! the target), `records` (the persisted form and its encoding), this file
-//! (groups, members, the heartbeat and the deadlines).
+//! the target), `group` (one group: epochs, members, targets, who holds
+//! which partition, the records of each change), `heartbeat`
+//! (ConsumerGroupHeartbeat), `replay` (loading), `records` (the persisted
+//! form and its encoding), this file (the API: deadlines, commit checks,
+//! describe, metadata changes).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -636,6 +636,29 @@ fn uniform_and_range_layouts() {
 }
 
 #[test]
+fn uniform_balances_heterogeneous_subscriptions() {
+    let topics = Topics::new(&[("a", 2), ("b", 2)]);
+    let subs: BTreeMap<String, BTreeSet<String>> = [
+        (
+            "m1".to_string(),
+            ["a".to_string(), "b".to_string()].into_iter().collect(),
+        ),
+        ("m2".to_string(), ["a".to_string()].into_iter().collect()),
+    ]
+    .into_iter()
+    .collect();
+    let none = BTreeMap::new();
+    let input = AssignInput {
+        subscriptions: &subs,
+        topics: &topics.0,
+        previous: &none,
+    };
+    let out = assignor::assign("uniform", &input);
+    assert_eq!(out["m1"], asg(&[("b", &[0, 1])]));
+    assert_eq!(out["m2"], asg(&[("a", &[0, 1])]));
+}
+
+#[test]
 fn check_commit_rules() {
     let mut h = H::new(&[("t", 2)]);
     h.join("a", &["t"]);
