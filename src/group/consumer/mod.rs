@@ -14,8 +14,11 @@
 //!
 //! Stages: `assignor` (target assignments), `reconcile` (Kafka's
 //! CurrentAssignmentBuilder: a member's next state from its current one and
-//! the target), `records` (the persisted form and its encoding), this file
-//! (groups, members, the heartbeat and the deadlines).
+//! the target), `group` (one group: epochs, members, targets, who holds
+//! which partition, the records of each change), `heartbeat`
+//! (ConsumerGroupHeartbeat), `replay` (loading), `records` (the persisted
+//! form and its encoding), this file (the API: deadlines, commit checks,
+//! describe, metadata changes).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -25,7 +28,14 @@ use super::error::GroupError;
 use super::membership::Effect;
 use super::state::MemberIdSource;
 
+mod assignor;
+mod group;
+mod heartbeat;
+mod reconcile;
 pub mod records;
+mod replay;
+#[cfg(test)]
+mod tests;
 
 /// A topic partition set keyed by topic id: `topic id → partitions`.
 pub type Assignment = BTreeMap<Uuid, BTreeSet<i32>>;
@@ -209,9 +219,8 @@ pub struct DescribedGroup {
 /// Every consumer group of one coordinator (shard).
 #[derive(Debug, Default)]
 pub struct ConsumerGroups {
-    // Filled in by the implementation: groups by id, members, target
-    // assignments, timers armed.
-    groups: HashMap<String, ()>,
+    /// Groups by id.
+    groups: HashMap<String, group::Group>,
 }
 
 impl ConsumerGroups {
@@ -228,14 +237,31 @@ impl ConsumerGroups {
     /// Timers (session, rebalance) are pushed to `out` as `Effect::Timer`.
     pub fn heartbeat(
         &mut self,
-        _cfg: &ConsumerGroupConfig,
-        _args: HeartbeatArgs,
-        _topics: &dyn TopicsView,
-        _ids: &mut MemberIdSource,
-        _now: i64,
-        _out: &mut Vec<Effect>,
+        cfg: &ConsumerGroupConfig,
+        args: HeartbeatArgs,
+        topics: &dyn TopicsView,
+        ids: &mut MemberIdSource,
+        now: i64,
+        out: &mut Vec<Effect>,
     ) -> HeartbeatOutcome {
-        unimplemented!("skeleton")
+        let mut records = Vec::new();
+        let mut effects = Vec::new();
+        let result = heartbeat::heartbeat(
+            &mut self.groups,
+            cfg,
+            args,
+            topics,
+            ids,
+            now,
+            &mut effects,
+            &mut records,
+        );
+        if result.is_err() {
+            records.clear();
+        } else {
+            out.append(&mut effects);
+        }
+        HeartbeatOutcome { result, records }
     }
 
     /// A deadline armed by an `Effect::Timer` for `group_id` came: members
@@ -243,13 +269,35 @@ impl ConsumerGroups {
     /// timeout, are fenced. Gives the records to append.
     pub fn on_deadline(
         &mut self,
-        _cfg: &ConsumerGroupConfig,
-        _group_id: &str,
-        _topics: &dyn TopicsView,
-        _now: i64,
+        cfg: &ConsumerGroupConfig,
+        group_id: &str,
+        topics: &dyn TopicsView,
+        now: i64,
         _out: &mut Vec<Effect>,
     ) -> Vec<records::ConsumerRecord> {
-        unimplemented!("skeleton")
+        let mut records = Vec::new();
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return records;
+        };
+        group.configure(cfg);
+        let expired: Vec<String> = group
+            .members
+            .iter()
+            .filter(|(_, m)| {
+                m.session_deadline.is_some_and(|d| d <= now)
+                    || (m.current.state == reconcile::MemberState::UnrevokedPartitions
+                        && m.rebalance_deadline.is_some_and(|d| d <= now))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        if expired.is_empty() {
+            return records;
+        }
+        for member_id in &expired {
+            group.remove_member(group_id, member_id, &mut records);
+        }
+        group.bump(group_id, topics, now, &mut records);
+        records
     }
 
     /// Checks an OffsetCommit (v9+) or TxnOffsetCommit by `member_id` at
@@ -259,48 +307,122 @@ impl ConsumerGroups {
     /// (newer than the member's); GROUP_ID_NOT_FOUND for no such group.
     pub fn check_commit(
         &self,
-        _group_id: &str,
-        _member_id: &str,
-        _member_epoch: i32,
-        _topic_id: Option<Uuid>,
-        _partition: i32,
+        group_id: &str,
+        member_id: &str,
+        member_epoch: i32,
+        topic_id: Option<Uuid>,
+        partition: i32,
     ) -> Result<(), GroupError> {
-        unimplemented!("skeleton")
+        let group = self
+            .groups
+            .get(group_id)
+            .ok_or(GroupError::GroupIdNotFound)?;
+        let member = group
+            .members
+            .get(member_id)
+            .ok_or_else(|| GroupError::unknown_member(member_id))?;
+        let expected = member.current.epoch;
+        if member_epoch == expected {
+            return Ok(());
+        }
+        if member_epoch > expected {
+            return Err(GroupError::FencedMemberEpoch {
+                member_id: member_id.to_string(),
+                epoch: member_epoch,
+                expected,
+            });
+        }
+        // KIP-1251: assignment epoch ≤ the commit's epoch < the member's.
+        let assigned_at = topic_id
+            .and_then(|t| member.current.assigned.get(&t))
+            .and_then(|ps| ps.get(&partition));
+        match assigned_at {
+            Some(at) if *at <= member_epoch => Ok(()),
+            _ => Err(GroupError::StaleMemberEpoch {
+                member_id: member_id.to_string(),
+                epoch: member_epoch,
+                expected,
+            }),
+        }
     }
 
     /// The group as ConsumerGroupDescribe shows it; None when not a
     /// consumer group here.
-    pub fn describe(&self, _group_id: &str) -> Option<DescribedGroup> {
-        unimplemented!("skeleton")
+    pub fn describe(&self, group_id: &str) -> Option<DescribedGroup> {
+        let group = self.groups.get(group_id)?;
+        let members = group
+            .members
+            .iter()
+            .map(|(id, m)| DescribedMember {
+                member_id: id.clone(),
+                instance_id: m.meta.instance_id.clone(),
+                rack_id: m.meta.rack_id.clone(),
+                member_epoch: m.current.epoch,
+                client_id: m.meta.client_id.clone(),
+                client_host: m.meta.client_host.clone(),
+                subscribed_topic_names: m.meta.subscribed_topic_names.clone(),
+                subscribed_topic_regex: m.meta.subscribed_topic_regex.clone(),
+                assignment: group::assigned_plain(&m.current),
+                target_assignment: group.targets.get(id).cloned().unwrap_or_default(),
+            })
+            .collect();
+        Some(DescribedGroup {
+            state: group.state(),
+            group_epoch: group.epoch,
+            assignment_epoch: group.assignment_epoch,
+            assignor_name: group.assignor_name(),
+            members,
+        })
     }
 
-    /// (group id, state) of every consumer group (ListGroups).
+    /// (group id, state) of every consumer group (ListGroups), by group id.
     pub fn list(&self) -> Vec<(String, ConsumerGroupState)> {
-        unimplemented!("skeleton")
+        let mut all: Vec<(String, ConsumerGroupState)> = self
+            .groups
+            .iter()
+            .map(|(id, g)| (id.clone(), g.state()))
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
     }
 
     /// Topics were created, deleted or grew in the metadata image: every
-    /// group subscribed to a changed topic bumps its epoch. Gives the
-    /// records to append.
+    /// group subscribed to a changed topic bumps its epoch (the regexes are
+    /// resolved again). Gives the records to append.
     pub fn topics_changed(
         &mut self,
-        _topics: &dyn TopicsView,
-        _now: i64,
+        topics: &dyn TopicsView,
+        now: i64,
         _out: &mut Vec<Effect>,
     ) -> Vec<records::ConsumerRecord> {
-        unimplemented!("skeleton")
+        let mut records = Vec::new();
+        let mut ids: Vec<&String> = self.groups.keys().collect();
+        ids.sort();
+        let ids: Vec<String> = ids.into_iter().cloned().collect();
+        for id in ids {
+            if let Some(group) = self.groups.get_mut(&id) {
+                if group.members.is_empty() {
+                    continue;
+                }
+                let (_, _, hash) = group.subscriptions(topics);
+                if hash != group.metadata_hash {
+                    group.bump(&id, topics, now, &mut records);
+                }
+            }
+        }
+        records
     }
 
     /// Replays one record read from `__consumer_offsets` (loading a
     /// partition); tombstones remove.
-    pub fn replay(&mut self, _record: records::ConsumerRecord) {
-        unimplemented!("skeleton")
+    pub fn replay(&mut self, record: records::ConsumerRecord) {
+        replay::replay(&mut self.groups, record);
     }
 
     /// After a load: arms the session timers of the members found (each
     /// expires unless its consumer heartbeats).
-    pub fn arm_after_load(&mut self, _cfg: &ConsumerGroupConfig, _now: i64, _out: &mut Vec<Effect>) {
-        unimplemented!("skeleton")
+    pub fn arm_after_load(&mut self, cfg: &ConsumerGroupConfig, now: i64, out: &mut Vec<Effect>) {
+        replay::arm_after_load(&mut self.groups, cfg, now, out);
     }
 
     /// Forgets every group `keep` says no (the partition was resigned).
