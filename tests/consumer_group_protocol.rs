@@ -9,6 +9,8 @@
 //! ConsumerGroupDescribe's answers for a consumer group, a classic group
 //! and no group.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod common;
 
 use std::collections::BTreeSet;
@@ -44,7 +46,10 @@ fn topic_with_records(addr: &str, topic: &str) {
             .with_num_partitions(PARTITIONS)
             .with_replication_factor(1)]);
     let r = raw.call(7, &req);
-    assert!(matches!(r.topics[0].error_code, 0 | 36), "CreateTopics: {r:?}");
+    assert!(
+        matches!(r.topics[0].error_code, 0 | 36),
+        "CreateTopics: {r:?}"
+    );
     let producer: BaseProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", addr)
         .set("broker.address.family", "v4")
@@ -106,7 +111,10 @@ fn settle(
         if done(&now) {
             return now;
         }
-        assert!(Instant::now() < deadline, "timed out: {what}; assignments {now:?}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {what}; assignments {now:?}"
+        );
     }
 }
 
@@ -121,9 +129,12 @@ fn two_members(addr: &str) -> Vec<String> {
     let a = member(addr, group, topic);
     let mut seen = vec![Vec::new(), Vec::new()];
     let full: BTreeSet<i32> = (0..PARTITIONS).collect();
-    settle(&[&a], &mut seen[..1], "the first member gets every partition", |n| {
-        n[0] == full
-    });
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the first member gets every partition",
+        |n| n[0] == full,
+    );
     let deadline = Instant::now() + SETTLE;
     while seen[0].len() < PARTITIONS as usize * PER_PARTITION {
         if let Some(Ok(m)) = a.poll(Duration::from_millis(100)) {
@@ -132,19 +143,33 @@ fn two_members(addr: &str) -> Vec<String> {
         assert!(Instant::now() < deadline, "read {} records", seen[0].len());
     }
     let distinct: BTreeSet<(i32, i64)> = seen[0].iter().copied().collect();
-    out.push(format!("alone: {} records, {} distinct", seen[0].len(), distinct.len()));
+    out.push(format!(
+        "alone: {} records, {} distinct",
+        seen[0].len(),
+        distinct.len()
+    ));
     a.commit_consumer_state(CommitMode::Sync)
         .expect("commit with the member epoch");
     out.push("commit: ok".to_string());
     let b = member(addr, group, topic);
-    let split = settle(&[&a, &b], &mut seen, "the partitions split between two members", |n| {
-        n[0].len() == 3 && n[1].len() == 3
-    });
-    out.push(format!("two members: {} + {}", split[0].len(), split[1].len()));
+    let split = settle(
+        &[&a, &b],
+        &mut seen,
+        "the partitions split between two members",
+        |n| n[0].len() == 3 && n[1].len() == 3,
+    );
+    out.push(format!(
+        "two members: {} + {}",
+        split[0].len(),
+        split[1].len()
+    ));
     drop(b);
-    settle(&[&a], &mut seen[..1], "the first member takes every partition back", |n| {
-        n[0] == full
-    });
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the first member takes every partition back",
+        |n| n[0] == full,
+    );
     out.push("second left: the first holds all 6".to_string());
     let committed = a
         .committed(Duration::from_secs(10))
@@ -177,8 +202,20 @@ fn raw_answers(addr: &str) -> Vec<String> {
     topic_with_records(addr, topic);
     let mut c = RawConn::new(addr);
     let mut out = Vec::new();
-    // The group's coordinator loads its partition first: retriable codes.
+    // FindCoordinator makes the broker create `__consumer_offsets`; the
+    // group's coordinator then loads its partition (retriable codes).
     let deadline = Instant::now() + SETTLE;
+    loop {
+        let r = c.call(
+            4,
+            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
+        );
+        if r.coordinators.first().is_some_and(|k| k.error_code == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FindCoordinator: {r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let joined = loop {
         let r = c.call(1, &join(group, "m-1-aaaaaaaaaaaaaaaaaaaa", topic));
         if r.error_code == 0 {
@@ -193,10 +230,11 @@ fn raw_answers(addr: &str) -> Vec<String> {
     out.push(format!(
         "join: epoch {} partitions {}",
         joined.member_epoch,
-        joined
-            .assignment
-            .as_ref()
-            .map_or(0, |a| a.topic_partitions.iter().map(|t| t.partitions.len()).sum())
+        joined.assignment.as_ref().map_or(0, |a| a
+            .topic_partitions
+            .iter()
+            .map(|t| t.partitions.len())
+            .sum())
     ));
     let r = c.call(
         1,
@@ -227,13 +265,15 @@ fn raw_answers(addr: &str) -> Vec<String> {
     let commit = kp::OffsetCommitRequest::default()
         .with_group_id(s("cgp-classic").into())
         .with_generation_id_or_member_epoch(-1)
-        .with_topics(vec![kp::offset_commit_request::OffsetCommitRequestTopic::default()
-            .with_name(s(topic).into())
-            .with_partitions(vec![
-                kp::offset_commit_request::OffsetCommitRequestPartition::default()
-                    .with_partition_index(0)
-                    .with_committed_offset(1),
-            ])]);
+        .with_topics(vec![
+            kp::offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(s(topic).into())
+                .with_partitions(vec![
+                    kp::offset_commit_request::OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1),
+                ]),
+        ]);
     let r = c.call(8, &commit);
     out.push(format!(
         "classic commit: {}",
@@ -247,7 +287,11 @@ fn raw_answers(addr: &str) -> Vec<String> {
             s("cgp-none").into(),
         ]),
     );
-    for g in &r.groups {
+    // Kafka answers the groups in its own order (by coordinator
+    // partition): compared in group order.
+    let mut groups: Vec<_> = r.groups.iter().collect();
+    groups.sort_by_key(|g| g.group_id.0.to_string());
+    for g in groups {
         out.push(format!(
             "describe {}: {} {:?} state {} members {}",
             g.group_id.0,
@@ -279,15 +323,15 @@ const EXPECTED_TWO: &[&str] = &[
 ];
 
 const EXPECTED_RAW: &[&str] = &[
-    "join: epoch 1 partitions 6",
+    "join: epoch 2 partitions 6",
     "unknown assignor: 112",
     "v1 join without a member id: 42",
     "unknown member: 25",
     "epoch ahead: 110",
     "classic commit: 0",
-    "describe cgp-raw-group: 0 None state Stable members 1",
     "describe cgp-classic: 69 Some(\"Group cgp-classic is not a consumer group.\") state  members 0",
     "describe cgp-none: 69 Some(\"Group cgp-none not found.\") state  members 0",
+    "describe cgp-raw-group: 0 None state Stable members 1",
     "leave: 0 epoch -1",
 ];
 

@@ -109,8 +109,14 @@ pub async fn heartbeat(
                 Some(not_a_consumer_group(&group_id)),
             ));
         }
-        core.consumer
-            .heartbeat(&cfg, args, &topics, &mut core.member_ids, now_ms(), &mut effects)
+        core.consumer.heartbeat(
+            &cfg,
+            args,
+            &topics,
+            &mut core.member_ids,
+            now_ms(),
+            &mut effects,
+        )
     };
     apply(&shard, effects);
     let records = outcome.records.iter().map(ConsumerRecord::encode).collect();

@@ -69,6 +69,16 @@ impl Group {
         }
     }
 
+    /// A group created by its first member's heartbeat: at epoch 1 with an
+    /// empty target assignment of epoch 1, as Kafka 4.3+ creates it
+    /// (KIP-1263), so the first member's assignment is epoch 2.
+    pub(super) fn created(assignors: Vec<String>) -> Group {
+        let mut g = Group::new(assignors);
+        g.epoch = 1;
+        g.assignment_epoch = 1;
+        g
+    }
+
     /// Takes `group.consumer.assignors` from `cfg` (copied only when it
     /// changed).
     pub(super) fn configure(&mut self, cfg: &super::ConsumerGroupConfig) {

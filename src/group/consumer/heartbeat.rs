@@ -143,7 +143,7 @@ pub(super) fn heartbeat(
     }
     let group = groups
         .entry(args.group_id.clone())
-        .or_insert_with(|| Group::new(cfg.assignors.clone()));
+        .or_insert_with(|| Group::created(cfg.assignors.clone()));
     group.configure(cfg);
     let result = member_heartbeat(group, cfg, &args, topics, ids, now, out, records);
     if result.is_err() && created {

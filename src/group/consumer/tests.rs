@@ -197,10 +197,10 @@ fn kind(r: &ConsumerRecord) -> (u8, bool) {
 }
 
 #[test]
-fn first_member_gets_every_partition_at_epoch_1() {
+fn first_member_gets_every_partition_at_epoch_2() {
     let mut h = H::new(&[("t", 3)]);
     let a = h.join("a", &["t"]);
-    assert_eq!(a.member_epoch, 1);
+    assert_eq!(a.member_epoch, 2);
     assert_eq!(a.member_id, "a");
     assert_eq!(a.heartbeat_interval_ms, 5000);
     assert_eq!(a.assignment, Some(asg(&[("t", &[0, 1, 2])])));
@@ -209,7 +209,7 @@ fn first_member_gets_every_partition_at_epoch_1() {
     let d = h.describe();
     assert_eq!(
         (d.state, d.group_epoch, d.assignment_epoch),
-        (ConsumerGroupState::Stable, 1, 1)
+        (ConsumerGroupState::Stable, 2, 2)
     );
     assert_eq!(d.assignor_name, "uniform");
     assert!(h.groups.contains(G));
@@ -224,8 +224,8 @@ fn first_member_gets_every_partition_at_epoch_1() {
     }));
     // A plain heartbeat: no change, no assignment, no records.
     h.records.clear();
-    let a = h.ok("a", 1, None);
-    assert_eq!((a.member_epoch, a.assignment), (1, None));
+    let a = h.ok("a", 2, None);
+    assert_eq!((a.member_epoch, a.assignment), (2, None));
     assert!(h.records.is_empty());
 }
 
@@ -235,7 +235,7 @@ fn second_member_waits_for_revocation() {
     h.join("a", &["t"]);
     let all = asg(&[("t", &[0, 1, 2, 3])]);
     let b = h.join("b", &["t"]);
-    assert_eq!(b.member_epoch, 2);
+    assert_eq!(b.member_epoch, 3);
     assert_eq!(
         b.assignment,
         Some(Assignment::new()),
@@ -244,21 +244,21 @@ fn second_member_waits_for_revocation() {
     assert_eq!(h.member("b").target_assignment, asg(&[("t", &[2, 3])]));
     assert_eq!(h.describe().state, ConsumerGroupState::Reconciling);
 
-    // a is asked to revoke 2 and 3, staying at epoch 1.
-    let a = h.ok("a", 1, Some(&all));
-    assert_eq!(a.member_epoch, 1);
+    // a is asked to revoke 2 and 3, staying at epoch 2.
+    let a = h.ok("a", 2, Some(&all));
+    assert_eq!(a.member_epoch, 2);
     assert_eq!(a.assignment, Some(asg(&[("t", &[0, 1])])));
     // Not yet revoked: still waiting, b still gets nothing.
-    let a = h.ok("a", 1, Some(&all));
-    assert_eq!(a.member_epoch, 1);
-    let b = h.ok("b", 2, Some(&Assignment::new()));
+    let a = h.ok("a", 2, Some(&all));
+    assert_eq!(a.member_epoch, 2);
+    let b = h.ok("b", 3, Some(&Assignment::new()));
     assert_eq!(b.assignment, None);
     assert!(h.member("b").assignment.is_empty());
 
-    // a acknowledges; it moves to epoch 2, then b receives 2 and 3.
-    let a = h.ok("a", 1, Some(&asg(&[("t", &[0, 1])])));
-    assert_eq!(a.member_epoch, 2);
-    let b = h.ok("b", 2, Some(&Assignment::new()));
+    // a acknowledges; it moves to epoch 3, then b receives 2 and 3.
+    let a = h.ok("a", 2, Some(&asg(&[("t", &[0, 1])])));
+    assert_eq!(a.member_epoch, 3);
+    let b = h.ok("b", 3, Some(&Assignment::new()));
     assert_eq!(b.assignment, Some(asg(&[("t", &[2, 3])])));
     assert_eq!(h.describe().state, ConsumerGroupState::Stable);
 }
@@ -268,9 +268,9 @@ fn leave_bumps_the_epoch_and_hands_partitions_over() {
     let mut h = H::new(&[("t", 2)]);
     h.join("a", &["t"]);
     h.join("b", &["t"]);
-    h.ok("a", 1, Some(&asg(&[("t", &[0, 1])])));
-    h.ok("a", 1, Some(&asg(&[("t", &[0])])));
-    h.ok("b", 2, Some(&Assignment::new()));
+    h.ok("a", 2, Some(&asg(&[("t", &[0, 1])])));
+    h.ok("a", 2, Some(&asg(&[("t", &[0])])));
+    h.ok("b", 3, Some(&Assignment::new()));
     h.records.clear();
     let left = h.ok("b", -1, None);
     assert_eq!(left.member_epoch, -1);
@@ -280,12 +280,12 @@ fn leave_bumps_the_epoch_and_hands_partitions_over() {
         &[(8, false), (7, false), (5, false), (3, true)]
     );
     let d = h.describe();
-    assert_eq!(d.group_epoch, 3);
+    assert_eq!(d.group_epoch, 4);
     assert_eq!(d.members.len(), 1);
-    let a = h.ok("a", 2, Some(&asg(&[("t", &[0])])));
+    let a = h.ok("a", 3, Some(&asg(&[("t", &[0])])));
     assert_eq!(
         (a.member_epoch, a.assignment),
-        (3, Some(asg(&[("t", &[0, 1])])))
+        (4, Some(asg(&[("t", &[0, 1])])))
     );
     // Leaving twice: unknown.
     assert!(matches!(
@@ -299,33 +299,33 @@ fn epoch_validation_and_lost_answers() {
     let mut h = H::new(&[("t", 2)]);
     h.join("a", &["t"]);
     assert!(matches!(
-        h.hb("x", 1, None),
+        h.hb("x", 2, None),
         Err(GroupError::UnknownMemberId { .. })
     ));
     assert!(matches!(
-        h.hb("a", 2, None),
+        h.hb("a", 3, None),
         Err(GroupError::FencedMemberEpoch {
-            epoch: 2,
-            expected: 1,
+            epoch: 3,
+            expected: 2,
             ..
         })
     ));
-    // b joins, a moves on to epoch 2 (nothing to revoke: t has 2 partitions, a keeps 1).
+    // b joins, a moves on to epoch 3 (nothing to revoke: t has 2 partitions, a keeps 1).
     h.join("b", &["t"]);
     let mine = asg(&[("t", &[0, 1])]);
-    h.ok("a", 1, Some(&mine));
-    let a = h.ok("a", 1, Some(&asg(&[("t", &[0])])));
-    assert_eq!(a.member_epoch, 2);
-    // The answer was lost: epoch 1 (the previous) with owned ⊆ assigned is accepted.
-    let again = h.ok("a", 1, Some(&asg(&[("t", &[0])])));
-    assert_eq!(again.member_epoch, 2);
+    h.ok("a", 2, Some(&mine));
+    let a = h.ok("a", 2, Some(&asg(&[("t", &[0])])));
+    assert_eq!(a.member_epoch, 3);
+    // The answer was lost: epoch 2 (the previous) with owned ⊆ assigned is accepted.
+    let again = h.ok("a", 2, Some(&asg(&[("t", &[0])])));
+    assert_eq!(again.member_epoch, 3);
     // …but not without owned partitions, nor with partitions it does not have.
     assert!(matches!(
-        h.hb("a", 1, None),
+        h.hb("a", 2, None),
         Err(GroupError::FencedMemberEpoch { .. })
     ));
     assert!(matches!(
-        h.hb("a", 1, Some(&mine)),
+        h.hb("a", 2, Some(&mine)),
         Err(GroupError::FencedMemberEpoch { .. })
     ));
     // Epoch 0 without the join fields is not a heartbeat.
@@ -346,7 +346,7 @@ fn join_validation() {
     a.version = 0;
     let named = h.send(a);
     assert!(
-        matches!(named, Ok(HeartbeatAnswer { ref member_id, member_epoch: 1, .. }) if member_id == "client-1")
+        matches!(named, Ok(HeartbeatAnswer { ref member_id, member_epoch: 2, .. }) if member_id == "client-1")
     );
     let mut b = H::join_args("b", &["t"]);
     b.rebalance_timeout_ms = -1;
@@ -434,10 +434,10 @@ fn regex_picks_up_a_topic_created_later() {
     h.topics.set("other", 1);
     let recs = h.groups.topics_changed(&h.topics, h.now, &mut h.effects);
     assert_eq!(kind(&recs[0]), (3, true));
-    assert_eq!(h.describe().group_epoch, 2);
+    assert_eq!(h.describe().group_epoch, 3);
     let owned = asg(&[("foo1", &[0, 1])]);
-    let got = h.ok("a", 1, Some(&owned));
-    assert_eq!(got.member_epoch, 2);
+    let got = h.ok("a", 2, Some(&owned));
+    assert_eq!(got.member_epoch, 3);
     assert_eq!(
         got.assignment,
         Some(asg(&[("foo1", &[0, 1]), ("foo2", &[0])]))
@@ -448,7 +448,7 @@ fn regex_picks_up_a_topic_created_later() {
         .groups
         .topics_changed(&h.topics, h.now, &mut h.effects)
         .is_empty());
-    assert_eq!(h.describe().group_epoch, 3);
+    assert_eq!(h.describe().group_epoch, 4);
 }
 
 #[test]
@@ -468,14 +468,14 @@ fn session_expiry_fences() {
     assert_eq!(d.members.len(), 1);
     assert_eq!(d.members[0].member_id, "b");
     assert!(matches!(
-        h.hb("a", 1, None),
+        h.hb("a", 2, None),
         Err(GroupError::UnknownMemberId { .. })
     ));
     // b now gets both partitions (a's were released by the fencing).
-    let b = h.ok("b", 2, Some(&Assignment::new()));
+    let b = h.ok("b", 3, Some(&Assignment::new()));
     assert_eq!(
         (b.member_epoch, b.assignment),
-        (3, Some(asg(&[("t", &[0, 1])])))
+        (4, Some(asg(&[("t", &[0, 1])])))
     );
     // A deadline with nothing expired changes nothing.
     assert!(h.deadline().is_empty());
@@ -488,23 +488,23 @@ fn rebalance_timeout_fences_a_member_that_does_not_revoke() {
     h.join("b", &["t"]);
     h.now = 2_000;
     let all = asg(&[("t", &[0, 1])]);
-    h.ok("a", 1, Some(&all));
+    h.ok("a", 2, Some(&all));
     assert!(h.effects.contains(&Effect::Timer {
         group_id: G.to_string(),
         at_ms: 32_000
     }));
     h.now = 20_000;
-    h.ok("a", 1, Some(&all));
-    h.ok("b", 2, Some(&Assignment::new()));
+    h.ok("a", 2, Some(&all));
+    h.ok("b", 3, Some(&Assignment::new()));
     h.now = 31_999;
     assert!(h.deadline().is_empty());
     h.now = 32_000;
     assert!(!h.deadline().is_empty());
     assert!(matches!(
-        h.hb("a", 1, Some(&all)),
+        h.hb("a", 2, Some(&all)),
         Err(GroupError::UnknownMemberId { .. })
     ));
-    let b = h.ok("b", 2, Some(&Assignment::new()));
+    let b = h.ok("b", 3, Some(&Assignment::new()));
     assert_eq!(b.assignment, Some(all));
 }
 
@@ -515,9 +515,9 @@ fn static_member_leaves_and_gets_its_assignment_back() {
     s.instance_id = Some("i".to_string());
     h.send(s).map(|_| ()).unwrap_or_else(|e| panic!("{e}"));
     h.join("d", &["t"]);
-    h.ok("s1", 1, Some(&asg(&[("t", &[0, 1])])));
-    h.ok("s1", 1, Some(&asg(&[("t", &[0])])));
-    h.ok("d", 2, Some(&Assignment::new()));
+    h.ok("s1", 2, Some(&asg(&[("t", &[0, 1])])));
+    h.ok("s1", 2, Some(&asg(&[("t", &[0])])));
+    h.ok("d", 3, Some(&Assignment::new()));
     let epoch = h.describe().group_epoch;
 
     // Active: a second join with the instance id is refused; an impostor fenced.
@@ -527,7 +527,7 @@ fn static_member_leaves_and_gets_its_assignment_back() {
         h.send(again.clone()),
         Err(GroupError::UnreleasedInstanceId { .. })
     ));
-    let mut impostor = H::base("d", 2);
+    let mut impostor = H::base("d", 3);
     impostor.instance_id = Some("i".to_string());
     assert!(matches!(
         h.send(impostor),
@@ -556,7 +556,7 @@ fn static_member_leaves_and_gets_its_assignment_back() {
     let ids: Vec<&str> = d.members.iter().map(|m| m.member_id.as_str()).collect();
     assert_eq!(ids, vec!["d", "s2"]);
     assert!(matches!(
-        h.hb("s1", 2, None),
+        h.hb("s1", 3, None),
         Err(GroupError::UnknownMemberId { .. })
     ));
 
@@ -663,32 +663,32 @@ fn check_commit_rules() {
     let mut h = H::new(&[("t", 2)]);
     h.join("a", &["t"]);
     h.join("b", &["t"]);
-    h.ok("a", 1, Some(&asg(&[("t", &[0, 1])])));
-    h.ok("a", 1, Some(&asg(&[("t", &[0])])));
-    h.ok("b", 2, Some(&Assignment::new()));
+    h.ok("a", 2, Some(&asg(&[("t", &[0, 1])])));
+    h.ok("a", 2, Some(&asg(&[("t", &[0])])));
+    h.ok("b", 3, Some(&Assignment::new()));
     let t = Some(tid("t"));
+    assert_eq!(h.groups.check_commit(G, "a", 3, t, 0), Ok(()));
+    // Partition 0 was assigned to a at epoch 2: a commit at 2 is fine (KIP-1251).
     assert_eq!(h.groups.check_commit(G, "a", 2, t, 0), Ok(()));
-    // Partition 0 was assigned to a at epoch 1: a commit at 1 is fine (KIP-1251).
-    assert_eq!(h.groups.check_commit(G, "a", 1, t, 0), Ok(()));
-    // b's partition 1 was assigned at 2: a commit at 1 is stale.
+    // b's partition 1 was assigned at 3: a commit at 2 is stale.
     assert!(matches!(
-        h.groups.check_commit(G, "b", 1, t, 1),
+        h.groups.check_commit(G, "b", 2, t, 1),
         Err(GroupError::StaleMemberEpoch { .. })
     ));
     assert!(matches!(
-        h.groups.check_commit(G, "a", 1, None, 0),
+        h.groups.check_commit(G, "a", 2, None, 0),
         Err(GroupError::StaleMemberEpoch { .. })
     ));
     assert!(matches!(
-        h.groups.check_commit(G, "a", 3, t, 0),
+        h.groups.check_commit(G, "a", 4, t, 0),
         Err(GroupError::FencedMemberEpoch { .. })
     ));
     assert!(matches!(
-        h.groups.check_commit(G, "x", 2, t, 0),
+        h.groups.check_commit(G, "x", 3, t, 0),
         Err(GroupError::UnknownMemberId { .. })
     ));
     assert_eq!(
-        h.groups.check_commit("nope", "a", 2, t, 0),
+        h.groups.check_commit("nope", "a", 3, t, 0),
         Err(GroupError::GroupIdNotFound)
     );
 }
@@ -701,12 +701,12 @@ fn replay_rebuilds_an_equal_group() {
     let mut s = H::join_args("s", &["u"]);
     s.instance_id = Some("i".to_string());
     h.send(s).unwrap_or_else(|e| panic!("{e}"));
-    h.ok("a", 1, Some(&asg(&[("t", &[0, 1, 2, 3]), ("u", &[0, 1])])));
+    h.ok("a", 2, Some(&asg(&[("t", &[0, 1, 2, 3]), ("u", &[0, 1])])));
     h.join("c", &["t"]);
-    h.ok("b", 2, Some(&Assignment::new()));
+    h.ok("b", 3, Some(&Assignment::new()));
     let c_epoch = h.member("c").member_epoch;
     h.ok("c", c_epoch, Some(&Assignment::new()));
-    h.ok("a", 1, Some(&Assignment::new()));
+    h.ok("a", 2, Some(&Assignment::new()));
     let before = h.describe();
     let mut loaded = ConsumerGroups::default();
     for r in h.records.clone() {
@@ -871,10 +871,10 @@ fn a_deleted_topic_is_dropped_without_revocation() {
         .groups
         .topics_changed(&h.topics, h.now, &mut h.effects)
         .is_empty());
-    let a = h.ok("a", 1, Some(&all));
+    let a = h.ok("a", 2, Some(&all));
     assert_eq!(
         (a.member_epoch, a.assignment),
-        (2, Some(asg(&[("t", &[0])])))
+        (3, Some(asg(&[("t", &[0])])))
     );
     assert_eq!(h.describe().state, ConsumerGroupState::Stable);
 }
@@ -885,14 +885,14 @@ fn full_requests_and_changed_owned_get_the_assignment() {
     h.join("a", &["t"]);
     let mine = asg(&[("t", &[0, 1])]);
     // Same owned: nothing sent.
-    assert_eq!(h.ok("a", 1, Some(&mine)).assignment, None);
+    assert_eq!(h.ok("a", 2, Some(&mine)).assignment, None);
     // Owned differs from the assignment: sent again.
     assert_eq!(
-        h.ok("a", 1, Some(&asg(&[("t", &[0])]))).assignment,
+        h.ok("a", 2, Some(&asg(&[("t", &[0])]))).assignment,
         Some(mine.clone())
     );
     // A full request (rebalance timeout, subscription, owned): sent.
-    let mut full = H::base("a", 1);
+    let mut full = H::base("a", 2);
     full.rebalance_timeout_ms = 30_000;
     full.subscribed_topic_names = Some(vec!["t".to_string()]);
     full.owned = Some(owned_list(&mine));
@@ -901,6 +901,6 @@ fn full_requests_and_changed_owned_get_the_assignment() {
     let again = h.join("a", &["t"]);
     assert_eq!(
         (again.member_epoch, again.assignment),
-        (1, Some(asg(&[("t", &[0, 1])])))
+        (2, Some(asg(&[("t", &[0, 1])])))
     );
 }
