@@ -533,6 +533,12 @@ impl KafkaCode for crate::group::GroupError {
             G::UnstableOffsetCommit => E::UnstableOffsetCommit.code(),
             G::ProducerFenced { .. } => E::ProducerFenced.code(),
             G::InvalidTxnState { .. } => E::InvalidTxnState.code(),
+            G::FencedMemberEpoch { .. } => E::FencedMemberEpoch.code(),
+            G::StaleMemberEpoch { .. } => E::StaleMemberEpoch.code(),
+            G::UnsupportedAssignor { .. } => E::UnsupportedAssignor.code(),
+            G::UnreleasedInstanceId { .. } => E::UnreleasedInstanceId.code(),
+            G::InvalidRegularExpression { .. } => E::InvalidRegularExpression.code(),
+            G::InvalidRequest(_) => E::InvalidRequest.code(),
             // Kafka `GroupMetadataManager.storeOffsets`: an offset write the
             // ISR did not take is COORDINATOR_NOT_AVAILABLE (the client
             // retries), one this broker no longer leads NOT_COORDINATOR.

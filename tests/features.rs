@@ -311,7 +311,9 @@ fn api_versions_and_update_features_as_kafka() {
         "{:?}",
         before.finalized
     );
-    assert_eq!(f.supported["group.version"], (0, 0));
+    // KIP-848 served, and finalized on a new cluster as on Kafka 4.4.
+    assert_eq!(f.supported["group.version"], (0, 1));
+    assert_eq!(before.finalized.get("group.version"), Some(&(1, 1)));
     assert!(!f.supported.contains_key("share.version"));
     assert!(!f.supported.contains_key("streams.version"));
     let fjord_lines = normalize(scenarios(&addr));
@@ -372,9 +374,9 @@ fn kafka_features_tool_against_fjord() {
         d.contains("Feature: eligible.leader.replicas.version"),
         "{d}"
     );
-    let up = run(&["upgrade", "--feature", "group.version=1"]);
+    let up = run(&["upgrade", "--feature", "group.version=2"]);
     assert!(
-        up.contains("Invalid update version 1 for feature group.version. Local controller 1 only supports versions 0"),
+        up.contains("Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"),
         "{up}"
     );
     let down = run(&["downgrade", "--feature", "transaction.version=0"]);
@@ -477,7 +479,7 @@ fn format_feature_levels() {
     for (arg, text) in [
         ("foo.version=1", "Unsupported feature: foo.version"),
         ("eligible.leader.replicas.version=0", "is not supported"),
-        ("group.version=1", "is not supported"),
+        ("group.version=2", "is not supported"),
         ("group.version", "The format must be feature=level"),
     ] {
         let out = format(&["--feature", arg]);
@@ -504,6 +506,7 @@ fn format_feature_levels() {
         levels,
         BTreeMap::from([
             ("eligible.leader.replicas.version".to_string(), 1),
+            ("group.version".to_string(), 1),
             ("metadata.version".to_string(), 33)
         ])
     );

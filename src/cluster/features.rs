@@ -91,8 +91,9 @@ pub const SUPPORTED: &[(&str, SupportedRange, i16)] = &[
         },
         TRANSACTION_VERSION_MAX,
     ),
-    // KIP-848 (ConsumerGroupHeartbeat) is not served.
-    (GROUP_VERSION, SupportedRange { min: 0, max: 0 }, 0),
+    // KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe served at
+    // level 1, which a new cluster finalizes as Kafka 4.4 does.
+    (GROUP_VERSION, SupportedRange { min: 0, max: 1 }, 1),
     // KIP-966 ELR is always on: docs/decisions/eligible-leader-replicas.md.
     (ELR_VERSION, SupportedRange { min: 1, max: 1 }, 1),
 ];
@@ -204,9 +205,10 @@ mod tests {
         let d = bootstrap_levels(&[]).unwrap();
         assert_eq!(d.get(METADATA_VERSION), Some(&METADATA_VERSION_LEVEL));
         assert_eq!(d.get(ELR_VERSION), Some(&1));
-        assert!(!d.contains_key(GROUP_VERSION), "level 0 is not finalized");
+        assert!(!d.contains_key(KRAFT_VERSION), "level 0 is not finalized");
+        assert_eq!(d.get(GROUP_VERSION), Some(&1));
         assert!(bootstrap_levels(&["foo.version=1".into()]).is_err());
-        assert!(bootstrap_levels(&["group.version=1".into()]).is_err());
+        assert!(bootstrap_levels(&["group.version=2".into()]).is_err());
         assert!(bootstrap_levels(&["group.version".into()]).is_err());
         let l = bootstrap_levels(&["transaction.version=0".into()]).unwrap();
         assert!(!l.contains_key(TRANSACTION_VERSION));

@@ -364,6 +364,9 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.default_replication_factor = to_i16(v) }, doc: "Replication factor of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
+    BrokerConfigDef { name: "group.consumer.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_heartbeat_interval_ms = to_i32(v) }, doc: "The heartbeat interval (ms) given to consumer-protocol members (KIP-848).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_max_size = to_usize(v) }, doc: "The most members a consumer group (KIP-848) may have; a join beyond it gets GROUP_MAX_SIZE_REACHED.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_max_size.min(I32MAX as usize)) },
+    BrokerConfigDef { name: "group.consumer.session.timeout.ms", ty: T::Int, default: Some("45000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_session_timeout_ms = to_i32(v) }, doc: "How long (ms) a consumer-protocol member (KIP-848) may go without a heartbeat before it is fenced.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_session_timeout_ms) },
     BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
     BrokerConfigDef { name: "group.max.session.timeout.ms", ty: T::Int, default: Some("1800000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.max_session_timeout_ms = to_i32(v) }, doc: "The largest session timeout (ms) a member may ask for; larger gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_session_timeout_ms) },
     // Kafka's default is Integer.MAX_VALUE, applied from this table like
@@ -576,8 +579,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 59 own settings, read-only.
-        assert_eq!(own.len(), 59);
+        // Today's broker resource: 62 own settings, read-only.
+        assert_eq!(own.len(), 62);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -587,7 +590,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 59] = [
+        let want: [(&str, Option<&str>); 62] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -604,6 +607,9 @@ mod tests {
             ("controller.quota.window.size.seconds", Some("1")),
             ("default.replication.factor", Some("1")),
             ("delete.topic.enable", Some("true")),
+            ("group.consumer.heartbeat.interval.ms", Some("5000")),
+            ("group.consumer.max.size", Some("2147483647")),
+            ("group.consumer.session.timeout.ms", Some("45000")),
             ("group.initial.rebalance.delay.ms", Some("3000")),
             ("group.max.session.timeout.ms", Some("1800000")),
             ("group.max.size", Some("2147483647")),

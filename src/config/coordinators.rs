@@ -24,6 +24,15 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval_ms: u64,
     /// `offset.metadata.max.bytes` (default 4096).
     pub offset_metadata_max_bytes: usize,
+    /// `group.consumer.heartbeat.interval.ms` (default 5000): the interval
+    /// given to consumer-protocol members (KIP-848).
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.session.timeout.ms` (default 45000): a
+    /// consumer-protocol member not heard from for this long is fenced.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.max.size` (default 2147483647): the most members of
+    /// a consumer group.
+    pub consumer_max_size: usize,
 }
 
 impl Default for GroupConfig {
@@ -38,6 +47,9 @@ impl Default for GroupConfig {
             offsets_retention_ms: 7 * 24 * 3_600_000,
             offsets_retention_check_interval_ms: 600_000,
             offset_metadata_max_bytes: 4096,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_session_timeout_ms: 45_000,
+            consumer_max_size: i32::MAX as usize,
         }
     }
 }

@@ -44,9 +44,15 @@ pub(crate) fn table<T: KafkaCode + Variants + std::fmt::Debug>(rows: &[(T, i16)]
 }
 
 impl Variants for GroupError {
-    const COUNT: usize = 20;
+    const COUNT: usize = 26;
     fn index(&self) -> usize {
         match self {
+            GroupError::FencedMemberEpoch { .. } => 20,
+            GroupError::StaleMemberEpoch { .. } => 21,
+            GroupError::UnsupportedAssignor { .. } => 22,
+            GroupError::UnreleasedInstanceId { .. } => 23,
+            GroupError::InvalidRegularExpression { .. } => 24,
+            GroupError::InvalidRequest(_) => 25,
             GroupError::UnknownMemberId { .. } => 0,
             GroupError::IllegalGeneration { .. } => 1,
             GroupError::RebalanceInProgress => 2,

@@ -55,6 +55,32 @@ fn every_group_error_maps_to_its_kafka_code() {
             90,
         ),
         (G::InvalidTxnState { producer_id: 1 }, 48),
+        (
+            G::FencedMemberEpoch {
+                member_id: s(),
+                epoch: 3,
+                expected: 4,
+            },
+            110,
+        ),
+        (
+            G::StaleMemberEpoch {
+                member_id: s(),
+                epoch: 3,
+                expected: 4,
+            },
+            113,
+        ),
+        (G::UnsupportedAssignor { assignor: s() }, 112),
+        (G::UnreleasedInstanceId { instance_id: s() }, 111),
+        (
+            G::InvalidRegularExpression {
+                regex: s(),
+                reason: s(),
+            },
+            128,
+        ),
+        (G::InvalidRequest(s()), 42),
         (G::Append(crate::shard::error::AppendFailure::Storage), 56),
         (
             G::Append(crate::shard::error::AppendFailure::Replication(

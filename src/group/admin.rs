@@ -84,9 +84,25 @@ impl GroupCore {
                     group_id: g.group_id.clone(),
                     protocol_type: g.protocol_type.clone().unwrap_or_default(),
                     state: state.to_string(),
+                    group_type: "classic",
                 })
             })
             .collect();
+        // Consumer groups (KIP-848): protocol type `consumer`, their own
+        // states.
+        let wanted = |name: &str, list: &[String]| {
+            list.is_empty() || list.iter().any(|s| s.eq_ignore_ascii_case(name))
+        };
+        for (id, state) in self.consumer.list() {
+            if wanted(state.as_str(), states) && wanted("consumer", types) {
+                out.push(ListedGroup {
+                    group_id: id,
+                    protocol_type: "consumer".to_string(),
+                    state: state.as_str().to_string(),
+                    group_type: "consumer",
+                });
+            }
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }

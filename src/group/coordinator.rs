@@ -37,7 +37,7 @@ use crate::shard::{now_ms, Shard};
 /// Groups and committed offsets of the `__consumer_offsets` partitions this
 /// shard owns, and the parked requests.
 pub struct GroupCoordinator {
-    core: RefCell<GroupCore>,
+    pub(super) core: RefCell<GroupCore>,
     joins: RefCell<HashMap<RequestHandle, oneshot::Sender<JoinResult>>>,
     syncs: RefCell<HashMap<RequestHandle, oneshot::Sender<SyncResult>>>,
     next_handle: Cell<u64>,
@@ -145,6 +145,13 @@ impl GroupCoordinator {
                 // batch.
                 log::error!("loading {}-{index}: {e}", part.topic());
             }
+            let mut consumer_timers = Vec::new();
+            staged.consumer.arm_after_load(
+                &super::consumer_coordinator::consumer_config(&shard.config.group),
+                now_ms(),
+                &mut consumer_timers,
+            );
+            apply(&shard, consumer_timers);
             let effects = {
                 let mut core = me.core.borrow_mut();
                 core.adopt(staged);
@@ -236,7 +243,7 @@ impl LeadershipListener for OffsetsLeadership {
 /// Appends `records` to the group's `__consumer_offsets` partition and waits
 /// for the flush policy. COORDINATOR_NOT_AVAILABLE when the partition is not
 /// on this shard; the append's own error code otherwise.
-async fn write_records(
+pub(super) async fn write_records(
     shard: &Rc<Shard>,
     group_id: &str,
     records: Vec<OffsetsTopicRecord>,
@@ -260,7 +267,7 @@ async fn write_records(
 
 /// Applies the core's effects in order: answers parked requests, starts the
 /// appends and arms the timers.
-fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
+pub(super) fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
     for effect in effects {
         match effect {
             Effect::Join { handle, result } => {
@@ -315,8 +322,12 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
                     let groups = GroupCoordinator::here();
                     let effects = {
                         let mut core = groups.core.borrow_mut();
-                        core.on_deadline(&s.config.group, &group_id, at_ms, now_ms());
-                        core.take_effects()
+                        if core.consumer.contains(&group_id) {
+                            super::consumer_coordinator::on_deadline(&s, &mut core, &group_id)
+                        } else {
+                            core.on_deadline(&s.config.group, &group_id, at_ms, now_ms());
+                            core.take_effects()
+                        }
                     };
                     apply(&s, effects);
                 })
@@ -328,7 +339,7 @@ fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
 
 /// This shard's coordinator, if `group_id`'s `__consumer_offsets`
 /// partition is loaded; COORDINATOR_LOAD_IN_PROGRESS (14) while it loads.
-fn ready(shard: &Shard, group_id: &str) -> Result<Rc<GroupCoordinator>, GroupError> {
+pub(super) fn ready(shard: &Shard, group_id: &str) -> Result<Rc<GroupCoordinator>, GroupError> {
     let groups = GroupCoordinator::here();
     if groups.loading_group(group_id, shard.config.group.offsets_topic_partitions) {
         return Err(GroupError::CoordinatorLoadInProgress);
@@ -345,6 +356,13 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
         Ok(g) => g,
         Err(e) => return JoinResult::error(e, &args.member_id),
     };
+    // One group namespace: a classic member may not join a consumer group
+    // (the online migration is not served:
+    // docs/decisions/consumer-group-protocol.md); Kafka answers a classic
+    // request to a group of another type with GROUP_ID_NOT_FOUND.
+    if groups.core.borrow().consumer.contains(&args.group_id) {
+        return JoinResult::error(GroupError::GroupIdNotFound, &args.member_id);
+    }
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
     groups.joins.borrow_mut().insert(handle, tx);
@@ -504,6 +522,15 @@ async fn commit_offsets(
         Ok(g) => g,
         Err(e) => return vec![Err(e); partitions.len()],
     };
+    let mut partitions = partitions;
+    super::consumer_coordinator::check_commit(
+        &shard,
+        &groups.core.borrow(),
+        &group_id,
+        &member_id,
+        generation,
+        &mut partitions,
+    );
     let mut plan = groups.core.borrow_mut().plan_commit(
         shard.config.group.offset_metadata_max_bytes,
         &group_id,

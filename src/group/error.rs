@@ -129,6 +129,55 @@ pub enum GroupError {
         /// Producer id.
         producer_id: i64,
     },
+    /// FENCED_MEMBER_EPOCH (110): a consumer-protocol member's epoch is
+    /// not the one the coordinator holds (KIP-848); it must rejoin with 0.
+    #[error("member {member_id} epoch {epoch} is fenced (the group holds {expected})")]
+    FencedMemberEpoch {
+        /// The member.
+        member_id: String,
+        /// The epoch it sent.
+        epoch: i32,
+        /// The epoch the coordinator expects.
+        expected: i32,
+    },
+    /// STALE_MEMBER_EPOCH (113): an offset commit with an epoch older than
+    /// the member's (KIP-848, KIP-1251).
+    #[error("member {member_id} epoch {epoch} is stale (the group holds {expected})")]
+    StaleMemberEpoch {
+        /// The member.
+        member_id: String,
+        /// The epoch it sent.
+        epoch: i32,
+        /// The epoch the coordinator expects.
+        expected: i32,
+    },
+    /// UNSUPPORTED_ASSIGNOR (112): a server assignor not in
+    /// `group.consumer.assignors`.
+    #[error("assignor {assignor} is not supported")]
+    UnsupportedAssignor {
+        /// The name asked for.
+        assignor: String,
+    },
+    /// UNRELEASED_INSTANCE_ID (111): a static member joins while the
+    /// member with its instance id has not left.
+    #[error("instance id {instance_id} is still used by another member")]
+    UnreleasedInstanceId {
+        /// The instance id.
+        instance_id: String,
+    },
+    /// INVALID_REGULAR_EXPRESSION (128): a subscription regex that does not
+    /// parse (RE2 syntax).
+    #[error("invalid regular expression {regex:?}: {reason}")]
+    InvalidRegularExpression {
+        /// The regex.
+        regex: String,
+        /// Why.
+        reason: String,
+    },
+    /// INVALID_REQUEST (42): a ConsumerGroupHeartbeat missing what its
+    /// epoch requires (member id, rebalance timeout, subscription).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     /// The append to `__consumer_offsets` failed; answered with the
     /// failure's code (KAFKA_STORAGE_ERROR (56) on I/O).
     #[error("append to __consumer_offsets failed: {0}")]

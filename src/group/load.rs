@@ -30,6 +30,23 @@ pub(crate) fn replay_record(
         }
         return false;
     }
+    let key_version = key.first_chunk::<2>().map(|v| i16::from_be_bytes(*v));
+    if let Some(3..=8 | 16) = key_version {
+        use crate::group::consumer::records::ConsumerRecord;
+        return match ConsumerRecord::decode(key, r.value.as_deref()) {
+            Ok(rec) => {
+                core.consumer.replay(rec);
+                true
+            }
+            Err(e) => {
+                log::warn!(
+                    "skipping record at offset {} of __consumer_offsets-{partition}: {e}",
+                    r.offset
+                );
+                false
+            }
+        };
+    }
     match records::decode(key, r.value.as_ref()) {
         Ok(OffsetsRecord::Offset {
             group,
@@ -77,7 +94,9 @@ pub(crate) fn replay(core: &mut GroupCore, record: OffsetsRecord, now: i64) {
                     .or_default()
                     .insert(tp.clone(), v);
                 core.offsets.supersede_pending(&group, &tp);
-                core.get_or_create(&group, now);
+                if !core.consumer.contains(&group) {
+                    core.get_or_create(&group, now);
+                }
             }
             None => {
                 if let Some(m) = core.offsets.committed.get_mut(&group) {

@@ -93,6 +93,8 @@ pub struct GroupCore {
     pub offsets: OffsetStore,
     /// The suffixes of new member ids (random UUIDs in the shard glue).
     pub member_ids: MemberIdSource,
+    /// The consumer groups (KIP-848), in the same namespace.
+    pub consumer: super::consumer::ConsumerGroups,
     effects: Vec<Effect>,
 }
 
@@ -114,6 +116,8 @@ impl GroupCore {
             .collect::<std::collections::BTreeSet<String>>()
             .into_iter()
             .collect();
+        self.consumer
+            .retain(|g| super::records::partition_for_group(g, partitions) != partition);
         for id in &ids {
             self.fail_parked(id);
             self.groups.remove(id);
@@ -180,6 +184,7 @@ impl GroupCore {
     pub fn adopt(&mut self, loaded: GroupCore) {
         self.effects.extend(loaded.effects);
         self.groups.extend(loaded.groups);
+        self.consumer.absorb(loaded.consumer);
         self.offsets.committed.extend(loaded.offsets.committed);
         for (pid, groups) in loaded.offsets.pending_txn {
             self.offsets

@@ -14,6 +14,8 @@
 //! them to Kafka codes (`src/error.rs`).
 
 pub mod admin;
+pub mod consumer;
+pub mod consumer_coordinator;
 pub mod coordinator;
 #[cfg(test)]
 mod core_tests;
@@ -250,6 +252,8 @@ pub struct ListedGroup {
     pub protocol_type: String,
     /// State name.
     pub state: String,
+    /// Group type (ListGroups v5, KIP-848): `classic` or `consumer`.
+    pub group_type: &'static str,
 }
 
 /// Topics a member subscribed to, read from its `consumer` protocol metadata

@@ -255,6 +255,10 @@ impl GroupCore {
             return all(GroupError::InvalidGroupId);
         }
         let checked = match producer_id {
+            // A consumer group (KIP-848): the member epochs were checked
+            // per partition by the caller
+            // (`consumer_coordinator::check_commit`), into `p.error`.
+            _ if self.consumer.contains(group_id) => Ok(()),
             None => match self.groups.get_mut(group_id) {
                 Some(grp) => check_commit(grp, generation, member_id, instance, now),
                 // Not relying on Kafka for membership: allowed, and the group

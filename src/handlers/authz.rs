@@ -105,6 +105,8 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
     (ApiKey::JoinGroup, &[(Rt::Group, Op::Read)]),
     (ApiKey::SyncGroup, &[(Rt::Group, Op::Read)]),
     (ApiKey::Heartbeat, &[(Rt::Group, Op::Read)]),
+    (ApiKey::ConsumerGroupHeartbeat, &[(Rt::Group, Op::Read)]),
+    (ApiKey::ConsumerGroupDescribe, &[(Rt::Group, Op::Describe)]),
     (ApiKey::LeaveGroup, &[(Rt::Group, Op::Read)]),
     (
         ApiKey::OffsetCommit,

@@ -49,7 +49,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         w.group_state = StrBytes::from_string(g.state);
                     }
                     if version >= 5 {
-                        w.group_type = StrBytes::from_static_str("classic");
+                        w.group_type = StrBytes::from_static_str(g.group_type);
                     }
                     resp.groups.push(w);
                 }

@@ -10,6 +10,8 @@ mod alter_configs;
 mod alter_partition_reassignments;
 mod api_versions;
 pub mod authz;
+mod consumer_group_describe;
+mod consumer_group_heartbeat;
 mod create_partitions;
 mod create_topics;
 mod delete_groups;
@@ -216,6 +218,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     JoinGroup => join_group::handle(shard, frame).await,
     SyncGroup => sync_group::handle(shard, frame).await,
     Heartbeat => heartbeat::handle(shard, frame).await,
+    ConsumerGroupHeartbeat => consumer_group_heartbeat::handle(shard, frame).await,
+    ConsumerGroupDescribe => consumer_group_describe::handle(shard, frame).await,
     LeaveGroup => leave_group::handle(shard, frame).await,
     OffsetCommit => offset_commit::handle(shard, frame).await,
     OffsetFetch => offset_fetch::handle(shard, frame).await,

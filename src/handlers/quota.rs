@@ -117,6 +117,8 @@ fn field(api: ApiKey, version: i16) -> Option<Field> {
         | K::ListPartitionReassignments
         | K::DescribeClientQuotas
         | K::AlterClientQuotas
+        | K::ConsumerGroupHeartbeat
+        | K::ConsumerGroupDescribe
         | K::UpdateFeatures
         | K::DescribeUserScramCredentials
         | K::AlterUserScramCredentials
@@ -172,6 +174,8 @@ fn client_backs_off(api: ApiKey, version: i16) -> bool {
         | K::AlterUserScramCredentials
         | K::DescribeUserScramCredentials
         | K::DescribeTopicPartitions
+        | K::ConsumerGroupHeartbeat
+        | K::ConsumerGroupDescribe
         | K::ElectLeaders => 0,
         _ => return false,
     };

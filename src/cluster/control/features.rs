@@ -221,7 +221,7 @@ mod tests {
     fn checks_as_kafka() {
         let image = MetadataImage::empty("c".into());
         let records = bootstrap(&image, &features::defaults());
-        assert_eq!(records.len(), 3);
+        assert_eq!(records.len(), 4);
         let image = image.apply(1, &records);
         assert!(bootstrap(&image, &features::defaults()).is_empty());
         use UpgradeType::*;
@@ -239,8 +239,8 @@ mod tests {
             "Invalid update version 0 for feature foo.version. Feature foo.version not found."
         );
         assert_eq!(
-            reason(update(&image, &[up(GROUP_VERSION, 1, Upgrade)], false, 1)),
-            "Invalid update version 1 for feature group.version. Local controller 1 only supports versions 0"
+            reason(update(&image, &[up(GROUP_VERSION, 2, Upgrade)], false, 1)),
+            "Invalid update version 2 for feature group.version. Local controller 1 only supports versions 0-1"
         );
         assert!(
             reason(update(&image, &[up(ELR_VERSION, 0, Upgrade)], false, 1))

@@ -1,0 +1,222 @@
+//! The consumer group protocol (KIP-848) on the coordinator shard: the
+//! glue between ConsumerGroupHeartbeat / ConsumerGroupDescribe and the pure
+//! state machine ([`super::consumer::ConsumerGroups`], held in the shard's
+//! [`GroupCore`] beside the classic groups: one group namespace). A
+//! heartbeat's records are appended to the group's `__consumer_offsets`
+//! partition before it is answered, as Kafka answers only once its records
+//! are written; a failed append is the heartbeat's error.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::consumer::records::ConsumerRecord;
+use super::consumer::{
+    ConsumerGroupConfig, DescribedGroup, HeartbeatAnswer, HeartbeatArgs, TopicInfo, TopicsView,
+};
+use super::coordinator::{apply, ready, write_records};
+use super::error::GroupError;
+use super::membership::GroupCore;
+use super::state::GroupState;
+use super::GroupConfig;
+use crate::cluster::metadata::MetadataImage;
+use crate::shard::{now_ms, Shard};
+
+/// The metadata image's topics as the consumer group state machine reads
+/// them (internal topics left out of regex matches).
+pub struct ImageTopics(pub Arc<MetadataImage>);
+
+impl TopicsView for ImageTopics {
+    fn by_name(&self, name: &str) -> Option<TopicInfo> {
+        self.0.topic(name).map(|t| TopicInfo {
+            id: t.id,
+            name: t.name.to_string(),
+            partitions: t.partitions,
+        })
+    }
+
+    fn by_id(&self, id: Uuid) -> Option<TopicInfo> {
+        self.0.topic_by_id(&id).map(|t| TopicInfo {
+            id: t.id,
+            name: t.name.to_string(),
+            partitions: t.partitions,
+        })
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.0
+            .topics
+            .keys()
+            .filter(|n| !n.starts_with("__"))
+            .map(|n| n.to_string())
+            .collect()
+    }
+}
+
+/// The consumer group settings from the broker's `group.consumer.*` keys.
+pub fn consumer_config(cfg: &GroupConfig) -> ConsumerGroupConfig {
+    ConsumerGroupConfig {
+        heartbeat_interval_ms: cfg.consumer_heartbeat_interval_ms,
+        session_timeout_ms: cfg.consumer_session_timeout_ms,
+        max_size: cfg.consumer_max_size,
+        ..ConsumerGroupConfig::default()
+    }
+}
+
+/// Kafka's message for a group of another type (GROUP_ID_NOT_FOUND).
+pub fn not_a_consumer_group(group_id: &str) -> String {
+    format!("Group {group_id} is not a consumer group.")
+}
+
+/// Whether the classic group `group_id` stands in the way of a consumer
+/// group of that id: a classic group with members does (the online
+/// migration of a live classic group is not served:
+/// docs/decisions/consumer-group-protocol.md); an empty one is dropped
+/// (its committed offsets stay), as Kafka 4.4 replaces an empty classic
+/// group by a consumer group.
+fn classic_in_the_way(core: &mut GroupCore, group_id: &str) -> bool {
+    let Some(g) = core.groups.get(group_id) else {
+        return false;
+    };
+    if g.members.is_empty() && matches!(g.state, GroupState::Empty | GroupState::Dead) {
+        core.groups.remove(group_id);
+        return false;
+    }
+    true
+}
+
+/// Handles a ConsumerGroupHeartbeat on the group's coordinator shard: the
+/// state machine's answer once the records it gave are appended. Errors as
+/// the state machine's (with Kafka's message), COORDINATOR_LOAD_IN_PROGRESS
+/// while the partition loads, GROUP_ID_NOT_FOUND for a live classic group
+/// of that id, or the append's error.
+pub async fn heartbeat(
+    shard: Rc<Shard>,
+    args: HeartbeatArgs,
+) -> Result<HeartbeatAnswer, (GroupError, Option<String>)> {
+    let groups = ready(&shard, &args.group_id).map_err(|e| (e, None))?;
+    let group_id = args.group_id.clone();
+    let topics = ImageTopics(shard.metadata());
+    let cfg = consumer_config(&shard.config.group);
+    let mut effects = Vec::new();
+    let outcome = {
+        let mut guard = groups.core.borrow_mut();
+        let core = &mut *guard;
+        if classic_in_the_way(core, &group_id) {
+            return Err((
+                GroupError::GroupIdNotFound,
+                Some(not_a_consumer_group(&group_id)),
+            ));
+        }
+        core.consumer.heartbeat(
+            &cfg,
+            args,
+            &topics,
+            &mut core.member_ids,
+            now_ms(),
+            &mut effects,
+        )
+    };
+    apply(&shard, effects);
+    let records = outcome.records.iter().map(ConsumerRecord::encode).collect();
+    write_records(&shard, &group_id, records, None)
+        .await
+        .map_err(|e| (e, None))?;
+    outcome.result
+}
+
+/// A consumer group deadline (session or rebalance timeout) came: the
+/// state machine fences who expired and its records are appended (nothing
+/// waits for them; a failure is logged). Gives the timers to arm.
+pub fn on_deadline(
+    shard: &Rc<Shard>,
+    core: &mut GroupCore,
+    group_id: &str,
+) -> Vec<super::membership::Effect> {
+    let topics = ImageTopics(shard.metadata());
+    let cfg = consumer_config(&shard.config.group);
+    let mut effects = Vec::new();
+    let records = core
+        .consumer
+        .on_deadline(&cfg, group_id, &topics, now_ms(), &mut effects);
+    persist(shard, group_id, records);
+    effects
+}
+
+/// Appends `records` of `group_id` in the background (nothing waits).
+pub fn persist(shard: &Rc<Shard>, group_id: &str, records: Vec<ConsumerRecord>) {
+    if records.is_empty() {
+        return;
+    }
+    let s = shard.clone();
+    let group_id = group_id.to_string();
+    let records = records.iter().map(ConsumerRecord::encode).collect();
+    crate::shard::stall::spawn_local("consumer group persist", async move {
+        if let Err(e) = write_records(&s, &group_id, records, None).await {
+            log::warn!("could not persist consumer group {group_id}: {e}");
+        }
+    })
+    .detach();
+}
+
+/// One group as ConsumerGroupDescribe answers it: the group, or
+/// GROUP_ID_NOT_FOUND with Kafka's message for a classic group ("Group X is
+/// not a consumer group.") and for no group at all ("Group X not found.").
+pub fn describe(shard: &Shard, group_id: &str) -> Result<DescribedGroup, (GroupError, String)> {
+    let groups = ready(shard, group_id).map_err(|e| (e, String::new()))?;
+    let core = groups.core.borrow();
+    if let Some(d) = core.consumer.describe(group_id) {
+        return Ok(d);
+    }
+    if core.groups.contains_key(group_id) {
+        return Err((GroupError::GroupIdNotFound, not_a_consumer_group(group_id)));
+    }
+    Err((
+        GroupError::GroupIdNotFound,
+        format!("Group {group_id} not found."),
+    ))
+}
+
+/// The member check of an OffsetCommit or TxnOffsetCommit to a consumer
+/// group (nothing for other groups): each partition not already failed
+/// gets the state machine's answer for `member_id` at `member_epoch`
+/// (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH) as its
+/// error. A commit without a member (epoch < 0, no member id: the admin
+/// client or a consumer that assigns itself) is allowed while the group has
+/// no members, as Kafka's `ConsumerGroup.validateOffsetCommit` allows it;
+/// with members it is UNKNOWN_MEMBER_ID.
+pub fn check_commit(
+    shard: &Shard,
+    core: &GroupCore,
+    group_id: &str,
+    member_id: &str,
+    member_epoch: i32,
+    partitions: &mut [super::CommitPartition],
+) {
+    if !core.consumer.contains(group_id) {
+        return;
+    }
+    if member_epoch < 0 {
+        let empty = core
+            .consumer
+            .describe(group_id)
+            .is_none_or(|d| d.members.is_empty());
+        if !empty || !member_id.is_empty() {
+            for p in partitions.iter_mut().filter(|p| p.error.is_none()) {
+                p.error = Some(GroupError::unknown_member(member_id));
+            }
+        }
+        return;
+    }
+    let image = shard.metadata();
+    for p in partitions.iter_mut().filter(|p| p.error.is_none()) {
+        let topic_id = image.topic(&p.topic).map(|t| t.id);
+        if let Err(e) =
+            core.consumer
+                .check_commit(group_id, member_id, member_epoch, topic_id, p.partition)
+        {
+            p.error = Some(e);
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The consumer group protocol of Kafka 4 (KIP-848) with real clients and
+//! raw frames, on Fjord and on Apache Kafka 4.4 with the same code: the
+//! rdkafka crate's consumer with `group.protocol=consumer` (librdkafka's
+//! KIP-848 client) reads every record of a topic alone, shares the
+//! partitions with a second member without a partition read by both at
+//! once, commits with its member epoch and takes everything back when the
+//! other leaves; ConsumerGroupHeartbeat's refusals (unsupported assignor,
+//! unknown member, fenced epoch, a v1 join without a member id) and
+//! ConsumerGroupDescribe's answers for a consumer group, a classic group
+//! and no group.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::kafka_peer::KafkaPeer;
+use common::raw::RawConn;
+use common::*;
+use kafka_protocol::messages as kp;
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+
+/// Deadline of anything that waits for a broker.
+const SETTLE: Duration = Duration::from_secs(60);
+
+const PARTITIONS: i32 = 6;
+const PER_PARTITION: usize = 10;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// Creates `topic` with [`PARTITIONS`] partitions and writes
+/// [`PER_PARTITION`] records to each.
+fn topic_with_records(addr: &str, topic: &str) {
+    let mut raw = RawConn::new(addr);
+    let req = kp::CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![kp::create_topics_request::CreatableTopic::default()
+            .with_name(s(topic).into())
+            .with_num_partitions(PARTITIONS)
+            .with_replication_factor(1)]);
+    let r = raw.call(7, &req);
+    assert!(
+        matches!(r.topics[0].error_code, 0 | 36),
+        "CreateTopics: {r:?}"
+    );
+    let producer: BaseProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", addr)
+        .set("broker.address.family", "v4")
+        .create()
+        .expect("producer");
+    for p in 0..PARTITIONS {
+        for i in 0..PER_PARTITION {
+            let v = format!("{p}-{i}");
+            producer
+                .send(BaseRecord::<(), _>::to(topic).partition(p).payload(&v))
+                .expect("enqueue");
+        }
+    }
+    producer.flush(Duration::from_secs(30)).expect("flush");
+}
+
+/// A KIP-848 consumer (librdkafka's `group.protocol=consumer`).
+fn member(addr: &str, group: &str, topic: &str) -> BaseConsumer {
+    let c: BaseConsumer = group_client_config(addr, group, &[("group.protocol", "consumer")])
+        // The classic protocol's settings are refused with the new one.
+        .remove("session.timeout.ms")
+        .remove("heartbeat.interval.ms")
+        .create()
+        .expect("consumer");
+    c.subscribe(&[topic]).expect("subscribe");
+    c
+}
+
+/// The partitions `c` is assigned now.
+fn assigned(c: &BaseConsumer) -> BTreeSet<i32> {
+    c.assignment()
+        .map(|l| l.elements().iter().map(|e| e.partition()).collect())
+        .unwrap_or_default()
+}
+
+/// Polls every consumer until `done` holds for their assignments (records
+/// read are counted per consumer into `seen`).
+fn settle(
+    cs: &[&BaseConsumer],
+    seen: &mut [Vec<(i32, i64)>],
+    what: &str,
+    done: impl Fn(&[BTreeSet<i32>]) -> bool,
+) -> Vec<BTreeSet<i32>> {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        for (i, c) in cs.iter().enumerate() {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+                seen[i].push((m.partition(), m.offset()));
+            }
+        }
+        let now: Vec<BTreeSet<i32>> = cs.iter().map(|c| assigned(c)).collect();
+        // Never one partition in two assignments at once.
+        let mut all = BTreeSet::new();
+        for a in &now {
+            for p in a {
+                assert!(all.insert(*p), "partition {p} assigned twice: {now:?}");
+            }
+        }
+        if done(&now) {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {what}; assignments {now:?}"
+        );
+    }
+}
+
+/// One member reads everything, a second joins and the partitions split
+/// 3/3 (the `uniform` assignor), offsets commit with the member epoch, and
+/// the first takes all back when the second leaves. Gives what was seen.
+fn two_members(addr: &str) -> Vec<String> {
+    let topic = "cgp-share";
+    let group = "cgp-share-group";
+    topic_with_records(addr, topic);
+    let mut out = Vec::new();
+    let a = member(addr, group, topic);
+    let mut seen = vec![Vec::new(), Vec::new()];
+    let full: BTreeSet<i32> = (0..PARTITIONS).collect();
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the first member gets every partition",
+        |n| n[0] == full,
+    );
+    let deadline = Instant::now() + SETTLE;
+    while seen[0].len() < PARTITIONS as usize * PER_PARTITION {
+        if let Some(Ok(m)) = a.poll(Duration::from_millis(100)) {
+            seen[0].push((m.partition(), m.offset()));
+        }
+        assert!(Instant::now() < deadline, "read {} records", seen[0].len());
+    }
+    let distinct: BTreeSet<(i32, i64)> = seen[0].iter().copied().collect();
+    out.push(format!(
+        "alone: {} records, {} distinct",
+        seen[0].len(),
+        distinct.len()
+    ));
+    a.commit_consumer_state(CommitMode::Sync)
+        .expect("commit with the member epoch");
+    out.push("commit: ok".to_string());
+    let b = member(addr, group, topic);
+    let split = settle(
+        &[&a, &b],
+        &mut seen,
+        "the partitions split between two members",
+        |n| n[0].len() == 3 && n[1].len() == 3,
+    );
+    out.push(format!(
+        "two members: {} + {}",
+        split[0].len(),
+        split[1].len()
+    ));
+    drop(b);
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the first member takes every partition back",
+        |n| n[0] == full,
+    );
+    out.push("second left: the first holds all 6".to_string());
+    let committed = a
+        .committed(Duration::from_secs(10))
+        .expect("committed offsets");
+    let sum: i64 = committed
+        .elements()
+        .iter()
+        .map(|e| e.offset().to_raw().unwrap_or(-1))
+        .sum();
+    out.push(format!("committed total: {sum}"));
+    out
+}
+
+/// ConsumerGroupHeartbeat v1 of a join.
+fn join(group: &str, member_id: &str, topic: &str) -> kp::ConsumerGroupHeartbeatRequest {
+    kp::ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(s(group).into())
+        .with_member_id(s(member_id))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![s(topic).into()]))
+        .with_topic_partitions(Some(vec![]))
+}
+
+/// Raw ConsumerGroupHeartbeat and ConsumerGroupDescribe answers (codes and
+/// the messages clients rely on).
+fn raw_answers(addr: &str) -> Vec<String> {
+    let topic = "cgp-raw";
+    let group = "cgp-raw-group";
+    topic_with_records(addr, topic);
+    let mut c = RawConn::new(addr);
+    let mut out = Vec::new();
+    // FindCoordinator makes the broker create `__consumer_offsets`; the
+    // group's coordinator then loads its partition (retriable codes).
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let r = c.call(
+            4,
+            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
+        );
+        if r.coordinators.first().is_some_and(|k| k.error_code == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FindCoordinator: {r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let joined = loop {
+        let r = c.call(1, &join(group, "m-1-aaaaaaaaaaaaaaaaaaaa", topic));
+        if r.error_code == 0 {
+            break r;
+        }
+        assert!(
+            matches!(r.error_code, 14..=16) && Instant::now() < deadline,
+            "join: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    out.push(format!(
+        "join: epoch {} partitions {}",
+        joined.member_epoch,
+        joined.assignment.as_ref().map_or(0, |a| a
+            .topic_partitions
+            .iter()
+            .map(|t| t.partitions.len())
+            .sum())
+    ));
+    let r = c.call(
+        1,
+        &join(group, "m-2-bbbbbbbbbbbbbbbbbbbb", topic).with_server_assignor(Some(s("nope"))),
+    );
+    out.push(format!("unknown assignor: {}", r.error_code));
+    let r = c.call(1, &join(group, "", topic));
+    out.push(format!("v1 join without a member id: {}", r.error_code));
+    let r = c.call(
+        1,
+        &kp::ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s("m-9-zzzzzzzzzzzzzzzzzzzz"))
+            .with_member_epoch(1)
+            .with_rebalance_timeout_ms(-1),
+    );
+    out.push(format!("unknown member: {}", r.error_code));
+    let r = c.call(
+        1,
+        &kp::ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s("m-1-aaaaaaaaaaaaaaaaaaaa"))
+            .with_member_epoch(joined.member_epoch + 5)
+            .with_rebalance_timeout_ms(-1),
+    );
+    out.push(format!("epoch ahead: {}", r.error_code));
+    // A classic group of another id (a plain offset commit creates it).
+    let commit = kp::OffsetCommitRequest::default()
+        .with_group_id(s("cgp-classic").into())
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![
+            kp::offset_commit_request::OffsetCommitRequestTopic::default()
+                .with_name(s(topic).into())
+                .with_partitions(vec![
+                    kp::offset_commit_request::OffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(1),
+                ]),
+        ]);
+    let r = c.call(8, &commit);
+    out.push(format!(
+        "classic commit: {}",
+        r.topics[0].partitions[0].error_code
+    ));
+    let r = c.call(
+        1,
+        &kp::ConsumerGroupDescribeRequest::default().with_group_ids(vec![
+            s(group).into(),
+            s("cgp-classic").into(),
+            s("cgp-none").into(),
+        ]),
+    );
+    // Kafka answers the groups in its own order (by coordinator
+    // partition): compared in group order.
+    let mut groups: Vec<_> = r.groups.iter().collect();
+    groups.sort_by_key(|g| g.group_id.0.to_string());
+    for g in groups {
+        out.push(format!(
+            "describe {}: {} {:?} state {} members {}",
+            g.group_id.0,
+            g.error_code,
+            g.error_message.as_ref().map(|m| m.to_string()),
+            g.group_state,
+            g.members.len()
+        ));
+    }
+    // Leaving: epoch -1 answered with -1.
+    let r = c.call(
+        1,
+        &kp::ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s("m-1-aaaaaaaaaaaaaaaaaaaa"))
+            .with_member_epoch(-1)
+            .with_rebalance_timeout_ms(-1),
+    );
+    out.push(format!("leave: {} epoch {}", r.error_code, r.member_epoch));
+    out
+}
+
+const EXPECTED_TWO: &[&str] = &[
+    "alone: 60 records, 60 distinct",
+    "commit: ok",
+    "two members: 3 + 3",
+    "second left: the first holds all 6",
+    "committed total: 60",
+];
+
+const EXPECTED_RAW: &[&str] = &[
+    "join: epoch 2 partitions 6",
+    "unknown assignor: 112",
+    "v1 join without a member id: 42",
+    "unknown member: 25",
+    "epoch ahead: 110",
+    "classic commit: 0",
+    "describe cgp-classic: 69 Some(\"Group cgp-classic is not a consumer group.\") state  members 0",
+    "describe cgp-none: 69 Some(\"Group cgp-none not found.\") state  members 0",
+    "describe cgp-raw-group: 0 None state Stable members 1",
+    "leave: 0 epoch -1",
+];
+
+/// Heartbeats every second instead of every five, on both brokers.
+const FAST: &[&str] = &[
+    "group.consumer.heartbeat.interval.ms=1000",
+    "offsets.topic.num.partitions=3",
+];
+
+#[test]
+fn consumer_protocol_members_share_partitions_as_on_kafka() {
+    let broker = Broker::start_with(FAST);
+    let fjord = two_members(&broker.bootstrap());
+    eprintln!("Fjord: {fjord:#?}");
+    if let Some(peer) = KafkaPeer::start(&[
+        "group.consumer.min.heartbeat.interval.ms=1000",
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+    ]) {
+        let kafka = two_members(&peer.addr);
+        eprintln!("Kafka: {kafka:#?}");
+        assert_eq!(kafka, EXPECTED_TWO, "Kafka's trace differs");
+    }
+    assert_eq!(fjord, EXPECTED_TWO);
+}
+
+#[test]
+fn consumer_group_heartbeat_and_describe_answer_as_kafka() {
+    let broker = Broker::start_with(FAST);
+    let fjord = raw_answers(&broker.bootstrap());
+    eprintln!("Fjord: {fjord:#?}");
+    if let Some(peer) = KafkaPeer::start(&[
+        "group.consumer.min.heartbeat.interval.ms=1000",
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+    ]) {
+        let kafka = raw_answers(&peer.addr);
+        eprintln!("Kafka: {kafka:#?}");
+        assert_eq!(kafka, EXPECTED_RAW, "Kafka's trace differs");
+    }
+    assert_eq!(fjord, EXPECTED_RAW);
+}
