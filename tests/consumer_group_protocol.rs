@@ -314,6 +314,238 @@ fn raw_answers(addr: &str) -> Vec<String> {
     out
 }
 
+/// A ConsumerGroupHeartbeat of member `id` at `epoch` owning `owned`
+/// partitions of `topic_id`.
+fn beat(
+    group: &str,
+    id: &str,
+    epoch: i32,
+    topic_id: uuid::Uuid,
+    owned: &[i32],
+) -> kp::ConsumerGroupHeartbeatRequest {
+    kp::ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(s(group).into())
+        .with_member_id(s(id))
+        .with_member_epoch(epoch)
+        .with_rebalance_timeout_ms(-1)
+        .with_topic_partitions(Some(vec![
+            kp::consumer_group_heartbeat_request::TopicPartitions::default()
+                .with_topic_id(topic_id)
+                .with_partitions(owned.to_vec()),
+        ]))
+}
+
+/// Repeats `call` until it gives error 0 (the coordinator loading its
+/// partition answers retriable codes); gives the answer.
+fn until_served<R: std::fmt::Debug>(what: &str, mut call: impl FnMut() -> (i16, R)) -> R {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let (code, r) = call();
+        if code == 0 {
+            return r;
+        }
+        assert!(
+            matches!(code, 14..=16) && Instant::now() < deadline,
+            "{what}: {code} {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A consumer group's members, epochs, assignment and committed offsets
+/// come back after the broker is killed (SIGKILL) and restarted: the
+/// records written before each heartbeat was answered are replayed when
+/// the coordinator loads its partition. Two members reconcile (the first
+/// revokes before the second is given anything), commit with their epoch,
+/// the broker dies, and after the restart each heartbeats on at its epoch
+/// with its partitions, ConsumerGroupDescribe shows the same group, and
+/// commits at older epochs follow KIP-1251 (accepted for a partition held
+/// since that epoch, STALE_MEMBER_EPOCH before it).
+#[test]
+fn consumer_groups_survive_a_kill_and_restart() {
+    let mut broker = Broker::start_with(FAST);
+    let addr = broker.bootstrap();
+    let (topic, group) = ("cgp-restart", "cgp-restart-group");
+    topic_with_records(&addr, topic);
+    let mut c = RawConn::new(&addr);
+    until_served("FindCoordinator", || {
+        let r = c.call(
+            4,
+            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
+        );
+        (r.coordinators[0].error_code, ())
+    });
+    let first = until_served("join", || {
+        let r = c.call(1, &join(group, "m-a-aaaaaaaaaaaaaaaaaaaa", topic));
+        (r.error_code, r)
+    });
+    let assignment = first.assignment.expect("the first member's assignment");
+    let topic_id = assignment.topic_partitions[0].topic_id;
+    assert_eq!(
+        assignment.topic_partitions[0].partitions.len(),
+        PARTITIONS as usize
+    );
+    let a_epoch = first.member_epoch;
+    // The second member joins: nothing for it until the first revokes.
+    let b = c.call(1, &join(group, "m-b-bbbbbbbbbbbbbbbbbbbb", topic));
+    assert_eq!(b.error_code, 0);
+    let b_first: usize = b.assignment.as_ref().map_or(0, |a| {
+        a.topic_partitions.iter().map(|t| t.partitions.len()).sum()
+    });
+    assert_eq!(b_first, 0, "partitions the first member still owns: {b:?}");
+    let all: Vec<i32> = (0..PARTITIONS).collect();
+    let a = c.call(
+        1,
+        &beat(group, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch, topic_id, &all),
+    );
+    assert_eq!(a.error_code, 0);
+    let kept: Vec<i32> = a.assignment.as_ref().expect("revocation").topic_partitions[0]
+        .partitions
+        .clone();
+    assert_eq!(kept.len(), 3, "{a:?}");
+    assert_eq!(
+        a.member_epoch, a_epoch,
+        "the epoch waits for the revocation"
+    );
+    let a = c.call(
+        1,
+        &beat(group, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch, topic_id, &kept),
+    );
+    let a_epoch = a.member_epoch;
+    assert!(a_epoch > first.member_epoch, "{a:?}");
+    let b = c.call(
+        1,
+        &beat(
+            group,
+            "m-b-bbbbbbbbbbbbbbbbbbbb",
+            b.member_epoch,
+            topic_id,
+            &[],
+        ),
+    );
+    let got: Vec<i32> = b
+        .assignment
+        .as_ref()
+        .expect("the released partitions")
+        .topic_partitions[0]
+        .partitions
+        .clone();
+    assert_eq!(got.len(), 3, "{b:?}");
+    assert!(got.iter().all(|p| !kept.contains(p)), "{kept:?} {got:?}");
+    let b_epoch = b.member_epoch;
+    let commit = |id: &str, epoch: i32, partition: i32| {
+        kp::OffsetCommitRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s(id))
+            .with_generation_id_or_member_epoch(epoch)
+            .with_topics(vec![
+                kp::offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(s(topic).into())
+                    .with_partitions(vec![
+                        kp::offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(partition)
+                            .with_committed_offset(7),
+                    ]),
+            ])
+    };
+    let r = c.call(9, &commit("m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch, kept[0]));
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    let before = c.call(
+        1,
+        &kp::ConsumerGroupDescribeRequest::default().with_group_ids(vec![s(group).into()]),
+    );
+    drop(c);
+    broker.kill9();
+    broker.restart();
+    let addr = broker.bootstrap();
+    let mut c = RawConn::new(&addr);
+    let a = until_served("the first member after the restart", || {
+        let r = c.call(
+            1,
+            &beat(group, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch, topic_id, &kept),
+        );
+        (r.error_code, r)
+    });
+    assert_eq!(a.member_epoch, a_epoch);
+    let b = c.call(
+        1,
+        &beat(group, "m-b-bbbbbbbbbbbbbbbbbbbb", b_epoch, topic_id, &got),
+    );
+    assert_eq!((b.error_code, b.member_epoch), (0, b_epoch), "{b:?}");
+    let after = c.call(
+        1,
+        &kp::ConsumerGroupDescribeRequest::default().with_group_ids(vec![s(group).into()]),
+    );
+    let view = |d: &kp::ConsumerGroupDescribeResponse| {
+        let g = &d.groups[0];
+        let mut members: Vec<(String, i32, Vec<i32>)> = g
+            .members
+            .iter()
+            .map(|m| {
+                (
+                    m.member_id.to_string(),
+                    m.member_epoch,
+                    m.assignment
+                        .topic_partitions
+                        .iter()
+                        .flat_map(|t| t.partitions.clone())
+                        .collect(),
+                )
+            })
+            .collect();
+        members.sort();
+        (
+            g.error_code,
+            g.group_epoch,
+            g.assignment_epoch,
+            g.group_state.to_string(),
+            members,
+        )
+    };
+    assert_eq!(view(&after), view(&before));
+    // KIP-1251: an older epoch still commits a partition held since then
+    // (the member kept it from its first epoch) …
+    let r = c.call(
+        9,
+        &commit("m-a-aaaaaaaaaaaaaaaaaaaa", first.member_epoch, kept[0]),
+    );
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 0,
+        "assigned at that epoch"
+    );
+    // … not one from before it was assigned.
+    let r = c.call(
+        9,
+        &commit("m-a-aaaaaaaaaaaaaaaaaaaa", first.member_epoch - 1, kept[0]),
+    );
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 113,
+        "STALE_MEMBER_EPOCH"
+    );
+    // The second member's partitions were assigned at its current epoch.
+    let r = c.call(9, &commit("m-b-bbbbbbbbbbbbbbbbbbbb", b_epoch - 1, got[0]));
+    assert_eq!(
+        r.topics[0].partitions[0].error_code, 113,
+        "STALE_MEMBER_EPOCH"
+    );
+    let fetched = c.call(
+        9,
+        &kp::OffsetFetchRequest::default().with_groups(vec![
+            kp::offset_fetch_request::OffsetFetchRequestGroup::default()
+                .with_group_id(s(group).into())
+                .with_topics(Some(vec![
+                    kp::offset_fetch_request::OffsetFetchRequestTopics::default()
+                        .with_name(s(topic).into())
+                        .with_partition_indexes(vec![kept[0]]),
+                ])),
+        ]),
+    );
+    assert_eq!(
+        fetched.groups[0].topics[0].partitions[0].committed_offset,
+        7
+    );
+}
+
 const EXPECTED_TWO: &[&str] = &[
     "alone: 60 records, 60 distinct",
     "commit: ok",
