@@ -210,8 +210,15 @@ final class GroupChecks {
         String group = ctx.name("grp-" + assignor);
         ctx.createTopic(topic, parts, null);
         Set<TopicPartition> all = new HashSet<>(partitions(topic, parts));
-        Map<String, Object> extra = Map.of(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignorClass(assignor),
-                ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "25");
+        // "consumer-<name>": the consumer group protocol (KIP-848), the
+        // broker assigning with its assignor <name>; otherwise the classic
+        // protocol with the client's assignor.
+        Map<String, Object> extra = assignor.startsWith("consumer-")
+                ? Map.of(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer",
+                        ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, assignor.substring("consumer-".length()),
+                        ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "25")
+                : Map.of(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, assignorClass(assignor),
+                        ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "25");
 
         Member a = new Member("a", ctx.consumer(group, extra));
         Member b = new Member("b", ctx.consumer(group, extra));

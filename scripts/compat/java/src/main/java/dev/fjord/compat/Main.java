@@ -21,7 +21,7 @@ import dev.fjord.compat.Support.Ctx;
  *                               (SecureChecks.runOAuth; the listener and files from the environment)
  *   COMPAT_BROKER=fjord|kafka   which broker this is (known Fjord differences
  *                               are skipped, loudly, only for fjord)
- *   COMPAT_JAVA_BUDGET=100      seconds for all checks; later ones are not run
+ *   COMPAT_JAVA_BUDGET=150      seconds for all checks; later ones are not run
  *   COMPAT_RUN_KNOWN=1          run the checks listed as known differences too
  */
 public final class Main {
@@ -45,6 +45,7 @@ public final class Main {
         CHECKS.put("group-roundrobin", ctx -> GroupChecks.assignor(ctx, "roundrobin"));
         CHECKS.put("group-sticky", ctx -> GroupChecks.assignor(ctx, "sticky"));
         CHECKS.put("group-cooperative-sticky", ctx -> GroupChecks.assignor(ctx, "cooperative-sticky"));
+        CHECKS.put("group-consumer-protocol", ctx -> GroupChecks.assignor(ctx, "consumer-uniform"));
         CHECKS.put("group-static-rejoin-leader", ctx -> GroupChecks.staticMembership(ctx, true));
         CHECKS.put("group-static-rejoin-follower", ctx -> GroupChecks.staticMembership(ctx, false));
         CHECKS.put("offsets-commit", OffsetChecks::commit);
@@ -119,7 +120,7 @@ public final class Main {
         }
         String broker = System.getenv().getOrDefault("COMPAT_BROKER", "fjord");
         boolean runKnown = "1".equals(System.getenv("COMPAT_RUN_KNOWN"));
-        long budgetMs = Long.parseLong(System.getenv().getOrDefault("COMPAT_JAVA_BUDGET", "100")) * 1000;
+        long budgetMs = Long.parseLong(System.getenv().getOrDefault("COMPAT_JAVA_BUDGET", "150")) * 1000;
         String runId = UUID.randomUUID().toString().substring(0, 8);
         System.out.println("java-client: Kafka Java client " + clientVersion()
                 + " against " + broker + " at " + bootstrap + " (run " + runId + ")");

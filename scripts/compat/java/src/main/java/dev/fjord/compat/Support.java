@@ -113,6 +113,12 @@ final class Support {
 
         KafkaConsumer<String, String> consumer(String group, Map<String, Object> extra) {
             Properties p = consumerProps(group);
+            if ("consumer".equals(extra.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG))) {
+                // The consumer group protocol takes its timings from the
+                // broker; the client refuses these two with it.
+                p.remove(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG);
+                p.remove(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG);
+            }
             p.putAll(extra);
             return new KafkaConsumer<>(p);
         }
