@@ -544,6 +544,31 @@ fn consumer_groups_survive_a_kill_and_restart() {
         fetched.groups[0].topics[0].partitions[0].committed_offset,
         7
     );
+    // OffsetFetch v9 by a member: its current epoch reads, another is
+    // STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID.
+    let fetch_as = |c: &mut RawConn, id: &str, epoch: i32| {
+        let r = c.call(
+            9,
+            &kp::OffsetFetchRequest::default().with_groups(vec![
+                kp::offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(s(group).into())
+                    .with_member_id(Some(s(id)))
+                    .with_member_epoch(epoch)
+                    .with_topics(None),
+            ]),
+        );
+        r.groups[0].error_code
+    };
+    assert_eq!(fetch_as(&mut c, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch), 0);
+    assert_eq!(
+        fetch_as(&mut c, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch - 1),
+        113
+    );
+    assert_eq!(
+        fetch_as(&mut c, "m-a-aaaaaaaaaaaaaaaaaaaa", a_epoch + 1),
+        113
+    );
+    assert_eq!(fetch_as(&mut c, "m-z-zzzzzzzzzzzzzzzzzzzz", a_epoch), 25);
 }
 
 const EXPECTED_TWO: &[&str] = &[

@@ -220,3 +220,35 @@ pub fn check_commit(
         }
     }
 }
+
+/// The member check of an OffsetFetch v9+ to a consumer group (nothing for
+/// other groups), as Kafka's `ConsumerGroup.validateOffsetFetch`: without a
+/// member (epoch < 0, no member id: the admin client) anything may be read;
+/// otherwise the member must exist (UNKNOWN_MEMBER_ID) and send its current
+/// epoch (STALE_MEMBER_EPOCH for any other).
+pub fn check_fetch(
+    core: &GroupCore,
+    group_id: &str,
+    member_id: &str,
+    member_epoch: i32,
+) -> Result<(), GroupError> {
+    if !core.consumer.contains(group_id) || (member_epoch < 0 && member_id.is_empty()) {
+        return Ok(());
+    }
+    match core
+        .consumer
+        .check_commit(group_id, member_id, member_epoch, None, -1)
+    {
+        Ok(()) => Ok(()),
+        Err(GroupError::FencedMemberEpoch {
+            member_id,
+            epoch,
+            expected,
+        }) => Err(GroupError::StaleMemberEpoch {
+            member_id,
+            epoch,
+            expected,
+        }),
+        Err(e) => Err(e),
+    }
+}

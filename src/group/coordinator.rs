@@ -554,17 +554,22 @@ async fn commit_offsets(
 }
 
 /// Committed offsets of a group (see [`GroupCore::fetch_offsets`]), or
-/// COORDINATOR_LOAD_IN_PROGRESS for the whole group.
+/// COORDINATOR_LOAD_IN_PROGRESS for the whole group. `member`: the member
+/// id and epoch of an OffsetFetch v9+, checked when the group is a
+/// consumer group (KIP-848: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH).
 pub fn fetch_offsets(
     shard: &Rc<Shard>,
     group_id: &str,
     wanted: Option<Vec<(String, i32)>>,
     require_stable: bool,
+    member: Option<(String, i32)>,
 ) -> Result<Vec<FetchedOffset>, GroupError> {
-    Ok(ready(shard, group_id)?
-        .core
-        .borrow()
-        .fetch_offsets(group_id, wanted, require_stable))
+    let groups = ready(shard, group_id)?;
+    let core = groups.core.borrow();
+    if let Some((member_id, epoch)) = member {
+        super::consumer_coordinator::check_fetch(&core, group_id, &member_id, epoch)?;
+    }
+    Ok(core.fetch_offsets(group_id, wanted, require_stable))
 }
 
 /// OffsetDelete: removes committed offsets of partitions the group is not

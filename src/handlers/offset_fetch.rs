@@ -32,6 +32,7 @@ async fn fetch_group(
     group: String,
     wanted: Option<Vec<(String, i32)>>,
     require_stable: bool,
+    member: Option<(String, i32)>,
 ) -> Result<GroupOffsets, i16> {
     access
         .check(Operation::Describe, ResourceType::Group, &group)
@@ -58,7 +59,7 @@ async fn fetch_group(
     let owner = group_owner(shard, &group).map_err(|e| e.code())?;
     let mut offsets = shard
         .invoke_on(owner, move |s| async move {
-            coordinator::fetch_offsets(&s, &group, wanted, require_stable)
+            coordinator::fetch_offsets(&s, &group, wanted, require_stable, member)
         })
         .await
         .map_err(|e| e.code())?
@@ -99,12 +100,24 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             });
             let mut rg = OffsetFetchResponseGroup::default();
             rg.group_id = g.group_id.clone();
+            // v9 (KIP-848): the member's id and epoch, checked against a
+            // consumer group's member.
+            let member = (version >= 9).then(|| {
+                (
+                    g.member_id
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_default(),
+                    g.member_epoch,
+                )
+            });
             match fetch_group(
                 shard,
                 &access,
                 g.group_id.0.to_string(),
                 wanted,
                 req.require_stable,
+                member,
             )
             .await
             {
@@ -166,6 +179,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         req.group_id.0.to_string(),
         wanted,
         req.require_stable,
+        None,
     )
     .await
     {
