@@ -190,7 +190,7 @@ impl Node {
         let wanted: Option<Vec<(String, i32)>> =
             wanted.map(|w| w.iter().map(|(t, p)| (t.to_string(), *p)).collect());
         let got = self.on(self.group_shard(group), move |s| async move {
-            coordinator::fetch_offsets(&s, &g, wanted, true)
+            coordinator::fetch_offsets(&s, &g, wanted, true, None)
                 .map(|v| {
                     let mut v: Vec<(String, i32, i64)> = v
                         .into_iter()
