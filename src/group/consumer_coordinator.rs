@@ -154,7 +154,13 @@ pub fn topics_changed(shard: &Rc<Shard>) {
     let groups = GroupCoordinator::here();
     let mut effects = Vec::new();
     let records = {
-        let mut core = groups.core.borrow_mut();
+        // Images are applied from the shard's own tasks, never while the
+        // core is borrowed; were it so, the groups would take the change at
+        // their next epoch bump.
+        let Ok(mut core) = groups.core.try_borrow_mut() else {
+            log::warn!("consumer groups busy: topic change not applied now");
+            return;
+        };
         if core.consumer.is_empty() {
             return;
         }
