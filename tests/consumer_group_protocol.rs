@@ -631,3 +631,170 @@ fn consumer_group_heartbeat_and_describe_answer_as_kafka() {
     }
     assert_eq!(fjord, EXPECTED_RAW);
 }
+
+/// Creates `topic` with `partitions` partitions (no records).
+fn create_topic(c: &mut RawConn, topic: &str, partitions: i32) {
+    let req = kp::CreateTopicsRequest::default()
+        .with_timeout_ms(10_000)
+        .with_topics(vec![kp::create_topics_request::CreatableTopic::default()
+            .with_name(s(topic).into())
+            .with_num_partitions(partitions)
+            .with_replication_factor(1)]);
+    let r = c.call(7, &req);
+    assert_eq!(r.topics[0].error_code, 0, "CreateTopics: {r:?}");
+}
+
+/// A member seen through its heartbeats: its epoch and what it was last
+/// assigned (by topic id), which it reports as owned.
+struct RegexMember {
+    group: String,
+    id: String,
+    epoch: i32,
+    owned: Vec<kp::consumer_group_heartbeat_request::TopicPartitions>,
+}
+
+impl RegexMember {
+    fn partitions(&self) -> usize {
+        self.owned.iter().map(|t| t.partitions.len()).sum()
+    }
+
+    /// Heartbeats every 200 ms at the member's epoch with what it owns
+    /// until it is assigned `want` partitions.
+    fn poll_until(&mut self, c: &mut RawConn, want: usize) {
+        let deadline = Instant::now() + SETTLE;
+        while self.partitions() != want {
+            assert!(
+                Instant::now() < deadline,
+                "{} partitions at epoch {}, {want} expected",
+                self.partitions(),
+                self.epoch
+            );
+            std::thread::sleep(Duration::from_millis(200));
+            let r = c.call(
+                1,
+                &kp::ConsumerGroupHeartbeatRequest::default()
+                    .with_group_id(s(&self.group).into())
+                    .with_member_id(s(&self.id))
+                    .with_member_epoch(self.epoch)
+                    .with_rebalance_timeout_ms(-1)
+                    .with_topic_partitions(Some(self.owned.clone())),
+            );
+            assert_eq!(r.error_code, 0, "heartbeat: {r:?}");
+            self.take(&r);
+        }
+    }
+
+    /// Takes a heartbeat answer's epoch and assignment (none: unchanged).
+    fn take(&mut self, r: &kp::ConsumerGroupHeartbeatResponse) {
+        self.epoch = r.member_epoch;
+        if let Some(a) = &r.assignment {
+            self.owned = a
+                .topic_partitions
+                .iter()
+                .map(|t| {
+                    kp::consumer_group_heartbeat_request::TopicPartitions::default()
+                        .with_topic_id(t.topic_id)
+                        .with_partitions(t.partitions.clone())
+                })
+                .collect();
+        }
+    }
+}
+
+/// A regex subscription follows the topics: created topics that match and
+/// partitions added to a matched topic reach the member at a higher epoch
+/// without it asking for anything.
+fn regex_follows_topics(addr: &str) -> Vec<String> {
+    let group = "cgp-re-group";
+    let mut c = RawConn::new(addr);
+    create_topic(&mut c, "cgp-re-a", 2);
+    let mut out = Vec::new();
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let r = c.call(
+            4,
+            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
+        );
+        if r.coordinators.first().is_some_and(|k| k.error_code == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FindCoordinator: {r:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let join = kp::ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(s(group).into())
+        .with_member_id(s("m-re-aaaaaaaaaaaaaaaaaaa"))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_regex(Some(s("cgp-re-.*")))
+        .with_topic_partitions(Some(vec![]));
+    let joined = loop {
+        let r = c.call(1, &join);
+        if r.error_code == 0 {
+            break r;
+        }
+        assert!(
+            matches!(r.error_code, 14..=16) && Instant::now() < deadline,
+            "join: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut m = RegexMember {
+        group: group.to_string(),
+        id: "m-re-aaaaaaaaaaaaaaaaaaa".to_string(),
+        epoch: 0,
+        owned: Vec::new(),
+    };
+    m.take(&joined);
+    m.poll_until(&mut c, 2);
+    out.push(format!("regex join: {} partitions", m.partitions()));
+    let before = m.epoch;
+    create_topic(&mut c, "cgp-re-b", 3);
+    m.poll_until(&mut c, 5);
+    out.push(format!(
+        "cgp-re-b created: {} partitions, epoch grew: {}",
+        m.partitions(),
+        m.epoch > before
+    ));
+    let before = m.epoch;
+    let req = kp::CreatePartitionsRequest::default()
+        .with_timeout_ms(15_000)
+        .with_topics(vec![
+            kp::create_partitions_request::CreatePartitionsTopic::default()
+                .with_name(s("cgp-re-a").into())
+                .with_count(4)
+                .with_assignments(None),
+        ]);
+    let r = c.call(3, &req);
+    assert_eq!(r.results[0].error_code, 0, "CreatePartitions: {r:?}");
+    m.poll_until(&mut c, 7);
+    out.push(format!(
+        "cgp-re-a grown to 4: {} partitions, epoch grew: {}",
+        m.partitions(),
+        m.epoch > before
+    ));
+    out
+}
+
+const EXPECTED_REGEX: &[&str] = &[
+    "regex join: 2 partitions",
+    "cgp-re-b created: 5 partitions, epoch grew: true",
+    "cgp-re-a grown to 4: 7 partitions, epoch grew: true",
+];
+
+#[test]
+fn regex_subscription_follows_created_and_grown_topics() {
+    let broker = Broker::start_with(FAST);
+    let fjord = regex_follows_topics(&broker.bootstrap());
+    eprintln!("Fjord: {fjord:#?}");
+    if let Some(peer) = KafkaPeer::start(&[
+        "group.consumer.min.heartbeat.interval.ms=1000",
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+    ]) {
+        let kafka = regex_follows_topics(&peer.addr);
+        eprintln!("Kafka: {kafka:#?}");
+        assert_eq!(kafka, EXPECTED_REGEX, "Kafka's trace differs");
+    }
+    assert_eq!(fjord, EXPECTED_REGEX);
+}

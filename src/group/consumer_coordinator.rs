@@ -15,7 +15,7 @@ use super::consumer::records::ConsumerRecord;
 use super::consumer::{
     ConsumerGroupConfig, DescribedGroup, HeartbeatAnswer, HeartbeatArgs, TopicInfo, TopicsView,
 };
-use super::coordinator::{apply, ready, write_records};
+use super::coordinator::{apply, ready, write_records, GroupCoordinator};
 use super::error::GroupError;
 use super::membership::GroupCore;
 use super::state::GroupState;
@@ -142,6 +142,43 @@ pub fn on_deadline(
         .on_deadline(&cfg, group_id, &topics, now_ms(), &mut effects);
     persist(shard, group_id, records);
     effects
+}
+
+/// The applied metadata image changed the topics: the consumer groups of
+/// this shard's loaded `__consumer_offsets` partitions subscribed to a
+/// changed topic (or whose regexes now match other topics) bump their epoch
+/// and get a new target; each group's records are appended in order, in
+/// the background, and the timers armed. Nothing when the shard holds no
+/// consumer group.
+pub fn topics_changed(shard: &Rc<Shard>) {
+    let groups = GroupCoordinator::here();
+    let mut effects = Vec::new();
+    let records = {
+        // Images are applied from the shard's own tasks, never while the
+        // core is borrowed; were it so, the groups would take the change at
+        // their next epoch bump.
+        let Ok(mut core) = groups.core.try_borrow_mut() else {
+            log::warn!("consumer groups busy: topic change not applied now");
+            return;
+        };
+        if core.consumer.is_empty() {
+            return;
+        }
+        let topics = ImageTopics(shard.metadata());
+        core.consumer
+            .topics_changed(&topics, now_ms(), &mut effects)
+    };
+    let mut by_group: Vec<(String, Vec<ConsumerRecord>)> = Vec::new();
+    for r in records {
+        match by_group.iter_mut().find(|(g, _)| g == r.group_id()) {
+            Some((_, rs)) => rs.push(r),
+            None => by_group.push((r.group_id().to_string(), vec![r])),
+        }
+    }
+    for (group_id, records) in by_group {
+        persist(shard, &group_id, records);
+    }
+    apply(shard, effects);
 }
 
 /// Appends `records` of `group_id` in the background (nothing waits).

@@ -236,6 +236,10 @@ impl LeadershipListener for OffsetsLeadership {
             GroupCoordinator::here().resign(shard, part);
         }
     }
+
+    fn topics_changed(&self, shard: &Rc<Shard>) {
+        super::consumer_coordinator::topics_changed(shard);
+    }
 }
 
 // ---------------------------------------------------------------- effects

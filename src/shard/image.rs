@@ -56,10 +56,13 @@ impl Shard {
                 return Ok(());
             }
         }
-        self.metadata.replace(image.clone());
+        let previous = self.metadata.replace(image.clone());
         self.drop_removed(&image, settled);
         self.open_assigned(&image);
         self.metadata_applied.notify_all();
+        if !same_topics(&previous, &image) {
+            self.topics_changed();
+        }
         Ok(())
     }
 
@@ -171,4 +174,19 @@ impl Shard {
             }
         }
     }
+}
+
+/// Whether two images hold the same topics: the same names, ids and
+/// partition counts (settings, replicas and leaders aside). Cheap: images
+/// change far more often than their topics do.
+fn same_topics(a: &MetadataImage, b: &MetadataImage) -> bool {
+    a.topics.len() == b.topics.len()
+        && a.topics
+            .iter()
+            .zip(b.topics.iter())
+            .all(|((na, ta), (nb, tb))| {
+                na == nb
+                    && (std::sync::Arc::ptr_eq(ta, tb)
+                        || (ta.id == tb.id && ta.partitions == tb.partitions))
+            })
 }

@@ -6,7 +6,9 @@
 //! every listener when an image makes this broker the leader of a partition
 //! it owns (newly opened as leader, or a follower promoted) and when it
 //! stops leading one (Kafka's `onElection` / `onResignation` callbacks of
-//! its coordinators). Listeners filter the topics they care about.
+//! its coordinators). Listeners filter the topics they care about. They are
+//! also told when an image changes the topics themselves (created, deleted,
+//! grown), which the consumer group protocol follows.
 
 use std::rc::Rc;
 
@@ -23,6 +25,9 @@ pub trait LeadershipListener {
     fn became_leader(&self, shard: &Rc<Shard>, part: &Rc<Partition>);
     /// This broker no longer leads `part` (another broker does, or none).
     fn resigned(&self, shard: &Rc<Shard>, part: &Rc<Partition>);
+    /// An applied image changed the topics (one was created or deleted, or
+    /// gained partitions). Nothing by default.
+    fn topics_changed(&self, _shard: &Rc<Shard>) {}
 }
 
 impl Shard {
@@ -46,6 +51,17 @@ impl Shard {
             } else {
                 l.resigned(&me, part);
             }
+        }
+    }
+
+    /// Tells every listener that the applied image changed the topics.
+    pub(super) fn topics_changed(&self) {
+        let Ok(me) = super::current() else {
+            return;
+        };
+        let listeners: Vec<Rc<dyn LeadershipListener>> = self.leadership_listeners.borrow().clone();
+        for l in listeners {
+            l.topics_changed(&me);
         }
     }
 }

@@ -224,6 +224,11 @@ pub struct ConsumerGroups {
 }
 
 impl ConsumerGroups {
+    /// Whether no consumer group is held here.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
     /// Whether `group_id` is a consumer group here.
     pub fn contains(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id)
