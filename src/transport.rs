@@ -284,35 +284,11 @@ impl TlsState {
         if self.pending.capacity() - self.pending.len() < WAIT_WINDOW {
             self.pending.reserve(CIPHER_CHUNK);
         }
-        loop {
-            let spare = self.pending.spare_capacity_mut();
-            // SAFETY: the pointer and length describe `pending`'s spare
-            // capacity, which recv writes at most `len` bytes into;
-            // `set_len` covers only the bytes the kernel initialised.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    spare.as_mut_ptr() as *mut libc::c_void,
-                    spare.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n >= 0 {
-                let n = n as usize;
-                // SAFETY: recv initialised the first `n` spare bytes.
-                unsafe { self.pending.set_len(self.pending.len() + n) };
-                if n == 0 {
-                    self.eof = true;
-                }
-                return Ok(Some(n));
-            }
-            let err = io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EAGAIN) => return Ok(None),
-                Some(libc::EINTR) => continue,
-                _ => return Err(err),
-            }
+        let got = recv_spare(fd, &mut self.pending)?;
+        if got == Some(0) {
+            self.eof = true;
         }
+        Ok(got)
     }
 
     /// [`TlsState::absorb`] of ciphertext already in `pending`; true when
@@ -356,6 +332,39 @@ impl TlsState {
                     Err(e)
                 }
             };
+        }
+    }
+}
+
+/// Receives what socket `fd` holds now into the spare capacity of `buf`
+/// (recv(2) with MSG_DONTWAIT, no zero-fill; the caller makes the room):
+/// gives the bytes received, None when nothing is ready, `Some(0)` at EOF.
+/// Shared by the plaintext receive path (`net::connection`) and TLS's.
+pub fn recv_spare(fd: i32, buf: &mut BytesMut) -> io::Result<Option<usize>> {
+    loop {
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: the pointer and length describe `buf`'s spare capacity,
+        // which recv writes at most `len` bytes into; `set_len` covers only
+        // the bytes the kernel initialised.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                spare.as_mut_ptr() as *mut libc::c_void,
+                spare.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            let n = n as usize;
+            // SAFETY: recv initialised the first `n` spare bytes.
+            unsafe { buf.set_len(buf.len() + n) };
+            return Ok(Some(n));
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(libc::EAGAIN) => return Ok(None),
+            Some(libc::EINTR) => continue,
+            _ => return Err(err),
         }
     }
 }

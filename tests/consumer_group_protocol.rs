@@ -598,38 +598,33 @@ const FAST: &[&str] = &[
     "offsets.topic.num.partitions=3",
 ];
 
-#[test]
-fn consumer_protocol_members_share_partitions_as_on_kafka() {
+/// Runs `scenario` on Fjord and, when installed, on Kafka 4.4 with the same
+/// settings (Kafka also needs its minimum heartbeat lowered); both traces
+/// must be `expected`.
+fn on_both(scenario: fn(&str) -> Vec<String>, expected: &[&str]) {
     let broker = Broker::start_with(FAST);
-    let fjord = two_members(&broker.bootstrap());
+    let fjord = scenario(&broker.bootstrap());
     eprintln!("Fjord: {fjord:#?}");
     if let Some(peer) = KafkaPeer::start(&[
         "group.consumer.min.heartbeat.interval.ms=1000",
         "group.consumer.heartbeat.interval.ms=1000",
         "offsets.topic.num.partitions=3",
     ]) {
-        let kafka = two_members(&peer.addr);
+        let kafka = scenario(&peer.addr);
         eprintln!("Kafka: {kafka:#?}");
-        assert_eq!(kafka, EXPECTED_TWO, "Kafka's trace differs");
+        assert_eq!(kafka, expected, "Kafka's trace differs");
     }
-    assert_eq!(fjord, EXPECTED_TWO);
+    assert_eq!(fjord, expected);
+}
+
+#[test]
+fn consumer_protocol_members_share_partitions_as_on_kafka() {
+    on_both(two_members, EXPECTED_TWO);
 }
 
 #[test]
 fn consumer_group_heartbeat_and_describe_answer_as_kafka() {
-    let broker = Broker::start_with(FAST);
-    let fjord = raw_answers(&broker.bootstrap());
-    eprintln!("Fjord: {fjord:#?}");
-    if let Some(peer) = KafkaPeer::start(&[
-        "group.consumer.min.heartbeat.interval.ms=1000",
-        "group.consumer.heartbeat.interval.ms=1000",
-        "offsets.topic.num.partitions=3",
-    ]) {
-        let kafka = raw_answers(&peer.addr);
-        eprintln!("Kafka: {kafka:#?}");
-        assert_eq!(kafka, EXPECTED_RAW, "Kafka's trace differs");
-    }
-    assert_eq!(fjord, EXPECTED_RAW);
+    on_both(raw_answers, EXPECTED_RAW);
 }
 
 /// Creates `topic` with `partitions` partitions (no records).
@@ -784,17 +779,5 @@ const EXPECTED_REGEX: &[&str] = &[
 
 #[test]
 fn regex_subscription_follows_created_and_grown_topics() {
-    let broker = Broker::start_with(FAST);
-    let fjord = regex_follows_topics(&broker.bootstrap());
-    eprintln!("Fjord: {fjord:#?}");
-    if let Some(peer) = KafkaPeer::start(&[
-        "group.consumer.min.heartbeat.interval.ms=1000",
-        "group.consumer.heartbeat.interval.ms=1000",
-        "offsets.topic.num.partitions=3",
-    ]) {
-        let kafka = regex_follows_topics(&peer.addr);
-        eprintln!("Kafka: {kafka:#?}");
-        assert_eq!(kafka, EXPECTED_REGEX, "Kafka's trace differs");
-    }
-    assert_eq!(fjord, EXPECTED_REGEX);
+    on_both(regex_follows_topics, EXPECTED_REGEX);
 }

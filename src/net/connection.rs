@@ -96,30 +96,7 @@ fn try_recv(
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
     }
-    loop {
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: as in `recv_into`: recv writes at most `len` bytes into the
-        // spare capacity; `set_len` covers only what it wrote.
-        let n = unsafe {
-            libc::recv(
-                std::os::fd::AsRawFd::as_raw_fd(stream),
-                spare.as_mut_ptr() as *mut libc::c_void,
-                spare.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n >= 0 {
-            // SAFETY: recv initialised the first `n` bytes of the spare capacity.
-            unsafe { buf.set_len(buf.len() + n as usize) };
-            return Ok(Some(n as usize));
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EAGAIN) => return Ok(None),
-            Some(libc::EINTR) => continue,
-            _ => return Err(err),
-        }
-    }
+    crate::transport::recv_spare(std::os::fd::AsRawFd::as_raw_fd(stream), buf)
 }
 
 /// Produce requests dispatched and not yet answered, oldest first. Dropped
@@ -211,47 +188,24 @@ async fn recv_into(
     if buf.capacity() - buf.len() < 4096 {
         buf.reserve(READ_CHUNK.min(max_frame + 4).max(4096));
     }
-    loop {
-        let spare = buf.spare_capacity_mut();
-        let fd = std::os::fd::AsRawFd::as_raw_fd(stream);
-        // SAFETY: the pointer and length describe `buf`'s spare capacity,
-        // which recv writes at most `len` bytes into; `set_len` below covers
-        // only the `n` bytes the kernel initialised.
-        let n = unsafe {
-            libc::recv(
-                fd,
-                spare.as_mut_ptr() as *mut libc::c_void,
-                spare.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if n >= 0 {
-            let n = n as usize;
-            // SAFETY: recv initialised the first `n` bytes of the spare capacity.
+    match crate::transport::recv_spare(std::os::fd::AsRawFd::as_raw_fd(stream), buf)? {
+        Some(n) => Ok(n),
+        None => {
+            // Nothing buffered: let glommio wait for readability and read
+            // the first bytes into a small zeroed window; the next call
+            // takes the rest with recv(2) again.
+            let spare = buf.spare_capacity_mut();
+            let k = spare.len().min(WAIT_WINDOW);
+            // SAFETY: `k` bytes of spare capacity are zero-initialised
+            // before a `&mut [u8]` is formed over them.
+            let window = unsafe {
+                std::ptr::write_bytes(spare.as_mut_ptr(), 0, k);
+                std::slice::from_raw_parts_mut(spare.as_mut_ptr() as *mut u8, k)
+            };
+            let n = stream.read(window).await?;
+            // SAFETY: the first `n` bytes of the window were written.
             unsafe { buf.set_len(buf.len() + n) };
-            return Ok(n);
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EAGAIN) => {
-                // Nothing buffered: let glommio wait for readability and read
-                // the first bytes into a small zeroed window; the next call
-                // takes the rest with recv(2) again.
-                let spare = buf.spare_capacity_mut();
-                let k = spare.len().min(WAIT_WINDOW);
-                // SAFETY: `k` bytes of spare capacity are zero-initialised
-                // before a `&mut [u8]` is formed over them.
-                let window = unsafe {
-                    std::ptr::write_bytes(spare.as_mut_ptr(), 0, k);
-                    std::slice::from_raw_parts_mut(spare.as_mut_ptr() as *mut u8, k)
-                };
-                let n = stream.read(window).await?;
-                // SAFETY: the first `n` bytes of the window were written.
-                unsafe { buf.set_len(buf.len() + n) };
-                return Ok(n);
-            }
-            Some(libc::EINTR) => continue,
-            _ => return Err(err),
+            Ok(n)
         }
     }
 }
