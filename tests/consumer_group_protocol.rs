@@ -202,31 +202,11 @@ fn raw_answers(addr: &str) -> Vec<String> {
     topic_with_records(addr, topic);
     let mut c = RawConn::new(addr);
     let mut out = Vec::new();
-    // FindCoordinator makes the broker create `__consumer_offsets`; the
-    // group's coordinator then loads its partition (retriable codes).
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let r = c.call(
-            4,
-            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
-        );
-        if r.coordinators.first().is_some_and(|k| k.error_code == 0) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "FindCoordinator: {r:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let joined = loop {
+    find_coordinator(&mut c, group);
+    let joined = until_served("join", || {
         let r = c.call(1, &join(group, "m-1-aaaaaaaaaaaaaaaaaaaa", topic));
-        if r.error_code == 0 {
-            break r;
-        }
-        assert!(
-            matches!(r.error_code, 14..=16) && Instant::now() < deadline,
-            "join: {r:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        (r.error_code, r)
+    });
     out.push(format!(
         "join: epoch {} partitions {}",
         joined.member_epoch,
@@ -352,6 +332,19 @@ fn until_served<R: std::fmt::Debug>(what: &str, mut call: impl FnMut() -> (i16, 
     }
 }
 
+/// FindCoordinator for `group` until it is answered: it makes the broker
+/// create `__consumer_offsets`, whose partitions then load (retriable
+/// codes meanwhile).
+fn find_coordinator(c: &mut RawConn, group: &str) {
+    until_served("FindCoordinator", || {
+        let r = c.call(
+            4,
+            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
+        );
+        (r.coordinators[0].error_code, ())
+    });
+}
+
 /// A consumer group's members, epochs, assignment and committed offsets
 /// come back after the broker is killed (SIGKILL) and restarted: the
 /// records written before each heartbeat was answered are replayed when
@@ -368,13 +361,7 @@ fn consumer_groups_survive_a_kill_and_restart() {
     let (topic, group) = ("cgp-restart", "cgp-restart-group");
     topic_with_records(&addr, topic);
     let mut c = RawConn::new(&addr);
-    until_served("FindCoordinator", || {
-        let r = c.call(
-            4,
-            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
-        );
-        (r.coordinators[0].error_code, ())
-    });
+    find_coordinator(&mut c, group);
     let first = until_served("join", || {
         let r = c.call(1, &join(group, "m-a-aaaaaaaaaaaaaaaaaaaa", topic));
         (r.error_code, r)
@@ -704,18 +691,7 @@ fn regex_follows_topics(addr: &str) -> Vec<String> {
     let mut c = RawConn::new(addr);
     create_topic(&mut c, "cgp-re-a", 2);
     let mut out = Vec::new();
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let r = c.call(
-            4,
-            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
-        );
-        if r.coordinators.first().is_some_and(|k| k.error_code == 0) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "FindCoordinator: {r:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    find_coordinator(&mut c, group);
     let join = kp::ConsumerGroupHeartbeatRequest::default()
         .with_group_id(s(group).into())
         .with_member_id(s("m-re-aaaaaaaaaaaaaaaaaaa"))
@@ -723,17 +699,10 @@ fn regex_follows_topics(addr: &str) -> Vec<String> {
         .with_rebalance_timeout_ms(30_000)
         .with_subscribed_topic_regex(Some(s("cgp-re-.*")))
         .with_topic_partitions(Some(vec![]));
-    let joined = loop {
+    let joined = until_served("join", || {
         let r = c.call(1, &join);
-        if r.error_code == 0 {
-            break r;
-        }
-        assert!(
-            matches!(r.error_code, 14..=16) && Instant::now() < deadline,
-            "join: {r:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+        (r.error_code, r)
+    });
     let mut m = RegexMember {
         group: group.to_string(),
         id: "m-re-aaaaaaaaaaaaaaaaaaa".to_string(),
