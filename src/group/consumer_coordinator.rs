@@ -235,11 +235,7 @@ pub fn check_commit(
         return;
     }
     if member_epoch < 0 {
-        let empty = core
-            .consumer
-            .describe(group_id)
-            .is_none_or(|d| d.members.is_empty());
-        if !empty || !member_id.is_empty() {
+        if core.consumer.has_members(group_id) || !member_id.is_empty() {
             for p in partitions.iter_mut().filter(|p| p.error.is_none()) {
                 p.error = Some(GroupError::unknown_member(member_id));
             }

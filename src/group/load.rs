@@ -30,6 +30,13 @@ pub(crate) fn replay_record(
         }
         return false;
     }
+    let skip = |e: &dyn std::fmt::Display| {
+        log::warn!(
+            "skipping record at offset {} of __consumer_offsets-{partition}: {e}",
+            r.offset
+        );
+        false
+    };
     let key_version = key.first_chunk::<2>().map(|v| i16::from_be_bytes(*v));
     if let Some(3..=8 | 16) = key_version {
         use crate::group::consumer::records::ConsumerRecord;
@@ -38,13 +45,7 @@ pub(crate) fn replay_record(
                 core.consumer.replay(rec);
                 true
             }
-            Err(e) => {
-                log::warn!(
-                    "skipping record at offset {} of __consumer_offsets-{partition}: {e}",
-                    r.offset
-                );
-                false
-            }
+            Err(e) => skip(&e),
         };
     }
     match records::decode(key, r.value.as_ref()) {
@@ -67,13 +68,7 @@ pub(crate) fn replay_record(
             replay(core, rec, now);
             true
         }
-        Err(e) => {
-            log::warn!(
-                "skipping record at offset {} of __consumer_offsets-{partition}: {e}",
-                r.offset
-            );
-            false
-        }
+        Err(e) => skip(&e),
     }
 }
 

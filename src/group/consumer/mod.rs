@@ -229,6 +229,14 @@ impl ConsumerGroups {
         self.groups.is_empty()
     }
 
+    /// Whether the consumer group `group_id` has members (false for no
+    /// such group).
+    pub fn has_members(&self, group_id: &str) -> bool {
+        self.groups
+            .get(group_id)
+            .is_some_and(|g| !g.members.is_empty())
+    }
+
     /// Whether `group_id` is a consumer group here.
     pub fn contains(&self, group_id: &str) -> bool {
         self.groups.contains_key(group_id)

@@ -14,6 +14,14 @@ fn default_assignors() -> Vec<String> {
     ConsumerGroupConfig::default().assignors
 }
 
+/// The group a record names, created empty when it is the first record of
+/// it replayed.
+fn group_of(groups: &mut HashMap<String, Group>, group_id: String) -> &mut Group {
+    groups
+        .entry(group_id)
+        .or_insert_with(|| Group::new(default_assignors()))
+}
+
 /// Applies one record: 3, 5, 6, 7, 8 set or (tombstones) remove; 4 and 16
 /// are ignored (regexes are resolved again from the metadata image).
 pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord) {
@@ -23,9 +31,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 groups.remove(&group_id);
             }
             Some((epoch, hash)) => {
-                let g = groups
-                    .entry(group_id)
-                    .or_insert_with(|| Group::new(default_assignors()));
+                let g = group_of(groups, group_id);
                 g.epoch = epoch;
                 g.metadata_hash = hash;
             }
@@ -42,9 +48,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 }
             }
             Some(meta) => {
-                let g = groups
-                    .entry(group_id)
-                    .or_insert_with(|| Group::new(default_assignors()));
+                let g = group_of(groups, group_id);
                 let m = g.members.entry(member_id.clone()).or_default();
                 if let Some(old) = m.meta.instance_id.take() {
                     if g.instances.get(&old).is_some_and(|id| *id == member_id) {
@@ -58,9 +62,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
             }
         },
         ConsumerRecord::TargetAssignmentMetadata { group_id, value } => {
-            let g = groups
-                .entry(group_id)
-                .or_insert_with(|| Group::new(default_assignors()));
+            let g = group_of(groups, group_id);
             let (epoch, ts) = value.unwrap_or((0, 0));
             g.assignment_epoch = epoch;
             g.assignment_ts = ts;
@@ -76,9 +78,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 }
             }
             Some(parts) => {
-                let g = groups
-                    .entry(group_id)
-                    .or_insert_with(|| Group::new(default_assignors()));
+                let g = group_of(groups, group_id);
                 g.targets.insert(member_id, from_parts(&parts));
             }
         },
@@ -93,9 +93,7 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 }
             }
             Some(v) => {
-                let g = groups
-                    .entry(group_id)
-                    .or_insert_with(|| Group::new(default_assignors()));
+                let g = group_of(groups, group_id);
                 g.members.entry(member_id.clone()).or_default();
                 g.set_current(&member_id, current_from(&v));
             }
