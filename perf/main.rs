@@ -11,6 +11,7 @@ mod batch;
 mod limits;
 mod rate;
 mod scale;
+mod share;
 mod stats;
 mod txn;
 mod wire;
@@ -61,6 +62,9 @@ enum Cmd {
     /// Fixed modest produce load while the broker holds more and more
     /// partitions, then more and more idle connections; p99 per step.
     Scale(ScaleArgs),
+    /// Share group (KIP-932): members on one partition fetch and accept
+    /// every record once; throughput and ShareAcknowledge latency.
+    Share(share::ShareArgs),
 }
 
 #[derive(Args, Clone)]
@@ -823,6 +827,13 @@ fn main() {
         Cmd::Consume(a) => run_consume(a).map(|r| (r, a.common.clone())),
         Cmd::Txn(a) => txn::run(a).map(|r| (r, a.common.clone())),
         Cmd::EndToEnd(a) => run_end_to_end(a).map(|r| (r, a.common.clone())),
+        Cmd::Share(a) => {
+            if let Err(e) = share::run(a) {
+                eprintln!("fjord-perf share: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
         Cmd::Scale(a) => {
             if let Err(e) = run_scale(a) {
                 eprintln!("fjord-perf scale: {e}");

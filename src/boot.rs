@@ -796,6 +796,7 @@ async fn shard_main(
     // image on.
     crate::group::GroupCoordinator::install(&shard);
     crate::txn::TransactionCoordinator::install(&shard);
+    crate::share_coordinator::install(&shard);
     let flags = boot.flags.clone();
     if !flags.by_signal {
         let f = flags.clone();
@@ -855,6 +856,11 @@ async fn shard_main(
     shard.start_producer_expiration();
     shard.start_hw_checkpoint();
     crate::replication::remote::Remote::install(&shard);
+    crate::replication::share_store::CoordinatorStore::install(&shard, |s| {
+        Box::pin(
+            async move { crate::handlers::find_coordinator::ensure_share_state_topic(&s).await },
+        )
+    });
     crate::txn::verify::CoordinatorVerifier::install(&shard);
     crate::replication::isr::start_isr_check(&shard);
     crate::replication::fetcher::start(&shard);

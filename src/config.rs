@@ -28,7 +28,7 @@ mod topic_config_defs;
 pub mod topic_defs;
 
 pub use broker_defs::{broker_def, BrokerConfigDef, Describe, Field, BROKER_CONFIGS};
-pub use coordinators::{GroupConfig, TxnConfig};
+pub use coordinators::{GroupConfig, ShareCoordinatorConfig, TxnConfig};
 pub use error::InvalidConfig;
 pub use kraft::{HostPort, KraftConfig, ProcessRoles, QuorumVoter, SecurityProtocol};
 pub use security::SecuritySettings;
@@ -134,6 +134,12 @@ pub struct ClusterConfig {
     /// `controller.quorum.request.timeout.ms`: how long a request for the
     /// active controller is retried (ms). Default 2000.
     pub request_timeout_ms: u64,
+    /// `controller.socket.timeout.ms`: how long a client's request that
+    /// needs the active controller (an admin request: topics, configs,
+    /// ACLs, quotas, features; a producer id block) may wait for it to be
+    /// committed and applied before the client gets REQUEST_TIMED_OUT (ms),
+    /// as Kafka's broker forwards such requests. Default 30000.
+    pub controller_socket_timeout_ms: u64,
     /// `broker.rack`: this broker's rack, for rack-aware replica placement.
     pub rack: Option<String>,
     /// `offsets.topic.replication.factor`. Default 3.
@@ -260,6 +266,8 @@ pub struct Config {
     pub log_initial_task_delay_ms: u64,
     /// Transaction coordinator settings (`transaction.*`, `transactional.id.*`).
     pub txn: TxnConfig,
+    /// Share coordinator settings (`share.coordinator.*`, KIP-932).
+    pub share_coordinator: ShareCoordinatorConfig,
     /// `reactor.stall.threshold.us` (Fjord's own): a task poll that keeps a
     /// shard busy longer than this is counted and logged as a reactor
     /// stall (µs); 0 turns the detector off. Default 500.
@@ -277,6 +285,10 @@ pub struct Config {
     pub security: SecuritySettings,
     /// Keys given that this broker does not use (logged at start, like Kafka).
     pub unknown_keys: Vec<String>,
+    /// The keys of the broker table given (`server.properties` or flags)
+    /// and accepted: DescribeConfigs reports them as STATIC_BROKER_CONFIG
+    /// synonyms of group configs, even when given Kafka's default value.
+    pub given_keys: std::collections::BTreeSet<String>,
 }
 
 impl Default for Config {
@@ -338,11 +350,13 @@ impl Config {
             producer_id_expiration_check_interval_ms: 0,
             log_initial_task_delay_ms: 0,
             txn: TxnConfig::default(),
+            share_coordinator: ShareCoordinatorConfig::default(),
             reactor_stall_threshold_us: 0,
             metrics_listener: None,
             cluster: ClusterConfig::default(),
             security: SecuritySettings::default(),
             unknown_keys: Vec::new(),
+            given_keys: Default::default(),
             ids_given: (None, None),
         }
     }
@@ -456,7 +470,11 @@ impl Config {
             }
         }
         match broker_def(key) {
-            Some(d) => d.apply(self, value),
+            Some(d) => {
+                d.apply(self, value)?;
+                self.given_keys.insert(key.to_string());
+                Ok(())
+            }
             // A topic config's broker key with no broker field of its own
             // is done above; any other key is unknown.
             None if topic_defs::def_by_broker_key(key).is_some() => Ok(()),
@@ -473,7 +491,8 @@ impl Config {
     /// (the only node this build runs) with this node among
     /// `controller.quorum.voters`; the listeners need a PLAINTEXT protocol
     /// and one of them must not be a controller listener (see
-    /// `config::kraft`).
+    /// `config::kraft`); the share group settings against each other
+    /// (`GroupConfig::validate_share`, Kafka's `ShareGroupConfig` rules).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let (Some(node), Some(broker)) = self.ids_given {
             if node != broker {
@@ -484,6 +503,7 @@ impl Config {
                 });
             }
         }
+        self.group.validate_share()?;
         kraft::validate(self)
     }
 

@@ -301,6 +301,52 @@ impl KafkaCode for crate::shard::error::ReplicationWaitError {
     }
 }
 
+impl KafkaCode for crate::share::partition::ShareError {
+    fn code(&self) -> i16 {
+        use crate::share::partition::ShareError as S;
+        match self {
+            S::InvalidRecordState { .. } => E::InvalidRecordState.code(),
+            // Kafka `SharePartition.acknowledge`: "Batch record not found".
+            S::PastWindow { .. } => E::InvalidRequest.code(),
+            S::InvalidRange { .. } => E::InvalidRequest.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::share::session::ShareSessionError {
+    fn code(&self) -> i16 {
+        use crate::share::session::ShareSessionError as S;
+        match self {
+            S::NotFound { .. } => E::ShareSessionNotFound.code(),
+            S::InvalidEpoch { .. } => E::InvalidShareSessionEpoch.code(),
+            S::LimitReached { .. } => E::ShareSessionLimitReached.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::shard::owner::share::ShareReadError {
+    fn code(&self) -> i16 {
+        use crate::shard::owner::share::ShareReadError as S;
+        match self {
+            S::Leadership(e) => e.code(),
+            S::Storage(e) => e.code(),
+            S::Io(_) => E::KafkaStorageError.code(),
+            S::State(e) => e.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::shard::owner::share::ShareAckError {
+    fn code(&self) -> i16 {
+        use crate::shard::owner::share::ShareAckError as S;
+        match self {
+            S::Window(e) => e.code(),
+            S::BadTypes { .. } => E::InvalidRequest.code(),
+            S::Persist(e) => e.code(),
+        }
+    }
+}
+
 impl KafkaCode for crate::shard::fetch_session::FetchSessionError {
     fn code(&self) -> i16 {
         use crate::shard::fetch_session::FetchSessionError as F;
@@ -385,6 +431,7 @@ impl KafkaCode for CoordinatorLookupError {
             CoordinatorLookupError::NoLeader { .. } => E::CoordinatorNotAvailable.code(),
             CoordinatorLookupError::NotCoordinator { .. } => E::NotCoordinator.code(),
             CoordinatorLookupError::UnsupportedKeyType { .. } => E::InvalidRequest.code(),
+            CoordinatorLookupError::MalformedShareKey => E::InvalidRequest.code(),
         }
     }
 }
@@ -404,7 +451,8 @@ impl KafkaCode for VerificationError {
                 | L::ControllerUnavailable { .. }
                 | L::NoLeader { .. }
                 | L::NotCoordinator { .. }
-                | L::UnsupportedKeyType { .. } => E::CoordinatorNotAvailable.code(),
+                | L::UnsupportedKeyType { .. }
+                | L::MalformedShareKey => E::CoordinatorNotAvailable.code(),
             },
             VerificationError::Remote(r) => match r {
                 crate::shard::remote::RemoteError::NotInstalled
@@ -712,6 +760,44 @@ impl KafkaCode for crate::txn::error::TxnError {
                 MarkerCause::Shard(e) => e.code(),
                 MarkerCause::Remote(e) => e.code(),
             },
+        }
+    }
+}
+
+impl KafkaCode for crate::share::state::ShareStateError {
+    fn code(&self) -> i16 {
+        use crate::share::state::ShareStateError as S;
+        match self {
+            S::NegativePartition
+            | S::NegativeLeaderEpoch
+            | S::ReadUninitialized
+            | S::WriteUninitialized => E::InvalidRequest.code(),
+            S::FencedLeaderEpoch => E::FencedLeaderEpoch.code(),
+            S::FencedStateEpoch => E::FencedStateEpoch.code(),
+            S::UnknownTopicOrPartition => E::UnknownTopicOrPartition.code(),
+        }
+    }
+}
+
+impl KafkaCode for crate::share_coordinator::ShareCoordinatorError {
+    fn code(&self) -> i16 {
+        use crate::share_coordinator::ShareCoordinatorError as C;
+        match self {
+            C::State(e) => e.code(),
+            C::Lookup(e) => e.code(),
+            C::LoadInProgress => E::CoordinatorLoadInProgress.code(),
+            C::NotCoordinator => E::NotCoordinator.code(),
+            C::Unavailable(_) => E::CoordinatorNotAvailable.code(),
+            C::Remote(crate::shard::remote::RemoteError::Refused { code, .. }) => *code,
+            C::Remote(
+                crate::shard::remote::RemoteError::NotInstalled
+                | crate::shard::remote::RemoteError::Unreachable { .. },
+            ) => E::CoordinatorNotAvailable.code(),
+            C::Append {
+                cause: AppendFailure::Replication(w),
+                ..
+            } => replicated_write_code(w),
+            C::Append { cause, .. } => cause.code(),
         }
     }
 }

@@ -21,6 +21,24 @@ mod lexer;
 
 use lexer::{blank_literals, closing, ident_at, is_ident, item_after, skip_ws};
 
+/// Every layer a pure-state module (no I/O, no other layer) must not use.
+const PURE_STATE: &[&str] = &[
+    "shard",
+    "handlers",
+    "net",
+    "group",
+    "txn",
+    "cluster",
+    "config",
+    "admin",
+    "boot",
+    "replication",
+    "storage",
+    "security",
+    "transport",
+    "protocol",
+];
+
 /// (from, to): `from` must not use `to`.
 const FORBIDDEN: &[(&str, &[&str])] = &[
     // The data path's bottom layers know nothing of the request path.
@@ -74,6 +92,10 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["handlers", "net", "admin", "boot", "replication"],
     ),
     ("txn", &["handlers", "net", "admin", "boot", "replication"]),
+    (
+        "share_coordinator",
+        &["handlers", "net", "admin", "boot", "replication"],
+    ),
     // The coordinators are above the shard: they register as its
     // leadership listeners; the shard never names them.
     (
@@ -116,28 +138,12 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "transport",
         ],
     ),
+    // A share-partition's window is pure state: it knows no other layer.
+    ("share", PURE_STATE),
     // The ACL model and StandardAuthorizer's rules are pure: they know no
     // other layer (the image holds their bindings; handlers check with
     // them).
-    (
-        "acl",
-        &[
-            "shard",
-            "handlers",
-            "net",
-            "group",
-            "txn",
-            "cluster",
-            "config",
-            "admin",
-            "boot",
-            "replication",
-            "storage",
-            "security",
-            "transport",
-            "protocol",
-        ],
-    ),
+    ("acl", PURE_STATE),
     (
         "transport",
         &[

@@ -48,6 +48,8 @@ pub mod quota;
 pub mod replication;
 pub mod security;
 pub mod shard;
+pub mod share;
+pub mod share_coordinator;
 pub mod stall;
 pub mod storage;
 pub mod transport;

@@ -231,6 +231,64 @@ fn retrying(mut f: impl FnMut() -> Vec<i32>) -> Vec<i32> {
     }
 }
 
+/// The topic id of the share coordinator's cases (no such topic).
+const SHARE_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(0x5eed_0000_0000_0000_0000_0000_0000_0932);
+
+/// FindCoordinator v6 for the share coordinator of `group`'s partition 0
+/// of [`SHARE_TOPIC_ID`] (key type 2).
+fn share_coordinator_lookup(group: &str) -> FindCoordinatorRequest {
+    use base64::Engine;
+    let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(SHARE_TOPIC_ID.as_bytes());
+    FindCoordinatorRequest::default()
+        .with_key_type(2)
+        .with_coordinator_keys(vec![s(&format!("{group}:{id}:0"))])
+}
+
+/// The codes of a share-state answer, partition by partition.
+fn partition_codes<P: Iterator<Item = i16>>(topics: impl Iterator<Item = P>) -> Vec<i32> {
+    topics.flatten().map(i).collect()
+}
+
+/// [`retrying`], NOT_COORDINATOR (16) included: a coordinator just made
+/// leader of its partition.
+fn retrying_coordinator(mut f: impl FnMut() -> Vec<i32>) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let codes = f();
+        if !codes.iter().any(|c| (14..=16).contains(c)) || Instant::now() > deadline {
+            return codes;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A share coordinator API (KIP-932) case: one partition of
+/// `SHARE_TOPIC_ID` in the request, CLUSTER_ACTION granted, the partitions'
+/// codes answered (retried while the coordinator is not ready).
+macro_rules! share_state_case {
+    ($label:expr, $req:ident, $m:ident, $data:ident) => {
+        case(
+            $label,
+            vec![acl(CLUSTER, "kafka-cluster", CLUSTER_ACTION)],
+            |c, _, n| {
+                let req = $req::default().with_group_id(s(&n.group)).with_topics(vec![
+                    $m::$data::default()
+                        .with_topic_id(SHARE_TOPIC_ID)
+                        .with_partitions(vec![$m::PartitionData::default()]),
+                ]);
+                retrying_coordinator(|| {
+                    partition_codes(
+                        c.call(0, &req)
+                            .results
+                            .iter()
+                            .map(|t| t.partitions.iter().map(|p| p.error_code)),
+                    )
+                })
+            },
+        )
+    };
+}
+
 fn cases() -> Vec<Case> {
     vec![
         case("Produce", vec![acl(TOPIC, "{topic}", WRITE)], |c, _, n| {
@@ -531,6 +589,66 @@ fn cases() -> Vec<Case> {
                 })
             },
         ),
+        case(
+            "FindCoordinator (share)",
+            vec![acl(CLUSTER, "kafka-cluster", CLUSTER_ACTION)],
+            |c, _, n| {
+                // Kafka answers COORDINATOR_NOT_AVAILABLE while the first
+                // lookup creates __share_group_state.
+                retrying(|| {
+                    let r = c.call(6, &share_coordinator_lookup(&n.group));
+                    r.coordinators.iter().map(|k| i(k.error_code)).collect()
+                })
+            },
+        ),
+        case(
+            "ReadShareGroupStateSummary (unknown topic id)",
+            vec![acl(CLUSTER, "kafka-cluster", CLUSTER_ACTION)],
+            |c, _, n| {
+                // The lookup creates __share_group_state when allowed.
+                c.call(6, &share_coordinator_lookup(&n.group));
+                let req = ReadShareGroupStateSummaryRequest::default()
+                    .with_group_id(s(&n.group))
+                    .with_topics(vec![
+                        read_share_group_state_summary_request::ReadStateSummaryData::default()
+                            .with_topic_id(SHARE_TOPIC_ID)
+                            .with_partitions(vec![
+                                read_share_group_state_summary_request::PartitionData::default(),
+                            ]),
+                    ]);
+                retrying_coordinator(|| {
+                    let r = c.call(0, &req);
+                    r.results
+                        .iter()
+                        .flat_map(|t| t.partitions.iter().map(|p| i(p.error_code)))
+                        .collect()
+                })
+            },
+        ),
+        share_state_case!(
+            "InitializeShareGroupState (unknown topic id)",
+            InitializeShareGroupStateRequest,
+            initialize_share_group_state_request,
+            InitializeStateData
+        ),
+        share_state_case!(
+            "ReadShareGroupState (not initialized)",
+            ReadShareGroupStateRequest,
+            read_share_group_state_request,
+            ReadStateData
+        ),
+        share_state_case!(
+            "WriteShareGroupState (not initialized)",
+            WriteShareGroupStateRequest,
+            write_share_group_state_request,
+            WriteStateData
+        ),
+        share_state_case!(
+            "DeleteShareGroupState (unknown topic id)",
+            DeleteShareGroupStateRequest,
+            delete_share_group_state_request,
+            DeleteStateData
+        ),
         case("JoinGroup", vec![acl(GROUP, "{join}", READ)], |c, _, n| {
             let req = JoinGroupRequest::default()
                 .with_group_id(GroupId(s(&n.other("join"))))
@@ -684,6 +802,16 @@ fn cases() -> Vec<Case> {
             "IncrementalAlterConfigs (broker)",
             vec![acl(CLUSTER, "kafka-cluster", ALTER_CONFIGS)],
             |c, t, _| incremental_alter(c, BROKER_RESOURCE, &t.node_id.to_string(), 1, None),
+        ),
+        case(
+            "DescribeConfigs (group)",
+            vec![acl(GROUP, "{group}", DESCRIBE_CONFIGS)],
+            |c, _, n| describe_configs(c, GROUP_RESOURCE, &n.group),
+        ),
+        case(
+            "IncrementalAlterConfigs (group)",
+            vec![acl(GROUP, "{group}", ALTER_CONFIGS)],
+            |c, _, n| incremental_alter(c, GROUP_RESOURCE, &n.group, 0, Some("6000")),
         ),
         case(
             "DeleteRecords",
@@ -981,7 +1109,152 @@ fn cases() -> Vec<Case> {
                 vec![i(c.call(1, &req).error_code)]
             },
         ),
+        // Share groups (KIP-932): READ on the group, DESCRIBE on every
+        // subscribed topic (TOPIC_AUTHORIZATION_FAILED for the request).
+        case(
+            "ShareGroupHeartbeat (group only)",
+            vec![acl(GROUP, "{share}", READ)],
+            |c, _, n| vec![i(share_join(c, n).error_code)],
+        ),
+        case(
+            "ShareGroupHeartbeat",
+            vec![acl(GROUP, "{share}", READ), acl(TOPIC, "{topic}", DESCRIBE)],
+            |c, _, n| vec![i(share_join(c, n).error_code)],
+        ),
+        // DESCRIBE on the group; a group whose members hold a topic the
+        // caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
+        case(
+            "ShareGroupDescribe (group only)",
+            vec![acl(GROUP, "{share}", DESCRIBE)],
+            share_describe,
+        ),
+        case(
+            "ShareGroupDescribe",
+            vec![
+                acl(GROUP, "{share}", DESCRIBE),
+                acl(TOPIC, "{topic}", DESCRIBE),
+            ],
+            share_describe,
+        ),
+        // The share group offsets APIs (the run's share group has a member
+        // by now): DESCRIBE / READ / DELETE on the group, then the topic.
+        case(
+            "DescribeShareGroupOffsets (group only)",
+            vec![acl(GROUP, "{share}", DESCRIBE)],
+            share_offsets_describe,
+        ),
+        case(
+            "DescribeShareGroupOffsets",
+            vec![
+                acl(GROUP, "{share}", DESCRIBE),
+                acl(TOPIC, "{topic}", DESCRIBE),
+            ],
+            share_offsets_describe,
+        ),
+        case(
+            "AlterShareGroupOffsets (group only)",
+            vec![acl(GROUP, "{share}", READ)],
+            |c, _, n| {
+                let mut p = alter_share_group_offsets_request::AlterShareGroupOffsetsRequestPartition::default();
+                p.start_offset = 0;
+                let mut t =
+                    alter_share_group_offsets_request::AlterShareGroupOffsetsRequestTopic::default(
+                    );
+                t.topic_name = tn(&n.topic);
+                t.partitions = vec![p];
+                let mut req = AlterShareGroupOffsetsRequest::default();
+                req.group_id = GroupId(s(&n.other("share")));
+                req.topics = vec![t];
+                let r = c.call(0, &req);
+                let mut out = vec![i(r.error_code)];
+                out.extend(partition_codes(
+                    r.responses
+                        .iter()
+                        .map(|t| t.partitions.iter().map(|p| p.error_code)),
+                ));
+                out
+            },
+        ),
+        case(
+            "DeleteShareGroupOffsets (group only)",
+            vec![acl(GROUP, "{share}", DELETE)],
+            |c, _, n| {
+                let mut t = delete_share_group_offsets_request::DeleteShareGroupOffsetsRequestTopic::default();
+                t.topic_name = tn(&n.topic);
+                let mut req = DeleteShareGroupOffsetsRequest::default();
+                req.group_id = GroupId(s(&n.other("share")));
+                req.topics = vec![t];
+                let r = c.call(0, &req);
+                let mut out = vec![i(r.error_code)];
+                out.extend(r.responses.iter().map(|t| i(t.error_code)));
+                out
+            },
+        ),
     ]
+}
+
+/// DescribeShareGroupOffsets v0 of the run's share group, partition 0 of
+/// the run's topic: the group's code, then the partition's.
+fn share_offsets_describe(c: &mut Conn, _: &Target, n: &Names) -> Vec<i32> {
+    let mut t =
+        describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestTopic::default();
+    t.topic_name = tn(&n.topic);
+    t.partitions = vec![0];
+    let mut g =
+        describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default();
+    g.group_id = GroupId(s(&n.other("share")));
+    g.topics = Some(vec![t]);
+    let mut req = DescribeShareGroupOffsetsRequest::default();
+    req.groups = vec![g];
+    let r = c.call(0, &req);
+    r.groups
+        .iter()
+        .flat_map(|g| {
+            std::iter::once(i(g.error_code)).chain(
+                g.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| i(p.error_code))),
+            )
+        })
+        .collect()
+}
+
+/// ShareGroupHeartbeat v1: a member joins the run's share group with the
+/// run's topic.
+fn share_join(c: &mut Conn, n: &Names) -> ShareGroupHeartbeatResponse {
+    let req = ShareGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(&n.other("share"))))
+        .with_member_id(s("alice-share-member-0001"))
+        .with_member_epoch(0)
+        .with_subscribed_topic_names(Some(vec![tn(&n.topic)]));
+    c.call(1, &req)
+}
+
+/// ShareGroupDescribe v1 of the run's share group, once its member holds
+/// the run's topic (the super user rejoins it until it is assigned: Kafka
+/// assigns a share-partition once its state is initialized).
+fn share_describe(c: &mut Conn, t: &Target, n: &Names) -> Vec<i32> {
+    let mut admin = Conn::login(&t.addr, "admin", "admin-secret");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = share_join(&mut admin, n);
+        let held = r
+            .assignment
+            .as_ref()
+            .is_some_and(|a| !a.topic_partitions.is_empty());
+        if r.error_code == 0 && held {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the share member is not assigned: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let req =
+        ShareGroupDescribeRequest::default().with_group_ids(vec![GroupId(s(&n.other("share")))]);
+    let r = c.call(1, &req);
+    r.groups.iter().map(|g| i(g.error_code)).collect()
 }
 
 /// AlterClientQuotas v1, validate only: `key` = 1024 for user `user`.
@@ -1001,6 +1274,7 @@ fn alter_quota(c: &mut Conn, user: &str, key: &str) -> Vec<i32> {
 
 const TOPIC_RESOURCE: i8 = 2;
 const BROKER_RESOURCE: i8 = 4;
+const GROUP_RESOURCE: i8 = 32;
 
 fn offset_commit(c: &mut Conn, n: &Names) -> Vec<i32> {
     let req = OffsetCommitRequest::default()
@@ -1080,10 +1354,10 @@ fn describe_configs(c: &mut Conn, rt: i8, name: &str) -> Vec<i32> {
 }
 
 fn incremental_alter(c: &mut Conn, rt: i8, name: &str, op: i8, value: Option<&str>) -> Vec<i32> {
-    let key = if rt == TOPIC_RESOURCE {
-        "retention.ms"
-    } else {
-        "log.retention.ms"
+    let key = match rt {
+        TOPIC_RESOURCE => "retention.ms",
+        GROUP_RESOURCE => "consumer.heartbeat.interval.ms",
+        _ => "log.retention.ms",
     };
     let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
         incremental_alter_configs_request::AlterConfigsResource::default()
@@ -1227,6 +1501,7 @@ fn await_probe(c: &mut Conn, probe: &str, allowed: bool) {
 /// with one record, the other topics the cases touch, a group with a
 /// committed offset.
 fn fixtures(admin: &mut Conn, n: &Names) {
+    enable_share_groups(admin);
     let topics = [n.topic.clone(), n.other("doomed"), n.other("parts")];
     let req = CreateTopicsRequest::default()
         .with_timeout_ms(30_000)
@@ -1277,6 +1552,40 @@ fn fixtures(admin: &mut Conn, n: &Names) {
             Ok(())
         } else {
             Err(format!("{codes:?}"))
+        }
+    });
+}
+
+/// Finalizes `share.version` 1 where it is below (a new Fjord cluster;
+/// Kafka 4.4 finalizes 2), so the share group APIs are served.
+fn enable_share_groups(admin: &mut Conn) {
+    let level = |c: &mut Conn| {
+        let v = c.call(
+            4,
+            &ApiVersionsRequest::default()
+                .with_client_software_name(s("authorization-test"))
+                .with_client_software_version(s("1")),
+        );
+        v.finalized_features
+            .iter()
+            .find(|f| f.name.as_str() == "share.version")
+            .map_or(0, |f| f.max_version_level)
+    };
+    if level(admin) >= 1 {
+        return;
+    }
+    let req = UpdateFeaturesRequest::default()
+        .with_timeout_ms(30_000)
+        .with_feature_updates(vec![update_features_request::FeatureUpdateKey::default()
+            .with_feature(s("share.version"))
+            .with_max_version_level(1)
+            .with_upgrade_type(1)]);
+    assert_eq!(admin.call(1, &req).error_code, 0, "share.version 1");
+    poll_until(Duration::from_secs(30), "share.version 1 finalized", || {
+        if level(admin) >= 1 {
+            Ok(())
+        } else {
+            Err("not yet".into())
         }
     });
 }
@@ -1635,6 +1944,12 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("DescribeQuorum", &[31], &[0, 0]),
     ("FindCoordinator (group)", &[30], &[0]),
     ("FindCoordinator (transaction)", &[53], &[0]),
+    ("FindCoordinator (share)", &[31], &[0]),
+    ("ReadShareGroupStateSummary (unknown topic id)", &[31], &[3]),
+    ("InitializeShareGroupState (unknown topic id)", &[31], &[3]),
+    ("ReadShareGroupState (not initialized)", &[31], &[42]),
+    ("WriteShareGroupState (not initialized)", &[31], &[42]),
+    ("DeleteShareGroupState (unknown topic id)", &[31], &[3]),
     ("JoinGroup", &[30], &[79]),
     ("SyncGroup", &[30], &[25]),
     ("Heartbeat", &[30], &[25]),
@@ -1657,6 +1972,8 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("AlterConfigs (topic)", &[29], &[0]),
     ("IncrementalAlterConfigs (topic)", &[29], &[0]),
     ("IncrementalAlterConfigs (broker)", &[31], &[0]),
+    ("DescribeConfigs (group)", &[30], &[0]),
+    ("IncrementalAlterConfigs (group)", &[30], &[0]),
     ("DeleteRecords", &[29], &[0]),
     ("DescribeLogDirs", &[31, 0], &[0, 1]),
     ("InitProducerId (idempotent, WRITE on a topic)", &[31], &[0]),
@@ -1691,6 +2008,14 @@ const EXPECTED: &[(&str, &[i32], &[i32])] = &[
     ("AlterClientQuotas (validate only)", &[31], &[0]),
     ("AlterClientQuotas (unknown key)", &[31], &[42]),
     ("UpdateFeatures (validate only)", &[31], &[0]),
+    ("ShareGroupHeartbeat (group only)", &[30], &[29]),
+    ("ShareGroupHeartbeat", &[30], &[0]),
+    ("ShareGroupDescribe (group only)", &[30], &[29]),
+    ("ShareGroupDescribe", &[30], &[0]),
+    ("DescribeShareGroupOffsets (group only)", &[30], &[0, 29]),
+    ("DescribeShareGroupOffsets", &[30], &[0, 0]),
+    ("AlterShareGroupOffsets (group only)", &[30], &[68]),
+    ("DeleteShareGroupOffsets (group only)", &[30], &[68]),
 ];
 
 /// [`acl_api_scenarios`] as Apache Kafka 4.4 answers them.

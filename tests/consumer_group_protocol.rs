@@ -16,107 +16,13 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::consumer_group::*;
 use common::kafka_peer::KafkaPeer;
 use common::raw::RawConn;
 use common::*;
 use kafka_protocol::messages as kp;
-use kafka_protocol::protocol::StrBytes;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-
-/// Deadline of anything that waits for a broker.
-const SETTLE: Duration = Duration::from_secs(60);
-
-const PARTITIONS: i32 = 6;
-const PER_PARTITION: usize = 10;
-
-fn s(v: &str) -> StrBytes {
-    StrBytes::from_string(v.to_string())
-}
-
-/// Creates `topic` with [`PARTITIONS`] partitions and writes
-/// [`PER_PARTITION`] records to each.
-fn topic_with_records(addr: &str, topic: &str) {
-    let mut raw = RawConn::new(addr);
-    let req = kp::CreateTopicsRequest::default()
-        .with_timeout_ms(10_000)
-        .with_topics(vec![kp::create_topics_request::CreatableTopic::default()
-            .with_name(s(topic).into())
-            .with_num_partitions(PARTITIONS)
-            .with_replication_factor(1)]);
-    let r = raw.call(7, &req);
-    assert!(
-        matches!(r.topics[0].error_code, 0 | 36),
-        "CreateTopics: {r:?}"
-    );
-    let producer: BaseProducer = rdkafka::ClientConfig::new()
-        .set("bootstrap.servers", addr)
-        .set("broker.address.family", "v4")
-        .create()
-        .expect("producer");
-    for p in 0..PARTITIONS {
-        for i in 0..PER_PARTITION {
-            let v = format!("{p}-{i}");
-            producer
-                .send(BaseRecord::<(), _>::to(topic).partition(p).payload(&v))
-                .expect("enqueue");
-        }
-    }
-    producer.flush(Duration::from_secs(30)).expect("flush");
-}
-
-/// A KIP-848 consumer (librdkafka's `group.protocol=consumer`).
-fn member(addr: &str, group: &str, topic: &str) -> BaseConsumer {
-    let c: BaseConsumer = group_client_config(addr, group, &[("group.protocol", "consumer")])
-        // The classic protocol's settings are refused with the new one.
-        .remove("session.timeout.ms")
-        .remove("heartbeat.interval.ms")
-        .create()
-        .expect("consumer");
-    c.subscribe(&[topic]).expect("subscribe");
-    c
-}
-
-/// The partitions `c` is assigned now.
-fn assigned(c: &BaseConsumer) -> BTreeSet<i32> {
-    c.assignment()
-        .map(|l| l.elements().iter().map(|e| e.partition()).collect())
-        .unwrap_or_default()
-}
-
-/// Polls every consumer until `done` holds for their assignments (records
-/// read are counted per consumer into `seen`).
-fn settle(
-    cs: &[&BaseConsumer],
-    seen: &mut [Vec<(i32, i64)>],
-    what: &str,
-    done: impl Fn(&[BTreeSet<i32>]) -> bool,
-) -> Vec<BTreeSet<i32>> {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        for (i, c) in cs.iter().enumerate() {
-            if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
-                seen[i].push((m.partition(), m.offset()));
-            }
-        }
-        let now: Vec<BTreeSet<i32>> = cs.iter().map(|c| assigned(c)).collect();
-        // Never one partition in two assignments at once.
-        let mut all = BTreeSet::new();
-        for a in &now {
-            for p in a {
-                assert!(all.insert(*p), "partition {p} assigned twice: {now:?}");
-            }
-        }
-        if done(&now) {
-            return now;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out: {what}; assignments {now:?}"
-        );
-    }
-}
 
 /// One member reads everything, a second joins and the partitions split
 /// 3/3 (the `uniform` assignor), offsets commit with the member epoch, and
@@ -181,17 +87,6 @@ fn two_members(addr: &str) -> Vec<String> {
         .sum();
     out.push(format!("committed total: {sum}"));
     out
-}
-
-/// ConsumerGroupHeartbeat v1 of a join.
-fn join(group: &str, member_id: &str, topic: &str) -> kp::ConsumerGroupHeartbeatRequest {
-    kp::ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(s(group).into())
-        .with_member_id(s(member_id))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(vec![s(topic).into()]))
-        .with_topic_partitions(Some(vec![]))
 }
 
 /// Raw ConsumerGroupHeartbeat and ConsumerGroupDescribe answers (codes and
@@ -294,57 +189,6 @@ fn raw_answers(addr: &str) -> Vec<String> {
     out
 }
 
-/// A ConsumerGroupHeartbeat of member `id` at `epoch` owning `owned`
-/// partitions of `topic_id`.
-fn beat(
-    group: &str,
-    id: &str,
-    epoch: i32,
-    topic_id: uuid::Uuid,
-    owned: &[i32],
-) -> kp::ConsumerGroupHeartbeatRequest {
-    kp::ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(s(group).into())
-        .with_member_id(s(id))
-        .with_member_epoch(epoch)
-        .with_rebalance_timeout_ms(-1)
-        .with_topic_partitions(Some(vec![
-            kp::consumer_group_heartbeat_request::TopicPartitions::default()
-                .with_topic_id(topic_id)
-                .with_partitions(owned.to_vec()),
-        ]))
-}
-
-/// Repeats `call` until it gives error 0 (the coordinator loading its
-/// partition answers retriable codes); gives the answer.
-fn until_served<R: std::fmt::Debug>(what: &str, mut call: impl FnMut() -> (i16, R)) -> R {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let (code, r) = call();
-        if code == 0 {
-            return r;
-        }
-        assert!(
-            matches!(code, 14..=16) && Instant::now() < deadline,
-            "{what}: {code} {r:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// FindCoordinator for `group` until it is answered: it makes the broker
-/// create `__consumer_offsets`, whose partitions then load (retriable
-/// codes meanwhile).
-fn find_coordinator(c: &mut RawConn, group: &str) {
-    until_served("FindCoordinator", || {
-        let r = c.call(
-            4,
-            &kp::FindCoordinatorRequest::default().with_coordinator_keys(vec![s(group)]),
-        );
-        (r.coordinators[0].error_code, ())
-    });
-}
-
 /// A consumer group's members, epochs, assignment and committed offsets
 /// come back after the broker is killed (SIGKILL) and restarted: the
 /// records written before each heartbeat was answered are replayed when
@@ -356,7 +200,13 @@ fn find_coordinator(c: &mut RawConn, group: &str) {
 /// since that epoch, STALE_MEMBER_EPOCH before it).
 #[test]
 fn consumer_groups_survive_a_kill_and_restart() {
-    let mut broker = Broker::start_with(FAST);
+    // Targets at once (no KIP-1263 batching): the steps below follow each
+    // heartbeat's answer.
+    let mut broker = Broker::start_with(&[
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+        "group.consumer.assignment.interval.ms=0",
+    ]);
     let addr = broker.bootstrap();
     let (topic, group) = ("cgp-restart", "cgp-restart-group");
     topic_with_records(&addr, topic);
@@ -589,19 +439,12 @@ const FAST: &[&str] = &[
 /// settings (Kafka also needs its minimum heartbeat lowered); both traces
 /// must be `expected`.
 fn on_both(scenario: fn(&str) -> Vec<String>, expected: &[&str]) {
-    let broker = Broker::start_with(FAST);
-    let fjord = scenario(&broker.bootstrap());
-    eprintln!("Fjord: {fjord:#?}");
-    if let Some(peer) = KafkaPeer::start(&[
-        "group.consumer.min.heartbeat.interval.ms=1000",
-        "group.consumer.heartbeat.interval.ms=1000",
-        "offsets.topic.num.partitions=3",
-    ]) {
-        let kafka = scenario(&peer.addr);
-        eprintln!("Kafka: {kafka:#?}");
-        assert_eq!(kafka, expected, "Kafka's trace differs");
-    }
-    assert_eq!(fjord, expected);
+    on_both_with(
+        FAST,
+        &["group.consumer.min.heartbeat.interval.ms=1000"],
+        scenario,
+        expected,
+    );
 }
 
 #[test]
@@ -749,4 +592,259 @@ const EXPECTED_REGEX: &[&str] = &[
 #[test]
 fn regex_subscription_follows_created_and_grown_topics() {
     on_both(regex_follows_topics, EXPECTED_REGEX);
+}
+
+/// The type ListGroups (v5) gives `group`, or "none".
+fn group_type(addr: &str, group: &str) -> String {
+    let mut raw = RawConn::new(addr);
+    let r = raw.call(5, &kp::ListGroupsRequest::default());
+    r.groups
+        .iter()
+        .find(|g| g.group_id.as_str() == group)
+        .map_or("none".to_string(), |g| g.group_type.to_string())
+}
+
+/// Online migration (Kafka 4.4's `group.consumer.migration.policy`
+/// bidirectional): a classic member reads every partition; a
+/// consumer-protocol member joins and converts the live group (upgrade),
+/// the partitions split between them with none in two assignments at once
+/// and the classic member keeps working inside the consumer group; the
+/// consumer-protocol member leaves and the group converts back to classic
+/// (downgrade) and rebalances, the classic member taking every partition.
+fn classic_to_consumer_and_back(addr: &str, strategy: &str) -> Vec<String> {
+    let topic = format!("cgm-topic-{strategy}");
+    let topic = topic.as_str();
+    let group = format!("cgm-group-{strategy}");
+    let group = group.as_str();
+    topic_with_records(addr, topic);
+    let mut out = Vec::new();
+    let full: BTreeSet<i32> = (0..PARTITIONS).collect();
+    let a = classic_member(addr, group, topic, strategy);
+    let mut seen = vec![Vec::new(), Vec::new()];
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the classic member gets every partition",
+        |n| n[0] == full,
+    );
+    out.push(format!("classic alone: {}", group_type(addr, group)));
+    let b = member(addr, group, topic);
+    let split = settle(
+        &[&a, &b],
+        &mut seen,
+        "the partitions split between the classic and the consumer member",
+        |n| n[0].len() == 3 && n[1].len() == 3,
+    );
+    out.push(format!(
+        "upgraded: {} with {} + {}",
+        group_type(addr, group),
+        split[0].len(),
+        split[1].len()
+    ));
+    drop(b);
+    // Right after the downgrade, before it rejoins, the classic member
+    // commits at the generation it joined (its member epoch): accepted.
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    let held = split[0].iter().next().copied().unwrap_or(0);
+    tpl.add_partition_offset(topic, held, rdkafka::Offset::Offset(1))
+        .expect("offset");
+    out.push(format!(
+        "commit right after the downgrade: {:?}",
+        a.commit(&tpl, CommitMode::Sync).map_err(|e| e.to_string())
+    ));
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "the classic member takes every partition back",
+        |n| n[0] == full,
+    );
+    out.push(format!("downgraded: {}", group_type(addr, group)));
+    let deadline = Instant::now() + SETTLE;
+    let distinct = |seen: &[Vec<(i32, i64)>]| -> usize {
+        seen.iter()
+            .flatten()
+            .copied()
+            .collect::<BTreeSet<(i32, i64)>>()
+            .len()
+    };
+    while distinct(&seen) < PARTITIONS as usize * PER_PARTITION {
+        if let Some(Ok(m)) = a.poll(Duration::from_millis(100)) {
+            seen[0].push((m.partition(), m.offset()));
+        }
+        assert!(Instant::now() < deadline, "read {}", distinct(&seen));
+    }
+    out.push(format!("records read: {}", distinct(&seen)));
+    out
+}
+
+const EXPECTED_MIGRATION: &[&str] = &[
+    "classic alone: classic",
+    "upgraded: consumer with 3 + 3",
+    "commit right after the downgrade: Ok(())",
+    "downgraded: classic",
+    "records read: 60",
+];
+
+#[test]
+fn eager_classic_member_migrates_online_as_on_kafka() {
+    on_both(
+        |a| classic_to_consumer_and_back(a, "range"),
+        EXPECTED_MIGRATION,
+    );
+}
+
+#[test]
+fn cooperative_classic_member_migrates_online_as_on_kafka() {
+    on_both(
+        |a| classic_to_consumer_and_back(a, "cooperative-sticky"),
+        EXPECTED_MIGRATION,
+    );
+}
+
+/// With `group.consumer.migration.policy=disabled` a consumer-protocol
+/// member may not join a live classic group (GROUP_ID_NOT_FOUND), and the
+/// group stays classic.
+fn migration_refused(addr: &str) -> Vec<String> {
+    let topic = "cgm-refused";
+    let group = "cgm-refused-group";
+    topic_with_records(addr, topic);
+    let mut out = Vec::new();
+    let a = classic_member(addr, group, topic, "range");
+    let mut seen = vec![Vec::new()];
+    let full: BTreeSet<i32> = (0..PARTITIONS).collect();
+    settle(
+        &[&a],
+        &mut seen,
+        "the classic member gets every partition",
+        |n| n[0] == full,
+    );
+    let mut raw = RawConn::new(addr);
+    find_coordinator(&mut raw, group);
+    let r = raw.call(1, &join(group, &uuid::Uuid::new_v4().to_string(), topic));
+    out.push(format!(
+        "consumer member joins a live classic group: {}",
+        r.error_code
+    ));
+    out.push(format!("group stays: {}", group_type(addr, group)));
+    out
+}
+
+#[test]
+fn migration_policy_disabled_refuses_the_upgrade_as_kafka() {
+    let broker = Broker::start_with(&[
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+        "group.consumer.migration.policy=disabled",
+    ]);
+    let fjord = migration_refused(&broker.bootstrap());
+    let expected = [
+        "consumer member joins a live classic group: 69",
+        "group stays: classic",
+    ];
+    if let Some(peer) = KafkaPeer::start(&[
+        "group.consumer.min.heartbeat.interval.ms=1000",
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+        "group.consumer.migration.policy=disabled",
+    ]) {
+        assert_eq!(
+            migration_refused(&peer.addr),
+            expected,
+            "Kafka's trace differs"
+        );
+    }
+    assert_eq!(fjord, expected);
+}
+
+/// KIP-1263 batching (`group.consumer.assignment.interval.ms`, 5000 here):
+/// a member joining right after the first target gets the target's epoch
+/// and nothing, the group shows Assigning with its epoch ahead of the
+/// assignment epoch, and a heartbeat after the interval computes the
+/// target (the joiner moves to the group epoch).
+fn batched_assignment(addr: &str) -> Vec<String> {
+    let topic = "cgp-batch";
+    let group = "cgp-batch-group";
+    topic_with_records(addr, topic);
+    let mut c = RawConn::new(addr);
+    find_coordinator(&mut c, group);
+    let mut out = Vec::new();
+    let a = until_served("join", || {
+        let r = c.call(1, &join(group, "m-1-aaaaaaaaaaaaaaaaaaaa", topic));
+        (r.error_code, r)
+    });
+    out.push(format!("first: epoch {}", a.member_epoch));
+    let b = c.call(1, &join(group, "m-2-bbbbbbbbbbbbbbbbbbbb", topic));
+    let count = |r: &kp::ConsumerGroupHeartbeatResponse| {
+        r.assignment.as_ref().map_or(0, |a| {
+            a.topic_partitions
+                .iter()
+                .map(|t| t.partitions.len())
+                .sum::<usize>()
+        })
+    };
+    out.push(format!(
+        "second: epoch {} partitions {}",
+        b.member_epoch,
+        count(&b)
+    ));
+    let describe = |c: &mut RawConn| {
+        let r = c.call(
+            1,
+            &kp::ConsumerGroupDescribeRequest::default().with_group_ids(vec![s(group).into()]),
+        );
+        let g = &r.groups[0];
+        format!(
+            "{} epoch {} assignment epoch {}",
+            g.group_state, g.group_epoch, g.assignment_epoch
+        )
+    };
+    out.push(describe(&mut c));
+    let deadline = Instant::now() + SETTLE;
+    let moved = loop {
+        let r = c.call(
+            1,
+            &kp::ConsumerGroupHeartbeatRequest::default()
+                .with_group_id(s(group).into())
+                .with_member_id(s("m-2-bbbbbbbbbbbbbbbbbbbb"))
+                .with_member_epoch(b.member_epoch)
+                .with_rebalance_timeout_ms(-1),
+        );
+        assert_eq!(r.error_code, 0, "{r:?}");
+        if r.member_epoch != b.member_epoch {
+            break r.member_epoch;
+        }
+        assert!(Instant::now() < deadline, "no target after the interval");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    out.push(format!("after the interval: epoch {moved}"));
+    out.push(describe(&mut c));
+    out
+}
+
+#[test]
+fn assignment_is_batched_by_the_interval_as_on_kafka() {
+    let settings = [
+        "group.consumer.heartbeat.interval.ms=1000",
+        "offsets.topic.num.partitions=3",
+        "group.consumer.assignment.interval.ms=5000",
+    ];
+    let expected = [
+        "first: epoch 2",
+        "second: epoch 2 partitions 0",
+        "Assigning epoch 3 assignment epoch 2",
+        "after the interval: epoch 3",
+        "Reconciling epoch 3 assignment epoch 3",
+    ];
+    let broker = Broker::start_with(&settings);
+    let fjord = batched_assignment(&broker.bootstrap());
+    let mut peer_settings = vec!["group.consumer.min.heartbeat.interval.ms=1000"];
+    peer_settings.extend(settings);
+    if let Some(peer) = KafkaPeer::start(&peer_settings) {
+        assert_eq!(
+            batched_assignment(&peer.addr),
+            expected,
+            "Kafka's trace differs"
+        );
+    }
+    assert_eq!(fjord, expected);
 }

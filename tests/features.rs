@@ -110,6 +110,7 @@ fn check_api_versions(addr: &str, who: &str) -> Features {
         "transaction.version",
         "group.version",
         "kraft.version",
+        "share.version",
         "eligible.leader.replicas.version",
     ] {
         assert!(v4.supported.contains_key(name), "{who}: {name}");
@@ -314,7 +315,10 @@ fn api_versions_and_update_features_as_kafka() {
     // KIP-848 served, and finalized on a new cluster as on Kafka 4.4.
     assert_eq!(f.supported["group.version"], (0, 1));
     assert_eq!(before.finalized.get("group.version"), Some(&(1, 1)));
-    assert!(!f.supported.contains_key("share.version"));
+    // KIP-932 served at level 1, finalized on a new cluster (Kafka 4.4
+    // finalizes 2, whose v2 APIs and dead-letter queue Fjord does not serve).
+    assert_eq!(f.supported["share.version"], (0, 1));
+    assert_eq!(before.finalized.get("share.version"), Some(&(1, 1)));
     assert!(!f.supported.contains_key("streams.version"));
     let fjord_lines = normalize(scenarios(&addr));
     // The epoch is the image's metadata offset: an accepted update moved it.
@@ -507,7 +511,8 @@ fn format_feature_levels() {
         BTreeMap::from([
             ("eligible.leader.replicas.version".to_string(), 1),
             ("group.version".to_string(), 1),
-            ("metadata.version".to_string(), 33)
+            ("metadata.version".to_string(), 33),
+            ("share.version".to_string(), 1)
         ])
     );
 }

@@ -11,7 +11,7 @@
 #        scripts/compat/java.sh --secure | --oauth      secured listeners (COMPAT_SECURE_*, COMPAT_OAUTH_*)
 #   COMPAT_BROKER=fjord|kafka   known Fjord differences (FINDINGS.md) are skipped for fjord
 #   COMPAT_RUN_KNOWN=1          run those too
-#   COMPAT_JAVA_BUDGET=150      seconds for all checks
+#   COMPAT_JAVA_BUDGET=270      seconds for all checks (scripts/compat/run gives this runner 300 s)
 #   COMPAT_JAVA_OPTS            more JVM options (e.g. -Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=…)
 #   JAVA, MVN                   the java and mvn binaries
 set -euo pipefail

@@ -299,6 +299,18 @@ enum GroupsCommand {
     },
 }
 
+/// The state of `group` if ListGroups names it a share group (KIP-932).
+fn share_group_state(
+    c: &mut fjord::admin::groups::Cluster,
+    group: &str,
+) -> Result<Option<String>, String> {
+    Ok(c.list_groups()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .find(|(g, _, ptype)| g == group && ptype == "share")
+        .map(|(_, state, _)| state))
+}
+
 fn run_groups(args: GroupsArgs) -> Result<(), String> {
     use fjord::admin::groups::{Cluster, ResetTarget};
     let mut c = Cluster::connect(&args.bootstrap).map_err(|e| e.to_string())?;
@@ -313,7 +325,15 @@ fn run_groups(args: GroupsArgs) -> Result<(), String> {
         GroupsCommand::Describe { group } => {
             let (desc, rows) = c.lag(&group).map_err(|e| e.to_string())?;
             if desc.group_state.as_str() == "Dead" && rows.is_empty() {
-                println!("group {group} does not exist");
+                // DescribeGroups answers Dead for a group of another kind
+                // too (a share group, KIP-932): ListGroups names its type.
+                match share_group_state(&mut c, &group)? {
+                    Some(state) => println!(
+                        "group {group} is a share group (state {state}): describe it with \
+                         kafka-share-groups.sh --describe --group {group} --members or --state"
+                    ),
+                    None => println!("group {group} does not exist"),
+                }
                 return Ok(());
             }
             let protocol = [desc.protocol_type.as_str(), desc.protocol_data.as_str()]
@@ -381,6 +401,15 @@ fn run_groups(args: GroupsArgs) -> Result<(), String> {
             to_datetime,
             execute,
         } => {
+            // A share group (KIP-932) has no committed offsets: its start
+            // offsets are reset with AlterShareGroupOffsets.
+            if let Some(state) = share_group_state(&mut c, &group)? {
+                return Err(format!(
+                    "group {group} is a share group (state {state}): reset its start offsets \
+                     with kafka-share-groups.sh --reset-offsets --group {group} --topic T \
+                     --to-earliest|--to-latest --execute"
+                ));
+            }
             let target = if to_earliest {
                 ResetTarget::Earliest
             } else if to_latest {

@@ -157,6 +157,16 @@ pub enum ControllerRequest {
         /// Check only.
         validate_only: bool,
     },
+    /// IncrementalAlterConfigs on a group (KIP-848's group configs, checked
+    /// by the asking broker): the full new set.
+    AlterGroupConfigs {
+        /// Group id.
+        group: String,
+        /// Every override after the change.
+        configs: BTreeMap<String, String>,
+        /// Check only.
+        validate_only: bool,
+    },
     /// AllocateProducerIds.
     AllocateProducerIds {
         /// The asking broker.
@@ -276,6 +286,8 @@ pub enum ControllerReply {
     CreatePartitions(Vec<Result<(), MetadataError>>),
     /// The change's outcome.
     AlterTopicConfigs(Result<(), MetadataError>),
+    /// The group config change is in place.
+    AlterGroupConfigs,
     /// The block.
     ProducerIds(Result<ProducerIdBlock, LifecycleError>),
     /// The reservation is in place.
@@ -470,6 +482,18 @@ pub fn decide(
                 records: Vec::new(),
                 reply: ControllerReply::AlterTopicConfigs(Err(e)),
             },
+        },
+        ControllerRequest::AlterGroupConfigs {
+            group,
+            configs,
+            validate_only,
+        } => Decision {
+            records: if *validate_only {
+                Vec::new()
+            } else {
+                group_config_records(image, group, configs)
+            },
+            reply: ControllerReply::AlterGroupConfigs,
         },
         ControllerRequest::AllocateProducerIds {
             broker_id,
@@ -739,6 +763,39 @@ pub fn decide(
             }
         }
     }
+}
+
+/// The ConfigRecords (GROUP resource) that turn `group`'s overrides in
+/// `image` into `configs`: a value for each key set or changed, a removal
+/// (null value) for each key no longer set.
+fn group_config_records(
+    image: &MetadataImage,
+    group: &str,
+    configs: &BTreeMap<String, String>,
+) -> Vec<MetadataRecord> {
+    let empty = BTreeMap::new();
+    let current = image.group_configs.get(group).unwrap_or(&empty);
+    let res = || ConfigResource::Group(group.to_string());
+    let mut records: Vec<MetadataRecord> = configs
+        .iter()
+        .filter(|(k, v)| current.get(*k) != Some(*v))
+        .map(|(k, v)| MetadataRecord::Config {
+            resource: res(),
+            name: k.clone(),
+            value: Some(v.clone()),
+        })
+        .collect();
+    records.extend(
+        current
+            .keys()
+            .filter(|k| !configs.contains_key(*k))
+            .map(|k| MetadataRecord::Config {
+                resource: res(),
+                name: k.clone(),
+                value: None,
+            }),
+    );
+    records
 }
 
 pub mod acl;

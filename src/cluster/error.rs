@@ -152,13 +152,18 @@ pub enum CoordinatorLookupError {
         /// The partition's leader (-1: none).
         leader: i32,
     },
-    /// A key type other than 0 (group) and 1 (transaction); share groups
-    /// (2) are not served, as on Kafka 4.4 without them: INVALID_REQUEST (42).
+    /// A key type other than 0 (group), 1 (transaction) and 2 (share
+    /// coordinator): INVALID_REQUEST (42).
     #[error("unsupported coordinator key type {key_type}")]
     UnsupportedKeyType {
         /// The key type asked for.
         key_type: i8,
     },
+    /// A share coordinator key (type 2) that is not
+    /// `groupId:topicId:partition` as Kafka 4.4 parses it: INVALID_REQUEST
+    /// (42).
+    #[error("malformed share coordinator key")]
+    MalformedShareKey,
 }
 
 /// Why a topic name is refused (Kafka `Topic.validate`, and the registry's
@@ -356,6 +361,10 @@ pub enum InvalidRequest {
         "broker configs are static in this broker: set them in server.properties or with --override"
     )]
     StaticBrokerConfigs,
+    /// A group config change for the default group (an empty name), which
+    /// Kafka refuses with this text.
+    #[error("Default group resources are not allowed.")]
+    DefaultGroupResource,
     /// A config resource type other than topic or broker.
     #[error("resource type {resource_type} is not supported")]
     UnsupportedResourceType {

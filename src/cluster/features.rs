@@ -23,6 +23,9 @@ pub const KRAFT_VERSION: &str = "kraft.version";
 pub const TRANSACTION_VERSION: &str = "transaction.version";
 /// `group.version` (KIP-848: 1 is the consumer group protocol).
 pub const GROUP_VERSION: &str = "group.version";
+/// `share.version` (KIP-932: 1 is share groups; Kafka's 2 adds the
+/// dead-letter queue of KIP-1191).
+pub const SHARE_VERSION: &str = "share.version";
 /// `eligible.leader.replicas.version` (KIP-966).
 pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 
@@ -94,6 +97,10 @@ pub const SUPPORTED: &[(&str, SupportedRange, i16)] = &[
     // KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe served at
     // level 1, which a new cluster finalizes as Kafka 4.4 does.
     (GROUP_VERSION, SupportedRange { min: 0, max: 1 }, 1),
+    // KIP-932 share groups: served at level 1, which a new cluster
+    // finalizes (Kafka 4.4 finalizes 2: ShareFetch v2 and the dead-letter
+    // queue, not served; docs/decisions/share-groups.md).
+    (SHARE_VERSION, SupportedRange { min: 0, max: 1 }, 1),
     // KIP-966 ELR is always on: docs/decisions/eligible-leader-replicas.md.
     (ELR_VERSION, SupportedRange { min: 1, max: 1 }, 1),
 ];

@@ -204,6 +204,20 @@ impl MetadataImage {
                         }
                     }
                 }
+                ConfigResource::Group(group) => {
+                    let configs = self.group_configs.entry(group.clone()).or_default();
+                    match value {
+                        Some(v) => {
+                            configs.insert(name.clone(), v.clone());
+                        }
+                        None => {
+                            configs.remove(name);
+                        }
+                    }
+                    if configs.is_empty() {
+                        self.group_configs.remove(group);
+                    }
+                }
             },
             MetadataRecord::UserScramCredential {
                 name,

@@ -186,6 +186,10 @@ pub struct MetadataImage {
     /// Broker-level dynamic configs set through the metadata log, by broker
     /// id (`None`: cluster-wide default), Kafka key → value.
     pub broker_configs: BTreeMap<Option<i32>, BTreeMap<String, String>>,
+    /// Group configs (Kafka's GROUP config resource, KIP-848) set through
+    /// the metadata log, by group id, key → value
+    /// (`consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms`).
+    pub group_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Every topic a `RemoveTopic` record deleted, by topic id, with the
     /// log offset of that record: the only cause for which a shard deletes
     /// the directories of a topic that is gone from the image
@@ -247,6 +251,7 @@ impl MetadataImage {
             topic_ids: HashMap::new(),
             next_producer_id: 0,
             broker_configs: BTreeMap::new(),
+            group_configs: BTreeMap::new(),
             removed_topics: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),

@@ -21,6 +21,9 @@ pub enum ConfigResource {
     Topic(String),
     /// A broker by id, or the cluster-wide broker default (`None`).
     Broker(Option<i32>),
+    /// A group by id (Kafka's GROUP resource type 32, KIP-848's group
+    /// configs).
+    Group(String),
 }
 
 /// One metadata record.

@@ -361,11 +361,20 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "controller.quorum.voters", ty: T::List, default: Some(""), field: Field::Text { allowed: "a comma-separated list of id@host:port", set: set_voters }, doc: "The metadata quorum's voters (Kafka's KRaft key); must include node.id when process.roles has controller. Recorded for the metadata quorum, not used yet.", dynamic: false, describe: Describe::Own, get: get_voters },
     BrokerConfigDef { name: "controller.quota.window.num", ty: T::Int, default: Some("11"), field: Field::Int { min: 1, max: 1000, set: |c, v| c.controller_quota_windows.samples = to_u32(v) }, doc: "Samples of the controller mutation quota's token bucket (its burst is this many windows of the rate).", dynamic: false, describe: Describe::Own, get: |c| some(c.controller_quota_windows.samples) },
     BrokerConfigDef { name: "controller.quota.window.size.seconds", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 3600, set: |c, v| c.controller_quota_windows.window_ms = to_u64(v) * 1000 }, doc: "Length (s) of each sample of the controller mutation quota.", dynamic: false, describe: Describe::Own, get: |c| some(c.controller_quota_windows.window_ms / 1000) },
+    BrokerConfigDef { name: "controller.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.controller_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a client's request that needs the active controller (admin requests, producer id blocks) waits for it to be committed and applied.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.controller_socket_timeout_ms) },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.default_replication_factor = to_i16(v) }, doc: "Replication factor of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
+    BrokerConfigDef { name: "group.consumer.assignment.interval.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.consumer_assignment_interval_ms = to_i32(v) }, doc: "The least time (ms) between two target assignments of a consumer group (KIP-1263): after a membership or subscription change the group is Assigning until a heartbeat comes this long after the previous assignment; 0 assigns at once.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_assignment_interval_ms) },
     BrokerConfigDef { name: "group.consumer.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_heartbeat_interval_ms = to_i32(v) }, doc: "The heartbeat interval (ms) given to consumer-protocol members (KIP-848).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.max.assignment.interval.ms", ty: T::Int, default: Some("15000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.consumer_max_assignment_interval_ms = to_i32(v) }, doc: "The largest consumer.assignment.interval.ms a group config (KIP-848, KIP-1263) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_max_assignment_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.max.heartbeat.interval.ms", ty: T::Int, default: Some("15000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_max_heartbeat_interval_ms = to_i32(v) }, doc: "The largest consumer.heartbeat.interval.ms a group config (KIP-848) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_max_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.max.session.timeout.ms", ty: T::Int, default: Some("60000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_max_session_timeout_ms = to_i32(v) }, doc: "The largest consumer.session.timeout.ms a group config (KIP-848) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_max_session_timeout_ms) },
     BrokerConfigDef { name: "group.consumer.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_max_size = to_usize(v) }, doc: "The most members a consumer group (KIP-848) may have; a join beyond it gets GROUP_MAX_SIZE_REACHED.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_max_size.min(I32MAX as usize)) },
+    BrokerConfigDef { name: "group.consumer.migration.policy", ty: T::String, default: Some("bidirectional"), field: Field::OneOf { values: &["disabled", "upgrade", "downgrade", "bidirectional"], set: |c, v| c.group.consumer_migration_policy = crate::config::coordinators::MigrationPolicy::parse(v).unwrap_or(crate::config::coordinators::MigrationPolicy::Bidirectional) }, doc: "Which online conversions between classic and consumer groups (KIP-848) are allowed: upgrade (a consumer-protocol member joining a live classic group), downgrade (the last consumer-protocol member leaving a group of classic members), both, or neither.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_migration_policy.as_str()) },
+    BrokerConfigDef { name: "group.consumer.min.assignment.interval.ms", ty: T::Int, default: Some("0"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.consumer_min_assignment_interval_ms = to_i32(v) }, doc: "The smallest consumer.assignment.interval.ms a group config (KIP-848, KIP-1263) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_min_assignment_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.min.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_min_heartbeat_interval_ms = to_i32(v) }, doc: "The smallest consumer.heartbeat.interval.ms a group config (KIP-848) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_min_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.consumer.min.session.timeout.ms", ty: T::Int, default: Some("45000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_min_session_timeout_ms = to_i32(v) }, doc: "The smallest consumer.session.timeout.ms a group config (KIP-848) may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_min_session_timeout_ms) },
     BrokerConfigDef { name: "group.consumer.session.timeout.ms", ty: T::Int, default: Some("45000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_session_timeout_ms = to_i32(v) }, doc: "How long (ms) a consumer-protocol member (KIP-848) may go without a heartbeat before it is fenced.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_session_timeout_ms) },
     BrokerConfigDef { name: "group.initial.rebalance.delay.ms", ty: T::Int, default: Some("3000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.initial_rebalance_delay_ms = to_i32(v) }, doc: "How long (ms) the first rebalance of an empty group waits for more members to join.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.initial_rebalance_delay_ms) },
     BrokerConfigDef { name: "group.max.session.timeout.ms", ty: T::Int, default: Some("1800000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.max_session_timeout_ms = to_i32(v) }, doc: "The largest session timeout (ms) a member may ask for; larger gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_session_timeout_ms) },
@@ -374,6 +383,22 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     // caps a larger size set in a GroupConfig by hand.
     BrokerConfigDef { name: "group.max.size", ty: T::Int, default: Some("2147483647"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.max_size = to_usize(v) }, doc: "The most members a group may have.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.max_size.min(I32MAX as usize)) },
     BrokerConfigDef { name: "group.min.session.timeout.ms", ty: T::Int, default: Some("6000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.min_session_timeout_ms = to_i32(v) }, doc: "The smallest session timeout (ms) a member may ask for; smaller gets INVALID_SESSION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.min_session_timeout_ms) },
+    BrokerConfigDef { name: "group.share.assignors", ty: T::List, default: Some("simple"), field: Field::OneOf { values: &["simple"], set: |c, v| c.group.share_assignors = vec![v.to_string()] }, doc: "The share group assignor (KIP-932); simple, the only one served.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_assignors.join(",")) },
+    BrokerConfigDef { name: "group.share.delivery.count.limit", ty: T::Int, default: Some("5"), field: Field::Int { min: 2, max: 10, set: |c, v| c.group.share_delivery_count_limit = to_i32(v) }, doc: "The most deliveries of a record to a share group (KIP-932) before it is archived.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_delivery_count_limit) },
+    BrokerConfigDef { name: "group.share.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_heartbeat_interval_ms = to_i32(v) }, doc: "The heartbeat interval (ms) given to the members of a share group (KIP-932).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.share.max.delivery.count.limit", ty: T::Int, default: Some("10"), field: Field::Int { min: 5, max: 25, set: |c, v| c.group.share_max_delivery_count_limit = to_i32(v) }, doc: "The largest share.delivery.count.limit a group config may set.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_delivery_count_limit) },
+    BrokerConfigDef { name: "group.share.max.heartbeat.interval.ms", ty: T::Int, default: Some("15000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_max_heartbeat_interval_ms = to_i32(v) }, doc: "The largest share.heartbeat.interval.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.share.max.record.lock.duration.ms", ty: T::Int, default: Some("60000"), field: Field::Int { min: 30000, max: 3600000, set: |c, v| c.group.share_max_record_lock_duration_ms = to_i32(v) }, doc: "The largest share.record.lock.duration.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_record_lock_duration_ms) },
+    BrokerConfigDef { name: "group.share.max.session.timeout.ms", ty: T::Int, default: Some("60000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_max_session_timeout_ms = to_i32(v) }, doc: "The largest share.session.timeout.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_session_timeout_ms) },
+    BrokerConfigDef { name: "group.share.max.share.sessions", ty: T::Int, default: Some("2000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_max_share_sessions = to_i32(v) }, doc: "The most share sessions (ShareFetch, KIP-932) one broker holds.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_share_sessions) },
+    BrokerConfigDef { name: "group.share.max.size", ty: T::Int, default: Some("200"), field: Field::Int { min: 1, max: 1000, set: |c, v| c.group.share_max_size = to_usize(v) }, doc: "The most members a share group (KIP-932) may have; a join beyond it gets GROUP_MAX_SIZE_REACHED.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_max_size) },
+    BrokerConfigDef { name: "group.share.min.delivery.count.limit", ty: T::Int, default: Some("2"), field: Field::Int { min: 2, max: 5, set: |c, v| c.group.share_min_delivery_count_limit = to_i32(v) }, doc: "The smallest share.delivery.count.limit a group config may set.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_min_delivery_count_limit) },
+    BrokerConfigDef { name: "group.share.min.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_min_heartbeat_interval_ms = to_i32(v) }, doc: "The smallest share.heartbeat.interval.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_min_heartbeat_interval_ms) },
+    BrokerConfigDef { name: "group.share.min.record.lock.duration.ms", ty: T::Int, default: Some("15000"), field: Field::Int { min: 1000, max: 30000, set: |c, v| c.group.share_min_record_lock_duration_ms = to_i32(v) }, doc: "The smallest share.record.lock.duration.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_min_record_lock_duration_ms) },
+    BrokerConfigDef { name: "group.share.min.session.timeout.ms", ty: T::Int, default: Some("45000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_min_session_timeout_ms = to_i32(v) }, doc: "The smallest share.session.timeout.ms a group config may set (ms).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_min_session_timeout_ms) },
+    BrokerConfigDef { name: "group.share.partition.max.record.locks", ty: T::Int, default: Some("2000"), field: Field::Int { min: 100, max: 10000, set: |c, v| c.group.share_partition_max_record_locks = to_i32(v) }, doc: "The most records in flight (acquired, not yet acknowledged) in one share-partition.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_partition_max_record_locks) },
+    BrokerConfigDef { name: "group.share.record.lock.duration.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1000, max: 3600000, set: |c, v| c.group.share_record_lock_duration_ms = to_i32(v) }, doc: "How long (ms) a share group member holds the records it acquired before they are delivered again.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_record_lock_duration_ms) },
+    BrokerConfigDef { name: "group.share.session.timeout.ms", ty: T::Int, default: Some("45000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.share_session_timeout_ms = to_i32(v) }, doc: "How long (ms) a share group member (KIP-932) may go without a heartbeat before it is fenced.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.share_session_timeout_ms) },
     BrokerConfigDef { name: "inter.broker.listener.name", ty: T::String, default: None, field: Field::Text { allowed: "a listener name", set: set_inter_broker_name }, doc: "The listener brokers use between themselves (Kafka's key): replica fetchers and coordinator calls connect to it with its protocol; must name a client listener.", dynamic: false, describe: Describe::Own, get: |c| c.given_text.inter_broker_listener_name.clone() },
     BrokerConfigDef { name: "leader.imbalance.check.interval.seconds", ty: T::Long, default: Some("300"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.leader_imbalance_check_interval_s = to_u64(v) }, doc: "How often (s) the active controller looks for partitions not led by their preferred replica (auto.leader.rebalance.enable).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.leader_imbalance_check_interval_s) },
     BrokerConfigDef { name: "listener.security.protocol.map", ty: T::String, default: None, field: Field::Text { allowed: "a comma-separated list of NAME:PROTOCOL", set: set_protocol_map }, doc: "Security protocol of each listener name (Kafka's key): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; unset: Kafka's default map, controller listeners PLAINTEXT.", dynamic: false, describe: Describe::Own, get: get_protocol_map },
@@ -415,6 +440,11 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "replica.high.watermark.checkpoint.interval.ms", ty: T::Long, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_high_watermark_checkpoint_interval_ms = to_u64(v) }, doc: "How often (ms) each shard writes its partitions' high watermarks to its replication-offset-checkpoint file (also written at shutdown).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_high_watermark_checkpoint_interval_ms) },
     BrokerConfigDef { name: "replica.lag.time.max.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_lag_time_max_ms = to_u64(v) }, doc: "A follower that has not caught up with the leader's log end for this long (ms) leaves the ISR.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_lag_time_max_ms) },
     BrokerConfigDef { name: "replica.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch may go unanswered beyond replica.fetch.wait.max.ms before its connection is made again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_timeout_ms) },
+    BrokerConfigDef { name: "share.coordinator.snapshot.update.records.per.snapshot", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: 500, set: |c, v| c.share_coordinator.snapshot_update_records_per_snapshot = to_i32(v) }, doc: "ShareUpdate records written for a share-partition between two ShareSnapshot records (KIP-932).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.snapshot_update_records_per_snapshot) },
+    BrokerConfigDef { name: "share.coordinator.state.topic.min.isr", ty: T::Short, default: Some("2"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.share_coordinator.state_topic_min_isr = to_i16(v) }, doc: "min.insync.replicas of __share_group_state.", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_min_isr) },
+    BrokerConfigDef { name: "share.coordinator.state.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.share_coordinator.state_topic_partitions = to_i32(v) }, doc: "Partitions of __share_group_state (created on the first share coordinator lookup or share-state request).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_partitions) },
+    BrokerConfigDef { name: "share.coordinator.state.topic.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.share_coordinator.state_topic_replication_factor = to_i16(v) }, doc: "Replication factor of __share_group_state; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_replication_factor) },
+    BrokerConfigDef { name: "share.coordinator.state.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.share_coordinator.state_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __share_group_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_segment_bytes) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
     BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
     BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
@@ -579,8 +609,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 62 own settings, read-only.
-        assert_eq!(own.len(), 62);
+        // Today's broker resource: 92 own settings, read-only.
+        assert_eq!(own.len(), 92);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -590,7 +620,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 62] = [
+        let want: [(&str, Option<&str>); 92] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -605,15 +635,40 @@ mod tests {
             ("controller.quorum.voters", Some("")),
             ("controller.quota.window.num", Some("11")),
             ("controller.quota.window.size.seconds", Some("1")),
+            ("controller.socket.timeout.ms", Some("30000")),
             ("default.replication.factor", Some("1")),
             ("delete.topic.enable", Some("true")),
+            ("group.consumer.assignment.interval.ms", Some("1000")),
             ("group.consumer.heartbeat.interval.ms", Some("5000")),
+            ("group.consumer.max.assignment.interval.ms", Some("15000")),
+            ("group.consumer.max.heartbeat.interval.ms", Some("15000")),
+            ("group.consumer.max.session.timeout.ms", Some("60000")),
             ("group.consumer.max.size", Some("2147483647")),
+            ("group.consumer.migration.policy", Some("bidirectional")),
+            ("group.consumer.min.assignment.interval.ms", Some("0")),
+            ("group.consumer.min.heartbeat.interval.ms", Some("5000")),
+            ("group.consumer.min.session.timeout.ms", Some("45000")),
             ("group.consumer.session.timeout.ms", Some("45000")),
             ("group.initial.rebalance.delay.ms", Some("3000")),
             ("group.max.session.timeout.ms", Some("1800000")),
             ("group.max.size", Some("2147483647")),
             ("group.min.session.timeout.ms", Some("6000")),
+            ("group.share.assignors", Some("simple")),
+            ("group.share.delivery.count.limit", Some("5")),
+            ("group.share.heartbeat.interval.ms", Some("5000")),
+            ("group.share.max.delivery.count.limit", Some("10")),
+            ("group.share.max.heartbeat.interval.ms", Some("15000")),
+            ("group.share.max.record.lock.duration.ms", Some("60000")),
+            ("group.share.max.session.timeout.ms", Some("60000")),
+            ("group.share.max.share.sessions", Some("2000")),
+            ("group.share.max.size", Some("200")),
+            ("group.share.min.delivery.count.limit", Some("2")),
+            ("group.share.min.heartbeat.interval.ms", Some("5000")),
+            ("group.share.min.record.lock.duration.ms", Some("15000")),
+            ("group.share.min.session.timeout.ms", Some("45000")),
+            ("group.share.partition.max.record.locks", Some("2000")),
+            ("group.share.record.lock.duration.ms", Some("30000")),
+            ("group.share.session.timeout.ms", Some("45000")),
             ("inter.broker.listener.name", None),
             ("leader.imbalance.check.interval.seconds", Some("300")),
             (
@@ -650,6 +705,20 @@ mod tests {
             ),
             ("replica.lag.time.max.ms", Some("30000")),
             ("replica.socket.timeout.ms", Some("30000")),
+            (
+                "share.coordinator.snapshot.update.records.per.snapshot",
+                Some("500"),
+            ),
+            ("share.coordinator.state.topic.min.isr", Some("2")),
+            ("share.coordinator.state.topic.num.partitions", Some("50")),
+            (
+                "share.coordinator.state.topic.replication.factor",
+                Some("3"),
+            ),
+            (
+                "share.coordinator.state.topic.segment.bytes",
+                Some("104857600"),
+            ),
             ("socket.request.max.bytes", Some("104857600")),
             (
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",

@@ -44,6 +44,55 @@ pub enum InvalidConfig {
         /// The config key.
         key: String,
     },
+    /// A group config (KIP-848) outside the broker's
+    /// `group.consumer.min/max.*` range; Kafka's text.
+    #[error("{key} must be in the range {min} to {max} inclusive.")]
+    OutOfRange {
+        /// The config key.
+        key: String,
+        /// The smallest value allowed.
+        min: i32,
+        /// The largest value allowed.
+        max: i32,
+    },
+    /// A group config (KIP-848) that is not an INT; Kafka's text.
+    #[error("Invalid value {value} for configuration {key}: Not a number of type INT")]
+    NotAnInt {
+        /// The config key.
+        key: String,
+        /// The value given.
+        value: String,
+    },
+    /// A group's session timeout (its own or the broker's) not above its
+    /// heartbeat interval; Kafka's text.
+    #[error("consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms")]
+    SessionNotAboveHeartbeat,
+    /// A group config value its type refuses; Kafka's text ("Invalid
+    /// value V for configuration K: REASON").
+    #[error("Invalid value {value} for configuration {key}: {reason}")]
+    GroupValue {
+        /// The config key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// Kafka's reason.
+        reason: String,
+    },
+    /// A key that is not a group config; Kafka's text.
+    #[error("Unknown group config name: {key}")]
+    UnknownGroupKey {
+        /// The config key.
+        key: String,
+    },
+    /// APPEND or SUBTRACT (KIP-339) on a group config, none of which is a
+    /// list; Kafka's text.
+    #[error("Can't {operation} to key {key} because its type is not LIST.")]
+    GroupKeyNotAList {
+        /// The config key.
+        key: String,
+        /// `APPEND` or `SUBTRACT`.
+        operation: String,
+    },
     /// A config of an import's `--topic-config`, refused.
     #[error("topic {topic}: {source}")]
     ForTopic {

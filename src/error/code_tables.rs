@@ -278,7 +278,7 @@ impl Variants for MarkerFailure {
 }
 
 impl Variants for CoordinatorLookupError {
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
     fn index(&self) -> usize {
         match self {
             CoordinatorLookupError::TopicMissing { .. } => 0,
@@ -287,6 +287,7 @@ impl Variants for CoordinatorLookupError {
             CoordinatorLookupError::NoLeader { .. } => 3,
             CoordinatorLookupError::UnsupportedKeyType { .. } => 4,
             CoordinatorLookupError::NotCoordinator { .. } => 5,
+            CoordinatorLookupError::MalformedShareKey => 6,
         }
     }
 }

@@ -27,9 +27,10 @@ fn coordinator_lookup_error_codes() {
             15,
         ),
         (
-            CoordinatorLookupError::UnsupportedKeyType { key_type: 2 },
+            CoordinatorLookupError::UnsupportedKeyType { key_type: 3 },
             42,
         ),
+        (CoordinatorLookupError::MalformedShareKey, 42),
         (
             CoordinatorLookupError::NotCoordinator {
                 topic,

@@ -71,7 +71,13 @@ fn every_group_error_maps_to_its_kafka_code() {
             },
             113,
         ),
-        (G::UnsupportedAssignor { assignor: s() }, 112),
+        (
+            G::UnsupportedAssignor {
+                assignor: s(),
+                supported: s(),
+            },
+            112,
+        ),
         (G::UnreleasedInstanceId { instance_id: s() }, 111),
         (
             G::InvalidRegularExpression {

@@ -4,6 +4,8 @@
 
 use bytes::Bytes;
 
+use super::consumer::admin::TakenGroup;
+use super::consumer::records::ConsumerRecord;
 use super::error::GroupError;
 use super::membership::{GroupCore, OffsetsTopicRecord};
 use super::records;
@@ -11,12 +13,14 @@ use super::state::GroupState;
 use super::{DescribedMember, GroupDescription, ListedGroup};
 
 impl GroupCore {
-    /// DescribeGroups for one group; an unknown group is described as Dead.
+    /// DescribeGroups for one group; an unknown group, or a consumer group
+    /// (KIP-848, flagged `consumer_group`), is described as Dead.
     pub fn describe(&self, group_id: &str) -> GroupDescription {
         let Some(grp) = self.groups.get(group_id) else {
             return GroupDescription {
                 group_id: group_id.to_string(),
                 state: GroupState::Dead.as_str().into(),
+                consumer_group: self.consumer.contains(group_id) || self.share.contains(group_id),
                 ..Default::default()
             };
         };
@@ -59,6 +63,7 @@ impl GroupCore {
             protocol_type: grp.protocol_type.clone().unwrap_or_default(),
             protocol: if stable { protocol } else { String::new() },
             members,
+            consumer_group: false,
         }
     }
 
@@ -103,6 +108,17 @@ impl GroupCore {
                 });
             }
         }
+        // Share groups (KIP-932): protocol type `share`, Empty or Stable.
+        for (id, state) in self.share.list() {
+            if wanted(state.as_str(), states) && wanted("share", types) {
+                out.push(ListedGroup {
+                    group_id: id,
+                    protocol_type: "share".to_string(),
+                    state: state.as_str().to_string(),
+                    group_type: "share",
+                });
+            }
+        }
         out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
         out
     }
@@ -122,8 +138,14 @@ impl GroupCore {
             | GroupState::Stable => return Err(GroupError::NonEmptyGroup),
             GroupState::Empty => {}
         }
-        let mut recs: Vec<OffsetsTopicRecord> = self
-            .offsets
+        let mut recs = self.offset_tombstones(group_id);
+        recs.push((records::group_key(group_id), None));
+        Ok(recs)
+    }
+
+    /// The tombstones of every offset `group_id` committed.
+    fn offset_tombstones(&self, group_id: &str) -> Vec<OffsetsTopicRecord> {
+        self.offsets
             .committed
             .get(group_id)
             .map(|m| {
@@ -131,9 +153,41 @@ impl GroupCore {
                     .map(|(t, p)| (records::offset_key(group_id, t, *p), None))
                     .collect()
             })
-            .unwrap_or_default();
-        recs.push((records::group_key(group_id), None));
-        Ok(recs)
+            .unwrap_or_default()
+    }
+
+    /// First step of DeleteGroups of a consumer group (KIP-848), as Kafka's
+    /// `GroupCoordinatorShard.deleteGroups`: the tombstones of its offsets,
+    /// then of its records (keys 8, 7, 6, 5, 4, 3; see
+    /// [`ConsumerGroups::plan_delete`](super::consumer::ConsumerGroups::plan_delete)),
+    /// with the group taken out at once. Ok(None) when `group_id` is no
+    /// consumer group here; NON_EMPTY_GROUP while it has members.
+    pub fn begin_delete_consumer_group(
+        &mut self,
+        group_id: &str,
+    ) -> Result<Option<(Vec<OffsetsTopicRecord>, TakenGroup)>, GroupError> {
+        if !self.consumer.contains(group_id) {
+            return Ok(None);
+        }
+        let tombstones = self.consumer.plan_delete(group_id)?;
+        let mut recs = self.offset_tombstones(group_id);
+        recs.extend(tombstones.iter().map(ConsumerRecord::encode));
+        Ok(self
+            .consumer
+            .take_for_delete(group_id)
+            .map(|taken| (recs, taken)))
+    }
+
+    /// The tombstones of a consumer group's DeleteGroups could not be
+    /// appended: the group is put back.
+    pub fn abort_delete_consumer_group(&mut self, taken: TakenGroup) {
+        self.consumer.restore(taken);
+    }
+
+    /// Last step of DeleteGroups of a consumer group, once its tombstones
+    /// are appended: its offsets are gone (the group was taken out first).
+    pub fn apply_delete_consumer_group(&mut self, group_id: &str) {
+        self.offsets.committed.remove(group_id);
     }
 
     /// First step of DeleteGroups as the glue runs it: the tombstones of

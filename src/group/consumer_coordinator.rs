@@ -18,7 +18,6 @@ use super::consumer::{
 use super::coordinator::{apply, ready, write_records, GroupCoordinator};
 use super::error::GroupError;
 use super::membership::GroupCore;
-use super::state::GroupState;
 use super::GroupConfig;
 use crate::cluster::metadata::MetadataImage;
 use crate::shard::{now_ms, Shard};
@@ -52,6 +51,10 @@ impl TopicsView for ImageTopics {
             .map(|n| n.to_string())
             .collect()
     }
+
+    fn version(&self) -> i64 {
+        i64::try_from(self.0.offset).unwrap_or(i64::MAX)
+    }
 }
 
 /// The consumer group settings from the broker's `group.consumer.*` keys.
@@ -60,6 +63,7 @@ pub fn consumer_config(cfg: &GroupConfig) -> ConsumerGroupConfig {
         heartbeat_interval_ms: cfg.consumer_heartbeat_interval_ms,
         session_timeout_ms: cfg.consumer_session_timeout_ms,
         max_size: cfg.consumer_max_size,
+        assignment_interval_ms: i64::from(cfg.consumer_assignment_interval_ms),
         ..ConsumerGroupConfig::default()
     }
 }
@@ -67,23 +71,6 @@ pub fn consumer_config(cfg: &GroupConfig) -> ConsumerGroupConfig {
 /// Kafka's message for a group of another type (GROUP_ID_NOT_FOUND).
 pub fn not_a_consumer_group(group_id: &str) -> String {
     format!("Group {group_id} is not a consumer group.")
-}
-
-/// Whether the classic group `group_id` stands in the way of a consumer
-/// group of that id: a classic group with members does (the online
-/// migration of a live classic group is not served:
-/// docs/decisions/consumer-group-protocol.md); an empty one is dropped
-/// (its committed offsets stay), as Kafka 4.4 replaces an empty classic
-/// group by a consumer group.
-fn classic_in_the_way(core: &mut GroupCore, group_id: &str) -> bool {
-    let Some(g) = core.groups.get(group_id) else {
-        return false;
-    };
-    if g.members.is_empty() && matches!(g.state, GroupState::Empty | GroupState::Dead) {
-        core.groups.remove(group_id);
-        return false;
-    }
-    true
 }
 
 /// Handles a ConsumerGroupHeartbeat on the group's coordinator shard: the
@@ -98,28 +85,48 @@ pub async fn heartbeat(
     let groups = ready(&shard, &args.group_id).map_err(|e| (e, None))?;
     let group_id = args.group_id.clone();
     let topics = ImageTopics(shard.metadata());
-    let cfg = consumer_config(&shard.config.group);
+    let cfg = consumer_config_of(&shard, &group_id);
     let mut effects = Vec::new();
-    let outcome = {
+    let (outcome, records) = {
         let mut guard = groups.core.borrow_mut();
         let core = &mut *guard;
-        if classic_in_the_way(core, &group_id) {
+        if core.share.contains(&group_id) {
             return Err((
                 GroupError::GroupIdNotFound,
                 Some(not_a_consumer_group(&group_id)),
             ));
         }
-        core.consumer.heartbeat(
+        // A classic group of this id: an empty one gives way, a live one is
+        // converted (online upgrade) or the heartbeat is refused.
+        let mut records =
+            match super::migration::upgrade(&shard, core, &group_id, &topics, &mut effects) {
+                Ok(r) => r,
+                Err(e) => return Err(e),
+            };
+        let leaving = args.member_epoch == -1;
+        let had_consumer = super::migration::has_consumer_member(core, &group_id);
+        let outcome = core.consumer.heartbeat(
             &cfg,
             args,
             &topics,
             &mut core.member_ids,
             now_ms(),
             &mut effects,
-        )
+        );
+        records.extend(outcome.records.iter().map(ConsumerRecord::encode));
+        if leaving && outcome.result.is_ok() {
+            records.extend(super::migration::maybe_downgrade(
+                &shard,
+                core,
+                &group_id,
+                had_consumer,
+                &topics,
+                &mut effects,
+            ));
+        }
+        (outcome, records)
     };
     apply(&shard, effects);
-    let records = outcome.records.iter().map(ConsumerRecord::encode).collect();
     write_records(&shard, &group_id, records, None)
         .await
         .map_err(|e| (e, None))?;
@@ -135,12 +142,22 @@ pub fn on_deadline(
     group_id: &str,
 ) -> Vec<super::membership::Effect> {
     let topics = ImageTopics(shard.metadata());
-    let cfg = consumer_config(&shard.config.group);
+    let cfg = consumer_config_of(shard, group_id);
     let mut effects = Vec::new();
+    let had_consumer = super::migration::has_consumer_member(core, group_id);
     let records = core
         .consumer
         .on_deadline(&cfg, group_id, &topics, now_ms(), &mut effects);
-    persist(shard, group_id, records);
+    let mut records: Vec<_> = records.iter().map(ConsumerRecord::encode).collect();
+    records.extend(super::migration::maybe_downgrade(
+        shard,
+        core,
+        group_id,
+        had_consumer,
+        &topics,
+        &mut effects,
+    ));
+    persist_encoded(shard, group_id, records);
     effects
 }
 
@@ -183,12 +200,25 @@ pub fn topics_changed(shard: &Rc<Shard>) {
 
 /// Appends `records` of `group_id` in the background (nothing waits).
 pub fn persist(shard: &Rc<Shard>, group_id: &str, records: Vec<ConsumerRecord>) {
+    persist_encoded(
+        shard,
+        group_id,
+        records.iter().map(ConsumerRecord::encode).collect(),
+    );
+}
+
+/// Appends encoded `records` of `group_id` in the background (nothing
+/// waits; a failure is logged).
+pub fn persist_encoded(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    records: Vec<super::membership::OffsetsTopicRecord>,
+) {
     if records.is_empty() {
         return;
     }
     let s = shard.clone();
     let group_id = group_id.to_string();
-    let records = records.iter().map(ConsumerRecord::encode).collect();
     crate::shard::stall::spawn_local("consumer group persist", async move {
         if let Err(e) = write_records(&s, &group_id, records, None).await {
             log::warn!("could not persist consumer group {group_id}: {e}");
@@ -206,7 +236,7 @@ pub fn describe(shard: &Shard, group_id: &str) -> Result<DescribedGroup, (GroupE
     if let Some(d) = core.consumer.describe(group_id) {
         return Ok(d);
     }
-    if core.groups.contains_key(group_id) {
+    if core.groups.contains_key(group_id) || core.share.contains(group_id) {
         return Err((GroupError::GroupIdNotFound, not_a_consumer_group(group_id)));
     }
     Err((
@@ -283,5 +313,20 @@ pub fn check_fetch(
             expected,
         }),
         Err(e) => Err(e),
+    }
+}
+
+/// The consumer group settings of `group_id`: the broker's, with the
+/// group's own `consumer.session.timeout.ms`,
+/// `consumer.heartbeat.interval.ms` and `consumer.assignment.interval.ms`
+/// (KIP-848 group configs, from the metadata image) over them.
+pub fn consumer_config_of(shard: &Shard, group_id: &str) -> ConsumerGroupConfig {
+    let image = shard.metadata();
+    let e = super::configs::effective(&shard.config.group, image.group_configs.get(group_id));
+    ConsumerGroupConfig {
+        session_timeout_ms: e.session_timeout_ms,
+        heartbeat_interval_ms: e.heartbeat_interval_ms,
+        assignment_interval_ms: i64::from(e.assignment_interval_ms),
+        ..consumer_config(&shard.config.group)
     }
 }

@@ -146,11 +146,15 @@ impl GroupCoordinator {
                 log::error!("loading {}-{index}: {e}", part.topic());
             }
             let mut consumer_timers = Vec::new();
-            staged.consumer.arm_after_load(
-                &super::consumer_coordinator::consumer_config(&shard.config.group),
+            staged.consumer.arm_after_load_with(
+                &|group_id| super::consumer_coordinator::consumer_config_of(&shard, group_id),
                 now_ms(),
                 &mut consumer_timers,
             );
+            consumer_timers.extend(super::share_group_coordinator::arm_after_load(
+                &shard,
+                &mut staged,
+            ));
             apply(&shard, consumer_timers);
             let effects = {
                 let mut core = me.core.borrow_mut();
@@ -239,6 +243,7 @@ impl LeadershipListener for OffsetsLeadership {
 
     fn topics_changed(&self, shard: &Rc<Shard>) {
         super::consumer_coordinator::topics_changed(shard);
+        super::share_group_coordinator::topics_changed(shard);
     }
 }
 
@@ -328,6 +333,8 @@ pub(super) fn apply(shard: &Rc<Shard>, effects: Vec<Effect>) {
                         let mut core = groups.core.borrow_mut();
                         if core.consumer.contains(&group_id) {
                             super::consumer_coordinator::on_deadline(&s, &mut core, &group_id)
+                        } else if core.share.contains(&group_id) {
+                            super::share_group_coordinator::on_deadline(&s, &mut core, &group_id)
                         } else {
                             core.on_deadline(&s.config.group, &group_id, at_ms, now_ms());
                             core.take_effects()
@@ -360,12 +367,21 @@ pub async fn join(shard: Rc<Shard>, args: JoinArgs) -> JoinResult {
         Ok(g) => g,
         Err(e) => return JoinResult::error(e, &args.member_id),
     };
-    // One group namespace: a classic member may not join a consumer group
-    // (the online migration is not served:
-    // docs/decisions/consumer-group-protocol.md); Kafka answers a classic
-    // request to a group of another type with GROUP_ID_NOT_FOUND.
-    if groups.core.borrow().consumer.contains(&args.group_id) {
-        return JoinResult::error(GroupError::GroupIdNotFound, &args.member_id);
+    // One group namespace: a share group is of another protocol
+    // (INCONSISTENT_GROUP_PROTOCOL, as Kafka 4.4 answers); a consumer group
+    // with members answers classic members itself; an empty one gives way
+    // to the classic group.
+    if groups.core.borrow().share.contains(&args.group_id) {
+        return JoinResult::error(GroupError::InconsistentGroupProtocol, &args.member_id);
+    }
+    if groups.core.borrow().consumer.has_members(&args.group_id) {
+        return super::migration::classic_join(shard, args).await;
+    }
+    {
+        let mut core = groups.core.borrow_mut();
+        if core.consumer.contains(&args.group_id) {
+            super::migration::replace_empty(&shard, &mut core, &args.group_id);
+        }
     }
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
@@ -387,6 +403,12 @@ pub async fn sync(shard: Rc<Shard>, args: SyncArgs) -> SyncResult {
         Ok(g) => g,
         Err(e) => return SyncResult::error(e),
     };
+    {
+        let mut core = groups.core.borrow_mut();
+        if core.consumer.contains(&args.group_id) {
+            return super::migration::classic_sync(&shard, &mut core, &args);
+        }
+    }
     let handle = groups.handle();
     let (tx, rx) = oneshot::channel();
     groups.syncs.borrow_mut().insert(handle, tx);
@@ -407,13 +429,14 @@ pub fn heartbeat(
     member_id: &str,
     instance: &Option<String>,
 ) -> Result<(), GroupError> {
-    ready(shard, group_id)?.core.borrow_mut().heartbeat(
-        group_id,
-        generation,
-        member_id,
-        instance,
-        now_ms(),
-    )
+    let groups = ready(shard, group_id)?;
+    let mut core = groups.core.borrow_mut();
+    if core.consumer.contains(group_id) {
+        return super::migration::classic_heartbeat(
+            shard, &mut core, group_id, generation, member_id, instance,
+        );
+    }
+    core.heartbeat(group_id, generation, member_id, instance, now_ms())
 }
 
 /// Handles a LeaveGroup (see [`GroupCore::leave`]).
@@ -429,6 +452,9 @@ pub fn leave(shard: &Rc<Shard>, group_id: &str, members: Vec<LeavingMember>) -> 
     };
     let (outcome, effects) = {
         let mut core = groups.core.borrow_mut();
+        if core.consumer.contains(group_id) {
+            return super::migration::classic_leave(shard, &mut core, group_id, members);
+        }
         let o = core.leave(&shard.config.group, group_id, members, now_ms());
         (o, core.take_effects())
     };
@@ -577,17 +603,24 @@ pub fn fetch_offsets(
 }
 
 /// OffsetDelete: removes committed offsets of partitions the group is not
-/// subscribed to. Gives the per-partition results, or the group's error.
+/// subscribed to (a consumer group's members' subscriptions, KIP-848, or a
+/// classic group's). Gives the per-partition results, or the group's error.
 pub async fn delete_offsets(
     shard: Rc<Shard>,
     group_id: String,
     partitions: Vec<(String, i32)>,
 ) -> Result<Vec<Result<(), GroupError>>, GroupError> {
     let groups = ready(&shard, &group_id)?;
-    let mut plan = groups
-        .core
-        .borrow()
-        .plan_delete_offsets(&group_id, &partitions)?;
+    let mut plan = {
+        let core = groups.core.borrow();
+        let topics = super::consumer_coordinator::ImageTopics(shard.metadata());
+        match core.consumer.subscribed_topics(&group_id, &topics) {
+            Some(subscribed) => {
+                core.plan_delete_consumer_offsets(&group_id, &partitions, &subscribed)
+            }
+            None => core.plan_delete_offsets(&group_id, &partitions)?,
+        }
+    };
     let records = std::mem::take(&mut plan.records);
     write_records(&shard, &group_id, records, None).await?;
     groups
@@ -617,9 +650,40 @@ pub fn list(states: &[String], types: &[String]) -> Result<Vec<ListedGroup>, Gro
 }
 
 /// DeleteGroups for one group: only an Empty group; writes tombstones for
-/// its offsets and metadata (see [`GroupCore::plan_delete_group`]).
+/// its offsets and metadata (see [`GroupCore::plan_delete_group`], and
+/// [`GroupCore::begin_delete_consumer_group`] for a consumer group).
 pub async fn delete_group(shard: Rc<Shard>, group_id: String) -> Result<(), GroupError> {
     let groups = ready(&shard, &group_id)?;
+    if super::share_group_coordinator::delete(&shard, &group_id).await? {
+        return Ok(());
+    }
+    let consumer = groups
+        .core
+        .borrow_mut()
+        .begin_delete_consumer_group(&group_id)?;
+    if let Some((records, taken)) = consumer {
+        if let Err(e) = write_records(&shard, &group_id, records, None).await {
+            // Put back only while its partition is still led and loaded
+            // here (a resignation during the append unloaded its groups).
+            let p = records::partition_for_group(
+                &group_id,
+                shard.config.group.offsets_topic_partitions,
+            );
+            let led = shard
+                .partition(OFFSETS_TOPIC, p)
+                .is_some_and(|part| part.is_leader());
+            if led && ready(&shard, &group_id).is_ok() {
+                groups.core.borrow_mut().abort_delete_consumer_group(taken);
+            }
+            return Err(e);
+        }
+        groups
+            .core
+            .borrow_mut()
+            .apply_delete_consumer_group(&group_id);
+        log::info!("consumer group {group_id} deleted");
+        return Ok(());
+    }
     let records = groups
         .core
         .borrow_mut()

@@ -153,10 +153,12 @@ pub enum GroupError {
     },
     /// UNSUPPORTED_ASSIGNOR (112): a server assignor not in
     /// `group.consumer.assignors`.
-    #[error("assignor {assignor} is not supported")]
+    #[error("ServerAssignor {assignor} is not supported. Supported assignors: {supported}.")]
     UnsupportedAssignor {
         /// The name asked for.
         assignor: String,
+        /// The configured assignors, joined by ", " (Kafka's message).
+        supported: String,
     },
     /// UNRELEASED_INSTANCE_ID (111): a static member joins while the
     /// member with its instance id has not left.

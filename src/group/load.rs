@@ -38,6 +38,16 @@ pub(crate) fn replay_record(
         false
     };
     let key_version = key.first_chunk::<2>().map(|v| i16::from_be_bytes(*v));
+    if let Some(10..=15) = key_version {
+        use crate::group::share::records::ShareGroupRecord;
+        return match ShareGroupRecord::decode(key, r.value.as_deref()) {
+            Ok(rec) => {
+                core.share.replay(rec);
+                true
+            }
+            Err(e) => skip(&e),
+        };
+    }
     if let Some(3..=8 | 16) = key_version {
         use crate::group::consumer::records::ConsumerRecord;
         return match ConsumerRecord::decode(key, r.value.as_deref()) {

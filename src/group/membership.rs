@@ -20,6 +20,7 @@ use super::records::{self, GroupValue, StoredMember};
 use super::state::{Group, GroupState, Member, MemberIdSource, RequestHandle};
 use super::{GroupConfig, JoinArgs, JoinResult, LeavingMember, SyncArgs, SyncResult};
 
+mod migration;
 mod rebalance;
 pub use rebalance::group_record;
 pub(crate) use rebalance::prepare_rebalance;
@@ -95,6 +96,8 @@ pub struct GroupCore {
     pub member_ids: MemberIdSource,
     /// The consumer groups (KIP-848), in the same namespace.
     pub consumer: super::consumer::ConsumerGroups,
+    /// The share groups (KIP-932), in the same namespace.
+    pub share: super::share::membership::ShareGroups,
     effects: Vec<Effect>,
 }
 
@@ -117,6 +120,8 @@ impl GroupCore {
             .into_iter()
             .collect();
         self.consumer
+            .retain(|g| super::records::partition_for_group(g, partitions) != partition);
+        self.share
             .retain(|g| super::records::partition_for_group(g, partitions) != partition);
         for id in &ids {
             self.fail_parked(id);
@@ -185,6 +190,7 @@ impl GroupCore {
         self.effects.extend(loaded.effects);
         self.groups.extend(loaded.groups);
         self.consumer.absorb(loaded.consumer);
+        self.share.absorb(loaded.share);
         self.offsets.committed.extend(loaded.offsets.committed);
         for (pid, groups) in loaded.offsets.pending_txn {
             self.offsets

@@ -14,6 +14,7 @@
 //! them to Kafka codes (`src/error.rs`).
 
 pub mod admin;
+pub mod configs;
 pub mod consumer;
 pub mod consumer_coordinator;
 pub mod coordinator;
@@ -22,8 +23,12 @@ mod core_tests;
 pub mod error;
 pub mod load;
 pub mod membership;
+mod migration;
 pub mod offsets;
 pub mod records;
+pub mod share;
+pub mod share_group_coordinator;
+pub mod share_offsets;
 pub mod state;
 
 use bytes::Bytes;
@@ -38,7 +43,7 @@ pub use offsets::UnknownGroup;
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// A JoinGroup request, as the coordinator needs it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct JoinArgs {
     /// Group id.
     pub group_id: String,
@@ -224,6 +229,10 @@ pub struct GroupDescription {
     pub protocol: String,
     /// (member id, instance id, client id, client host, metadata, assignment).
     pub members: Vec<DescribedMember>,
+    /// The id names a consumer group (KIP-848), which DescribeGroups does
+    /// not describe: v6 answers GROUP_ID_NOT_FOUND (69) with "Group G is
+    /// not a classic group.", older versions a Dead group, as Kafka 4.4.
+    pub consumer_group: bool,
 }
 
 /// A member as DescribeGroups shows it.
@@ -257,30 +266,10 @@ pub struct ListedGroup {
 }
 
 /// Topics a member subscribed to, read from its `consumer` protocol metadata
-/// (ConsumerProtocolSubscription: version i16, topics as an array of strings).
-/// Empty when the metadata is not of that shape.
+/// (ConsumerProtocolSubscription, [`consumer::embedded`]): the names read
+/// before any malformed byte.
 pub fn subscribed_topics(metadata: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    if metadata.len() < 6 {
-        return out;
-    }
-    let n = i32::from_be_bytes([metadata[2], metadata[3], metadata[4], metadata[5]]);
-    let mut pos = 6usize;
-    for _ in 0..n.max(0) {
-        let Some(len) = metadata
-            .get(pos..pos + 2)
-            .map(|b| i16::from_be_bytes([b[0], b[1]]))
-        else {
-            break;
-        };
-        pos += 2;
-        let Some(s) = metadata.get(pos..pos + len.max(0) as usize) else {
-            break;
-        };
-        out.push(String::from_utf8_lossy(s).into_owned());
-        pos += len.max(0) as usize;
-    }
-    out
+    consumer::embedded::subscribed_topics(metadata)
 }
 
 #[cfg(test)]

@@ -254,6 +254,11 @@ impl GroupCore {
         if group_id.is_empty() {
             return all(GroupError::InvalidGroupId);
         }
+        // A share group (KIP-932) has no committed offsets: Kafka 4.4
+        // answers GROUP_ID_NOT_FOUND.
+        if self.share.contains(group_id) {
+            return all(GroupError::GroupIdNotFound);
+        }
         let checked = match producer_id {
             // A consumer group (KIP-848): the member epochs were checked
             // per partition by the caller
@@ -463,19 +468,22 @@ impl GroupCore {
                     .collect()
             }
         };
-        let mut plan = DeletePlan::default();
-        for (t, p) in partitions {
-            if subscribed.contains(t) {
-                plan.results
-                    .push(Err(GroupError::GroupSubscribedToTopic { topic: t.clone() }));
-            } else {
-                plan.records
-                    .push((records::offset_key(group_id, t, *p), None));
-                plan.removed.push((t.clone(), *p));
-                plan.results.push(Ok(()));
-            }
-        }
-        Ok(plan)
+        Ok(plan_deletes(group_id, partitions, |t| {
+            subscribed.iter().any(|s| s == t)
+        }))
+    }
+
+    /// Plans an OffsetDelete of a consumer group (KIP-848): the topics its
+    /// members subscribe to (`subscribed`, by name or regex) answer
+    /// GROUP_SUBSCRIBED_TO_TOPIC, the others are deletable, in any state
+    /// (Kafka's `ConsumerGroup.validateOffsetDelete` allows every state).
+    pub fn plan_delete_consumer_offsets(
+        &self,
+        group_id: &str,
+        partitions: &[(String, i32)],
+        subscribed: &std::collections::BTreeSet<String>,
+    ) -> DeletePlan {
+        plan_deletes(group_id, partitions, |t| subscribed.contains(t))
     }
 
     /// An OffsetDelete's tombstones were appended: the offsets are gone.
@@ -554,4 +562,26 @@ impl GroupCore {
             self.offsets.committed.remove(&e.group_id);
         }
     }
+}
+
+/// An OffsetDelete's plan: a partition of a topic `subscribed` says yes to
+/// answers GROUP_SUBSCRIBED_TO_TOPIC; the others are tombstoned.
+fn plan_deletes(
+    group_id: &str,
+    partitions: &[(String, i32)],
+    subscribed: impl Fn(&str) -> bool,
+) -> DeletePlan {
+    let mut plan = DeletePlan::default();
+    for (t, p) in partitions {
+        if subscribed(t) {
+            plan.results
+                .push(Err(GroupError::GroupSubscribedToTopic { topic: t.clone() }));
+        } else {
+            plan.records
+                .push((records::offset_key(group_id, t, *p), None));
+            plan.removed.push((t.clone(), *p));
+            plan.results.push(Ok(()));
+        }
+    }
+    plan
 }

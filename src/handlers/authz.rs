@@ -100,6 +100,7 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         &[
             (Rt::Group, Op::Describe),
             (Rt::TransactionalId, Op::Describe),
+            (Rt::Cluster, Op::ClusterAction),
         ],
     ),
     (ApiKey::JoinGroup, &[(Rt::Group, Op::Read)]),
@@ -107,6 +108,14 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
     (ApiKey::Heartbeat, &[(Rt::Group, Op::Read)]),
     (ApiKey::ConsumerGroupHeartbeat, &[(Rt::Group, Op::Read)]),
     (ApiKey::ConsumerGroupDescribe, &[(Rt::Group, Op::Describe)]),
+    (
+        ApiKey::ShareGroupHeartbeat,
+        &[(Rt::Group, Op::Read), (Rt::Topic, Op::Describe)],
+    ),
+    (
+        ApiKey::ShareGroupDescribe,
+        &[(Rt::Group, Op::Describe), (Rt::Topic, Op::Describe)],
+    ),
     (ApiKey::LeaveGroup, &[(Rt::Group, Op::Read)]),
     (
         ApiKey::OffsetCommit,
@@ -128,12 +137,14 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         ApiKey::OffsetDelete,
         &[(Rt::Group, Op::Delete), (Rt::Topic, Op::Read)],
     ),
-    // On the broker (the cluster) or the topic named.
+    // On the broker (the cluster), the topic or the group (KIP-848's group
+    // configs) named.
     (
         ApiKey::DescribeConfigs,
         &[
             (Rt::Cluster, Op::DescribeConfigs),
             (Rt::Topic, Op::DescribeConfigs),
+            (Rt::Group, Op::DescribeConfigs),
         ],
     ),
     (
@@ -141,6 +152,7 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         &[
             (Rt::Cluster, Op::AlterConfigs),
             (Rt::Topic, Op::AlterConfigs),
+            (Rt::Group, Op::AlterConfigs),
         ],
     ),
     (
@@ -148,6 +160,7 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         &[
             (Rt::Cluster, Op::AlterConfigs),
             (Rt::Topic, Op::AlterConfigs),
+            (Rt::Group, Op::AlterConfigs),
         ],
     ),
     (ApiKey::DeleteRecords, &[(Rt::Topic, Op::Delete)]),
@@ -227,6 +240,51 @@ pub const API_CHECKS: &[(ApiKey, &[(ResourceType, Operation)])] = &[
         &[(Rt::Cluster, Op::AlterConfigs)],
     ),
     (ApiKey::UpdateFeatures, &[(Rt::Cluster, Op::Alter)]),
+    // KIP-932: READ on the group (the whole request), READ on each topic
+    // (its partitions).
+    (
+        ApiKey::ShareFetch,
+        &[(Rt::Group, Op::Read), (Rt::Topic, Op::Read)],
+    ),
+    (
+        ApiKey::ShareAcknowledge,
+        &[(Rt::Group, Op::Read), (Rt::Topic, Op::Read)],
+    ),
+    // The share coordinator's APIs (KIP-932): CLUSTER_ACTION.
+    (
+        ApiKey::InitializeShareGroupState,
+        &[(Rt::Cluster, Op::ClusterAction)],
+    ),
+    (
+        ApiKey::ReadShareGroupState,
+        &[(Rt::Cluster, Op::ClusterAction)],
+    ),
+    (
+        ApiKey::WriteShareGroupState,
+        &[(Rt::Cluster, Op::ClusterAction)],
+    ),
+    (
+        ApiKey::DeleteShareGroupState,
+        &[(Rt::Cluster, Op::ClusterAction)],
+    ),
+    (
+        ApiKey::ReadShareGroupStateSummary,
+        &[(Rt::Cluster, Op::ClusterAction)],
+    ),
+    // The share group offsets APIs (KIP-932): the group (the whole
+    // request), then each topic (TOPIC_AUTHORIZATION_FAILED for it).
+    (
+        ApiKey::DescribeShareGroupOffsets,
+        &[(Rt::Group, Op::Describe), (Rt::Topic, Op::Describe)],
+    ),
+    (
+        ApiKey::AlterShareGroupOffsets,
+        &[(Rt::Group, Op::Read), (Rt::Topic, Op::Read)],
+    ),
+    (
+        ApiKey::DeleteShareGroupOffsets,
+        &[(Rt::Group, Op::Delete), (Rt::Topic, Op::Read)],
+    ),
 ];
 
 /// Whether [`API_CHECKS`] lists `(rt, op)` for `api`.

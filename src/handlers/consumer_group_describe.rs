@@ -93,8 +93,8 @@ fn fill(w: &mut DescribedGroup, d: Group, image: &crate::cluster::metadata::Meta
             wm.subscribed_topic_regex = m.subscribed_topic_regex.map(StrBytes::from_string);
             wm.assignment = assignment(&m.assignment, image);
             wm.target_assignment = assignment(&m.target_assignment, image);
-            // v1 (KIP-1099): 1 = a consumer-protocol member.
-            wm.member_type = 1;
+            // v1 (KIP-1099): 0 = a classic member, 1 = a consumer-protocol one.
+            wm.member_type = if m.classic { 0 } else { 1 };
             wm
         })
         .collect();

@@ -3,7 +3,8 @@
 //! default), synonyms (v1+ when asked: Kafka's broker keys as Kafka reports
 //! them, see `topic_config::synonyms_of`), type and documentation (v3+); a
 //! broker's settings (read-only: they come from `server.properties` and
-//! flags).
+//! flags); a group's configs (KIP-848, resource type 32: see
+//! `group_configs`).
 
 use std::rc::Rc;
 
@@ -14,6 +15,7 @@ use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use super::authz::Access;
+use super::group_configs::RESOURCE_GROUP;
 use super::{respond, HandlerResult};
 use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::topic_config::{
@@ -60,6 +62,13 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     Operation::DescribeConfigs,
                     ResourceType::Cluster,
                     CLUSTER_NAME,
+                )
+                .err(),
+            RESOURCE_GROUP => access
+                .check(
+                    Operation::DescribeConfigs,
+                    ResourceType::Group,
+                    &r.resource_name,
                 )
                 .err(),
             _ => None,
@@ -155,6 +164,15 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     }
                     out.configs.sort_by(|a, b| a.name.cmp(&b.name));
                 }
+            }
+            RESOURCE_GROUP => {
+                out = super::group_configs::describe(
+                    shard,
+                    version,
+                    r,
+                    req.include_synonyms,
+                    req.include_documentation,
+                );
             }
             other => {
                 out.error_code = codes::INVALID_REQUEST;

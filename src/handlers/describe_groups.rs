@@ -1,7 +1,9 @@
 //! DescribeGroups (key 15), v0–v6: state, protocol, and each member with its
 //! metadata and assignment. An unknown group is described as "Dead": with no
 //! error before v6, with GROUP_ID_NOT_FOUND (69) and "Group G not found."
-//! from v6 (KIP-1043), as Kafka does.
+//! from v6 (KIP-1043), as Kafka does. A consumer group (KIP-848) is not
+//! described here (ConsumerGroupDescribe does): Dead before v6, and from v6
+//! GROUP_ID_NOT_FOUND with "Group G is not a classic group.", as Kafka 4.4.
 
 use std::rc::Rc;
 
@@ -54,7 +56,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         w.error_code = code;
         if version >= 6 && code == 0 && d.state == "Dead" {
             w.error_code = GroupError::GroupIdNotFound.code();
-            w.error_message = Some(StrBytes::from_string(format!("Group {group} not found.")));
+            w.error_message = Some(StrBytes::from_string(if d.consumer_group {
+                format!("Group {group} is not a classic group.")
+            } else {
+                format!("Group {group} not found.")
+            }));
         }
         if with_ops && code == 0 {
             w.authorized_operations = access.operations(ResourceType::Group, &group);

@@ -59,7 +59,8 @@ fn lookup_failed(e: &CoordinatorLookupError) -> TxnError {
         | CoordinatorLookupError::CreateFailed { .. }
         | CoordinatorLookupError::ControllerUnavailable { .. }
         | CoordinatorLookupError::NoLeader { .. }
-        | CoordinatorLookupError::UnsupportedKeyType { .. } => TxnError::TransactionalIdNotFound,
+        | CoordinatorLookupError::UnsupportedKeyType { .. }
+        | CoordinatorLookupError::MalformedShareKey => TxnError::TransactionalIdNotFound,
         CoordinatorLookupError::NotCoordinator { .. } => TxnError::NotCoordinator,
     }
 }

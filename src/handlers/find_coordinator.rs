@@ -1,6 +1,7 @@
 //! FindCoordinator (key 10), v0–v6 (v4+: batched `coordinator_keys`, KIP-699; v5 only allows
-//! TRANSACTION_ABORTABLE; v6 share-group keys, type 2, get INVALID_REQUEST as on Kafka 4.4
-//! without share groups).
+//! TRANSACTION_ABORTABLE; v6 key type 2 names the share coordinator of
+//! `groupId:topicId:partition`, KIP-932, INVALID_REQUEST for a key Kafka 4.4
+//! does not parse; its first lookup creates `__share_group_state`).
 //! A key's coordinator is the broker leading the key's partition of the
 //! internal topic (`abs(hashCode(key)) % partitions`, as Kafka); within it,
 //! the connection's shard forwards group requests to the owning shard. The
@@ -18,7 +19,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::authz::Access;
 use super::{respond, HandlerResult};
-use crate::acl::model::{Operation, ResourceType};
+use crate::acl::model::{Operation, ResourceType, CLUSTER_NAME};
 use crate::cluster::control::{ControllerReply, ControllerRequest, NewTopic};
 use crate::cluster::error::{ControllerCallError, CoordinatorLookupError, MetadataError};
 use crate::cluster::metadata::BrokerMeta;
@@ -27,6 +28,8 @@ use crate::group::records::partition_for_group;
 use crate::group::OFFSETS_TOPIC;
 use crate::protocol::RequestFrame;
 use crate::shard::{submit, Shard};
+use crate::share::state::parse_coordinator_key;
+use crate::share_coordinator::SHARE_GROUP_STATE_TOPIC;
 use crate::txn::TRANSACTION_STATE_TOPIC;
 
 /// Creates `__consumer_offsets` when missing. Errors with the
@@ -47,6 +50,17 @@ pub async fn ensure_transaction_state_topic(
     let t = &shard.config.txn;
     let (n, seg) = (t.state_log_partitions, t.state_log_segment_bytes);
     ensure_internal_topic(shard, TRANSACTION_STATE_TOPIC, n, seg).await
+}
+
+/// Creates `__share_group_state` when missing, as Kafka 4.4 does
+/// (`share.coordinator.state.topic.*`; `cleanup.policy=delete` with
+/// `retention.ms=-1` and `compression.type=producer`, Kafka's settings for
+/// it). Errors with the
+/// [`CoordinatorLookupError`] (COORDINATOR_NOT_AVAILABLE).
+pub async fn ensure_share_state_topic(shard: &Rc<Shard>) -> Result<(), CoordinatorLookupError> {
+    let s = &shard.config.share_coordinator;
+    let (n, seg) = (s.state_topic_partitions, s.state_topic_segment_bytes);
+    ensure_internal_topic(shard, SHARE_GROUP_STATE_TOPIC, n, seg).await
 }
 
 /// The replication factor of a new internal topic: `configured`; in a
@@ -80,7 +94,16 @@ async fn ensure_internal_topic(
     configs.insert("cleanup.policy".to_string(), "compact".to_string());
     configs.insert("segment.bytes".to_string(), segment_bytes.to_string());
     let c = &shard.config.cluster;
-    let rf = if name == TRANSACTION_STATE_TOPIC {
+    let rf = if name == SHARE_GROUP_STATE_TOPIC {
+        let s = &shard.config.share_coordinator;
+        let rf = internal_rf(shard, s.state_topic_replication_factor);
+        let min_isr = s.state_topic_min_isr.min(rf).max(1);
+        configs.insert("cleanup.policy".to_string(), "delete".to_string());
+        configs.insert("retention.ms".to_string(), "-1".to_string());
+        configs.insert("compression.type".to_string(), "producer".to_string());
+        configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
+        rf
+    } else if name == TRANSACTION_STATE_TOPIC {
         let rf = internal_rf(shard, c.transaction_state_replication_factor);
         let min_isr = c.transaction_state_min_isr.min(i32::from(rf)).max(1);
         configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
@@ -128,15 +151,17 @@ async fn ensure_internal_topic(
 }
 
 /// The broker coordinating `key` (a group id for key type 0, a
-/// transactional id for 1): the leader of the key's partition of the
+/// transactional id for 1, `groupId:topicId:partition` for 2): the leader of the key's partition of the
 /// internal topic, created first when missing.
 async fn coordinator(
     shard: &Rc<Shard>,
-    key_type: i8,
+    (version, key_type): (i16, i8),
     key: &str,
     listener: Option<&str>,
 ) -> Result<BrokerMeta, CoordinatorLookupError> {
     let (topic, partitions) = match key_type {
+        // Kafka 4.4 names the share coordinator from v6 only.
+        2 if version < 6 => return Err(CoordinatorLookupError::UnsupportedKeyType { key_type }),
         0 => {
             ensure_offsets_topic(shard).await?;
             (OFFSETS_TOPIC, shard.config.group.offsets_topic_partitions)
@@ -146,6 +171,14 @@ async fn coordinator(
             (
                 TRANSACTION_STATE_TOPIC,
                 shard.config.txn.state_log_partitions,
+            )
+        }
+        2 => {
+            parse_coordinator_key(key).ok_or(CoordinatorLookupError::MalformedShareKey)?;
+            ensure_share_state_topic(shard).await?;
+            (
+                SHARE_GROUP_STATE_TOPIC,
+                shard.config.share_coordinator.state_topic_partitions,
             )
         }
         other => return Err(CoordinatorLookupError::UnsupportedKeyType { key_type: other }),
@@ -178,11 +211,17 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let version = frame.prefix.api_version;
     let mut resp = FindCoordinatorResponse::default();
     // Kafka: DESCRIBE on the group (key type 0) or the transactional id
-    // (1), GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED per key.
+    // (1), GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED per key; the
+    // share coordinator (2, brokers only) CLUSTER_ACTION on the cluster.
     let access = Access::of(shard, frame);
     let check = |key: &str| match req.key_type {
         0 => access.check(Operation::Describe, ResourceType::Group, key),
         1 => access.check(Operation::Describe, ResourceType::TransactionalId, key),
+        2 => access.check(
+            Operation::ClusterAction,
+            ResourceType::Cluster,
+            CLUSTER_NAME,
+        ),
         _ => Ok(()),
     };
     if version >= 4 {
@@ -197,7 +236,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                 resp.coordinators.push(c);
                 continue;
             }
-            match coordinator(shard, req.key_type, k, frame.listener()).await {
+            match coordinator(shard, (version, req.key_type), k, frame.listener()).await {
                 Ok(b) => {
                     c.node_id = BrokerId(b.node_id);
                     c.host = StrBytes::from_string(b.host);
@@ -219,7 +258,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         resp.node_id = BrokerId(-1);
         resp.port = -1;
     } else {
-        match coordinator(shard, req.key_type, &req.key, frame.listener()).await {
+        match coordinator(shard, (version, req.key_type), &req.key, frame.listener()).await {
             Ok(b) => {
                 resp.node_id = BrokerId(b.node_id);
                 resp.host = StrBytes::from_string(b.host);

@@ -30,6 +30,7 @@ mod elect_leaders;
 mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
+mod group_configs;
 mod heartbeat;
 mod init_producer_id;
 mod join_group;
@@ -47,6 +48,11 @@ pub mod produce;
 pub(crate) mod produce_legacy;
 pub mod quota;
 pub mod sasl;
+pub mod share_fetch;
+mod share_group_describe;
+mod share_group_heartbeat;
+mod share_group_offsets;
+mod share_state;
 mod sync_group;
 mod txn_offset_commit;
 mod unsupported;
@@ -220,6 +226,8 @@ dispatch_table! { shard, frame, produce_dispatched;
     Heartbeat => heartbeat::handle(shard, frame).await,
     ConsumerGroupHeartbeat => consumer_group_heartbeat::handle(shard, frame).await,
     ConsumerGroupDescribe => consumer_group_describe::handle(shard, frame).await,
+    ShareGroupHeartbeat => share_group_heartbeat::handle(shard, frame).await,
+    ShareGroupDescribe => share_group_describe::handle(shard, frame).await,
     LeaveGroup => leave_group::handle(shard, frame).await,
     OffsetCommit => offset_commit::handle(shard, frame).await,
     OffsetFetch => offset_fetch::handle(shard, frame).await,
@@ -251,6 +259,16 @@ dispatch_table! { shard, frame, produce_dispatched;
     DescribeClientQuotas => describe_client_quotas::handle(shard, frame),
     AlterClientQuotas => alter_client_quotas::handle(shard, frame).await,
     UpdateFeatures => update_features::handle(shard, frame).await,
+    ShareFetch => share_fetch::handle_fetch(shard, frame).await,
+    ShareAcknowledge => share_fetch::handle_acknowledge(shard, frame).await,
+    InitializeShareGroupState => share_state::initialize(shard, frame).await,
+    ReadShareGroupState => share_state::read(shard, frame).await,
+    WriteShareGroupState => share_state::write(shard, frame).await,
+    DeleteShareGroupState => share_state::delete(shard, frame).await,
+    ReadShareGroupStateSummary => share_state::summary(shard, frame).await,
+    DescribeShareGroupOffsets => share_group_offsets::describe(shard, frame).await,
+    AlterShareGroupOffsets => share_group_offsets::alter(shard, frame).await,
+    DeleteShareGroupOffsets => share_group_offsets::delete(shard, frame).await,
 }
 
 // The controller call lives with the shards (the controller is shard 0's);

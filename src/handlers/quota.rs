@@ -119,6 +119,8 @@ fn field(api: ApiKey, version: i16) -> Option<Field> {
         | K::AlterClientQuotas
         | K::ConsumerGroupHeartbeat
         | K::ConsumerGroupDescribe
+        | K::ShareGroupHeartbeat
+        | K::ShareGroupDescribe
         | K::UpdateFeatures
         | K::DescribeUserScramCredentials
         | K::AlterUserScramCredentials
@@ -127,6 +129,11 @@ fn field(api: ApiKey, version: i16) -> Option<Field> {
         | K::DescribeTransactions
         | K::ListTransactions
         | K::DescribeTopicPartitions
+        | K::ShareFetch
+        | K::ShareAcknowledge
+        | K::DescribeShareGroupOffsets
+        | K::AlterShareGroupOffsets
+        | K::DeleteShareGroupOffsets
         | K::DeleteGroups => 0,
         // No throttle time (ApiVersions is answered before a session is
         // known, the SASL exchange, broker-to-broker calls).
@@ -176,6 +183,13 @@ fn client_backs_off(api: ApiKey, version: i16) -> bool {
         | K::DescribeTopicPartitions
         | K::ConsumerGroupHeartbeat
         | K::ConsumerGroupDescribe
+        | K::ShareGroupHeartbeat
+        | K::ShareGroupDescribe
+        | K::ShareFetch
+        | K::ShareAcknowledge
+        | K::DescribeShareGroupOffsets
+        | K::AlterShareGroupOffsets
+        | K::DeleteShareGroupOffsets
         | K::ElectLeaders => 0,
         _ => return false,
     };
@@ -670,6 +684,11 @@ mod tests {
                     | ApiKey::SaslAuthenticate
                     | ApiKey::WriteTxnMarkers
                     | ApiKey::DescribeQuorum
+                    | ApiKey::InitializeShareGroupState
+                    | ApiKey::ReadShareGroupState
+                    | ApiKey::WriteShareGroupState
+                    | ApiKey::DeleteShareGroupState
+                    | ApiKey::ReadShareGroupStateSummary
             );
             assert_eq!(field(*api, *max).is_none(), none, "{api:?}");
         }

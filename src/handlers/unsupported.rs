@@ -45,6 +45,7 @@ fn error_reply(frame: &RequestFrame) -> Option<Outcome> {
         EndTxn => EndTxnRequest, EndTxnResponse;
         DescribeClientQuotas => DescribeClientQuotasRequest, DescribeClientQuotasResponse;
         ConsumerGroupHeartbeat => ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse;
+        ShareGroupHeartbeat => ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse;
         GetTelemetrySubscriptions => GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse;
         PushTelemetry => PushTelemetryRequest, PushTelemetryResponse;
         UpdateFeatures => UpdateFeaturesRequest, UpdateFeaturesResponse;

@@ -286,13 +286,16 @@ pub async fn serve(
         session.set_certificate_subject(&dn);
     }
     let first = shard.shards > 1;
+    let listener_name = session.listener.name.clone();
     serve_from(
-        shard,
+        shard.clone(),
         Conn::new(transport, session),
         BytesMut::with_capacity(64 * 1024),
         first,
     )
     .await;
+    // KIP-932: the share sessions this connection opened close with it.
+    crate::handlers::share_fetch::connection_closed(&shard, &listener_name, peer).await;
 }
 
 /// Serves a connection another shard handed to this one (`net::handoff`),
@@ -307,14 +310,16 @@ pub async fn serve_moved(
     buf: BytesMut,
 ) {
     let peer = session.peer;
+    let listener_name = session.listener.name.clone();
     let conn = Conn::new(Transport::from_parts(stream, tls), session);
-    let serving = std::panic::AssertUnwindSafe(serve_from(shard, conn, buf, false));
+    let serving = std::panic::AssertUnwindSafe(serve_from(shard.clone(), conn, buf, false));
     if futures_lite::FutureExt::catch_unwind(serving)
         .await
         .is_err()
     {
         log::error!("closing connection from {peer}: the request handler panicked (a bug; see the panic message above)");
     }
+    crate::handlers::share_fetch::connection_closed(&shard, &listener_name, peer).await;
 }
 
 /// Answers a SASL frame (a SaslHandshake/SaslAuthenticate request, or a

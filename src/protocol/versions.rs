@@ -37,6 +37,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 6),
     (ApiKey::ConsumerGroupHeartbeat, 0, 1),
     (ApiKey::ConsumerGroupDescribe, 0, 1),
+    (ApiKey::ShareGroupHeartbeat, 1, 1),
+    (ApiKey::ShareGroupDescribe, 1, 1),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::DescribeConfigs, 1, 4),
@@ -63,6 +65,20 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeClientQuotas, 0, 1),
     (ApiKey::AlterClientQuotas, 0, 1),
     (ApiKey::UpdateFeatures, 0, 2),
+    // KIP-932: listed whatever `share.version` is, as Kafka 4.4 lists
+    // them; answered UNSUPPORTED_VERSION while it is below 1.
+    (ApiKey::ShareFetch, 1, 1),
+    (ApiKey::ShareAcknowledge, 1, 1),
+    (ApiKey::InitializeShareGroupState, 0, 0),
+    (ApiKey::ReadShareGroupState, 0, 0),
+    (ApiKey::WriteShareGroupState, 0, 0),
+    (ApiKey::DeleteShareGroupState, 0, 0),
+    (ApiKey::ReadShareGroupStateSummary, 0, 0),
+    // The share group offsets APIs (Kafka 4.4: Describe v0–v1; the
+    // protocol crate has v0 of each).
+    (ApiKey::DescribeShareGroupOffsets, 0, 0),
+    (ApiKey::AlterShareGroupOffsets, 0, 0),
+    (ApiKey::DeleteShareGroupOffsets, 0, 0),
 ];
 
 /// Kafka's name of a served API (e.g. `"Produce"`), for logs and the
@@ -91,6 +107,8 @@ pub fn api_name(key: ApiKey) -> &'static str {
         ApiKey::Heartbeat => "Heartbeat",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::ShareGroupHeartbeat => "ShareGroupHeartbeat",
+        ApiKey::ShareGroupDescribe => "ShareGroupDescribe",
         ApiKey::LeaveGroup => "LeaveGroup",
         ApiKey::OffsetCommit => "OffsetCommit",
         ApiKey::OffsetFetch => "OffsetFetch",
@@ -122,6 +140,16 @@ pub fn api_name(key: ApiKey) -> &'static str {
         ApiKey::DescribeClientQuotas => "DescribeClientQuotas",
         ApiKey::AlterClientQuotas => "AlterClientQuotas",
         ApiKey::UpdateFeatures => "UpdateFeatures",
+        ApiKey::ShareFetch => "ShareFetch",
+        ApiKey::ShareAcknowledge => "ShareAcknowledge",
+        ApiKey::InitializeShareGroupState => "InitializeShareGroupState",
+        ApiKey::ReadShareGroupState => "ReadShareGroupState",
+        ApiKey::WriteShareGroupState => "WriteShareGroupState",
+        ApiKey::DeleteShareGroupState => "DeleteShareGroupState",
+        ApiKey::ReadShareGroupStateSummary => "ReadShareGroupStateSummary",
+        ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
+        ApiKey::AlterShareGroupOffsets => "AlterShareGroupOffsets",
+        ApiKey::DeleteShareGroupOffsets => "DeleteShareGroupOffsets",
         _ => "Unserved",
     }
 }

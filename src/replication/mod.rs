@@ -10,3 +10,4 @@ pub mod fetch_session;
 pub mod fetcher;
 pub mod isr;
 pub mod remote;
+pub mod share_store;

@@ -3,7 +3,9 @@
 //! v1 to the leader of a transaction's partition on another broker (Kafka's
 //! `TransactionMarkerChannelManager`), and AddPartitionsToTxn v4 with
 //! `verify_only` to a transaction coordinator on another broker (KIP-890's
-//! partition check, broker to broker). One idle connection per broker is
+//! partition check, broker to broker), and the share-partition state calls
+//! to another broker's share coordinator (`remote/share_state.rs`). One
+//! idle connection per broker is
 //! kept per shard.
 
 use std::cell::RefCell;
@@ -24,8 +26,13 @@ use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::ResponseError;
 
 use super::client::BrokerConnection;
-use crate::shard::remote::{RemoteBrokers, RemoteError, RemoteFuture, RemoteMarkers};
+use crate::shard::remote::{
+    RemoteBrokers, RemoteError, RemoteFuture, RemoteMarkers, ShareStateCall, ShareStateReply,
+};
 use crate::shard::Shard;
+use crate::share::state::StateKey;
+
+mod share_state;
 
 /// How long a call to another broker may take (connect and answer).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -187,5 +194,16 @@ impl RemoteBrokers for Remote {
             }
             Ok(())
         })
+    }
+
+    fn share_state(
+        &self,
+        shard: Rc<Shard>,
+        broker: i32,
+        key: StateKey,
+        call: ShareStateCall,
+    ) -> RemoteFuture<Result<ShareStateReply, RemoteError>> {
+        let idle = self.idle.clone();
+        Box::pin(async move { share_state::send(&idle, &shard, broker, key, call).await })
     }
 }

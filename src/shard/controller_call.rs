@@ -22,7 +22,7 @@ use super::Shard;
 /// `controller.quorum.request.timeout.ms` more: past that the client finds
 /// them still opening, NOT_LEADER_OR_FOLLOWER, and retries).
 /// Errors: the quorum is not running on shard 0 or no active controller
-/// answered within `controller.quorum.request.timeout.ms`.
+/// answered within `controller.socket.timeout.ms` (REQUEST_TIMED_OUT).
 pub async fn submit(
     shard: &Rc<Shard>,
     req: ControllerRequest,
@@ -39,10 +39,11 @@ pub async fn submit(
             | ControllerRequest::AlterUserScramCredentials { .. }
             | ControllerRequest::AlterClientQuotas { .. }
     );
+    let within = Duration::from_millis(shard.config.cluster.controller_socket_timeout_ms);
     let (reply, offset) = shard
         .invoke_on(0, move |s| async move {
             let q = s.quorum().ok_or(ControllerCallError::NotStarted)?;
-            q.submit(req)
+            q.submit_within(req, within)
                 .await
                 .map(|a| (a.reply, a.offset))
                 .map_err(ControllerCallError::Unavailable)
@@ -72,8 +73,9 @@ pub async fn new_producer_id(shard: &Rc<Shard>) -> Result<i64, ControllerCallErr
                 broker_id: s.config.node_id,
                 broker_epoch: epoch,
             };
+            let within = Duration::from_millis(s.config.cluster.controller_socket_timeout_ms);
             match q
-                .submit(req)
+                .submit_within(req, within)
                 .await
                 .map_err(ControllerCallError::Unavailable)?
                 .reply

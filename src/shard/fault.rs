@@ -82,7 +82,7 @@ pub async fn pause(stage: Stage, part: &Rc<Partition>) {
 }
 
 /// Holds a coordinator's load of an internal partition (`__consumer_offsets`,
-/// `__transaction_state`) while the file named by the environment variable
+/// `__transaction_state`, `__share_group_state`) while the file named by the environment variable
 /// `FJORD_FAULT_LOAD_HOLD` exists, so that a test sees the coordinator
 /// loading for as long as it needs (off when the variable is unset). Logs
 /// `fault injection: load of TOPIC-N held` once before it waits; checks the

@@ -217,7 +217,7 @@ pub async fn replay_log(
 
 /// The bytes of `regions`, one after another (blocking preads: run off the
 /// reactor).
-fn read_regions(regions: &[crate::storage::FileRegion]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_regions(regions: &[crate::storage::FileRegion]) -> std::io::Result<Vec<u8>> {
     let total: u64 = regions.iter().map(|r| r.len).sum();
     let mut bytes = vec![0u8; usize::try_from(total).unwrap_or(0)];
     let mut at = 0usize;

@@ -20,6 +20,7 @@ pub mod owner;
 pub mod partition;
 pub mod remote;
 pub mod removal;
+pub mod share_store;
 pub use crate::stall;
 pub mod write_stats;
 
@@ -95,10 +96,23 @@ pub struct Shard {
     /// The way to the transaction coordinator for Produce's KIP-890 check
     /// (installed at start-up).
     txn_verifier: RefCell<Option<Rc<dyn owner::produce::TxnVerifier>>>,
+    share_store: RefCell<Option<Rc<dyn share_store::ShareStateStore>>>,
     /// This broker's block of producer ids (shard 0): next, end (exclusive).
     producer_ids: std::cell::Cell<(i64, i64)>,
     /// The fetch sessions (KIP-227) of the connections on this shard.
     pub fetch_sessions: RefCell<fetch_session::FetchSessionCache>,
+    /// The share sessions (KIP-932) whose (group, member) hash to this
+    /// shard (`handlers::share_fetch`).
+    pub share_sessions: RefCell<crate::share::session::ShareSessionCache>,
+    /// The share sessions each connection on this shard opened, by
+    /// connection (`handlers::share_fetch::connection_closed`).
+    pub share_connections: RefCell<HashMap<String, Vec<ShareMember>>>,
+    /// The share-partitions of the partitions this shard leads
+    /// (`owner::share`), in memory until the share coordinator persists them.
+    share_partitions: RefCell<HashMap<owner::share::ShareKey, owner::share::LedShare>>,
+    /// Bumped when records of a share-partition here become available
+    /// again (a release, an expired lock): long-polling ShareFetches wake.
+    share_released: Rc<Notify>,
     /// High watermarks read from the checkpoints at start-up, taken by
     /// each partition as it opens (`hw_checkpoint.rs`).
     hw_restore: RefCell<HashMap<(String, i32), i64>>,
@@ -111,6 +125,9 @@ pub struct Shard {
     opens: opening::Opens,
     senders: Senders<Task>,
 }
+
+/// A share session's (group id, member id).
+pub type ShareMember = (Arc<str>, Arc<str>);
 
 thread_local! {
     static CURRENT: RefCell<Option<Rc<Shard>>> = const { RefCell::new(None) };
@@ -147,6 +164,11 @@ impl Shard {
             (now_ms() as u32) >> 3,
         );
         let hw_restore = crate::storage::checkpoint::read_hw_checkpoints(&config.data_dir());
+        // `group.share.max.share.sessions`, split over the shards.
+        let share_sessions_per_shard =
+            usize::try_from(config.group.share_max_share_sessions.max(1))
+                .unwrap_or(1)
+                .div_ceil(shards.max(1));
         let shard = Rc::new(Shard {
             id,
             shards,
@@ -166,8 +188,15 @@ impl Shard {
             quorum: RefCell::new(None),
             remote: RefCell::new(None),
             txn_verifier: RefCell::new(None),
+            share_store: RefCell::new(None),
             producer_ids: std::cell::Cell::new((0, 0)),
             fetch_sessions: RefCell::new(fetch_sessions),
+            share_sessions: RefCell::new(crate::share::session::ShareSessionCache::new(
+                share_sessions_per_shard,
+            )),
+            share_connections: RefCell::new(HashMap::new()),
+            share_partitions: RefCell::new(HashMap::new()),
+            share_released: Rc::new(Notify::default()),
             hw_restore: RefCell::new(hw_restore),
             hw_written: RefCell::new(None),
             held_back: RefCell::new(Default::default()),
@@ -256,6 +285,16 @@ impl Shard {
     /// The way to other brokers, once installed.
     pub fn remote(&self) -> Option<Rc<dyn remote::RemoteBrokers>> {
         self.remote.borrow().clone()
+    }
+
+    /// Installs the way to the share coordinator (start-up).
+    pub fn set_share_store(&self, v: Rc<dyn share_store::ShareStateStore>) {
+        self.share_store.replace(Some(v));
+    }
+
+    /// The way to the share coordinator, once installed.
+    pub fn share_store(&self) -> Option<Rc<dyn share_store::ShareStateStore>> {
+        self.share_store.borrow().clone()
     }
 
     /// Installs the way to the transaction coordinator (start-up).

@@ -1,6 +1,7 @@
 //! What the domain asks of other brokers: transaction markers for the
 //! partitions another broker leads (Kafka's coordinator sends them with
-//! WriteTxnMarkers). The shard layer speaks no protocol, so the way there
+//! WriteTxnMarkers), and share-partition state calls to the share
+//! coordinator of another broker (Kafka's persister, KIP-932). The shard layer speaks no protocol, so the way there
 //! is a [`RemoteBrokers`] installed at start-up by `replication::remote`.
 
 use std::future::Future;
@@ -8,6 +9,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use super::Shard;
+use crate::share::state::{ReadAnswer, StateKey, WriteRequest};
 
 /// COMMIT or ABORT markers for partitions one other broker leads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +56,42 @@ pub enum RemoteError {
     },
 }
 
+/// One share-partition's call to the share coordinator of another broker,
+/// sent as the inter-broker RPC of the same name (v0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShareStateCall {
+    /// InitializeShareGroupState at (state epoch, start offset; -1: chosen
+    /// by `share.auto.offset.reset` on first read).
+    Initialize {
+        /// The state epoch.
+        state_epoch: i32,
+        /// The start offset.
+        start_offset: i64,
+    },
+    /// ReadShareGroupState at the share-partition leader's epoch.
+    Read {
+        /// The leader epoch.
+        leader_epoch: i32,
+    },
+    /// WriteShareGroupState.
+    Write(WriteRequest),
+    /// DeleteShareGroupState.
+    Delete,
+    /// ReadShareGroupStateSummary (DescribeShareGroupOffsets).
+    Summary,
+}
+
+/// What a [`ShareStateCall`] answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShareStateReply {
+    /// Initialize, Write or Delete succeeded.
+    Done,
+    /// Read's answer.
+    Read(ReadAnswer),
+    /// Summary's answer: (state epoch, leader epoch, start offset).
+    Summary(crate::share::state::SummaryAnswer),
+}
+
 /// A future of a remote call, run on the calling shard.
 pub type RemoteFuture<T> = Pin<Box<dyn Future<Output = T>>>;
 
@@ -87,4 +125,17 @@ pub trait RemoteBrokers {
         partitions: Vec<(std::sync::Arc<str>, i32)>,
         add: bool,
     ) -> RemoteFuture<Result<Vec<i16>, RemoteError>>;
+
+    /// Sends `call` for the share-partition `key` to broker `broker` (the
+    /// leader of its `__share_group_state` partition). Gives its answer, or
+    /// `Refused` with the code the broker answered (NOT_COORDINATOR,
+    /// COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST, FENCED_*), or why it
+    /// could not be asked.
+    fn share_state(
+        &self,
+        shard: Rc<Shard>,
+        broker: i32,
+        key: StateKey,
+        call: ShareStateCall,
+    ) -> RemoteFuture<Result<ShareStateReply, RemoteError>>;
 }

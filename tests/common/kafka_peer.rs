@@ -39,6 +39,11 @@ pub struct KafkaPeer {
 }
 
 impl KafkaPeer {
+    /// The instance directory (`KAFKA_PEER_HOME`): `data/` holds its logs.
+    pub fn home(&self) -> &std::path::Path {
+        self.home.path()
+    }
+
     /// Kafka with the peer script's defaults plus `settings`
     /// (`server.properties` lines); None when it is not installed.
     pub fn start(settings: &[&str]) -> Option<KafkaPeer> {

@@ -6,6 +6,7 @@
 
 pub mod certs;
 pub mod cluster;
+pub mod consumer_group;
 pub mod kafka_peer;
 pub mod layout;
 pub mod ports;

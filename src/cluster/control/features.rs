@@ -221,7 +221,7 @@ mod tests {
     fn checks_as_kafka() {
         let image = MetadataImage::empty("c".into());
         let records = bootstrap(&image, &features::defaults());
-        assert_eq!(records.len(), 4);
+        assert_eq!(records.len(), 5);
         let image = image.apply(1, &records);
         assert!(bootstrap(&image, &features::defaults()).is_empty());
         use UpgradeType::*;

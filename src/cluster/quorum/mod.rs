@@ -510,9 +510,19 @@ impl Quorum {
     /// Sends `req` to the active controller (this node or another) and
     /// gives its answer once this node applied it; retried through
     /// elections and unreachable controllers for
-    /// `controller.quorum.request.timeout.ms`.
+    /// `controller.quorum.request.timeout.ms` (this broker's own requests:
+    /// registration, heartbeats, features at start-up).
     pub async fn submit(&self, req: ControllerRequest) -> Result<Answer, ControllerUnavailable> {
-        let timeout = self.settings.request_timeout;
+        self.submit_within(req, self.settings.request_timeout).await
+    }
+
+    /// [`Self::submit`] retried for `timeout` (a client's request:
+    /// `controller.socket.timeout.ms`, as Kafka's broker forwards it).
+    pub async fn submit_within(
+        &self,
+        req: ControllerRequest,
+        timeout: Duration,
+    ) -> Result<Answer, ControllerUnavailable> {
         let deadline = Instant::now() + timeout;
         let mut last = String::from("no active controller");
         let wire = QuorumRequest::Controller(req.clone());

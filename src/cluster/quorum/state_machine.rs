@@ -77,6 +77,9 @@ struct ImageSnapshot {
     /// were kept).
     #[serde(default)]
     finalized_features: BTreeMap<String, i16>,
+    /// Group configs (KIP-848's GROUP resource), by group id.
+    #[serde(default)]
+    group_configs: Vec<(String, BTreeMap<String, String>)>,
 }
 
 impl ImageSnapshot {
@@ -116,6 +119,7 @@ impl ImageSnapshot {
                 .flat_map(|(e, m)| m.iter().map(move |(k, v)| (e.clone(), k.clone(), *v)))
                 .collect(),
             finalized_features: image.finalized_features.clone(),
+            group_configs: image.group_configs.clone().into_iter().collect(),
         }
     }
 
@@ -148,6 +152,7 @@ impl ImageSnapshot {
         img.removed_topics = self.removed_topics.into_iter().collect();
         img.acls = self.acls.into_iter().collect();
         img.finalized_features = self.finalized_features;
+        img.group_configs = self.group_configs.into_iter().collect();
         for (e, k, v) in self.client_quotas {
             img.client_quotas.entry(e).or_default().insert(k, v);
         }

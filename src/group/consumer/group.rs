@@ -48,8 +48,13 @@ pub(super) struct Group {
     pub holders: HashMap<(Uuid, i32), String>,
     /// `group.consumer.assignors` as last configured.
     pub assignors: Vec<String>,
+    /// `group.consumer.assignment.interval.ms` as last configured (ms).
+    pub assignment_interval_ms: i64,
     /// Compiled subscription regexes (anchored: the whole name matches).
     regexes: HashMap<String, Option<Regex>>,
+    /// Each regex the members subscribe with and the topics it matched when
+    /// last written (record 16).
+    pub resolved: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Group {
@@ -65,7 +70,9 @@ impl Group {
             instances: HashMap::new(),
             holders: HashMap::new(),
             assignors,
+            assignment_interval_ms: 0,
             regexes: HashMap::new(),
+            resolved: BTreeMap::new(),
         }
     }
 
@@ -85,6 +92,15 @@ impl Group {
         if self.assignors != cfg.assignors {
             self.assignors = cfg.assignors.clone();
         }
+        self.assignment_interval_ms = cfg.assignment_interval_ms;
+    }
+
+    /// Whether the target may be computed now (KIP-1263 batching): the
+    /// group epoch is ahead of it and `group.consumer.assignment.interval.ms`
+    /// passed since it was last computed.
+    pub(super) fn assignment_due(&self, now: i64) -> bool {
+        self.epoch > self.assignment_epoch
+            && now.saturating_sub(self.assignment_ts) >= self.assignment_interval_ms
     }
 
     /// The group's state as ConsumerGroupDescribe/ListGroups show it.
@@ -155,21 +171,7 @@ impl Group {
     ) {
         self.drop_member(member_id);
         self.targets.remove(member_id);
-        records.push(ConsumerRecord::CurrentMemberAssignment {
-            group_id: group_id.to_string(),
-            member_id: member_id.to_string(),
-            value: None,
-        });
-        records.push(ConsumerRecord::TargetAssignmentMember {
-            group_id: group_id.to_string(),
-            member_id: member_id.to_string(),
-            value: None,
-        });
-        records.push(ConsumerRecord::MemberMetadata {
-            group_id: group_id.to_string(),
-            member_id: member_id.to_string(),
-            value: None,
-        });
+        member_tombstones(group_id, member_id, records);
     }
 
     /// Forgets a member (its partitions and instance id), no records.
@@ -224,7 +226,9 @@ impl Group {
         (subs, infos, hash)
     }
 
-    /// Bumps the group epoch (record 3) and computes the new target.
+    /// Bumps the group epoch (record 3) and computes the new target when
+    /// it is due ([`Group::assignment_due`]); otherwise a later heartbeat
+    /// computes it.
     pub(super) fn bump(
         &mut self,
         group_id: &str,
@@ -232,6 +236,7 @@ impl Group {
         now: i64,
         records: &mut Vec<ConsumerRecord>,
     ) {
+        self.record_regexes(group_id, topics, now, records);
         let (subs, infos, hash) = self.subscriptions(topics);
         self.epoch += 1;
         self.metadata_hash = hash;
@@ -239,7 +244,67 @@ impl Group {
             group_id: group_id.to_string(),
             value: Some((self.epoch, hash)),
         });
-        self.assign_with(group_id, &subs, &infos, now, records);
+        if self.assignment_due(now) {
+            self.assign_with(group_id, &subs, &infos, now, records);
+        }
+    }
+
+    /// Writes record 16 for each subscribed regex whose matching topics
+    /// changed (with the image's version and `now`), and its tombstone for
+    /// each regex no member subscribes with any more, as Kafka 4.4 keeps
+    /// its resolved regexes.
+    fn record_regexes(
+        &mut self,
+        group_id: &str,
+        topics: &dyn TopicsView,
+        now: i64,
+        records: &mut Vec<ConsumerRecord>,
+    ) {
+        let used: BTreeSet<String> = self
+            .members
+            .values()
+            .filter_map(|m| m.meta.subscribed_topic_regex.clone())
+            .collect();
+        let gone: Vec<String> = self
+            .resolved
+            .keys()
+            .filter(|r| !used.contains(*r))
+            .cloned()
+            .collect();
+        for regex in gone {
+            self.resolved.remove(&regex);
+            records.push(ConsumerRecord::RegularExpression {
+                group_id: group_id.to_string(),
+                regex,
+                value: None,
+            });
+        }
+        if used.is_empty() {
+            return;
+        }
+        let names = topics.names();
+        for regex in used {
+            let compiled = self
+                .regexes
+                .entry(regex.clone())
+                .or_insert_with(|| Regex::new(&format!("^(?:{regex})$")).ok());
+            let Some(compiled) = compiled else {
+                continue;
+            };
+            let matched: BTreeSet<String> = names
+                .iter()
+                .filter(|n| compiled.is_match(n))
+                .cloned()
+                .collect();
+            if self.resolved.get(&regex) != Some(&matched) {
+                records.push(ConsumerRecord::RegularExpression {
+                    group_id: group_id.to_string(),
+                    regex: regex.clone(),
+                    value: Some((matched.iter().cloned().collect(), topics.version(), now)),
+                });
+                self.resolved.insert(regex, matched);
+            }
+        }
     }
 
     /// Computes the target at the group epoch (records 7 for members whose
@@ -287,6 +352,29 @@ impl Group {
             value: Some((self.epoch, now)),
         });
     }
+}
+
+/// A member's tombstones in Kafka's order (8, 7, 5).
+pub(super) fn member_tombstones(
+    group_id: &str,
+    member_id: &str,
+    records: &mut Vec<ConsumerRecord>,
+) {
+    records.push(ConsumerRecord::CurrentMemberAssignment {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+        value: None,
+    });
+    records.push(ConsumerRecord::TargetAssignmentMember {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+        value: None,
+    });
+    records.push(ConsumerRecord::MemberMetadata {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+        value: None,
+    });
 }
 
 fn lookup(

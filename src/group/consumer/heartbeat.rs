@@ -3,13 +3,12 @@
 //! static -2), epoch checks, subscription updates that bump the group
 //! epoch, and the member's reconciliation towards the target.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use regex::Regex;
-use uuid::Uuid;
 
-use super::group::{assigned_plain, current_record, to_parts, Group, Member, LEAVE_STATIC_EPOCH};
-use super::reconcile::{reconcile, Current, MemberState};
+use super::group::{assigned_plain, current_record, Group, LEAVE_STATIC_EPOCH};
+use super::reconcile::Current;
 use super::records::{ConsumerRecord, MemberMetadata};
 use super::{Assignment, ConsumerGroupConfig, HeartbeatAnswer, HeartbeatArgs, TopicsView};
 use crate::group::error::GroupError;
@@ -79,6 +78,7 @@ fn validate(cfg: &ConsumerGroupConfig, args: &HeartbeatArgs) -> Result<(), Failu
         if !cfg.assignors.iter().any(|a| a == name) {
             return Err(fail(GroupError::UnsupportedAssignor {
                 assignor: name.clone(),
+                supported: cfg.assignors.join(", "),
             }));
         }
     }
@@ -294,27 +294,7 @@ fn member_heartbeat(
     }
 
     // The member record as it stands before this heartbeat.
-    let before: Member = if let Some(old) = &replaces {
-        let m = group.members.get(old).cloned().unwrap_or_default();
-        let target = group.targets.get(old).cloned();
-        group.remove_member(gid, old, records);
-        if let Some(target) = target {
-            records.push(ConsumerRecord::TargetAssignmentMember {
-                group_id: gid.clone(),
-                member_id: member_id.clone(),
-                value: Some(to_parts(&target)),
-            });
-            group.targets.insert(member_id.clone(), target);
-        }
-        group.members.insert(member_id.clone(), Member::default());
-        group.set_current(&member_id, m.current.clone());
-        m
-    } else if is_new {
-        group.members.insert(member_id.clone(), Member::default());
-        Member::default()
-    } else {
-        group.members.get(&member_id).cloned().unwrap_or_default()
-    };
+    let before = group.admit(gid, &member_id, replaces.as_deref(), is_new, records);
     if joining && replaces.is_none() && !is_new {
         // A known member rejoining has dropped its partitions.
         let mut reset = before.current.clone();
@@ -323,78 +303,37 @@ fn member_heartbeat(
         }
         group.set_current(&member_id, reset);
     }
-
     let meta = updated_meta(&before.meta, args);
-    let subscription_changed = is_new
-        || meta.subscribed_topic_names != before.meta.subscribed_topic_names
-        || meta.subscribed_topic_regex != before.meta.subscribed_topic_regex
-        || meta.server_assignor != before.meta.server_assignor;
-    if is_new || replaces.is_some() || meta != before.meta {
-        records.push(ConsumerRecord::MemberMetadata {
-            group_id: gid.clone(),
-            member_id: member_id.clone(),
-            value: Some(meta.clone()),
-        });
-    }
-    if let Some(inst) = &meta.instance_id {
-        group.instances.insert(inst.clone(), member_id.clone());
-    }
-    let rebalance_timeout_ms = meta.rebalance_timeout_ms;
-    if let Some(m) = group.members.get_mut(&member_id) {
-        m.meta = meta;
-    }
-    if subscription_changed {
-        group.bump(gid, topics, now, records);
-    } else if group.epoch > group.assignment_epoch {
-        group.assign(gid, topics, now, records);
-    }
+    group.update_member(
+        gid,
+        &member_id,
+        &before.meta,
+        meta,
+        is_new,
+        replaces.is_some(),
+        topics,
+        now,
+        records,
+    );
 
     // Reconcile towards the target.
-    let Some(cur) = group.members.get(&member_id).map(|m| m.current.clone()) else {
+    let force = replaces.is_some() || (joining && !is_new);
+    let Some((_, next)) = group.reconcile_member(
+        gid,
+        &member_id,
+        owned.as_ref(),
+        topics,
+        cfg.session_timeout_ms,
+        force,
+        now,
+        out,
+        records,
+    ) else {
         return Err(fail(GroupError::unknown_member(&member_id)));
     };
-    let empty = BTreeMap::new();
-    let target = group.targets.get(&member_id).unwrap_or(&empty);
-    let holders = &group.holders;
-    let taken = |t: Uuid, p: i32| holders.get(&(t, p)).is_some_and(|h| *h != member_id);
-    let exists = |t: Uuid| topics.by_id(t).is_some();
-    let next = reconcile(
-        &cur,
-        group.assignment_epoch,
-        target,
-        owned.as_ref(),
-        &taken,
-        &exists,
-    );
-    if next != cur || replaces.is_some() || (joining && !is_new) {
-        records.push(current_record(gid, &member_id, &next));
-    }
     let assigned_before = assigned_plain(&before.current);
     let assigned_now = assigned_plain(&next);
-    let entering_unrevoked = next.state == MemberState::UnrevokedPartitions
-        && cur.state != MemberState::UnrevokedPartitions;
     let member_epoch = next.epoch;
-    group.set_current(&member_id, next);
-
-    let Some(m) = group.members.get_mut(&member_id) else {
-        return Err(fail(GroupError::unknown_member(&member_id)));
-    };
-    if m.current.state != MemberState::UnrevokedPartitions {
-        m.rebalance_deadline = None;
-    } else if entering_unrevoked || m.rebalance_deadline.is_none() {
-        let at_ms = now + i64::from(rebalance_timeout_ms.max(0));
-        m.rebalance_deadline = Some(at_ms);
-        out.push(Effect::Timer {
-            group_id: gid.clone(),
-            at_ms,
-        });
-    }
-    let at_ms = now + i64::from(cfg.session_timeout_ms);
-    m.session_deadline = Some(at_ms);
-    out.push(Effect::Timer {
-        group_id: gid.clone(),
-        at_ms,
-    });
 
     let full = args.rebalance_timeout_ms != -1
         && (args.subscribed_topic_names.is_some() || args.subscribed_topic_regex.is_some())

@@ -28,12 +28,20 @@ use super::error::GroupError;
 use super::membership::Effect;
 use super::state::MemberIdSource;
 
+pub mod admin;
 mod assignor;
+pub mod classic;
+#[cfg(test)]
+mod classic_tests;
+pub mod embedded;
 mod group;
 mod heartbeat;
+mod member;
 mod reconcile;
 pub mod records;
 mod replay;
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;
 
@@ -60,6 +68,11 @@ pub trait TopicsView {
     fn by_id(&self, id: Uuid) -> Option<TopicInfo>;
     /// Every topic name (for regex subscriptions), internal topics excluded.
     fn names(&self) -> Vec<String>;
+    /// The metadata image's version (its metadata log offset), recorded
+    /// with a resolved regex (record 16); 0 when unknown.
+    fn version(&self) -> i64 {
+        0
+    }
 }
 
 /// The broker's `group.consumer.*` settings (Kafka 4.4's defaults).
@@ -76,6 +89,11 @@ pub struct ConsumerGroupConfig {
     /// `group.consumer.max.size` (Integer.MAX_VALUE): a join beyond it gets
     /// GROUP_MAX_SIZE_REACHED.
     pub max_size: usize,
+    /// `group.consumer.assignment.interval.ms` (1000, KIP-1263): after a
+    /// group epoch bump the target assignment is computed by the first
+    /// heartbeat at least this long after the previous one (the group is
+    /// Assigning meanwhile); 0 computes it at once.
+    pub assignment_interval_ms: i64,
 }
 
 impl Default for ConsumerGroupConfig {
@@ -85,6 +103,7 @@ impl Default for ConsumerGroupConfig {
             session_timeout_ms: 45000,
             assignors: vec!["uniform".to_string(), "range".to_string()],
             max_size: i32::MAX as usize,
+            assignment_interval_ms: 1000,
         }
     }
 }
@@ -199,6 +218,9 @@ pub struct DescribedMember {
     pub assignment: Assignment,
     /// Target assignment.
     pub target_assignment: Assignment,
+    /// Whether the member speaks the classic protocol (inside a consumer
+    /// group after an online upgrade).
+    pub classic: bool,
 }
 
 /// A consumer group as ConsumerGroupDescribe shows it.
@@ -338,6 +360,14 @@ impl ConsumerGroups {
         if member_epoch == expected {
             return Ok(());
         }
+        if member.meta.classic_member_metadata.is_some() {
+            // A classic member commits with its generation (Kafka's
+            // ConsumerGroup.validateOffsetCommit for classic members).
+            return Err(GroupError::IllegalGeneration {
+                generation: member_epoch,
+                current: expected,
+            });
+        }
         if member_epoch > expected {
             return Err(GroupError::FencedMemberEpoch {
                 member_id: member_id.to_string(),
@@ -377,6 +407,7 @@ impl ConsumerGroups {
                 subscribed_topic_regex: m.meta.subscribed_topic_regex.clone(),
                 assignment: group::assigned_plain(&m.current),
                 target_assignment: group.targets.get(id).cloned().unwrap_or_default(),
+                classic: m.meta.classic_member_metadata.is_some(),
             })
             .collect();
         Some(DescribedGroup {
@@ -435,7 +466,7 @@ impl ConsumerGroups {
     /// After a load: arms the session timers of the members found (each
     /// expires unless its consumer heartbeats).
     pub fn arm_after_load(&mut self, cfg: &ConsumerGroupConfig, now: i64, out: &mut Vec<Effect>) {
-        replay::arm_after_load(&mut self.groups, cfg, now, out);
+        replay::arm_after_load(&mut self.groups, &|_| cfg.clone(), now, out);
     }
 
     /// Forgets every group `keep` says no (the partition was resigned).

@@ -496,7 +496,7 @@ fn put_topic_partitions(b: &mut BytesMut, topics: &[TopicPartitions], with_epoch
     }
 }
 
-fn put_i32_array(b: &mut BytesMut, values: &[i32]) {
+pub(crate) fn put_i32_array(b: &mut BytesMut, values: &[i32]) {
     put_compact_len(b, values.len());
     for v in values {
         b.put_i32(*v);
@@ -504,7 +504,7 @@ fn put_i32_array(b: &mut BytesMut, values: &[i32]) {
 }
 
 /// The key: the key version, then each string as int16 length and UTF-8.
-fn key(version: i16, fields: &[&str]) -> Bytes {
+pub(crate) fn key(version: i16, fields: &[&str]) -> Bytes {
     let mut b = BytesMut::with_capacity(2 + fields.iter().map(|f| 2 + f.len()).sum::<usize>());
     b.put_i16(version);
     for f in fields {
@@ -519,13 +519,13 @@ fn key(version: i16, fields: &[&str]) -> Bytes {
 }
 
 /// A value's buffer, holding the value version 0.
-fn value_start() -> BytesMut {
+pub(crate) fn value_start() -> BytesMut {
     let mut b = BytesMut::with_capacity(64);
     b.put_i16(0);
     b
 }
 
-fn put_uvarint(b: &mut BytesMut, mut v: u32) {
+pub(crate) fn put_uvarint(b: &mut BytesMut, mut v: u32) {
     while v >= 0x80 {
         b.put_u8((v as u8 & 0x7f) | 0x80);
         v >>= 7;
@@ -534,19 +534,19 @@ fn put_uvarint(b: &mut BytesMut, mut v: u32) {
 }
 
 /// A compact length (array count or string length): `n + 1`.
-fn put_compact_len(b: &mut BytesMut, n: usize) {
+pub(crate) fn put_compact_len(b: &mut BytesMut, n: usize) {
     put_uvarint(
         b,
         u32::try_from(n).map_or(u32::MAX, |n| n.saturating_add(1)),
     );
 }
 
-fn put_compact_str(b: &mut BytesMut, s: &str) {
+pub(crate) fn put_compact_str(b: &mut BytesMut, s: &str) {
     put_compact_len(b, s.len());
     b.put_slice(s.as_bytes());
 }
 
-fn put_compact_nullable_str(b: &mut BytesMut, s: Option<&str>) {
+pub(crate) fn put_compact_nullable_str(b: &mut BytesMut, s: Option<&str>) {
     match s {
         Some(s) => put_compact_str(b, s),
         None => put_uvarint(b, 0),
@@ -554,22 +554,22 @@ fn put_compact_nullable_str(b: &mut BytesMut, s: Option<&str>) {
 }
 
 /// An empty tagged-field section.
-fn put_no_tags(b: &mut BytesMut) {
+pub(crate) fn put_no_tags(b: &mut BytesMut) {
     put_uvarint(b, 0);
 }
 
 /// A tagged-field section being built: (tag, bytes) in increasing tag order.
 #[derive(Default)]
-struct Tags {
+pub(crate) struct Tags {
     fields: Vec<(u32, Bytes)>,
 }
 
 impl Tags {
-    fn push(&mut self, tag: u32, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, tag: u32, bytes: &[u8]) {
         self.fields.push((tag, Bytes::copy_from_slice(bytes)));
     }
 
-    fn write(&self, b: &mut BytesMut) {
+    pub(crate) fn write(&self, b: &mut BytesMut) {
         put_uvarint(b, u32::try_from(self.fields.len()).unwrap_or(u32::MAX));
         for (tag, bytes) in &self.fields {
             put_uvarint(b, *tag);
@@ -580,12 +580,12 @@ impl Tags {
 }
 
 /// A cursor over untrusted bytes; every read checks the length.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn new(buf: &'a [u8]) -> Self {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
         Reader { buf }
     }
 
@@ -604,28 +604,28 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn i8(&mut self, what: &'static str) -> Result<i8, RecordError> {
+    pub(crate) fn i8(&mut self, what: &'static str) -> Result<i8, RecordError> {
         Ok(i8::from_be_bytes(self.array(what)?))
     }
 
-    fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
+    pub(crate) fn i16(&mut self, what: &'static str) -> Result<i16, RecordError> {
         Ok(i16::from_be_bytes(self.array(what)?))
     }
 
-    fn i32(&mut self, what: &'static str) -> Result<i32, RecordError> {
+    pub(crate) fn i32(&mut self, what: &'static str) -> Result<i32, RecordError> {
         Ok(i32::from_be_bytes(self.array(what)?))
     }
 
-    fn i64(&mut self, what: &'static str) -> Result<i64, RecordError> {
+    pub(crate) fn i64(&mut self, what: &'static str) -> Result<i64, RecordError> {
         Ok(i64::from_be_bytes(self.array(what)?))
     }
 
-    fn uuid(&mut self, what: &'static str) -> Result<Uuid, RecordError> {
+    pub(crate) fn uuid(&mut self, what: &'static str) -> Result<Uuid, RecordError> {
         Ok(Uuid::from_bytes(self.array(what)?))
     }
 
     /// An unsigned varint of at most 5 bytes that fits 32 bits.
-    fn uvarint(&mut self, what: &'static str) -> Result<u32, RecordError> {
+    pub(crate) fn uvarint(&mut self, what: &'static str) -> Result<u32, RecordError> {
         let mut v: u32 = 0;
         for i in 0..5 {
             let [byte] = self.array::<1>(what)?;
@@ -648,7 +648,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A key's string: int16 length (not null) and UTF-8.
-    fn key_str(&mut self, what: &'static str) -> Result<String, RecordError> {
+    pub(crate) fn key_str(&mut self, what: &'static str) -> Result<String, RecordError> {
         let len = usize::try_from(self.i16(what)?).map_err(|_| RecordError::Malformed(what))?;
         Self::utf8(self.take(len, what)?, what)
     }
@@ -663,14 +663,17 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn compact_nullable_str(&mut self, what: &'static str) -> Result<Option<String>, RecordError> {
+    pub(crate) fn compact_nullable_str(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<String>, RecordError> {
         match self.compact_len(what)? {
             None => Ok(None),
             Some(len) => Self::utf8(self.take(len, what)?, what).map(Some),
         }
     }
 
-    fn compact_str(&mut self, what: &'static str) -> Result<String, RecordError> {
+    pub(crate) fn compact_str(&mut self, what: &'static str) -> Result<String, RecordError> {
         self.compact_nullable_str(what)?
             .ok_or(RecordError::Malformed(what))
     }
@@ -684,7 +687,11 @@ impl<'a> Reader<'a> {
 
     /// A compact array's count (null is an error), checked against the bytes
     /// left: each element takes at least `min_size` bytes.
-    fn array_len(&mut self, what: &'static str, min_size: usize) -> Result<usize, RecordError> {
+    pub(crate) fn array_len(
+        &mut self,
+        what: &'static str,
+        min_size: usize,
+    ) -> Result<usize, RecordError> {
         self.nullable_array_len(what, min_size)?
             .ok_or(RecordError::Malformed(what))
     }
@@ -701,7 +708,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn i32_array(&mut self, what: &'static str) -> Result<Option<Vec<i32>>, RecordError> {
+    pub(crate) fn i32_array(
+        &mut self,
+        what: &'static str,
+    ) -> Result<Option<Vec<i32>>, RecordError> {
         let Some(n) = self.nullable_array_len(what, 4)? else {
             return Ok(None);
         };
@@ -742,7 +752,7 @@ impl<'a> Reader<'a> {
     /// A tagged-field section: `known` reads a field it knows from a reader
     /// over exactly that field's bytes and answers true (the field must then
     /// be read to its end); it answers false for the others, skipped.
-    fn tags(
+    pub(crate) fn tags(
         &mut self,
         mut known: impl FnMut(u32, &mut Reader<'a>) -> Result<bool, RecordError>,
     ) -> Result<(), RecordError> {
@@ -760,7 +770,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A tagged-field section none of whose fields this broker knows.
-    fn skip_tags(&mut self) -> Result<(), RecordError> {
+    pub(crate) fn skip_tags(&mut self) -> Result<(), RecordError> {
         self.tags(|_, _| Ok(false))
     }
 }

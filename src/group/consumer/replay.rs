@@ -22,8 +22,8 @@ fn group_of(groups: &mut HashMap<String, Group>, group_id: String) -> &mut Group
         .or_insert_with(|| Group::new(default_assignors()))
 }
 
-/// Applies one record: 3, 5, 6, 7, 8 set or (tombstones) remove; 4 and 16
-/// are ignored (regexes are resolved again from the metadata image).
+/// Applies one record: 3, 5, 6, 7, 8 and 16 set or (tombstones) remove; 4
+/// is ignored (superseded).
 pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord) {
     match record {
         ConsumerRecord::GroupMetadata { group_id, value } => match value {
@@ -36,7 +36,22 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
                 g.metadata_hash = hash;
             }
         },
-        ConsumerRecord::PartitionMetadata { .. } | ConsumerRecord::RegularExpression { .. } => {}
+        ConsumerRecord::PartitionMetadata { .. } => {}
+        ConsumerRecord::RegularExpression {
+            group_id,
+            regex,
+            value,
+        } => match value {
+            None => {
+                if let Some(g) = groups.get_mut(&group_id) {
+                    g.resolved.remove(&regex);
+                }
+            }
+            Some((topics, _, _)) => {
+                let g = group_of(groups, group_id);
+                g.resolved.insert(regex, topics.into_iter().collect());
+            }
+        },
         ConsumerRecord::MemberMetadata {
             group_id,
             member_id,
@@ -101,11 +116,12 @@ pub(super) fn replay(groups: &mut HashMap<String, Group>, record: ConsumerRecord
     }
 }
 
-/// Arms every member's session timer (and the rebalance timer of members
-/// still revoking), one `Effect::Timer` per group and deadline.
+/// Arms every member's session timer (`group.consumer.session.timeout.ms`)
+/// and the rebalance timer of members still revoking, one `Effect::Timer`
+/// per group and deadline.
 pub(super) fn arm_after_load(
     groups: &mut HashMap<String, Group>,
-    cfg: &ConsumerGroupConfig,
+    cfg_of: &dyn Fn(&str) -> ConsumerGroupConfig,
     now: i64,
     out: &mut Vec<Effect>,
 ) {
@@ -116,25 +132,26 @@ pub(super) fn arm_after_load(
         let Some(g) = groups.get_mut(&id) else {
             continue;
         };
+        let cfg = &cfg_of(&id);
         g.configure(cfg);
         if g.members.is_empty() {
             continue;
         }
-        let session = now + i64::from(cfg.session_timeout_ms);
-        let mut rebalance: BTreeSet<i64> = BTreeSet::new();
+        // Every member, classic ones too, gets the consumer session timeout
+        // at a load, as Kafka's coordinator arms them; a classic member's
+        // own timeout applies again from its next heartbeat.
+        let mut deadlines: BTreeSet<i64> = BTreeSet::new();
         for m in g.members.values_mut() {
+            let session = now + i64::from(cfg.session_timeout_ms);
             m.session_deadline = Some(session);
+            deadlines.insert(session);
             if m.current.state == MemberState::UnrevokedPartitions {
                 let at = now + i64::from(m.meta.rebalance_timeout_ms.max(0));
                 m.rebalance_deadline = Some(at);
-                rebalance.insert(at);
+                deadlines.insert(at);
             }
         }
-        out.push(Effect::Timer {
-            group_id: id.clone(),
-            at_ms: session,
-        });
-        for at_ms in rebalance.into_iter().filter(|r| *r != session) {
+        for at_ms in deadlines {
             out.push(Effect::Timer {
                 group_id: id.clone(),
                 at_ms,

@@ -10,9 +10,9 @@ use super::records::ConsumerRecord;
 use super::*;
 
 /// Topics over a map; ids derived from the names.
-struct Topics(BTreeMap<String, TopicInfo>);
+pub(super) struct Topics(BTreeMap<String, TopicInfo>);
 
-fn tid(name: &str) -> Uuid {
+pub(super) fn tid(name: &str) -> Uuid {
     let mut h: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
     for b in name.bytes() {
         h ^= u128::from(b);
@@ -55,7 +55,7 @@ impl TopicsView for Topics {
 }
 
 /// `[(topic, [partitions])]` as an assignment.
-fn asg(list: &[(&str, &[i32])]) -> Assignment {
+pub(super) fn asg(list: &[(&str, &[i32])]) -> Assignment {
     list.iter()
         .filter(|(_, ps)| !ps.is_empty())
         .map(|(t, ps)| (tid(t), ps.iter().copied().collect()))
@@ -68,23 +68,27 @@ fn owned_list(a: &Assignment) -> Vec<(Uuid, Vec<i32>)> {
         .collect()
 }
 
-struct H {
-    groups: ConsumerGroups,
-    cfg: ConsumerGroupConfig,
-    topics: Topics,
-    ids: MemberIdSource,
-    now: i64,
-    records: Vec<ConsumerRecord>,
-    effects: Vec<Effect>,
+pub(super) struct H {
+    pub(super) groups: ConsumerGroups,
+    pub(super) cfg: ConsumerGroupConfig,
+    pub(super) topics: Topics,
+    pub(super) ids: MemberIdSource,
+    pub(super) now: i64,
+    pub(super) records: Vec<ConsumerRecord>,
+    pub(super) effects: Vec<Effect>,
 }
 
-const G: &str = "g";
+pub(super) const G: &str = "g";
 
 impl H {
-    fn new(topics: &[(&str, i32)]) -> H {
+    pub(super) fn new(topics: &[(&str, i32)]) -> H {
         H {
             groups: ConsumerGroups::default(),
-            cfg: ConsumerGroupConfig::default(),
+            cfg: ConsumerGroupConfig {
+                // Targets at once; batching has its own tests.
+                assignment_interval_ms: 0,
+                ..ConsumerGroupConfig::default()
+            },
             topics: Topics::new(topics),
             ids: MemberIdSource::counter(),
             now: 1_000,
@@ -93,7 +97,7 @@ impl H {
         }
     }
 
-    fn base(member: &str, epoch: i32) -> HeartbeatArgs {
+    pub(super) fn base(member: &str, epoch: i32) -> HeartbeatArgs {
         HeartbeatArgs {
             group_id: G.to_string(),
             member_id: member.to_string(),
@@ -106,7 +110,7 @@ impl H {
         }
     }
 
-    fn join_args(member: &str, topics: &[&str]) -> HeartbeatArgs {
+    pub(super) fn join_args(member: &str, topics: &[&str]) -> HeartbeatArgs {
         HeartbeatArgs {
             rebalance_timeout_ms: 30_000,
             subscribed_topic_names: Some(topics.iter().map(|t| t.to_string()).collect()),
@@ -115,7 +119,7 @@ impl H {
         }
     }
 
-    fn send(&mut self, args: HeartbeatArgs) -> Result<HeartbeatAnswer, GroupError> {
+    pub(super) fn send(&mut self, args: HeartbeatArgs) -> Result<HeartbeatAnswer, GroupError> {
         let o = self.groups.heartbeat(
             &self.cfg,
             args,
@@ -131,14 +135,14 @@ impl H {
         o.result.map_err(|(e, _)| e)
     }
 
-    fn join(&mut self, member: &str, topics: &[&str]) -> HeartbeatAnswer {
+    pub(super) fn join(&mut self, member: &str, topics: &[&str]) -> HeartbeatAnswer {
         match self.send(H::join_args(member, topics)) {
             Ok(a) => a,
             Err(e) => panic!("join {member}: {e}"),
         }
     }
 
-    fn hb(
+    pub(super) fn hb(
         &mut self,
         member: &str,
         epoch: i32,
@@ -149,7 +153,12 @@ impl H {
         self.send(args)
     }
 
-    fn ok(&mut self, member: &str, epoch: i32, owned: Option<&Assignment>) -> HeartbeatAnswer {
+    pub(super) fn ok(
+        &mut self,
+        member: &str,
+        epoch: i32,
+        owned: Option<&Assignment>,
+    ) -> HeartbeatAnswer {
         match self.hb(member, epoch, owned) {
             Ok(a) => a,
             Err(e) => panic!("heartbeat {member}@{epoch}: {e}"),
@@ -164,14 +173,14 @@ impl H {
         r
     }
 
-    fn describe(&self) -> DescribedGroup {
+    pub(super) fn describe(&self) -> DescribedGroup {
         match self.groups.describe(G) {
             Some(d) => d,
             None => panic!("no group"),
         }
     }
 
-    fn member(&self, id: &str) -> DescribedMember {
+    pub(super) fn member(&self, id: &str) -> DescribedMember {
         match self
             .describe()
             .members
@@ -184,7 +193,7 @@ impl H {
     }
 }
 
-fn kind(r: &ConsumerRecord) -> (u8, bool) {
+pub(super) fn kind(r: &ConsumerRecord) -> (u8, bool) {
     match r {
         ConsumerRecord::GroupMetadata { value, .. } => (3, value.is_some()),
         ConsumerRecord::PartitionMetadata { .. } => (4, false),
@@ -386,8 +395,18 @@ fn unsupported_assignor_and_max_size() {
     assert_eq!(
         h.send(a),
         Err(GroupError::UnsupportedAssignor {
-            assignor: "sticky".to_string()
+            assignor: "sticky".to_string(),
+            supported: "uniform, range".to_string(),
         })
+    );
+    // Kafka's message, which clients show.
+    let e = GroupError::UnsupportedAssignor {
+        assignor: "sticky".to_string(),
+        supported: "uniform, range".to_string(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "ServerAssignor sticky is not supported. Supported assignors: uniform, range."
     );
     assert!(!h.groups.contains(G), "no group made by a refused join");
     h.cfg.max_size = 1;
@@ -433,7 +452,16 @@ fn regex_picks_up_a_topic_created_later() {
     h.topics.set("foo2", 1);
     h.topics.set("other", 1);
     let recs = h.groups.topics_changed(&h.topics, h.now, &mut h.effects);
-    assert_eq!(kind(&recs[0]), (3, true));
+    // The regex's new topics (record 16), then the epoch bump.
+    assert_eq!(
+        recs[0],
+        ConsumerRecord::RegularExpression {
+            group_id: G.to_string(),
+            regex: "foo.*".to_string(),
+            value: Some((vec!["foo1".to_string(), "foo2".to_string()], 0, h.now)),
+        }
+    );
+    assert_eq!(kind(&recs[1]), (3, true));
     assert_eq!(h.describe().group_epoch, 3);
     let owned = asg(&[("foo1", &[0, 1])]);
     let got = h.ok("a", 2, Some(&owned));
@@ -903,4 +931,36 @@ fn full_requests_and_changed_owned_get_the_assignment() {
         (again.member_epoch, again.assignment),
         (2, Some(asg(&[("t", &[0, 1])])))
     );
+}
+
+/// KIP-1263 batching as Kafka 4.4 does it: a bump within
+/// `group.consumer.assignment.interval.ms` of the last target leaves the
+/// group Assigning (a joiner gets the current target's epoch and nothing);
+/// the first heartbeat after the interval computes the target.
+#[test]
+fn target_waits_for_the_assignment_interval() {
+    let mut h = H::new(&[("t", 4)]);
+    h.cfg.assignment_interval_ms = 1000;
+    let a = h.join("a", &["t"]);
+    assert_eq!(a.member_epoch, 2, "a new group assigns at once");
+    h.now += 100;
+    let b = h.join("b", &["t"]);
+    assert_eq!(b.member_epoch, 2);
+    assert_eq!(b.assignment, Some(Assignment::new()));
+    let d = h.describe();
+    assert_eq!(d.state, ConsumerGroupState::Assigning);
+    assert_eq!((d.group_epoch, d.assignment_epoch), (3, 2));
+    h.now += 800;
+    assert_eq!(
+        h.ok("b", 2, None).member_epoch,
+        2,
+        "still within the interval"
+    );
+    assert_eq!(h.describe().state, ConsumerGroupState::Assigning);
+    h.now += 100;
+    let b = h.ok("b", 2, None);
+    assert_eq!(b.member_epoch, 3, "the interval passed: target at epoch 3");
+    let d = h.describe();
+    assert_eq!((d.group_epoch, d.assignment_epoch), (3, 3));
+    assert_eq!(d.state, ConsumerGroupState::Reconciling);
 }

@@ -7,3 +7,5 @@
 pub mod fetch;
 pub mod offsets;
 pub mod produce;
+pub mod share;
+pub mod share_persist;

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -86,7 +87,34 @@ type member struct {
 	done  chan error
 }
 
-func (f *fg) startMember(ctx context.Context, name, group, topic string, bal kgo.GroupBalancer, led *ledger) (*member, error) {
+// groupMode is how a group check's members join: the classic protocol with a
+// client-side balancer, or (serverSide) the consumer group protocol of KIP-848
+// through kgo.ServerSideBalancer, where the broker assigns with the assignor
+// franz-go maps the balancer to (RangeBalancer -> "range", StickyBalancer ->
+// "uniform").
+type groupMode struct {
+	bal        kgo.GroupBalancer
+	serverSide bool
+}
+
+// name is the check's label: the balancer's protocol name, or
+// "server-side-<assignor>".
+func (g groupMode) name() string {
+	if g.serverSide {
+		return "server-side-" + g.assignor()
+	}
+	return g.bal.ProtocolName()
+}
+
+// assignor is the broker assignor franz-go asks for in server-side mode.
+func (g groupMode) assignor() string {
+	if g.bal.ProtocolName() == "range" {
+		return "range"
+	}
+	return "uniform"
+}
+
+func (f *fg) startMember(ctx context.Context, name, group, topic string, mode groupMode, led *ledger) (*member, error) {
 	m := &member{name: name, owned: map[int32]bool{}, stop: make(chan struct{}), done: make(chan error, 1)}
 	change := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
@@ -101,21 +129,25 @@ func (f *fg) startMember(ctx context.Context, name, group, topic string, bal kgo
 			}
 		}
 	}
-	cl, err := f.client("group-"+name,
+	opts := []kgo.Opt{
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
-		kgo.Balancers(bal),
+		kgo.Balancers(mode.bal),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.HeartbeatInterval(500*time.Millisecond),
-		kgo.SessionTimeout(10*time.Second),
-		kgo.RebalanceTimeout(10*time.Second),
-		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.HeartbeatInterval(500 * time.Millisecond),
+		kgo.SessionTimeout(10 * time.Second),
+		kgo.RebalanceTimeout(10 * time.Second),
+		kgo.FetchMaxWait(500 * time.Millisecond),
 		kgo.OnPartitionsAssigned(change(true)),
 		kgo.OnPartitionsRevoked(change(false)),
 		kgo.OnPartitionsLost(change(false)),
-	)
+	}
+	if mode.serverSide {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	cl, err := f.client("group-"+name, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +246,17 @@ func produceToPartitions(ctx context.Context, cl *kgo.Client, topic string, part
 // DescribeGroups agrees with the clients); records produced then are read by
 // the owner of their partition; B commits and leaves, A takes over B's
 // partitions from B's committed offsets. Over the whole run every offset is
-// consumed exactly once and the final committed offsets are the end offsets.
-func (f *fg) groupBalancer(ctx context.Context, bal kgo.GroupBalancer) error {
+// consumed exactly once and the final committed offsets are the end offsets
+// (OffsetFetch). In server-side mode the split is checked against
+// ConsumerGroupDescribe and ListGroups (type "consumer") instead of
+// DescribeGroups.
+func (f *fg) groupBalancer(ctx context.Context, mode groupMode) error {
 	adm, closeAdm, err := f.admin("admin")
 	if err != nil {
 		return err
 	}
 	defer closeAdm()
-	name := bal.ProtocolName()
+	name := mode.name()
 	topic := f.r.Name("fg-group-" + name)
 	group := f.r.Name("fg-group-" + name)
 	const partitions = 6
@@ -248,7 +283,7 @@ func (f *fg) groupBalancer(ctx context.Context, bal kgo.GroupBalancer) error {
 		return err
 	}
 
-	a, err := f.startMember(ctx, "A", group, topic, bal, led)
+	a, err := f.startMember(ctx, "A", group, topic, mode, led)
 	if err != nil {
 		return err
 	}
@@ -267,7 +302,7 @@ func (f *fg) groupBalancer(ctx context.Context, bal kgo.GroupBalancer) error {
 		return err
 	}
 
-	b, err := f.startMember(ctx, "B", group, topic, bal, led)
+	b, err := f.startMember(ctx, "B", group, topic, mode, led)
 	if err != nil {
 		return err
 	}
@@ -295,7 +330,13 @@ func (f *fg) groupBalancer(ctx context.Context, bal kgo.GroupBalancer) error {
 	if err != nil {
 		return err
 	}
-	if err := describeMatches(ctx, adm, group, name, topic, map[*kgo.Client][]int32{a.cl: as, b.cl: bs}); err != nil {
+	split := map[*kgo.Client][]int32{a.cl: as, b.cl: bs}
+	if mode.serverSide {
+		err = describeConsumerMatches(ctx, adm, group, mode.assignor(), topic, split)
+	} else {
+		err = describeMatches(ctx, adm, group, name, topic, split)
+	}
+	if err != nil {
 		return err
 	}
 
@@ -424,4 +465,68 @@ func describeMatches(ctx context.Context, adm *admin, group, protocol, topic str
 		}
 		return true, "", nil
 	})
+}
+
+// describeConsumerMatches checks a consumer-protocol group (KIP-848) against
+// what the clients were assigned: ConsumerGroupDescribe shows it Stable with
+// the assignor and each member's assignment equal to its target, and
+// ListGroups lists it with group type "consumer".
+func describeConsumerMatches(ctx context.Context, adm *admin, group, assignor, topic string, want map[*kgo.Client][]int32) error {
+	byMember := map[string][]int32{}
+	for cl, ps := range want {
+		id, _ := cl.GroupMetadata()
+		byMember[id] = ps
+	}
+	err := check.Poll(ctx, 100*time.Millisecond, "ConsumerGroupDescribe agrees with the members", func() (bool, string, error) {
+		dgs, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		dg, ok := dgs[group]
+		if !ok {
+			return false, "group missing from the response", nil
+		}
+		if dg.Err != nil {
+			return false, dg.Err.Error(), nil
+		}
+		if dg.State != "Stable" {
+			return false, "state " + dg.State, nil
+		}
+		if dg.AssignorName != assignor {
+			return false, "", fmt.Errorf("assignor %q, want %q", dg.AssignorName, assignor)
+		}
+		if len(dg.Members) != len(byMember) {
+			return false, fmt.Sprintf("%d members", len(dg.Members)), nil
+		}
+		for _, mem := range dg.Members {
+			wantPs, ok := byMember[mem.MemberID]
+			if !ok {
+				return false, "", fmt.Errorf("member %s is not one of ours (%v)", mem.MemberID, byMember)
+			}
+			got := slices.Sorted(maps.Keys(mem.Assignment[topic]))
+			target := slices.Sorted(maps.Keys(mem.TargetAssignment[topic]))
+			if !slices.Equal(got, wantPs) || !slices.Equal(target, wantPs) {
+				return false, fmt.Sprintf("member %s assigned %v (target %v), client has %v", mem.MemberID, got, target, wantPs), nil
+			}
+			if !slices.Equal(mem.SubscribedTopics, []string{topic}) {
+				return false, "", fmt.Errorf("member %s subscribed to %v, want [%s]", mem.MemberID, mem.SubscribedTopics, topic)
+			}
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		return err
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("ListGroups: %w", err)
+	}
+	lg, ok := listed[group]
+	if !ok {
+		return fmt.Errorf("ListGroups does not list %s", group)
+	}
+	if lg.GroupType != "consumer" || lg.ProtocolType != "consumer" {
+		return fmt.Errorf("ListGroups: %s has group type %q protocol type %q, want consumer and consumer", group, lg.GroupType, lg.ProtocolType)
+	}
+	return nil
 }

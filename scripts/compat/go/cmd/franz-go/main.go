@@ -1,5 +1,6 @@
 // franz-go compatibility runner: produce/consume with every codec, consumer
-// groups with each client-side balancer, GroupTransactSession exactly-once, and
+// groups with each client-side balancer, a share group (KIP-932),
+// GroupTransactSession exactly-once, and
 // kadm admin calls. Run against Fjord and against Apache Kafka (the oracle):
 //
 //	COMPAT_BROKER=fjord|kafka target/compat-go/franz-go 127.0.0.1:PORT
@@ -49,10 +50,19 @@ func main() {
 	for _, b := range balancers {
 		b := b
 		r.Check("group "+b.ProtocolName()+": two members share 6 partitions, handover on leave, no loss or duplicate", 40*time.Second, func(ctx context.Context) error {
-			return f.groupBalancer(ctx, b)
+			return f.groupBalancer(ctx, groupMode{bal: b})
+		})
+	}
+	// The consumer group protocol (KIP-848): the broker assigns, with the
+	// assignor franz-go derives from the first balancer.
+	for _, b := range []kgo.GroupBalancer{kgo.RangeBalancer(), kgo.StickyBalancer()} {
+		mode := groupMode{bal: b, serverSide: true}
+		r.Check("group "+mode.name()+" (KIP-848 ServerSideBalancer): two members share 6 partitions, handover on leave, no loss or duplicate, ConsumerGroupDescribe and ListGroups show a consumer group", 60*time.Second, func(ctx context.Context) error {
+			return f.groupBalancer(ctx, mode)
 		})
 	}
 	r.Check("transactions: GroupTransactSession consume-transform-produce exactly once, aborted round hidden from read_committed, no AddPartitionsToTxn/AddOffsetsToTxn on the wire with transaction.version 2", 60*time.Second, f.groupTransactSession)
+	r.Check("share group (KIP-932): two share consumers read one partition, every record delivered and accepted once", 60*time.Second, f.shareTwoConsumers)
 	f.adminChecks()
 	r.Finish()
 }

@@ -42,6 +42,8 @@ final class GroupChecks {
     private GroupChecks() {}
 
     static final Duration WAIT = Duration.ofSeconds(30);
+    /** The split of the last consumer-range run of assignor(), for its summary line. */
+    static String lastRangeLayout = "";
     static final Duration POLL = Duration.ofMillis(100);
 
     /**
@@ -49,7 +51,7 @@ final class GroupChecks {
      * records what it consumed, and commits what it consumed after every poll
      * and, for partitions it gives away, in onPartitionsRevoked.
      */
-    static final class Member implements ConsumerRebalanceListener {
+    static class Member implements ConsumerRebalanceListener {
         final String name;
         final KafkaConsumer<String, String> consumer;
         final Set<TopicPartition> owned = new HashSet<>();
@@ -237,6 +239,11 @@ final class GroupChecks {
             }, () -> a + " " + b);
             eq(parts / 2, a.owned.size(), "partitions of the first member (" + assignor + " balances 6 over 2)");
             eq(parts / 2, b.owned.size(), "partitions of the second member");
+            if (assignor.equals("consumer-range")) {
+                ConsumerProtocolChecks.checkRangeLayout(a.owned, b.owned, parts);
+                eq("range", ConsumerProtocolChecks.describeConsumerGroup(ctx, group).partitionAssignor(),
+                        "assignor of the described group");
+            }
             int genShared = a.generation();
             check(genShared > genAlone, "generation did not move on the join: %d then %d", genAlone, genShared);
             Set<TopicPartition> aShared = new HashSet<>(a.owned);

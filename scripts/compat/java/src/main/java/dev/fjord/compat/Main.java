@@ -21,7 +21,7 @@ import dev.fjord.compat.Support.Ctx;
  *                               (SecureChecks.runOAuth; the listener and files from the environment)
  *   COMPAT_BROKER=fjord|kafka   which broker this is (known Fjord differences
  *                               are skipped, loudly, only for fjord)
- *   COMPAT_JAVA_BUDGET=150      seconds for all checks; later ones are not run
+ *   COMPAT_JAVA_BUDGET=270      seconds for all checks; later ones are not run
  *   COMPAT_RUN_KNOWN=1          run the checks listed as known differences too
  */
 public final class Main {
@@ -46,8 +46,19 @@ public final class Main {
         CHECKS.put("group-sticky", ctx -> GroupChecks.assignor(ctx, "sticky"));
         CHECKS.put("group-cooperative-sticky", ctx -> GroupChecks.assignor(ctx, "cooperative-sticky"));
         CHECKS.put("group-consumer-protocol", ctx -> GroupChecks.assignor(ctx, "consumer-uniform"));
+        CHECKS.put("group-consumer-range", ConsumerProtocolChecks::range);
+        CHECKS.put("group-consumer-static", ConsumerProtocolChecks::staticMembers);
+        CHECKS.put("group-consumer-regex", ConsumerProtocolChecks::regex);
+        CHECKS.put("group-consumer-revocation-under-load", ConsumerProtocolChecks::revocationUnderLoad);
+        CHECKS.put("group-consumer-unknown-assignor", ConsumerProtocolChecks::unknownAssignor);
+        CHECKS.put("group-consumer-migration", ConsumerProtocolChecks::migration);
         CHECKS.put("group-static-rejoin-leader", ctx -> GroupChecks.staticMembership(ctx, true));
         CHECKS.put("group-static-rejoin-follower", ctx -> GroupChecks.staticMembership(ctx, false));
+        CHECKS.put("share-implicit", ShareChecks::implicit);
+        CHECKS.put("share-explicit", ShareChecks::explicit);
+        CHECKS.put("share-split", ShareChecks::split);
+        CHECKS.put("share-groups-apart", ShareChecks::groupsApart);
+        CHECKS.put("share-lock-timeout", ShareChecks::lockTimeout);
         CHECKS.put("offsets-commit", OffsetChecks::commit);
         CHECKS.put("offsets-seek", OffsetChecks::seek);
         CHECKS.put("offsets-lookup", OffsetChecks::lookup);
@@ -120,7 +131,7 @@ public final class Main {
         }
         String broker = System.getenv().getOrDefault("COMPAT_BROKER", "fjord");
         boolean runKnown = "1".equals(System.getenv("COMPAT_RUN_KNOWN"));
-        long budgetMs = Long.parseLong(System.getenv().getOrDefault("COMPAT_JAVA_BUDGET", "150")) * 1000;
+        long budgetMs = Long.parseLong(System.getenv().getOrDefault("COMPAT_JAVA_BUDGET", "270")) * 1000;
         String runId = UUID.randomUUID().toString().substring(0, 8);
         System.out.println("java-client: Kafka Java client " + clientVersion()
                 + " against " + broker + " at " + bootstrap + " (run " + runId + ")");
