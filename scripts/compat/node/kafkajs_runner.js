@@ -84,6 +84,12 @@ const N_PLAIN = 60
 const N_GZIP = 60
 const N_FIRST = 37
 
+// Record timestamps: explicit, one second apart, starting ten minutes before
+// the run, so none is older than the topic's retention.ms (one hour) while the
+// run lasts (a broker's retention pass may come at any time and deletes
+// expired records, on Kafka as on Fjord).
+const T0 = Math.floor(Date.now() / 1000) * 1000 - 600 * 1000
+
 function records(tag, count, base) {
   const out = []
   for (let i = 0; i < count; i++) {
@@ -92,7 +98,7 @@ function records(tag, count, base) {
       key: `key-${n % 17}`,
       value: `${tag}-value-${n}-${'x'.repeat(n % 50)}`,
       headers: { h1: `one-${n}`, h2: Buffer.from([n % 256, 0, 255]) },
-      timestamp: String(1700000000000 + n * 1000),
+      timestamp: String(T0 + n * 1000),
     })
   }
   return out
@@ -314,7 +320,7 @@ function byCodec(r) {
 }
 
 async function checkOffsetsByTimestamp() {
-  const target = 1700000000000 + 80 * 1000 // record 80's timestamp; they grow with the record number
+  const target = T0 + 80 * 1000 // record 80's timestamp; they grow with the record number
   const got = await withTimeout(admin.fetchTopicOffsetsByTimestamp(topic, target), STEP_TIMEOUT, 'fetchTopicOffsetsByTimestamp')
   const want = {}
   for (const p of [0, 1, 2]) {
