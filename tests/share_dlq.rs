@@ -29,8 +29,7 @@ use common::raw::RawConn as Conn;
 use common::*;
 use kafka_protocol::messages::*;
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions,
-    TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use uuid::Uuid;
 use wire::*;
@@ -198,10 +197,12 @@ fn wait_records(addr: &str, topic: &str, partition: i32, n: usize) -> Vec<Read> 
 /// The share start offset of `group` on `topic`-`partition`
 /// (DescribeShareGroupOffsets v0; -1 when not known).
 fn start_offset(addr: &str, group: &str, topic: &str, partition: i32) -> i64 {
-    let mut t = describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestTopic::default();
+    let mut t =
+        describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestTopic::default();
     t.topic_name = s(topic).into();
     t.partitions = vec![partition];
-    let mut g = describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default();
+    let mut g =
+        describe_share_group_offsets_request::DescribeShareGroupOffsetsRequestGroup::default();
     g.group_id = s(group).into();
     g.topics = Some(vec![t]);
     let mut req = DescribeShareGroupOffsetsRequest::default();
@@ -216,7 +217,13 @@ fn start_offset(addr: &str, group: &str, topic: &str, partition: i32) -> i64 {
 }
 
 /// The expected headers of a dead-letter record.
-fn headers(topic: &str, offset: i64, group: &str, count: i16, message: &str) -> Vec<(String, String)> {
+fn headers(
+    topic: &str,
+    offset: i64,
+    group: &str,
+    count: i16,
+    message: &str,
+) -> Vec<(String, String)> {
     [
         ("__dlq.errors.topic", topic.to_string()),
         ("__dlq.errors.partition", "1".to_string()),
@@ -273,11 +280,7 @@ fn case_reject(t: &Target, name: &str) {
     assert_eq!(got.len(), 2, "{name}: {got:?}");
     for (i, (k, v, h)) in got.iter().enumerate() {
         assert_eq!((k, v), (&None, &None), "{name}");
-        assert_eq!(
-            h,
-            &headers(&topic, i as i64, &group, 1, REJECTED),
-            "{name}"
-        );
+        assert_eq!(h, &headers(&topic, i as i64, &group, 1, REJECTED), "{name}");
     }
     assert!(read_all(&t.addr, &dlq, 0).is_empty(), "{name}: partition 0");
     wait_moved_on(t, &mut s, tid, &group, &topic);
@@ -297,11 +300,7 @@ fn case_copy(t: &Target, name: &str) {
     for (i, (k, v, h)) in got.iter().enumerate() {
         assert_eq!(k.as_deref(), Some(format!("k{i}").as_bytes()), "{name}");
         assert_eq!(v.as_deref(), Some(format!("v{i}").as_bytes()), "{name}");
-        assert_eq!(
-            h,
-            &headers(&topic, i as i64, &group, 1, REJECTED),
-            "{name}"
-        );
+        assert_eq!(h, &headers(&topic, i as i64, &group, 1, REJECTED), "{name}");
     }
 }
 
@@ -320,11 +319,7 @@ fn case_limit(t: &Target, name: &str) {
     let got = wait_records(&t.addr, &dlq, 1, 2);
     for (i, (k, v, h)) in got.iter().enumerate() {
         assert_eq!((k, v), (&None, &None), "{name}");
-        assert_eq!(
-            h,
-            &headers(&topic, i as i64, &group, 2, EXCEEDED),
-            "{name}"
-        );
+        assert_eq!(h, &headers(&topic, i as i64, &group, 2, EXCEEDED), "{name}");
     }
     wait_moved_on(t, &mut s, tid, &group, &topic);
 }
@@ -428,7 +423,10 @@ fn share_dlq_resumes_after_a_restart_on_fjord() {
                 .map(|(_, v)| v.clone())
         })
         .collect();
-    assert_eq!(offsets, ["0".to_string(), "1".to_string()].into(), "{got:?}");
+    assert_eq!(
+        offsets,
+        ["0".to_string(), "1".to_string()].into(),
+        "{got:?}"
+    );
     wait_moved_on(&t, &mut s, tid, &group, &topic);
 }
-

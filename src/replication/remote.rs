@@ -17,12 +17,13 @@ use std::time::Duration;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, ProduceRequest, ProducerId, TopicName, TransactionalId, WriteTxnMarkersRequest,
+    AddPartitionsToTxnRequest, ProduceRequest, ProducerId, TopicName, TransactionalId,
+    WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::ResponseError;

@@ -492,7 +492,9 @@ impl SharePartition {
     /// Releases every lock that expired by `now` (available again, or
     /// archived at the delivery-count limit). Gives how many.
     pub fn expire(&mut self, now: i64) -> usize {
-        self.release_where(|s| matches!(s, RecordState::Acquired { deadline_ms, .. } if *deadline_ms <= now))
+        self.release_where(
+            |s| matches!(s, RecordState::Acquired { deadline_ms, .. } if *deadline_ms <= now),
+        )
     }
 
     /// Releases every record `member` holds (it left the group or its

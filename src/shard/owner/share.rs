@@ -477,7 +477,12 @@ fn acknowledged(
 /// Expires the locks of `key` (topic `topic`) once `after_ms` passed;
 /// wakes long polls when records became available again, and hands the
 /// records given up at the delivery-count limit to the dead-letter writer.
-fn arm_lock_timer(shard: &Rc<Shard>, key: ShareKey, topic: Arc<str>, settings: &GroupShareSettings) {
+fn arm_lock_timer(
+    shard: &Rc<Shard>,
+    key: ShareKey,
+    topic: Arc<str>,
+    settings: &GroupShareSettings,
+) {
     let me = shard.clone();
     let after_ms = settings.window.lock_duration_ms;
     let dead_letter = settings.dead_letter.clone();

@@ -68,7 +68,9 @@ pub enum DeadLetterError {
         group: String,
     },
     /// The name starts with `__` (internal topics).
-    #[error("Configured DLQ topic name in share group: {group} cannot start with __, topic: {topic}")]
+    #[error(
+        "Configured DLQ topic name in share group: {group} cannot start with __, topic: {topic}"
+    )]
     InternalName {
         /// The share group.
         group: String,
@@ -108,7 +110,7 @@ pub enum DeadLetterError {
         /// The topic.
         topic: String,
         /// Why.
-        source: MetadataError,
+        source: Box<MetadataError>,
     },
     /// The controller could not be asked to create the topic.
     #[error("creating DLQ topic {topic}: {source}")]
@@ -131,7 +133,7 @@ pub enum DeadLetterError {
     Encode(#[from] InternalAppendError),
     /// The append on this broker failed (the produce path's error).
     #[error("appending to DLQ partition: {0}")]
-    Append(#[from] AppendError),
+    Append(Box<AppendError>),
     /// The owner shard of the DLQ partition did not answer.
     #[error(transparent)]
     Unanswered(#[from] ShardError),
@@ -264,9 +266,7 @@ async fn write_once(shard: &Rc<Shard>, job: &Job) -> Result<(), DeadLetterError>
         })?
         .clone();
     let target = job.key.2 % meta.partitions.max(1);
-    let leader = meta
-        .partition(target)
-        .map_or(NO_LEADER, |p| p.leader);
+    let leader = meta.partition(target).map_or(NO_LEADER, |p| p.leader);
     if leader == NO_LEADER {
         return Err(DeadLetterError::NoLeader {
             topic: dlq,
@@ -355,12 +355,13 @@ async fn create_topic(shard: &Rc<Shard>, dlq: &str) -> Result<(), DeadLetterErro
         }],
         validate_only: false,
     };
-    let reply = crate::shard::submit(shard, req)
-        .await
-        .map_err(|source| DeadLetterError::Controller {
-            topic: dlq.to_string(),
-            source,
-        })?;
+    let reply =
+        crate::shard::submit(shard, req)
+            .await
+            .map_err(|source| DeadLetterError::Controller {
+                topic: dlq.to_string(),
+                source,
+            })?;
     if let ControllerReply::CreateTopics(results) = reply {
         for r in results {
             match r {
@@ -369,7 +370,7 @@ async fn create_topic(shard: &Rc<Shard>, dlq: &str) -> Result<(), DeadLetterErro
                 Err(source) => {
                     return Err(DeadLetterError::Create {
                         topic: dlq.to_string(),
-                        source,
+                        source: Box::new(source),
                     })
                 }
             }
@@ -406,7 +407,7 @@ async fn append_here(
     .await;
     for a in answers {
         if let Some(e) = a.error {
-            return Err(e.into());
+            return Err(DeadLetterError::Append(Box::new(e)));
         }
     }
     Ok(())
