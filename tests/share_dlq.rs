@@ -430,3 +430,97 @@ fn share_dlq_resumes_after_a_restart_on_fjord() {
     );
     wait_moved_on(&t, &mut s, tid, &group, &topic);
 }
+
+/// The DLQ group configs as IncrementalAlterConfigs and DescribeConfigs
+/// v4 answer them: a name starting with `__` and a non-boolean refused
+/// with Kafka's texts, a name without the broker's prefix accepted (it is
+/// checked at each write), then both keys described (value, source, type,
+/// synonyms).
+fn config_answers(addr: &str, group: &str) -> Vec<String> {
+    let mut c = Conn::new(addr);
+    let mut out = Vec::new();
+    for (k, v) in [
+        ("errors.deadletterqueue.topic.name", "__internal"),
+        ("errors.deadletterqueue.copy.record.enable", "maybe"),
+        ("errors.deadletterqueue.topic.name", "noprefix"),
+        ("errors.deadletterqueue.copy.record.enable", "TRUE"),
+    ] {
+        let req = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(s(group))
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(s(k))
+                        .with_config_operation(0)
+                        .with_value(Some(s(v))),
+                ]),
+        ]);
+        let r = &c.call(1, &req).responses[0];
+        out.push(format!(
+            "set {k}={v}: {} {:?}",
+            r.error_code,
+            r.error_message.as_ref().map(|m| m.to_string())
+        ));
+    }
+    let keys = [
+        "errors.deadletterqueue.copy.record.enable",
+        "errors.deadletterqueue.topic.name",
+    ];
+    let describe = DescribeConfigsRequest::default()
+        .with_include_synonyms(true)
+        .with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(32)
+                .with_resource_name(s(group))
+                .with_configuration_keys(Some(keys.iter().map(|x| s(x)).collect())),
+        ]);
+    // Applied from the metadata log after the answer: wait for both.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = c.call(4, &describe);
+        let lines: Vec<String> = r.results[0]
+            .configs
+            .iter()
+            .map(|cfg| {
+                format!(
+                    "{}={:?} source {} type {} synonyms {:?}",
+                    cfg.name,
+                    cfg.value.as_ref().map(|v| v.to_string()),
+                    cfg.config_source,
+                    cfg.config_type,
+                    cfg.synonyms
+                        .iter()
+                        .map(|y| format!(
+                            "{}={:?}/{}",
+                            y.name,
+                            y.value.as_ref().map(|v| v.to_string()),
+                            y.source
+                        ))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        if lines.iter().all(|l| l.contains("source 8")) && lines.len() == 2 {
+            out.extend(lines);
+            return out;
+        }
+        assert!(Instant::now() < deadline, "{group}: {lines:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn share_dlq_configs_as_kafka() {
+    let b = Broker::start();
+    let fjord = config_answers(&b.bootstrap(), "cfg-g");
+    drop(b);
+    assert_eq!(
+        fjord[0],
+        "set errors.deadletterqueue.topic.name=__internal: 40 Some(\"errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'\")"
+    );
+    if let Some((_peer, t)) = kafka_target(&[]) {
+        let kafka = config_answers(&t.addr, "cfg-g");
+        assert_eq!(fjord, kafka);
+    }
+}

@@ -588,6 +588,12 @@ pub fn alter(
                 let v = value
                     .clone()
                     .ok_or_else(|| InvalidConfig::SetWithoutValue { key: name.clone() })?;
+                // A BOOLEAN is kept as Kafka stores it: `true` or `false`.
+                let v = if def(name).is_some_and(GroupConfigDef::is_bool) {
+                    parse_bool(&v).map_or(v, |b| b.to_string())
+                } else {
+                    v
+                };
                 next.insert(name.clone(), v);
             }
             OP_DELETE => {
@@ -776,7 +782,31 @@ mod tests {
                 "foo",
                 "Invalid value foo for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted",
             ),
+            (
+                "errors.deadletterqueue.topic.name",
+                "__x",
+                "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'",
+            ),
+            (
+                "errors.deadletterqueue.copy.record.enable",
+                "yes",
+                "Invalid value yes for configuration errors.deadletterqueue.copy.record.enable: Expected value to be either true or false",
+            ),
         ];
+        let stored = alter(
+            &cfg,
+            "g",
+            &none,
+            &[set("errors.deadletterqueue.copy.record.enable", "TRUE")],
+        )
+        .unwrap();
+        assert_eq!(
+            stored
+                .get("errors.deadletterqueue.copy.record.enable")
+                .map(String::as_str),
+            Some("true"),
+            "a BOOLEAN is stored as Kafka stores it"
+        );
         for (k, v, want) in cases {
             let e = alter(&cfg, "g", &none, &[set(k, v)]);
             let Err(MetadataError::InvalidConfig(c)) = e else {
@@ -790,6 +820,11 @@ mod tests {
             ("share.auto.offset.reset", "earliest"),
             ("share.isolation.level", "read_committed"),
             ("share.session.timeout.ms", "50000"),
+            (
+                "errors.deadletterqueue.topic.name",
+                "no-prefix-checked-here",
+            ),
+            ("errors.deadletterqueue.topic.name", ""),
         ] {
             assert!(alter(&cfg, "g", &none, &[set(k, v)]).is_ok(), "{k}={v}");
         }
