@@ -11,12 +11,16 @@
 //! `errors.deadletterqueue.group.enable` gets nothing and the records are
 //! archived anyway (the share start offset moves past them). The DLQ topic
 //! is read with a plain Fetch; every wait has a deadline. On Fjord, records
-//! rejected right before a SIGKILL are dead-lettered after the restart.
+//! rejected right before a SIGKILL are dead-lettered after the restart, and
+//! on a 3-node cluster a DLQ partition led by another broker gets them
+//! through a Produce to that broker.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "share_fetch/cluster.rs"]
+mod cluster;
 mod common;
 #[allow(dead_code)]
 #[path = "share_fetch/wire.rs"]
@@ -522,5 +526,93 @@ fn share_dlq_configs_as_kafka() {
     if let Some((_peer, t)) = kafka_target(&[]) {
         let kafka = config_answers(&t.addr, "cfg-g");
         assert_eq!(fjord, kafka);
+    }
+}
+
+/// A 3-node Fjord cluster (the Kafka peer is one node): the DLQ partition
+/// is led by another broker than the source partition, so the leader of
+/// the source writes the dead-letter records with a Produce to it.
+#[test]
+fn share_dlq_to_another_broker() {
+    let c = common::cluster::Cluster::start(3, &["share.coordinator.state.topic.num.partitions=4"]);
+    let any = c.ids()[0];
+    enable_share(&c.bootstrap(any));
+    let (topic, dlq, group) = ("remote-t", "dlq.remote", "remote-g");
+    let tid = cluster::create_rf3(&c, any, topic, 1);
+    let leader = common::layout::wait_topic(&c, &c.ids(), topic, 1).parts[&0].leader;
+    let other = c.ids().into_iter().find(|&i| i != leader).unwrap();
+    poll_until(cluster::CLUSTER_DEADLINE, "the DLQ topic", || {
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(s(dlq).into())
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    create_topics_request::CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(other)]),
+                ])
+                .with_configs(vec![
+                    create_topics_request::CreatableTopicConfig::default()
+                        .with_name(s("errors.deadletterqueue.group.enable"))
+                        .with_value(Some(s("true"))),
+                ])])
+            .with_timeout_ms(15_000);
+        let r = cluster::ask(&c, any, 7, &req)?;
+        match r.topics[0].error_code {
+            0 => Ok(()),
+            code => Err(format!("CreateTopics: {code}")),
+        }
+    });
+    let dlq_leader = common::layout::wait_topic(&c, &c.ids(), dlq, 1).parts[&0].leader;
+    assert_eq!(dlq_leader, other);
+    let at_leader = Target {
+        addr: c.bootstrap(leader),
+    };
+    set_group_configs(
+        &at_leader.addr,
+        group,
+        &[
+            ("errors.deadletterqueue.topic.name", dlq),
+            ("share.auto.offset.reset", "earliest"),
+        ],
+    );
+    produce(&at_leader.addr, topic, 0, &["a", "b"]);
+    // Joined through the group's coordinator, wherever it is.
+    let member = Uuid::new_v4().to_string();
+    let mut epoch = 0;
+    poll_until(cluster::CLUSTER_DEADLINE, "an assignment", || {
+        let coordinator = cluster::coordinator_of(&c, any, 0, group);
+        let req = ShareGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s(&member))
+            .with_member_epoch(epoch)
+            .with_subscribed_topic_names((epoch == 0).then(|| vec![s(topic).into()]));
+        let r = cluster::ask(&c, coordinator, 1, &req)?;
+        if r.error_code != 0 {
+            return Err(format!("ShareGroupHeartbeat: {}", r.error_code));
+        }
+        epoch = r.member_epoch;
+        match r.assignment {
+            Some(a) if !a.topic_partitions.is_empty() => Ok(()),
+            _ => Err("nothing assigned yet".into()),
+        }
+    });
+    let mut session = Session::new(&at_leader, group, &member);
+    assert_eq!(
+        session.fetch_some(tid, 0, 100, Duration::from_secs(30)),
+        vec![(0, 1, 1)]
+    );
+    assert_eq!(session.ack(tid, 0, &vec![(0, 1, REJECT)]), 0);
+    let got = wait_records(&c.bootstrap(other), dlq, 0, 2);
+    for (i, (_, _, h)) in got.iter().enumerate() {
+        assert!(
+            h.contains(&("__dlq.errors.offset".to_string(), i.to_string())),
+            "{h:?}"
+        );
+        assert!(
+            h.contains(&("__dlq.errors.message".to_string(), REJECTED.to_string())),
+            "{h:?}"
+        );
     }
 }
