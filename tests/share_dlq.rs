@@ -11,9 +11,11 @@
 //! `errors.deadletterqueue.group.enable` gets nothing and the records are
 //! archived anyway (the share start offset moves past them). The DLQ topic
 //! is read with a plain Fetch; every wait has a deadline. On Fjord, records
-//! rejected right before a SIGKILL are dead-lettered after the restart, and
-//! on a 3-node cluster a DLQ partition led by another broker gets them
-//! through a Produce to that broker.
+//! rejected right before a SIGKILL are dead-lettered after the restart; on
+//! a 3-node cluster a DLQ partition led by another broker gets them through
+//! a Produce to that broker, and a write that could not happen before the
+//! source leader was killed is resumed by the new leader from the persisted
+//! ARCHIVING state.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -529,6 +531,62 @@ fn share_dlq_configs_as_kafka() {
     }
 }
 
+/// Joins `group` as a new member reading `topic` through its coordinator
+/// (FindCoordinator asked of `nodes`, wherever the coordinator is); gives
+/// the member id once it is assigned a partition.
+fn join_cluster(c: &common::cluster::Cluster, nodes: &[i32], group: &str, topic: &str) -> String {
+    let member = Uuid::new_v4().to_string();
+    let mut epoch = 0;
+    poll_until(cluster::CLUSTER_DEADLINE, "an assignment", || {
+        let coordinator = cluster::coordinator_of(c, nodes[0], 0, group);
+        if !nodes.contains(&coordinator) {
+            return Err(format!("coordinator {coordinator} not among {nodes:?}"));
+        }
+        let req = ShareGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s(&member))
+            .with_member_epoch(epoch)
+            .with_subscribed_topic_names((epoch == 0).then(|| vec![s(topic).into()]));
+        let r = cluster::ask(c, coordinator, 1, &req)?;
+        if r.error_code != 0 {
+            return Err(format!("ShareGroupHeartbeat: {}", r.error_code));
+        }
+        epoch = r.member_epoch;
+        match r.assignment {
+            Some(a) if !a.topic_partitions.is_empty() => Ok(member.clone()),
+            _ => Err("nothing assigned yet".into()),
+        }
+    })
+}
+
+/// Creates `dlq` (one partition, on broker `on` only, with
+/// `errors.deadletterqueue.group.enable=true`) through node `asked`.
+fn create_dlq_on(c: &common::cluster::Cluster, asked: i32, dlq: &str, on: i32) {
+    poll_until(cluster::CLUSTER_DEADLINE, "the DLQ topic", || {
+        let req = CreateTopicsRequest::default()
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(s(dlq).into())
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_assignments(vec![
+                    create_topics_request::CreatableReplicaAssignment::default()
+                        .with_partition_index(0)
+                        .with_broker_ids(vec![BrokerId(on)]),
+                ])
+                .with_configs(vec![
+                    create_topics_request::CreatableTopicConfig::default()
+                        .with_name(s("errors.deadletterqueue.group.enable"))
+                        .with_value(Some(s("true"))),
+                ])])
+            .with_timeout_ms(15_000);
+        let r = cluster::ask(c, asked, 7, &req)?;
+        match r.topics[0].error_code {
+            0 | 36 => Ok(()),
+            code => Err(format!("CreateTopics: {code}")),
+        }
+    });
+}
+
 /// A 3-node Fjord cluster (the Kafka peer is one node): the DLQ partition
 /// is led by another broker than the source partition, so the leader of
 /// the source writes the dead-letter records with a Produce to it.
@@ -541,29 +599,7 @@ fn share_dlq_to_another_broker() {
     let tid = cluster::create_rf3(&c, any, topic, 1);
     let leader = common::layout::wait_topic(&c, &c.ids(), topic, 1).parts[&0].leader;
     let other = c.ids().into_iter().find(|&i| i != leader).unwrap();
-    poll_until(cluster::CLUSTER_DEADLINE, "the DLQ topic", || {
-        let req = CreateTopicsRequest::default()
-            .with_topics(vec![create_topics_request::CreatableTopic::default()
-                .with_name(s(dlq).into())
-                .with_num_partitions(-1)
-                .with_replication_factor(-1)
-                .with_assignments(vec![
-                    create_topics_request::CreatableReplicaAssignment::default()
-                        .with_partition_index(0)
-                        .with_broker_ids(vec![BrokerId(other)]),
-                ])
-                .with_configs(vec![
-                    create_topics_request::CreatableTopicConfig::default()
-                        .with_name(s("errors.deadletterqueue.group.enable"))
-                        .with_value(Some(s("true"))),
-                ])])
-            .with_timeout_ms(15_000);
-        let r = cluster::ask(&c, any, 7, &req)?;
-        match r.topics[0].error_code {
-            0 => Ok(()),
-            code => Err(format!("CreateTopics: {code}")),
-        }
-    });
+    create_dlq_on(&c, any, dlq, other);
     let dlq_leader = common::layout::wait_topic(&c, &c.ids(), dlq, 1).parts[&0].leader;
     assert_eq!(dlq_leader, other);
     let at_leader = Target {
@@ -578,26 +614,7 @@ fn share_dlq_to_another_broker() {
         ],
     );
     produce(&at_leader.addr, topic, 0, &["a", "b"]);
-    // Joined through the group's coordinator, wherever it is.
-    let member = Uuid::new_v4().to_string();
-    let mut epoch = 0;
-    poll_until(cluster::CLUSTER_DEADLINE, "an assignment", || {
-        let coordinator = cluster::coordinator_of(&c, any, 0, group);
-        let req = ShareGroupHeartbeatRequest::default()
-            .with_group_id(s(group).into())
-            .with_member_id(s(&member))
-            .with_member_epoch(epoch)
-            .with_subscribed_topic_names((epoch == 0).then(|| vec![s(topic).into()]));
-        let r = cluster::ask(&c, coordinator, 1, &req)?;
-        if r.error_code != 0 {
-            return Err(format!("ShareGroupHeartbeat: {}", r.error_code));
-        }
-        epoch = r.member_epoch;
-        match r.assignment {
-            Some(a) if !a.topic_partitions.is_empty() => Ok(()),
-            _ => Err("nothing assigned yet".into()),
-        }
-    });
+    let member = join_cluster(&c, &c.ids(), group, topic);
     let mut session = Session::new(&at_leader, group, &member);
     assert_eq!(
         session.fetch_some(tid, 0, 100, Duration::from_secs(30)),
@@ -615,4 +632,87 @@ fn share_dlq_to_another_broker() {
             "{h:?}"
         );
     }
+}
+
+/// ARCHIVING resumes on load: the broker holding the DLQ partition is
+/// killed, so the dead-letter write of the rejected records keeps failing
+/// (retried); the source partition's leader is killed too while it
+/// retries. With the DLQ broker back, the new leader of the source
+/// partition reads the persisted ARCHIVING state on its first ShareFetch
+/// and writes the records.
+#[test]
+fn share_dlq_resumes_on_a_new_leader() {
+    let mut c =
+        common::cluster::Cluster::start(3, &["share.coordinator.state.topic.num.partitions=4"]);
+    let any = c.ids()[0];
+    enable_share(&c.bootstrap(any));
+    let (topic, dlq, group) = ("resume-t", "dlq.resume", "resume-g");
+    let tid = cluster::create_rf3(&c, any, topic, 1);
+    let leader = common::layout::wait_topic(&c, &c.ids(), topic, 1).parts[&0].leader;
+    let holder = c.ids().into_iter().find(|&i| i != leader).unwrap();
+    let third = c
+        .ids()
+        .into_iter()
+        .find(|&i| i != leader && i != holder)
+        .unwrap();
+    create_dlq_on(&c, any, dlq, holder);
+    common::layout::wait_topic(&c, &c.ids(), dlq, 1);
+    let at_leader = Target {
+        addr: c.bootstrap(leader),
+    };
+    set_group_configs(
+        &at_leader.addr,
+        group,
+        &[
+            ("errors.deadletterqueue.topic.name", dlq),
+            ("share.auto.offset.reset", "earliest"),
+        ],
+    );
+    produce(&at_leader.addr, topic, 0, &["a", "b"]);
+    let member = join_cluster(&c, &c.ids(), group, topic);
+    let mut session = Session::new(&at_leader, group, &member);
+    assert_eq!(
+        session.fetch_some(tid, 0, 100, Duration::from_secs(30)),
+        vec![(0, 1, 1)]
+    );
+    c.kill9(holder);
+    // Answered once ARCHIVING is persisted; the write then fails (retried).
+    assert_eq!(session.ack(tid, 0, &vec![(0, 1, REJECT)]), 0);
+    drop(session);
+    c.kill9(leader);
+    c.start_node(holder);
+    let alive = vec![holder, third];
+    let moved = poll_until(cluster::CLUSTER_DEADLINE, "a new source leader", || {
+        let l = common::layout::wait_topic(&c, &alive, topic, 1).parts[&0].leader;
+        let d = common::layout::wait_topic(&c, &alive, dlq, 1).parts[&0].leader;
+        if alive.contains(&l) && d == holder {
+            Ok(l)
+        } else {
+            Err(format!("source leader {l}, DLQ leader {d}"))
+        }
+    });
+    let member = join_cluster(&c, &alive, group, topic);
+    let mut session = Session::new(
+        &Target {
+            addr: c.bootstrap(moved),
+        },
+        group,
+        &member,
+    );
+    // The first fetch loads the window (and resumes the write).
+    let _ = session.fetch(tid, 0, &vec![], 500, 100);
+    let got = wait_records(&c.bootstrap(holder), dlq, 0, 2);
+    let offsets: std::collections::BTreeSet<String> = got
+        .iter()
+        .filter_map(|(_, _, h)| {
+            h.iter()
+                .find(|(k, _)| k == "__dlq.errors.offset")
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
+    assert_eq!(
+        offsets,
+        ["0".to_string(), "1".to_string()].into(),
+        "{got:?}"
+    );
 }
