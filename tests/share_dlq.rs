@@ -9,7 +9,10 @@
 //! copied; (3) records given up at `share.delivery.count.limit` by RELEASE
 //! carry the delivery count and the other message; (4) a DLQ topic without
 //! `errors.deadletterqueue.group.enable` gets nothing and the records are
-//! archived anyway (the share start offset moves past them). The DLQ topic
+//! archived anyway (the share start offset moves past them); (5) so does a
+//! topic without the broker's `dlq.` prefix; (6) a missing DLQ topic is
+//! created with `errors.deadletterqueue.auto.create.topics.enable`; the DLQ
+//! group configs are refused and described as Kafka does. The DLQ topic
 //! is read with a plain Fetch; every wait has a deadline. On Fjord, records
 //! rejected right before a SIGKILL are dead-lettered after the restart; on
 //! a 3-node cluster a DLQ partition led by another broker gets them through
@@ -370,11 +373,92 @@ fn wait_moved_on(t: &Target, s: &mut Session, tid: Uuid, group: &str, topic: &st
     }
 }
 
+/// (5) A DLQ topic without the broker's prefix (`dlq.`): nothing written,
+/// the records archived anyway (the prefix is checked at each write, not
+/// when the group config is set).
+fn case_prefix(t: &Target, name: &str) {
+    let topic = format!("{name}-t");
+    let dlq = format!("noprefix.{name}");
+    let group = format!("{name}-g");
+    let tid = create_topic_with(&t.addr, &topic, 2, None);
+    create_topic_with(&t.addr, &dlq, 2, Some(true));
+    set_group_configs(
+        &t.addr,
+        &group,
+        &[
+            ("errors.deadletterqueue.topic.name", dlq.as_str()),
+            ("share.auto.offset.reset", "earliest"),
+        ],
+    );
+    produce_keyed(&t.addr, &topic, 1, &[("k0", "v0"), ("k1", "v1")]);
+    let member = join(t, &group, &[&topic]);
+    let mut session = Session::new(t, &group, &member);
+    session.fetch_some(tid, 1, 100, Duration::from_secs(20));
+    assert_eq!(session.ack(tid, 1, &vec![(0, 1, REJECT)]), 0, "{name}");
+    wait_moved_on(t, &mut session, tid, &group, &topic);
+    assert!(read_all(&t.addr, &dlq, 1).is_empty(), "{name}");
+}
+
+/// (6) With `errors.deadletterqueue.auto.create.topics.enable=true` a
+/// missing DLQ topic is created on the first write (the broker's default
+/// partitions: 1 here, so DLQ partition 0) with
+/// `errors.deadletterqueue.group.enable=true`.
+fn case_auto_create(t: &Target, name: &str) {
+    let topic = format!("{name}-t");
+    let dlq = format!("dlq.{name}");
+    let group = format!("{name}-g");
+    let tid = create_topic_with(&t.addr, &topic, 2, None);
+    set_group_configs(
+        &t.addr,
+        &group,
+        &[
+            ("errors.deadletterqueue.topic.name", dlq.as_str()),
+            ("share.auto.offset.reset", "earliest"),
+        ],
+    );
+    produce_keyed(&t.addr, &topic, 1, &[("k0", "v0")]);
+    let member = join(t, &group, &[&topic]);
+    let mut session = Session::new(t, &group, &member);
+    session.fetch_some(tid, 1, 100, Duration::from_secs(20));
+    assert_eq!(session.ack(tid, 1, &vec![(0, 0, REJECT)]), 0, "{name}");
+    let got = wait_records(&t.addr, &dlq, 0, 1);
+    assert_eq!(got[0].2, headers(&topic, 0, &group, 1, REJECTED), "{name}");
+    let r = Conn::new(&t.addr).call(
+        4,
+        &DescribeConfigsRequest::default().with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(s(&dlq))
+                .with_configuration_keys(Some(vec![s("errors.deadletterqueue.group.enable")])),
+        ]),
+    );
+    let enabled = &r.results[0].configs[0];
+    assert_eq!(enabled.value.as_deref(), Some("true"), "{name}: {r:?}");
+    assert_eq!(enabled.config_source, 1, "{name}: a topic config");
+}
+
 fn run_cases(t: &Target, tag: &str) {
     case_reject(t, &format!("{tag}-reject"));
     case_copy(t, &format!("{tag}-copy"));
     case_limit(t, &format!("{tag}-limit"));
     case_not_enabled(t, &format!("{tag}-off"));
+    case_prefix(t, &format!("{tag}-prefix"));
+}
+
+const AUTO_CREATE: &str = "errors.deadletterqueue.auto.create.topics.enable=true";
+
+#[test]
+fn share_dlq_auto_create_on_fjord_and_kafka() {
+    let b = Broker::start_with(&[AUTO_CREATE]);
+    let t = Target {
+        addr: b.bootstrap(),
+    };
+    enable_share(&t.addr);
+    case_auto_create(&t, "f-auto");
+    drop(b);
+    if let Some((_peer, t)) = kafka_target(&[AUTO_CREATE]) {
+        case_auto_create(&t, "k-auto");
+    }
 }
 
 #[test]
