@@ -315,10 +315,10 @@ fn api_versions_and_update_features_as_kafka() {
     // KIP-848 served, and finalized on a new cluster as on Kafka 4.4.
     assert_eq!(f.supported["group.version"], (0, 1));
     assert_eq!(before.finalized.get("group.version"), Some(&(1, 1)));
-    // KIP-932 served at level 1, finalized on a new cluster (Kafka 4.4
-    // finalizes 2, whose v2 APIs and dead-letter queue Fjord does not serve).
-    assert_eq!(f.supported["share.version"], (0, 1));
-    assert_eq!(before.finalized.get("share.version"), Some(&(1, 1)));
+    // KIP-932 served from level 1, level 2 with the dead-letter queue
+    // (KIP-1191), finalized on a new cluster as on Kafka 4.4.
+    assert_eq!(f.supported["share.version"], (0, 2));
+    assert_eq!(before.finalized.get("share.version"), Some(&(2, 2)));
     assert!(!f.supported.contains_key("streams.version"));
     let fjord_lines = normalize(scenarios(&addr));
     // The epoch is the image's metadata offset: an accepted update moved it.
@@ -512,7 +512,7 @@ fn format_feature_levels() {
             ("eligible.leader.replicas.version".to_string(), 1),
             ("group.version".to_string(), 1),
             ("metadata.version".to_string(), 33),
-            ("share.version".to_string(), 1)
+            ("share.version".to_string(), 2)
         ])
     );
 }

@@ -477,7 +477,7 @@ fn share_fetch_on_fjord() {
     let t = Target {
         addr: b.bootstrap(),
     };
-    // A new cluster finalizes share.version 1 (a no-op here).
+    // A new cluster finalizes share.version 2 (a no-op here).
     enable_share(&t.addr);
     let mut c = Conn::new(&t.addr);
     // Every shard serves it once it applied the image with the feature.

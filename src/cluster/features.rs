@@ -26,6 +26,10 @@ pub const GROUP_VERSION: &str = "group.version";
 /// `share.version` (KIP-932: 1 is share groups; Kafka's 2 adds the
 /// dead-letter queue of KIP-1191).
 pub const SHARE_VERSION: &str = "share.version";
+/// The `share.version` level from which a share group with
+/// `errors.deadletterqueue.topic.name` set writes dead-letter records
+/// (KIP-1191), as Kafka 4.4's `ShareVersion.supportsShareGroupDLQ`.
+pub const SHARE_VERSION_DLQ: i16 = 2;
 /// `eligible.leader.replicas.version` (KIP-966).
 pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 
@@ -97,10 +101,12 @@ pub const SUPPORTED: &[(&str, SupportedRange, i16)] = &[
     // KIP-848: ConsumerGroupHeartbeat and ConsumerGroupDescribe served at
     // level 1, which a new cluster finalizes as Kafka 4.4 does.
     (GROUP_VERSION, SupportedRange { min: 0, max: 1 }, 1),
-    // KIP-932 share groups: served at level 1, which a new cluster
-    // finalizes (Kafka 4.4 finalizes 2: ShareFetch v2 and the dead-letter
-    // queue, not served; docs/decisions/share-groups.md).
-    (SHARE_VERSION, SupportedRange { min: 0, max: 1 }, 1),
+    // KIP-932 share groups from level 1; level 2 adds the dead-letter
+    // queue (KIP-1191). A new cluster finalizes 2 as Kafka 4.4 does;
+    // ShareFetch/ShareAcknowledge stay listed at v1 (the protocol crate has
+    // no v2), which clients negotiate down to
+    // (docs/decisions/share-groups.md).
+    (SHARE_VERSION, SupportedRange { min: 0, max: 2 }, 2),
     // KIP-966 ELR is always on: docs/decisions/eligible-leader-replicas.md.
     (ELR_VERSION, SupportedRange { min: 1, max: 1 }, 1),
 ];

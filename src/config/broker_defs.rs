@@ -164,6 +164,11 @@ fn set_rack(c: &mut Config, _key: &str, value: &str) -> Result<(), ConfigError> 
     Ok(())
 }
 
+fn set_dlq_prefix(c: &mut Config, _key: &str, value: &str) -> Result<(), ConfigError> {
+    c.group.dlq_topic_name_prefix = value.trim().to_string();
+    Ok(())
+}
+
 fn some(v: impl ToString) -> Option<String> {
     Some(v.to_string())
 }
@@ -364,6 +369,8 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "controller.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.controller_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a client's request that needs the active controller (admin requests, producer id blocks) waits for it to be committed and applied.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.controller_socket_timeout_ms) },
     BrokerConfigDef { name: "default.replication.factor", ty: T::Int, default: Some("1"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.default_replication_factor = to_i16(v) }, doc: "Replication factor of auto-created topics and of CreateTopics with -1.", dynamic: false, describe: Describe::Own, get: |c| some(c.default_replication_factor) },
     BrokerConfigDef { name: "delete.topic.enable", ty: T::Boolean, default: Some("true"), field: Field::Bool { set: |c, v| c.delete_topic_enable = v }, doc: "Whether DeleteTopics may delete topics.", dynamic: false, describe: Describe::Own, get: |c| some(c.delete_topic_enable) },
+    BrokerConfigDef { name: "errors.deadletterqueue.auto.create.topics.enable", ty: T::Boolean, default: Some("false"), field: Field::Bool { set: |c, v| c.group.dlq_auto_create_topics_enable = v }, doc: "Whether a share group's dead-letter queue topic (KIP-1191) that does not exist is created on its first write, with the broker's default partitions and replication factor.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.dlq_auto_create_topics_enable) },
+    BrokerConfigDef { name: "errors.deadletterqueue.topic.name.prefix", ty: T::String, default: Some("dlq."), field: Field::Text { allowed: "any text (empty: no restriction)", set: set_dlq_prefix }, doc: "The prefix every share group dead-letter queue topic name (KIP-1191) must have; empty: any name.", dynamic: false, describe: Describe::Own, get: |c| Some(c.group.dlq_topic_name_prefix.clone()) },
     BrokerConfigDef { name: "fjord.shards", ty: T::Int, default: None, field: Field::Int { min: 1, max: 1024, set: |c, v| c.shards = Some(to_usize(v)) }, doc: "Fjord's own: the number of shards (pinned executors); unset: every CPU the process may use.", dynamic: false, describe: Describe::Hidden("Fjord's own"), get: |c| c.shards.map(|s| s.to_string()) },
     BrokerConfigDef { name: "group.consumer.assignment.interval.ms", ty: T::Int, default: Some("1000"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.group.consumer_assignment_interval_ms = to_i32(v) }, doc: "The least time (ms) between two target assignments of a consumer group (KIP-1263): after a membership or subscription change the group is Assigning until a heartbeat comes this long after the previous assignment; 0 assigns at once.", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_assignment_interval_ms) },
     BrokerConfigDef { name: "group.consumer.heartbeat.interval.ms", ty: T::Int, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.group.consumer_heartbeat_interval_ms = to_i32(v) }, doc: "The heartbeat interval (ms) given to consumer-protocol members (KIP-848).", dynamic: false, describe: Describe::Own, get: |c| some(c.group.consumer_heartbeat_interval_ms) },
@@ -609,8 +616,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 92 own settings, read-only.
-        assert_eq!(own.len(), 92);
+        // Today's broker resource: 94 own settings, read-only.
+        assert_eq!(own.len(), 94);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -620,7 +627,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 92] = [
+        let want: [(&str, Option<&str>); 94] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -638,6 +645,11 @@ mod tests {
             ("controller.socket.timeout.ms", Some("30000")),
             ("default.replication.factor", Some("1")),
             ("delete.topic.enable", Some("true")),
+            (
+                "errors.deadletterqueue.auto.create.topics.enable",
+                Some("false"),
+            ),
+            ("errors.deadletterqueue.topic.name.prefix", Some("dlq.")),
             ("group.consumer.assignment.interval.ms", Some("1000")),
             ("group.consumer.heartbeat.interval.ms", Some("5000")),
             ("group.consumer.max.assignment.interval.ms", Some("15000")),

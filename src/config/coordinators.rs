@@ -107,6 +107,14 @@ pub struct GroupConfig {
     /// `group.share.max.share.sessions` (default 2000, at least 1): the most
     /// share sessions (ShareFetch) one broker holds.
     pub share_max_share_sessions: i32,
+    /// `errors.deadletterqueue.topic.name.prefix` (default `dlq.`,
+    /// KIP-1191): the prefix a share group's dead-letter queue topic must
+    /// have; empty: any name.
+    pub dlq_topic_name_prefix: String,
+    /// `errors.deadletterqueue.auto.create.topics.enable` (default false,
+    /// KIP-1191): whether a missing dead-letter queue topic is created on
+    /// its first write.
+    pub dlq_auto_create_topics_enable: bool,
 }
 
 /// `group.consumer.migration.policy`: whether a live classic group may be
@@ -205,6 +213,8 @@ impl Default for GroupConfig {
             share_max_delivery_count_limit: 10,
             share_partition_max_record_locks: 2_000,
             share_max_share_sessions: 2_000,
+            dlq_topic_name_prefix: "dlq.".to_string(),
+            dlq_auto_create_topics_enable: false,
         }
     }
 }

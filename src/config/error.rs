@@ -78,6 +78,10 @@ pub enum InvalidConfig {
         /// Kafka's reason.
         reason: String,
     },
+    /// A share group's `errors.deadletterqueue.topic.name` starting with
+    /// `__` (KIP-1191); Kafka's text.
+    #[error("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")]
+    DlqTopicInternal,
     /// A key that is not a group config; Kafka's text.
     #[error("Unknown group config name: {key}")]
     UnknownGroupKey {

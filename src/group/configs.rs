@@ -4,7 +4,9 @@
 //! the share group keys (`share.session.timeout.ms`,
 //! `share.heartbeat.interval.ms`, `share.record.lock.duration.ms`,
 //! `share.delivery.count.limit`, `share.auto.offset.reset`,
-//! `share.isolation.level`), their validation against the broker's
+//! `share.isolation.level`), the share group dead-letter queue keys of
+//! KIP-1191 (`errors.deadletterqueue.topic.name`,
+//! `errors.deadletterqueue.copy.record.enable`), their validation against the broker's
 //! `group.*.min/max.*` ranges (Kafka's texts), KIP-339's operations
 //! on them, and how DescribeConfigs reports them (value, source, synonyms).
 //! The overrides live in the metadata image (`MetadataImage::group_configs`,
@@ -35,6 +37,11 @@ pub enum GroupConfigKind {
         /// validator: "Value must be at least N").
         at_least: i32,
     },
+    /// A BOOLEAN (`true` or `false`, any case) with Kafka's default.
+    Bool {
+        /// Kafka's default.
+        kafka_default: bool,
+    },
     /// A STRING with Kafka's default and check.
     Text {
         /// Kafka's default.
@@ -56,9 +63,14 @@ pub struct GroupConfigDef {
 }
 
 impl GroupConfigDef {
-    /// Whether DescribeConfigs reports it as an INT (else a STRING).
+    /// Whether DescribeConfigs reports it as an INT.
     pub fn is_int(&self) -> bool {
         matches!(self.kind, GroupConfigKind::Int { .. })
+    }
+
+    /// Whether DescribeConfigs reports it as a BOOLEAN.
+    pub fn is_bool(&self) -> bool {
+        matches!(self.kind, GroupConfigKind::Bool { .. })
     }
 }
 
@@ -129,6 +141,21 @@ pub static GROUP_CONFIGS: &[GroupConfigDef] = &[
         },
         1,
     ),
+    GroupConfigDef {
+        name: "errors.deadletterqueue.copy.record.enable",
+        doc: "Whether the dead-letter records of this share group carry the original record's key and value (KIP-1191); false: only the context headers.",
+        kind: GroupConfigKind::Bool {
+            kafka_default: false,
+        },
+    },
+    GroupConfigDef {
+        name: "errors.deadletterqueue.topic.name",
+        doc: "The dead-letter queue topic of this share group (KIP-1191): rejected records and records given up at the delivery-count limit are written there. Empty (the default): none.",
+        kind: GroupConfigKind::Text {
+            kafka_default: "",
+            check: check_dlq_topic_name,
+        },
+    },
     GroupConfigDef {
         name: "share.auto.offset.reset",
         doc: "Where a share-partition of this share group starts (KIP-932): latest, earliest or by_duration:<ISO-8601 duration> before now.",
@@ -295,6 +322,28 @@ pub fn iso_duration_ms(d: &str) -> Option<i64> {
     (parts > 0).then_some(total)
 }
 
+/// Kafka's `errors.deadletterqueue.topic.name` check at alter time: a
+/// name starting with `__` is refused (the broker's prefix is checked
+/// only when a record is written, as Kafka 4.4 does).
+fn check_dlq_topic_name(_key: &str, value: &str) -> Result<(), InvalidConfig> {
+    if value.starts_with("__") {
+        return Err(InvalidConfig::DlqTopicInternal);
+    }
+    Ok(())
+}
+
+/// Kafka's BOOLEAN parse: `true` or `false` in any case, trimmed.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    let v = value.trim();
+    if v.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if v.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Kafka's `share.isolation.level` check.
 fn check_isolation_level(key: &str, value: &str) -> Result<(), InvalidConfig> {
     match value {
@@ -381,6 +430,14 @@ pub fn describe(
                     ));
                     kafka_default.to_string()
                 }
+                GroupConfigKind::Bool { kafka_default } => {
+                    synonyms.push((
+                        d.name,
+                        kafka_default.to_string(),
+                        GroupConfigSource::Default,
+                    ));
+                    kafka_default.to_string()
+                }
             };
             let (value, source) = synonyms
                 .first()
@@ -450,6 +507,12 @@ pub struct EffectiveShare {
     /// `share.isolation.level`: `read_uncommitted` (default) or
     /// `read_committed`.
     pub isolation_level: String,
+    /// `errors.deadletterqueue.topic.name` (KIP-1191): the dead-letter
+    /// queue topic, empty for none.
+    pub dlq_topic: String,
+    /// `errors.deadletterqueue.copy.record.enable` (KIP-1191): whether
+    /// dead-letter records carry the source record's key and value.
+    pub dlq_copy_record: bool,
 }
 
 /// The share group settings in force for a group with `overrides`: each
@@ -484,6 +547,9 @@ pub fn effective_share(
         delivery_count_limit: get("share.delivery.count.limit", cfg.share_delivery_count_limit),
         auto_offset_reset: text("share.auto.offset.reset", "latest"),
         isolation_level: text("share.isolation.level", "read_uncommitted"),
+        dlq_topic: text("errors.deadletterqueue.topic.name", ""),
+        dlq_copy_record: parse_bool(&text("errors.deadletterqueue.copy.record.enable", "false"))
+            .unwrap_or(false),
     }
 }
 
@@ -522,6 +588,12 @@ pub fn alter(
                 let v = value
                     .clone()
                     .ok_or_else(|| InvalidConfig::SetWithoutValue { key: name.clone() })?;
+                // A BOOLEAN is kept as Kafka stores it: `true` or `false`.
+                let v = if def(name).is_some_and(GroupConfigDef::is_bool) {
+                    parse_bool(&v).map_or(v, |b| b.to_string())
+                } else {
+                    v
+                };
                 next.insert(name.clone(), v);
             }
             OP_DELETE => {
@@ -560,6 +632,14 @@ fn validate(cfg: &GroupConfig, key: &str, value: &str) -> Result<(), InvalidConf
     })?;
     match &d.kind {
         GroupConfigKind::Text { check, .. } => check(key, value),
+        GroupConfigKind::Bool { .. } => match parse_bool(value) {
+            Some(_) => Ok(()),
+            None => Err(InvalidConfig::GroupValue {
+                key: key.to_string(),
+                value: value.to_string(),
+                reason: "Expected value to be either true or false".to_string(),
+            }),
+        },
         GroupConfigKind::Int {
             range, at_least, ..
         } => {
@@ -702,7 +782,31 @@ mod tests {
                 "foo",
                 "Invalid value foo for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted",
             ),
+            (
+                "errors.deadletterqueue.topic.name",
+                "__x",
+                "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'",
+            ),
+            (
+                "errors.deadletterqueue.copy.record.enable",
+                "yes",
+                "Invalid value yes for configuration errors.deadletterqueue.copy.record.enable: Expected value to be either true or false",
+            ),
         ];
+        let stored = alter(
+            &cfg,
+            "g",
+            &none,
+            &[set("errors.deadletterqueue.copy.record.enable", "TRUE")],
+        )
+        .unwrap();
+        assert_eq!(
+            stored
+                .get("errors.deadletterqueue.copy.record.enable")
+                .map(String::as_str),
+            Some("true"),
+            "a BOOLEAN is stored as Kafka stores it"
+        );
         for (k, v, want) in cases {
             let e = alter(&cfg, "g", &none, &[set(k, v)]);
             let Err(MetadataError::InvalidConfig(c)) = e else {
@@ -716,6 +820,11 @@ mod tests {
             ("share.auto.offset.reset", "earliest"),
             ("share.isolation.level", "read_committed"),
             ("share.session.timeout.ms", "50000"),
+            (
+                "errors.deadletterqueue.topic.name",
+                "no-prefix-checked-here",
+            ),
+            ("errors.deadletterqueue.topic.name", ""),
         ] {
             assert!(alter(&cfg, "g", &none, &[set(k, v)]).is_ok(), "{k}={v}");
         }

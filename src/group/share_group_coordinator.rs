@@ -20,7 +20,7 @@ use crate::shard::owner::share_persist;
 use crate::shard::remote::ShareStateCall;
 use crate::shard::share_store::ShareCoordinatorError;
 use crate::shard::{now_ms, Shard};
-use crate::share::config::{AutoOffsetReset, GroupShareSettings};
+use crate::share::config::{AutoOffsetReset, DeadLetterSettings, GroupShareSettings};
 use crate::share::partition::ShareConfig;
 
 /// Kafka's message for a group of another type (GROUP_ID_NOT_FOUND).
@@ -79,10 +79,28 @@ pub fn share_partition_settings(shard: &Shard, group_id: &str) -> GroupShareSett
             lock_duration_ms: i64::from(e.record_lock_duration_ms),
             delivery_count_limit: i16::try_from(e.delivery_count_limit).unwrap_or(i16::MAX),
             max_record_locks: usize::try_from(max_record_locks.max(1)).unwrap_or(1),
+            dead_letter: dead_letter_on(shard, &e),
         },
         auto_offset_reset,
         read_committed: e.isolation_level == "read_committed",
+        dead_letter: DeadLetterSettings {
+            topic: e.dlq_topic.clone(),
+            copy_record: e.dlq_copy_record,
+        },
     }
+}
+
+/// Whether `group_id`'s given-up records go to a dead-letter queue
+/// (KIP-1191): its `errors.deadletterqueue.topic.name` is set and
+/// `share.version` ≥ 2 is finalized, as Kafka 4.4 decides it.
+fn dead_letter_on(shard: &Shard, e: &super::configs::EffectiveShare) -> bool {
+    let level = shard
+        .metadata()
+        .finalized_features
+        .get(crate::cluster::features::SHARE_VERSION)
+        .copied()
+        .unwrap_or(0);
+    level >= crate::cluster::features::SHARE_VERSION_DLQ && !e.dlq_topic.is_empty()
 }
 
 /// Kafka's message for a refused heartbeat of `group_id`, for the errors

@@ -70,6 +70,8 @@ pub fn describe(
         if version >= 3 {
             e.config_type = if c.def.is_int() {
                 ConfigType::Int
+            } else if c.def.is_bool() {
+                ConfigType::Boolean
             } else {
                 ConfigType::String
             } as i8;

@@ -4,7 +4,8 @@
 //! `TransactionMarkerChannelManager`), and AddPartitionsToTxn v4 with
 //! `verify_only` to a transaction coordinator on another broker (KIP-890's
 //! partition check, broker to broker), and the share-partition state calls
-//! to another broker's share coordinator (`remote/share_state.rs`). One
+//! to another broker's share coordinator (`remote/share_state.rs`), and
+//! Produce (acks=-1) of share group dead-letter records (KIP-1191). One
 //! idle connection per broker is
 //! kept per shard.
 
@@ -16,11 +17,13 @@ use std::time::Duration;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
 };
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    AddPartitionsToTxnRequest, ProducerId, TopicName, TransactionalId, WriteTxnMarkersRequest,
+    AddPartitionsToTxnRequest, ProduceRequest, ProducerId, TopicName, TransactionalId,
+    WriteTxnMarkersRequest,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::ResponseError;
@@ -33,6 +36,9 @@ use crate::shard::Shard;
 use crate::share::state::StateKey;
 
 mod share_state;
+
+/// The Produce version of the dead-letter writes (topic names, flexible).
+const PRODUCE_VERSION: i16 = 9;
 
 /// How long a call to another broker may take (connect and answer).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -205,5 +211,43 @@ impl RemoteBrokers for Remote {
     ) -> RemoteFuture<Result<ShareStateReply, RemoteError>> {
         let idle = self.idle.clone();
         Box::pin(async move { share_state::send(&idle, &shard, broker, key, call).await })
+    }
+
+    fn produce(
+        &self,
+        shard: Rc<Shard>,
+        leader: i32,
+        topic: std::sync::Arc<str>,
+        partition: i32,
+        records: bytes::Bytes,
+    ) -> RemoteFuture<Result<(), RemoteError>> {
+        let idle = self.idle.clone();
+        Box::pin(async move {
+            let req = ProduceRequest::default()
+                .with_acks(-1)
+                .with_timeout_ms(CALL_TIMEOUT.as_millis() as i32)
+                .with_topic_data(vec![TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                    .with_partition_data(vec![PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records))])]);
+            let resp = Remote::call(&idle, &shard, leader, &req, PRODUCE_VERSION).await?;
+            let code = resp
+                .responses
+                .iter()
+                .flat_map(|t| t.partition_responses.iter())
+                .find(|p| p.index == partition)
+                .map_or(ResponseError::UnknownServerError.code(), |p| p.error_code);
+            if code == 0 {
+                Ok(())
+            } else {
+                Err(RemoteError::Refused {
+                    broker: leader,
+                    topic: topic.to_string(),
+                    partition,
+                    code,
+                })
+            }
+        })
     }
 }

@@ -1,7 +1,9 @@
 //! What the domain asks of other brokers: transaction markers for the
 //! partitions another broker leads (Kafka's coordinator sends them with
 //! WriteTxnMarkers), and share-partition state calls to the share
-//! coordinator of another broker (Kafka's persister, KIP-932). The shard layer speaks no protocol, so the way there
+//! coordinator of another broker (Kafka's persister, KIP-932), and the
+//! dead-letter records of share groups (KIP-1191) for a DLQ partition another
+//! broker leads. The shard layer speaks no protocol, so the way there
 //! is a [`RemoteBrokers`] installed at start-up by `replication::remote`.
 
 use std::future::Future;
@@ -138,4 +140,18 @@ pub trait RemoteBrokers {
         key: StateKey,
         call: ShareStateCall,
     ) -> RemoteFuture<Result<ShareStateReply, RemoteError>>;
+
+    /// Appends `records` (whole RecordBatch bytes, not transactional) to
+    /// `topic`-`partition` on broker `leader`, which leads it, with a
+    /// Produce (acks=-1): the share group dead-letter writer's way to a
+    /// DLQ partition led elsewhere (KIP-1191). Errors: `Refused` with the
+    /// partition's code, or why it could not be asked.
+    fn produce(
+        &self,
+        shard: Rc<Shard>,
+        leader: i32,
+        topic: std::sync::Arc<str>,
+        partition: i32,
+        records: bytes::Bytes,
+    ) -> RemoteFuture<Result<(), RemoteError>>;
 }

@@ -33,4 +33,16 @@ pub struct GroupShareSettings {
     /// last stable offset are acquired, and those of aborted transactions
     /// are archived, never delivered (as Kafka 4.4 answers).
     pub read_committed: bool,
+    /// The group's dead-letter queue (KIP-1191).
+    pub dead_letter: DeadLetterSettings,
+}
+
+/// A share group's dead-letter queue settings (KIP-1191 group configs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeadLetterSettings {
+    /// `errors.deadletterqueue.topic.name`: the topic, empty for none.
+    pub topic: String,
+    /// `errors.deadletterqueue.copy.record.enable`: dead-letter records
+    /// carry the source record's key and value (else both null).
+    pub copy_record: bool,
 }

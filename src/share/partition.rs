@@ -4,7 +4,9 @@
 //! The window runs from the share-partition start offset (SPSO, persisted)
 //! to the end offset (SPEO, the first offset not yet taken into the
 //! window). Every offset in it is AVAILABLE (to be delivered), ACQUIRED (by
-//! one member, until its acquisition lock expires), ACKNOWLEDGED or
+//! one member, until its acquisition lock expires), ACKNOWLEDGED,
+//! ARCHIVING (rejected or given up while the group has a dead-letter
+//! queue, KIP-1191: waiting for its dead-letter record to be written) or
 //! ARCHIVED (done: accepted, rejected, or given up at the delivery-count
 //! limit). A ShareFetch acquires available records, counting a delivery
 //! each time; acknowledgements Accept, Release or Reject them (or Renew the
@@ -34,6 +36,10 @@ pub enum RecordState {
     },
     /// 2: accepted by a consumer.
     Acknowledged,
+    /// 3 (KIP-1191): rejected or given up at the delivery-count limit
+    /// while the group has a dead-letter queue; ARCHIVED once its
+    /// dead-letter record is written (or could not be). Holds the SPSO.
+    Archiving,
     /// 4: rejected, given up at the delivery-count limit, or no record.
     Archived,
 }
@@ -45,6 +51,7 @@ impl RecordState {
         match self {
             RecordState::Available | RecordState::Acquired { .. } => 0,
             RecordState::Acknowledged => 2,
+            RecordState::Archiving => 3,
             RecordState::Archived => 4,
         }
     }
@@ -128,6 +135,10 @@ pub struct ShareConfig {
     /// `group.share.partition.max.record.locks` (2000): the most offsets in
     /// the window at once.
     pub max_record_locks: usize,
+    /// Whether given-up records go to a dead-letter queue (KIP-1191: the
+    /// group's `errors.deadletterqueue.topic.name` is set and
+    /// `share.version` ≥ 2): they become ARCHIVING, not ARCHIVED.
+    pub dead_letter: bool,
 }
 
 impl Default for ShareConfig {
@@ -136,6 +147,7 @@ impl Default for ShareConfig {
             lock_duration_ms: 30_000,
             delivery_count_limit: 5,
             max_record_locks: 2000,
+            dead_letter: false,
         }
     }
 }
@@ -159,10 +171,49 @@ pub struct StateBatch {
     pub first: i64,
     /// Last offset (inclusive).
     pub last: i64,
-    /// Persisted state code (0 available, 2 acknowledged, 4 archived).
+    /// Persisted state code (0 available, 2 acknowledged, 3 archiving, 4
+    /// archived).
     pub state: i8,
     /// Delivery count.
     pub delivery_count: i16,
+}
+
+/// Why a record goes to the dead-letter queue (KIP-1191's
+/// `__dlq.errors.message`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeadLetterCause {
+    /// A consumer rejected it: "Offset rejected by client.".
+    Rejected,
+    /// It was delivered `share.delivery.count.limit` times: "Offset
+    /// delivery count exceeded the threshold.".
+    DeliveryCountExceeded,
+}
+
+impl DeadLetterCause {
+    /// The `__dlq.errors.message` header's text, as Kafka 4.4 writes it.
+    pub fn message(self) -> &'static str {
+        match self {
+            DeadLetterCause::Rejected => "Offset rejected by client.",
+            DeadLetterCause::DeliveryCountExceeded => {
+                "Offset delivery count exceeded the threshold."
+            }
+        }
+    }
+}
+
+/// A run of ARCHIVING offsets whose dead-letter records are to be written
+/// (KIP-1191): one record per offset, then
+/// [`SharePartition::dead_lettered`] archives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetterRun {
+    /// First offset.
+    pub first: i64,
+    /// Last offset (inclusive).
+    pub last: i64,
+    /// The records' delivery count (`__dlq.errors.delivery.count`).
+    pub delivery_count: i16,
+    /// Why (`__dlq.errors.message`).
+    pub cause: DeadLetterCause,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,6 +229,9 @@ pub struct SharePartition {
     end: i64,
     window: BTreeMap<i64, InFlight>,
     cfg: ShareConfig,
+    /// ARCHIVING offsets not yet handed out for their dead-letter write
+    /// (offset → delivery count, cause).
+    to_dead_letter: BTreeMap<i64, (i16, DeadLetterCause)>,
 }
 
 impl SharePartition {
@@ -189,11 +243,15 @@ impl SharePartition {
             end: start_offset,
             window: BTreeMap::new(),
             cfg,
+            to_dead_letter: BTreeMap::new(),
         }
     }
 
     /// A share-partition as its persisted state gives it: the SPSO and the
     /// batches after it (acquired records were persisted as available).
+    /// ARCHIVING records resume their dead-letter write (the cause is not
+    /// persisted: a delivery count at the limit is "delivery count
+    /// exceeded", any other "rejected", as Kafka 4.4 resumes them).
     pub fn from_snapshot(
         start_offset: i64,
         batches: &[StateBatch],
@@ -203,6 +261,7 @@ impl SharePartition {
         for b in batches {
             let state = match b.state {
                 2 => RecordState::Acknowledged,
+                3 => RecordState::Archiving,
                 4 => RecordState::Archived,
                 _ => RecordState::Available,
             };
@@ -214,6 +273,14 @@ impl SharePartition {
                         delivery_count: b.delivery_count,
                     },
                 );
+                if state == RecordState::Archiving {
+                    let cause = if b.delivery_count >= sp.cfg.delivery_count_limit {
+                        DeadLetterCause::DeliveryCountExceeded
+                    } else {
+                        DeadLetterCause::Rejected
+                    };
+                    sp.to_dead_letter.insert(offset, (b.delivery_count, cause));
+                }
                 sp.end = sp.end.max(offset + 1);
             }
         }
@@ -391,6 +458,7 @@ impl SharePartition {
             }
         }
         let limit = self.cfg.delivery_count_limit;
+        let dlq = self.cfg.dead_letter;
         let deadline_ms = now + self.cfg.lock_duration_ms;
         for offset in first..=last {
             let Some(r) = self.window.get_mut(&offset) else {
@@ -398,13 +466,24 @@ impl SharePartition {
             };
             r.state = match ack {
                 AckType::Accept => RecordState::Acknowledged,
-                AckType::Gap | AckType::Reject => RecordState::Archived,
-                AckType::Release => released(r.delivery_count, limit),
+                AckType::Gap => RecordState::Archived,
+                AckType::Reject if dlq => RecordState::Archiving,
+                AckType::Reject => RecordState::Archived,
+                AckType::Release => released(r.delivery_count, limit, dlq),
                 AckType::Renew => RecordState::Acquired {
                     member: member.to_string(),
                     deadline_ms,
                 },
             };
+            if r.state == RecordState::Archiving {
+                let cause = if ack == AckType::Reject {
+                    DeadLetterCause::Rejected
+                } else {
+                    DeadLetterCause::DeliveryCountExceeded
+                };
+                self.to_dead_letter
+                    .insert(offset, (r.delivery_count, cause));
+            }
         }
         self.advance();
         Ok(())
@@ -413,33 +492,79 @@ impl SharePartition {
     /// Releases every lock that expired by `now` (available again, or
     /// archived at the delivery-count limit). Gives how many.
     pub fn expire(&mut self, now: i64) -> usize {
-        let limit = self.cfg.delivery_count_limit;
-        let mut n = 0;
-        for r in self.window.values_mut() {
-            if let RecordState::Acquired { deadline_ms, .. } = r.state {
-                if deadline_ms <= now {
-                    r.state = released(r.delivery_count, limit);
-                    n += 1;
-                }
-            }
-        }
-        self.advance();
-        n
+        self.release_where(
+            |s| matches!(s, RecordState::Acquired { deadline_ms, .. } if *deadline_ms <= now),
+        )
     }
 
     /// Releases every record `member` holds (it left the group or its
     /// share session closed). Gives how many.
     pub fn release_member(&mut self, member: &str) -> usize {
+        self.release_where(|s| matches!(s, RecordState::Acquired { member: m, .. } if m == member))
+    }
+
+    /// Releases the acquired records `which` picks (available again, or
+    /// given up at the delivery-count limit). Gives how many.
+    fn release_where(&mut self, which: impl Fn(&RecordState) -> bool) -> usize {
         let limit = self.cfg.delivery_count_limit;
+        let dlq = self.cfg.dead_letter;
         let mut n = 0;
-        for r in self.window.values_mut() {
-            if matches!(&r.state, RecordState::Acquired { member: m, .. } if m == member) {
-                r.state = released(r.delivery_count, limit);
-                n += 1;
+        for (offset, r) in self.window.iter_mut() {
+            if !matches!(r.state, RecordState::Acquired { .. }) || !which(&r.state) {
+                continue;
             }
+            r.state = released(r.delivery_count, limit, dlq);
+            if r.state == RecordState::Archiving {
+                self.to_dead_letter.insert(
+                    *offset,
+                    (r.delivery_count, DeadLetterCause::DeliveryCountExceeded),
+                );
+            }
+            n += 1;
         }
         self.advance();
         n
+    }
+
+    /// Hands out the ARCHIVING runs not handed out yet, for their
+    /// dead-letter writes (KIP-1191), as runs of one delivery count and
+    /// cause.
+    pub fn take_dead_letters(&mut self) -> Vec<DeadLetterRun> {
+        let mut out: Vec<DeadLetterRun> = Vec::new();
+        for (offset, (count, cause)) in std::mem::take(&mut self.to_dead_letter) {
+            if !matches!(self.window.get(&offset), Some(r) if r.state == RecordState::Archiving) {
+                continue;
+            }
+            match out.last_mut() {
+                Some(r)
+                    if r.last + 1 == offset && r.delivery_count == count && r.cause == cause =>
+                {
+                    r.last = offset
+                }
+                _ => out.push(DeadLetterRun {
+                    first: offset,
+                    last: offset,
+                    delivery_count: count,
+                    cause,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The dead-letter writes of `first..=last` are over (written, or
+    /// failed for good): their ARCHIVING offsets become ARCHIVED, so they
+    /// no longer hold the SPSO. Gives whether anything changed.
+    pub fn dead_lettered(&mut self, first: i64, last: i64) -> bool {
+        let mut changed = false;
+        for (_, r) in self.window.range_mut(first..=last) {
+            if r.state == RecordState::Archiving {
+                r.state = RecordState::Archived;
+                changed = true;
+            }
+        }
+        self.advance();
+        changed
     }
 
     /// The earliest acquisition-lock deadline (ms), for the caller's timer.
@@ -458,6 +583,7 @@ impl SharePartition {
     /// Moving it past the end empties the window.
     pub fn reset(&mut self, offset: i64) {
         self.window = self.window.split_off(&offset);
+        self.to_dead_letter = self.to_dead_letter.split_off(&offset);
         self.start = offset;
         self.end = self.end.max(offset);
         self.advance();
@@ -504,13 +630,15 @@ impl SharePartition {
     }
 }
 
-/// A released record's next state: available again, or archived once it
-/// was delivered `limit` times.
-fn released(delivery_count: i16, limit: i16) -> RecordState {
-    if delivery_count >= limit {
-        RecordState::Archived
-    } else {
+/// A released record's next state: available again, or, once it was
+/// delivered `limit` times, archived (ARCHIVING with a dead-letter queue).
+fn released(delivery_count: i16, limit: i16, dead_letter: bool) -> RecordState {
+    if delivery_count < limit {
         RecordState::Available
+    } else if dead_letter {
+        RecordState::Archiving
+    } else {
+        RecordState::Archived
     }
 }
 

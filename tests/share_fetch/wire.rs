@@ -122,7 +122,8 @@ pub(crate) fn produce(addr: &str, topic: &str, partition: i32, values: &[&str]) 
     }
 }
 
-/// Finalizes share.version=1 where it is below 1 (a new Fjord cluster).
+/// Finalizes share.version=1 where it is below 1 (a no-op on a new
+/// cluster, which finalizes 2).
 pub(crate) fn enable_share(addr: &str) {
     let mut c = Conn::new(addr);
     // A broker just started may not list its finalized features yet.

@@ -8,4 +8,5 @@ pub mod fetch;
 pub mod offsets;
 pub mod produce;
 pub mod share;
+pub mod share_dlq;
 pub mod share_persist;

@@ -76,6 +76,12 @@ impl LedShare {
     pub fn window(&self) -> &SharePartition {
         &self.window
     }
+
+    /// The in-flight window, to change (the dead-letter writer archives
+    /// what it wrote).
+    pub(super) fn window_mut(&mut self) -> &mut SharePartition {
+        &mut self.window
+    }
 }
 
 /// Where a share-partition with no persisted start offset begins, as the
@@ -339,6 +345,16 @@ async fn share_one(shard: &Rc<Shard>, r: &ShareRead) -> ShareOwnerRead {
             }
         }
     }
+    // ARCHIVING runs (KIP-1191) made by the acknowledgements and releases
+    // above, or read back on load, go to the dead-letter writer once
+    // persisted.
+    let runs = shard
+        .share_partitions
+        .borrow_mut()
+        .get_mut(&key)
+        .map(|led| led.window.take_dead_letters())
+        .unwrap_or_default();
+    super::share_dlq::spawn(shard, &key, &r.topic, &settings.dead_letter, runs);
     if released_before > 0 {
         shard.share_released.notify_all();
     }
@@ -407,7 +423,7 @@ async fn share_one(shard: &Rc<Shard>, r: &ShareRead) -> ShareOwnerRead {
         }
     }
     if !acquired.is_empty() {
-        arm_lock_timer(shard, key, settings.window.lock_duration_ms);
+        arm_lock_timer(shard, key, r.topic.clone(), &settings);
     }
     out.records = kept.freeze();
     out.acquired = acquired;
@@ -458,10 +474,18 @@ fn acknowledged(
     Ok((next, released))
 }
 
-/// Expires the locks of `key` once `after_ms` passed; wakes long polls
-/// when records became available again.
-fn arm_lock_timer(shard: &Rc<Shard>, key: ShareKey, after_ms: i64) {
+/// Expires the locks of `key` (topic `topic`) once `after_ms` passed;
+/// wakes long polls when records became available again, and hands the
+/// records given up at the delivery-count limit to the dead-letter writer.
+fn arm_lock_timer(
+    shard: &Rc<Shard>,
+    key: ShareKey,
+    topic: Arc<str>,
+    settings: &GroupShareSettings,
+) {
     let me = shard.clone();
+    let after_ms = settings.window.lock_duration_ms;
+    let dead_letter = settings.dead_letter.clone();
     crate::shard::stall::spawn_local("share lock expiry", async move {
         glommio::timer::sleep(Duration::from_millis(after_ms.max(0) as u64 + 1)).await;
         let n = me
@@ -472,7 +496,15 @@ fn arm_lock_timer(shard: &Rc<Shard>, key: ShareKey, after_ms: i64) {
         if n > 0 {
             me.share_released.notify_all();
             // A failed write dropped the window; the next use reads it.
-            let _ = super::share_persist::persist(&me, &key).await;
+            if super::share_persist::persist(&me, &key).await.is_ok() {
+                let runs = me
+                    .share_partitions
+                    .borrow_mut()
+                    .get_mut(&key)
+                    .map(|led| led.window.take_dead_letters())
+                    .unwrap_or_default();
+                super::share_dlq::spawn(&me, &key, &topic, &dead_letter, runs);
+            }
         }
     })
     .detach();
@@ -524,7 +556,7 @@ impl Aborts {
 /// at most `max_bytes` (the first batch even if larger): batch headers
 /// without waiting for the disk (warmed on the blocking pool when not
 /// cached), the bytes on the blocking pool.
-async fn read_batches(
+pub(super) async fn read_batches(
     part: &Rc<Partition>,
     from: i64,
     max_bytes: u64,

@@ -10,6 +10,7 @@ fn sp() -> SharePartition {
             lock_duration_ms: 1000,
             delivery_count_limit: 3,
             max_record_locks: 100,
+            dead_letter: false,
         },
     )
 }
@@ -369,4 +370,102 @@ fn aborted_records_are_archived_and_the_start_moves_past_them() {
     assert!(matches!(p.state(4), Some((RecordState::Archived, 0))));
     assert!(matches!(p.state(7), Some((RecordState::Archived, 0))));
     assert_eq!(p.fetch_offset(), 8);
+}
+
+fn dlq_sp() -> SharePartition {
+    SharePartition::new(
+        0,
+        ShareConfig {
+            lock_duration_ms: 1000,
+            delivery_count_limit: 2,
+            max_record_locks: 100,
+            dead_letter: true,
+        },
+    )
+}
+
+#[test]
+fn rejected_records_are_archiving_until_dead_lettered() {
+    let mut p = dlq_sp();
+    p.acquire("a", &offsets(0, 4), 10, 0);
+    p.acknowledge("a", 0, 1, AckType::Reject, 1).unwrap();
+    p.acknowledge("a", 2, 2, AckType::Gap, 1).unwrap();
+    p.acknowledge("a", 3, 3, AckType::Accept, 1).unwrap();
+    assert_eq!(p.state(0), Some((RecordState::Archiving, 1)));
+    assert_eq!(p.start_offset(), 0, "ARCHIVING holds the SPSO");
+    let (_, batches) = p.snapshot();
+    assert_eq!(batches[0].state, 3, "persisted as ARCHIVING: {batches:?}");
+    assert_eq!(
+        p.take_dead_letters(),
+        vec![DeadLetterRun {
+            first: 0,
+            last: 1,
+            delivery_count: 1,
+            cause: DeadLetterCause::Rejected
+        }]
+    );
+    assert!(p.take_dead_letters().is_empty(), "handed out once");
+    assert!(p.dead_lettered(0, 1));
+    assert_eq!(p.start_offset(), 4);
+}
+
+#[test]
+fn the_delivery_limit_dead_letters_by_release_and_expiry() {
+    let mut p = dlq_sp();
+    p.acquire("a", &offsets(0, 2), 10, 0);
+    p.acknowledge("a", 0, 1, AckType::Release, 1).unwrap();
+    p.acquire("a", &offsets(0, 2), 10, 2);
+    p.acknowledge("a", 0, 0, AckType::Release, 3).unwrap();
+    assert_eq!(p.expire(10_000), 1);
+    assert_eq!(
+        p.take_dead_letters(),
+        vec![DeadLetterRun {
+            first: 0,
+            last: 1,
+            delivery_count: 2,
+            cause: DeadLetterCause::DeliveryCountExceeded
+        }]
+    );
+    p.dead_lettered(0, 1);
+    assert_eq!(p.start_offset(), 2);
+}
+
+#[test]
+fn archiving_resumes_on_load_with_the_cause_from_the_count() {
+    let batches = vec![
+        StateBatch {
+            first: 5,
+            last: 6,
+            state: 3,
+            delivery_count: 1,
+        },
+        StateBatch {
+            first: 7,
+            last: 7,
+            state: 3,
+            delivery_count: 2,
+        },
+    ];
+    let cfg = ShareConfig {
+        delivery_count_limit: 2,
+        dead_letter: true,
+        ..ShareConfig::default()
+    };
+    let mut p = SharePartition::from_snapshot(5, &batches, cfg);
+    assert_eq!(p.start_offset(), 5);
+    let runs = p.take_dead_letters();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert_eq!(runs[0].cause, DeadLetterCause::Rejected);
+    assert_eq!(runs[1].cause, DeadLetterCause::DeliveryCountExceeded);
+    p.dead_lettered(5, 7);
+    assert_eq!(p.start_offset(), 8);
+}
+
+#[test]
+fn without_a_dead_letter_queue_records_are_archived_at_once() {
+    let mut p = sp();
+    p.acquire("a", &offsets(0, 2), 10, 0);
+    p.acknowledge("a", 0, 1, AckType::Reject, 1).unwrap();
+    assert!(p.take_dead_letters().is_empty());
+    assert_eq!(p.start_offset(), 2);
 }
