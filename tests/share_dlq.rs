@@ -37,9 +37,7 @@ use bytes::Bytes;
 use common::raw::RawConn as Conn;
 use common::*;
 use kafka_protocol::messages::*;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::RecordBatchDecoder;
 use uuid::Uuid;
 use wire::*;
 
@@ -57,93 +55,25 @@ type Read = (Option<Bytes>, Option<Bytes>, Vec<(String, String)>);
 /// `errors.deadletterqueue.group.enable`; waits until every partition has
 /// a leader. Gives its id.
 fn create_topic_with(addr: &str, topic: &str, partitions: i32, group_enable: Option<bool>) -> Uuid {
-    let mut c = Conn::new(addr);
-    let configs = group_enable
-        .map(|e| {
-            vec![create_topics_request::CreatableTopicConfig::default()
-                .with_name(s("errors.deadletterqueue.group.enable"))
-                .with_value(Some(s(&e.to_string())))]
-        })
-        .unwrap_or_default();
-    let req = CreateTopicsRequest::default()
-        .with_topics(vec![create_topics_request::CreatableTopic::default()
-            .with_name(s(topic).into())
-            .with_num_partitions(partitions)
-            .with_replication_factor(1)
-            .with_configs(configs)])
-        .with_timeout_ms(30_000);
-    let r = c.call(7, &req);
-    assert_eq!(
-        r.topics[0].error_code, 0,
-        "create {topic}: {:?}",
-        r.topics[0].error_message
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let m = c.call(
-            12,
-            &MetadataRequest::default().with_topics(Some(vec![
-                metadata_request::MetadataRequestTopic::default().with_name(Some(s(topic).into())),
-            ])),
-        );
-        let ok = m.topics.iter().any(|t| {
-            t.error_code == 0
-                && t.partitions.len() == partitions as usize
-                && t.partitions.iter().all(|p| p.leader_id.0 >= 0)
-        });
-        if ok {
-            return m.topics[0].topic_id;
-        }
-        assert!(Instant::now() < deadline, "{topic} has no leader");
-        std::thread::sleep(Duration::from_millis(100));
+    match group_enable {
+        Some(e) => create_topic_with_configs(
+            addr,
+            topic,
+            partitions,
+            &[(
+                "errors.deadletterqueue.group.enable",
+                if e { "true" } else { "false" },
+            )],
+        ),
+        None => create_topic(addr, topic, partitions),
     }
 }
 
 /// Produces (key, value) records as one uncompressed batch to
 /// `topic`-`partition`.
 fn produce_keyed(addr: &str, topic: &str, partition: i32, records: &[(&str, &str)]) {
-    let now = now_ms();
-    let recs: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (k, v))| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1 + i as i32,
-            timestamp: now,
-            key: Some(Bytes::copy_from_slice(k.as_bytes())),
-            value: Some(Bytes::copy_from_slice(v.as_bytes())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        &recs,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    let req = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(10_000)
-        .with_topic_data(vec![produce_request::TopicProduceData::default()
-            .with_name(s(topic).into())
-            .with_partition_data(vec![
-                produce_request::PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(buf.freeze())),
-            ])]);
-    let r = Conn::new(addr).call(9, &req);
-    assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    let keyed: Vec<(Option<&str>, &str)> = records.iter().map(|(k, v)| (Some(*k), *v)).collect();
+    produce_batch(addr, topic, partition, keyed_batch(&keyed));
 }
 
 /// Every record of `topic`-`partition` from offset 0, read with Fetch v12.
@@ -671,21 +601,34 @@ fn create_dlq_on(c: &common::cluster::Cluster, asked: i32, dlq: &str, on: i32) {
     });
 }
 
-/// A 3-node Fjord cluster (the Kafka peer is one node): the DLQ partition
-/// is led by another broker than the source partition, so the leader of
-/// the source writes the dead-letter records with a Produce to it.
-#[test]
-fn share_dlq_to_another_broker() {
+/// A 3-node Fjord cluster set up for a dead-letter write to another
+/// broker: `topic` (RF 3, one partition) holding "a" and "b", its DLQ
+/// topic `dlq` on one partition led by `holder` (not the topic's leader),
+/// the group configured with it, and a member's session on the leader that
+/// acquired both records.
+struct RemoteDlq {
+    c: common::cluster::Cluster,
+    tid: Uuid,
+    /// The leader of `topic`-0.
+    leader: i32,
+    /// The broker of the DLQ partition.
+    holder: i32,
+    /// The broker that is neither.
+    third: i32,
+    session: Session,
+}
+
+fn remote_dlq(topic: &str, dlq: &str, group: &str) -> RemoteDlq {
     let c = common::cluster::Cluster::start(3, &["share.coordinator.state.topic.num.partitions=4"]);
     let any = c.ids()[0];
     enable_share(&c.bootstrap(any));
-    let (topic, dlq, group) = ("remote-t", "dlq.remote", "remote-g");
     let tid = cluster::create_rf3(&c, any, topic, 1);
     let leader = common::layout::wait_topic(&c, &c.ids(), topic, 1).parts[&0].leader;
-    let other = c.ids().into_iter().find(|&i| i != leader).unwrap();
-    create_dlq_on(&c, any, dlq, other);
+    let others: Vec<i32> = c.ids().into_iter().filter(|&i| i != leader).collect();
+    let (holder, third) = (others[0], others[1]);
+    create_dlq_on(&c, any, dlq, holder);
     let dlq_leader = common::layout::wait_topic(&c, &c.ids(), dlq, 1).parts[&0].leader;
-    assert_eq!(dlq_leader, other);
+    assert_eq!(dlq_leader, holder);
     let at_leader = Target {
         addr: c.bootstrap(leader),
     };
@@ -704,8 +647,30 @@ fn share_dlq_to_another_broker() {
         session.fetch_some(tid, 0, 100, Duration::from_secs(30)),
         vec![(0, 1, 1)]
     );
+    RemoteDlq {
+        c,
+        tid,
+        leader,
+        holder,
+        third,
+        session,
+    }
+}
+
+/// A 3-node Fjord cluster (the Kafka peer is one node): the DLQ partition
+/// is led by another broker than the source partition, so the leader of
+/// the source writes the dead-letter records with a Produce to it.
+#[test]
+fn share_dlq_to_another_broker() {
+    let RemoteDlq {
+        c,
+        tid,
+        holder,
+        mut session,
+        ..
+    } = remote_dlq("remote-t", "dlq.remote", "remote-g");
     assert_eq!(session.ack(tid, 0, &vec![(0, 1, REJECT)]), 0);
-    let got = wait_records(&c.bootstrap(other), dlq, 0, 2);
+    let got = wait_records(&c.bootstrap(holder), "dlq.remote", 0, 2);
     for (i, (_, _, h)) in got.iter().enumerate() {
         assert!(
             h.contains(&("__dlq.errors.offset".to_string(), i.to_string())),
@@ -726,39 +691,16 @@ fn share_dlq_to_another_broker() {
 /// and writes the records.
 #[test]
 fn share_dlq_resumes_on_a_new_leader() {
-    let mut c =
-        common::cluster::Cluster::start(3, &["share.coordinator.state.topic.num.partitions=4"]);
-    let any = c.ids()[0];
-    enable_share(&c.bootstrap(any));
-    let (topic, dlq, group) = ("resume-t", "dlq.resume", "resume-g");
-    let tid = cluster::create_rf3(&c, any, topic, 1);
-    let leader = common::layout::wait_topic(&c, &c.ids(), topic, 1).parts[&0].leader;
-    let holder = c.ids().into_iter().find(|&i| i != leader).unwrap();
-    let third = c
-        .ids()
-        .into_iter()
-        .find(|&i| i != leader && i != holder)
-        .unwrap();
-    create_dlq_on(&c, any, dlq, holder);
-    common::layout::wait_topic(&c, &c.ids(), dlq, 1);
-    let at_leader = Target {
-        addr: c.bootstrap(leader),
-    };
-    set_group_configs(
-        &at_leader.addr,
-        group,
-        &[
-            ("errors.deadletterqueue.topic.name", dlq),
-            ("share.auto.offset.reset", "earliest"),
-        ],
-    );
-    produce(&at_leader.addr, topic, 0, &["a", "b"]);
-    let member = join_cluster(&c, &c.ids(), group, topic);
-    let mut session = Session::new(&at_leader, group, &member);
-    assert_eq!(
-        session.fetch_some(tid, 0, 100, Duration::from_secs(30)),
-        vec![(0, 1, 1)]
-    );
+    let (topic, dlq) = ("resume-t", "dlq.resume");
+    let RemoteDlq {
+        mut c,
+        tid,
+        leader,
+        holder,
+        third,
+        mut session,
+    } = remote_dlq(topic, dlq, "resume-g");
+    let group = "resume-g";
     c.kill9(holder);
     // Answered once ARCHIVING is persisted; the write then fails (retried).
     assert_eq!(session.ack(tid, 0, &vec![(0, 1, REJECT)]), 0);

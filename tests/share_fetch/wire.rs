@@ -27,12 +27,33 @@ pub(crate) struct Target {
 }
 
 pub(crate) fn create_topic(addr: &str, topic: &str, partitions: i32) -> Uuid {
+    create_topic_with_configs(addr, topic, partitions, &[])
+}
+
+/// Creates `topic` with `partitions` (replication factor 1) and the topic
+/// `configs` (name, value); waits until every partition has a leader.
+/// Gives its id.
+pub(crate) fn create_topic_with_configs(
+    addr: &str,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> Uuid {
     let mut c = Conn::new(addr);
+    let configs = configs
+        .iter()
+        .map(|(k, v)| {
+            create_topics_request::CreatableTopicConfig::default()
+                .with_name(s(k))
+                .with_value(Some(s(v)))
+        })
+        .collect();
     let req = CreateTopicsRequest::default()
         .with_topics(vec![create_topics_request::CreatableTopic::default()
             .with_name(s(topic).into())
             .with_num_partitions(partitions)
-            .with_replication_factor(1)])
+            .with_replication_factor(1)
+            .with_configs(configs)])
         .with_timeout_ms(30_000);
     let r = c.call(7, &req);
     let t = &r.topics[0];
@@ -61,11 +82,17 @@ pub(crate) fn create_topic(addr: &str, topic: &str, partitions: i32) -> Uuid {
 
 /// One uncompressed batch of `values`.
 pub(crate) fn batch(values: &[&str]) -> Bytes {
+    let keyed: Vec<(Option<&str>, &str)> = values.iter().map(|v| (None, *v)).collect();
+    keyed_batch(&keyed)
+}
+
+/// One uncompressed batch of (key, value) records.
+pub(crate) fn keyed_batch(records: &[(Option<&str>, &str)]) -> Bytes {
     let now = now_ms();
-    let records: Vec<Record> = values
+    let records: Vec<Record> = records
         .iter()
         .enumerate()
-        .map(|(i, v)| Record {
+        .map(|(i, (k, v))| Record {
             transactional: false,
             control: false,
             delete_horizon: false,
@@ -76,7 +103,7 @@ pub(crate) fn batch(values: &[&str]) -> Bytes {
             offset: i as i64,
             sequence: -1 + i as i32,
             timestamp: now,
-            key: None,
+            key: k.map(|k| Bytes::copy_from_slice(k.as_bytes())),
             value: Some(Bytes::copy_from_slice(v.as_bytes())),
             headers: Default::default(),
         })
@@ -96,6 +123,11 @@ pub(crate) fn batch(values: &[&str]) -> Bytes {
 
 /// Produces `values` as one batch; gives its base offset.
 pub(crate) fn produce(addr: &str, topic: &str, partition: i32, values: &[&str]) -> i64 {
+    produce_batch(addr, topic, partition, batch(values))
+}
+
+/// Produces one encoded batch (acks=-1); gives its base offset.
+pub(crate) fn produce_batch(addr: &str, topic: &str, partition: i32, records: Bytes) -> i64 {
     let mut c = Conn::new(addr);
     let req = ProduceRequest::default()
         .with_acks(-1)
@@ -105,7 +137,7 @@ pub(crate) fn produce(addr: &str, topic: &str, partition: i32, values: &[&str]) 
             .with_partition_data(vec![
                 produce_request::PartitionProduceData::default()
                     .with_index(partition)
-                    .with_records(Some(batch(values))),
+                    .with_records(Some(records)),
             ])]);
     // A topic just created may not be led yet where the request lands
     // (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER): retried.
