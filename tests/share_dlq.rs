@@ -742,3 +742,82 @@ fn share_dlq_resumes_on_a_new_leader() {
         "{got:?}"
     );
 }
+
+/// Many dead-letter records from a fragmented window: 1,500 records, every
+/// third rejected, every third released (twice: `share.delivery.count.limit`
+/// 2) and the others accepted, each acknowledged in a request of its own,
+/// so every dead-lettered record is a run of its own, its source record
+/// copied. All 1,000 reach the DLQ topic and the share start offset moves
+/// past the last record within the usual wait.
+#[test]
+fn share_dlq_many_fragmented_runs_on_fjord() {
+    const N: i64 = 1_500;
+    let b = Broker::start();
+    let t = Target {
+        addr: b.bootstrap(),
+    };
+    enable_share(&t.addr);
+    let (topic, dlq, group) = ("many-t", "dlq.many", "many-g");
+    let tid = create_topic(&t.addr, topic, 1);
+    create_topic_with(&t.addr, dlq, 1, Some(true));
+    set_group_configs(
+        &t.addr,
+        group,
+        &[
+            ("errors.deadletterqueue.topic.name", dlq),
+            ("share.auto.offset.reset", "earliest"),
+            ("share.delivery.count.limit", "2"),
+            ("errors.deadletterqueue.copy.record.enable", "true"),
+        ],
+    );
+    for chunk in 0..N / 100 {
+        let values: Vec<String> = (0..100).map(|i| format!("v{}", chunk * 100 + i)).collect();
+        let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+        produce(&t.addr, topic, 0, &refs);
+    }
+    let member = join(&t, group, &[topic]);
+    let mut session = Session::new(&t, group, &member);
+    // Each offset ≡ 1 (mod 3) is delivered twice; the others once.
+    let deliveries = N + N / 3;
+    let mut acked = 0;
+    while acked < deliveries {
+        for (first, last, _) in session.fetch_some(tid, 0, 500, Duration::from_secs(30)) {
+            // One ShareAcknowledge per record, as a consumer acknowledging
+            // each record as it processes it sends them.
+            for o in first..=last {
+                let kind = match o % 3 {
+                    0 => REJECT,
+                    1 => RELEASE,
+                    _ => ACCEPT,
+                };
+                assert_eq!(session.ack(tid, 0, &vec![(o, o, kind)]), 0);
+            }
+            acked += last - first + 1;
+        }
+    }
+    let want = (2 * N / 3) as usize;
+    let got = wait_records(&t.addr, dlq, 0, want);
+    assert_eq!(got.len(), want);
+    // Each carries its source record's value (copy.record.enable), read
+    // from the 100-record batches the records were produced in.
+    for (_, value, h) in &got {
+        let offset = h
+            .iter()
+            .find(|(k, _)| k == "__dlq.errors.offset")
+            .map(|(_, v)| v.clone())
+            .expect("an offset header");
+        assert_eq!(
+            value.as_deref(),
+            Some(format!("v{offset}").as_bytes()),
+            "the value of offset {offset}"
+        );
+    }
+    poll_until(
+        DLQ_WAIT,
+        "the share start offset past the last record",
+        || match start_offset(&t.addr, group, topic, 0) {
+            o if o >= N => Ok(()),
+            o => Err(format!("start offset {o}")),
+        },
+    );
+}

@@ -496,12 +496,23 @@ pub fn merge_batches(
     out
 }
 
-/// Removes `first..=last` from `runs`, cutting the runs that overlap it.
+/// Removes `first..=last` from `runs` (disjoint), cutting the runs that
+/// overlap it: the one starting before `first` that reaches into it and
+/// those starting inside it, found in O(log n) each (a window of
+/// thousands of runs is merged on every acknowledgement and on every
+/// update record replayed at load).
 fn overlay(runs: &mut BTreeMap<i64, (i64, i8, i16)>, first: i64, last: i64) {
-    let hit: Vec<i64> = runs
-        .range(..=last)
+    if first > last {
+        return;
+    }
+    let before = runs
+        .range(..first)
+        .next_back()
         .filter(|(_, (l, _, _))| *l >= first)
-        .map(|(f, _)| *f)
+        .map(|(f, _)| *f);
+    let hit: Vec<i64> = before
+        .into_iter()
+        .chain(runs.range(first..=last).map(|(f, _)| *f))
         .collect();
     for f in hit {
         let Some((l, state, count)) = runs.remove(&f) else {

@@ -189,6 +189,7 @@ pub fn spawn(
         return;
     }
     let me = shard.clone();
+    let key = key.clone();
     let jobs: Vec<Job> = runs
         .into_iter()
         .map(|run| Job {
@@ -199,8 +200,10 @@ pub fn spawn(
         })
         .collect();
     crate::shard::stall::spawn_local("share dead-letter write", async move {
+        let mut cache = SourceCache::default();
+        let mut changed = false;
         for job in jobs {
-            if let Err(e) = write_with_retries(&me, &job).await {
+            if let Err(e) = write_with_retries(&me, &job, &mut cache).await {
                 log::warn!(
                     "share group {}: dead-letter records of {}-{} offsets {}..={} not written ({e}); archived anyway",
                     job.key.0,
@@ -210,16 +213,17 @@ pub fn spawn(
                     job.run.last
                 );
             }
-            let changed = me
+            changed |= me
                 .share_partitions
                 .borrow_mut()
                 .get_mut(&job.key)
                 .is_some_and(|led| led.window_mut().dead_lettered(job.run.first, job.run.last));
-            if changed {
-                // A failed write dropped the window; the next load resumes
-                // what is still ARCHIVING.
-                let _ = super::share_persist::persist(&me, &job.key).await;
-            }
+        }
+        // One state write for every run of the acknowledgement. A failed
+        // write dropped the window; the next load resumes what is still
+        // ARCHIVING.
+        if changed {
+            let _ = super::share_persist::persist(&me, &key).await;
         }
     })
     .detach();
@@ -227,11 +231,15 @@ pub fn spawn(
 
 /// [`write_once`] until it succeeds, fails for good, or [`ATTEMPTS`] tries
 /// failed (then the last error).
-async fn write_with_retries(shard: &Rc<Shard>, job: &Job) -> Result<(), DeadLetterError> {
+async fn write_with_retries(
+    shard: &Rc<Shard>,
+    job: &Job,
+    cache: &mut SourceCache,
+) -> Result<(), DeadLetterError> {
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 1;
     loop {
-        match write_once(shard, job).await {
+        match write_once(shard, job, cache).await {
             Ok(()) => return Ok(()),
             Err(e) if !e.retriable() || attempt >= ATTEMPTS => return Err(e),
             Err(e) => {
@@ -250,7 +258,11 @@ async fn write_with_retries(shard: &Rc<Shard>, job: &Job) -> Result<(), DeadLett
 }
 
 /// One try: the topic checked (and created), the records built, appended.
-async fn write_once(shard: &Rc<Shard>, job: &Job) -> Result<(), DeadLetterError> {
+async fn write_once(
+    shard: &Rc<Shard>,
+    job: &Job,
+    cache: &mut SourceCache,
+) -> Result<(), DeadLetterError> {
     let group = job.key.0.to_string();
     let dlq = job.settings.topic.clone();
     let exists = check_topic(shard, &group, &dlq)?;
@@ -274,7 +286,7 @@ async fn write_once(shard: &Rc<Shard>, job: &Job) -> Result<(), DeadLetterError>
         });
     }
     let sources = if job.settings.copy_record {
-        source_records(shard, job).await
+        source_records(shard, job, cache).await
     } else {
         BTreeMap::new()
     };
@@ -413,13 +425,31 @@ async fn append_here(
     Ok(())
 }
 
-/// The source records' (key, value) of the run's offsets, read from the
-/// partition on this shard; what cannot be read is left out (those
-/// dead-letter records carry the headers only, as Kafka 4.4 writes them
-/// when the source cannot be fetched).
+/// The source records a writer read last, for its next runs: key and
+/// value by offset, covering offsets `first..end` (the batches read).
+/// Consecutive runs of one acknowledgement mostly fall in one batch, which
+/// is then read and decoded once.
+#[derive(Debug, Default)]
+struct SourceCache {
+    first: i64,
+    end: i64,
+    records: BTreeMap<i64, (Option<Bytes>, Option<Bytes>)>,
+}
+
+/// How many bytes one read of source records asks for: a read gives at
+/// least the whole batch holding the offset asked, so only that batch is
+/// read and decoded.
+const SOURCE_READ_BYTES: u64 = 1;
+
+/// The key and value of each record of `job`'s run, by offset, read from
+/// the partition on this shard; what cannot be read (records gone, control
+/// records, read failures) is left out: those dead-letter records carry
+/// the headers only, as Kafka 4.4 writes them when the source cannot be
+/// fetched. Reads the batches holding them one at a time, through `cache`.
 async fn source_records(
     shard: &Rc<Shard>,
     job: &Job,
+    cache: &mut SourceCache,
 ) -> BTreeMap<i64, (Option<Bytes>, Option<Bytes>)> {
     let mut out = BTreeMap::new();
     let Some(part) = shard.partition(&job.topic, job.key.2) else {
@@ -427,47 +457,68 @@ async fn source_records(
     };
     let mut from = job.run.first;
     while from <= job.run.last {
-        let bytes = match super::share::read_batches(&part, from, 1 << 20, false).await {
-            Ok((bytes, _)) if !bytes.is_empty() => bytes,
-            Ok(_) => break,
-            Err(e) => {
-                log::warn!(
-                    "share group {}: reading {}-{} at {from} for dead-letter records: {e}",
-                    job.key.0,
-                    job.topic,
-                    job.key.2
-                );
-                break;
-            }
-        };
-        let mut buf = bytes;
-        let sets = match crate::storage::records::decode_batches(&mut buf) {
-            Ok(s) => s,
-            Err(e) => {
-                log::warn!(
-                    "share group {}: decoding {}-{} at {from} for dead-letter records: {e}",
-                    job.key.0,
-                    job.topic,
-                    job.key.2
-                );
-                break;
-            }
-        };
-        let mut next = from;
-        for set in sets {
-            for r in set.records {
-                next = next.max(r.offset + 1);
-                if (job.run.first..=job.run.last).contains(&r.offset) && !r.control {
-                    out.insert(r.offset, (r.key, r.value));
-                }
+        if !(cache.first..cache.end).contains(&from) {
+            match read_source_batch(&part, job, from).await {
+                Some(read) => *cache = read,
+                None => break,
             }
         }
-        if next <= from {
-            break;
+        let last = job.run.last.min(cache.end - 1);
+        for (offset, kv) in cache.records.range(from..=last) {
+            out.insert(*offset, kv.clone());
         }
-        from = next;
+        from = cache.end;
     }
     out
+}
+
+/// The records of the batch of `job`'s source partition holding offset
+/// `from` (None when there is none or it cannot be read or decoded: logged).
+async fn read_source_batch(
+    part: &Rc<crate::shard::partition::Partition>,
+    job: &Job,
+    from: i64,
+) -> Option<SourceCache> {
+    let bytes = match super::share::read_batches(part, from, SOURCE_READ_BYTES, false).await {
+        Ok((bytes, _)) if !bytes.is_empty() => bytes,
+        Ok(_) => return None,
+        Err(e) => {
+            log::warn!(
+                "share group {}: reading {}-{} at {from} for dead-letter records: {e}",
+                job.key.0,
+                job.topic,
+                job.key.2
+            );
+            return None;
+        }
+    };
+    let mut buf = bytes;
+    let sets = match crate::storage::records::decode_batches(&mut buf) {
+        Ok(s) => s,
+        Err(e) => {
+            log::warn!(
+                "share group {}: decoding {}-{} at {from} for dead-letter records: {e}",
+                job.key.0,
+                job.topic,
+                job.key.2
+            );
+            return None;
+        }
+    };
+    let mut read = SourceCache {
+        first: from,
+        end: from,
+        records: BTreeMap::new(),
+    };
+    for set in sets {
+        for r in set.records {
+            read.end = read.end.max(r.offset + 1);
+            if r.offset >= from && !r.control {
+                read.records.insert(r.offset, (r.key, r.value));
+            }
+        }
+    }
+    (read.end > from).then_some(read)
 }
 
 /// The dead-letter records of the job's run, one per offset, as
