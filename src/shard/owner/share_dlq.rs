@@ -243,8 +243,8 @@ async fn write_with_retries(
             Ok(()) => return Ok(()),
             Err(e) if !e.retriable() || attempt >= ATTEMPTS => return Err(e),
             Err(e) => {
-                log::debug!(
-                    "share group {}: dead-letter write of {}-{} try {attempt} failed: {e}",
+                log::info!(
+                    "share group {}: dead-letter write of {}-{} try {attempt} failed: {e}; trying again in {backoff:?}",
                     job.key.0,
                     job.topic,
                     job.key.2
