@@ -716,7 +716,11 @@ fn run_consume(a: &ConsumeArgs) -> Res<Report> {
             merge(outs.iter().map(|o| &o.fetch_rtt)),
         )],
         broker_cpu_s,
-        ceiling: ceiling(c, "sendfile_mb_s", "sendfile ceiling")?,
+        ceiling: ceiling(
+            c,
+            "sendfile_mb_s",
+            "hot-fetch ceiling (best sendfile way or loopback TCP)",
+        )?,
         extra: stall_figures,
     })
 }
