@@ -8,7 +8,12 @@
 //!   and with 4 appends outstanding (the second shows merged writes);
 //! - `spawn-blocking`: glommio's blocking thread pool running the pwritev;
 //! - `glommio-buffered`: glommio's io_uring `BufferedFile::write_at`, which
-//!   takes an owned `Vec<u8>`, so the record bytes are copied first.
+//!   takes an owned `Vec<u8>`, so the record bytes are copied first;
+//! - `nowait`, `nowait-depth4`: what the shard does now
+//!   (`IoThread::write_inline_first`): pwritev2(2) `RWF_NOWAIT` on the
+//!   reactor when nothing is queued, the I/O thread for what would block —
+//!   on a file system without buffered `RWF_NOWAIT` (ext4) the same as
+//!   `io-thread`.
 //!
 //! For each: MB/s, the latency of one append (submit to completion), how
 //! late a 200 µs reactor timer fires meanwhile (what every other partition
@@ -35,6 +40,8 @@ pub struct PathResult {
     pub lateness_us: (u64, u64, u64),
     pub cpu_s_per_gb: f64,
     pub write_calls: Option<u64>,
+    /// Appends written inline with `RWF_NOWAIT` (the `nowait` candidates).
+    pub inline_writes: Option<u64>,
 }
 
 fn cpu_seconds() -> f64 {
@@ -76,6 +83,8 @@ pub fn run(
         "io-thread-depth4",
         "spawn-blocking",
         "glommio-buffered",
+        "nowait",
+        "nowait-depth4",
     ];
     let mut all: Vec<Vec<PathResult>> = Vec::new();
     for round in 0..rounds {
@@ -114,21 +123,23 @@ pub fn run(
             lateness_us: med.lateness_us,
             cpu_s_per_gb: med.cpu_s_per_gb,
             write_calls: med.write_calls,
+            inline_writes: med.inline_writes,
         });
     }
     println!("append paths, {size}-byte appends, {total_mib} MiB per run, {rounds} round(s), core {core}, {}:", dir.display());
     println!(
-        "{:<18} {:>9} {:>22} {:>26} {:>9} {:>9}",
+        "{:<18} {:>9} {:>22} {:>26} {:>9} {:>9} {:>9}",
         "candidate",
         "MB/s",
         "append p50/p99/max µs",
         "reactor late p50/p99/max",
         "CPU s/GB",
-        "pwritevs"
+        "pwritevs",
+        "inline"
     );
     for r in &out {
         println!(
-            "{:<18} {:>9.0} {:>22} {:>26} {:>9.2} {:>9}",
+            "{:<18} {:>9.0} {:>22} {:>26} {:>9.2} {:>9} {:>9}",
             r.name,
             r.mb_per_s,
             format!("{}/{}/{}", r.append_us.0, r.append_us.1, r.append_us.2),
@@ -137,7 +148,8 @@ pub fn run(
                 r.lateness_us.0, r.lateness_us.1, r.lateness_us.2
             ),
             r.cpu_s_per_gb,
-            r.write_calls.map_or("-".to_string(), |c| c.to_string())
+            r.write_calls.map_or("-".to_string(), |c| c.to_string()),
+            r.inline_writes.map_or("-".to_string(), |c| c.to_string())
         );
     }
     if let Some(p) = json_out {
@@ -155,6 +167,7 @@ pub fn run(
                     "reactor_lateness_us_max": r.lateness_us.2,
                     "cpu_s_per_gb": r.cpu_s_per_gb,
                     "write_calls": r.write_calls,
+                    "inline_writes": r.inline_writes,
                 })
             })
             .collect();
@@ -224,7 +237,7 @@ async fn candidate(
     let t0 = Instant::now();
     let mut pos = 0u64;
     match name {
-        "io-thread-depth4" => {
+        "io-thread-depth4" | "nowait-depth4" => {
             let mut q: std::collections::VecDeque<(Instant, _)> = Default::default();
             for _ in 0..count {
                 if q.len() == 4 {
@@ -236,8 +249,13 @@ async fn candidate(
                         let _ = appends.record(t.elapsed().as_micros() as u64);
                     }
                 }
+                let parts = vec![head.clone(), body.clone()];
                 let f: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>>>> =
-                    Box::pin(io.write(file.clone(), pos, vec![head.clone(), body.clone()]));
+                    if name == "nowait-depth4" {
+                        Box::pin(io.write_inline_first(file.clone(), pos, parts))
+                    } else {
+                        Box::pin(io.write(file.clone(), pos, parts))
+                    };
                 q.push_back((Instant::now(), f));
                 pos += size as u64;
                 futures_lite::future::yield_now().await;
@@ -257,6 +275,10 @@ async fn candidate(
                     }
                     "io-thread" => io
                         .write(file.clone(), pos, vec![head.clone(), body.clone()])
+                        .await
+                        .map_err(|e| e.to_string())?,
+                    "nowait" => io
+                        .write_inline_first(file.clone(), pos, vec![head.clone(), body.clone()])
                         .await
                         .map_err(|e| e.to_string())?,
                     "spawn-blocking" => {
@@ -304,6 +326,11 @@ async fn candidate(
         append_us: pct(&appends),
         lateness_us: late,
         cpu_s_per_gb: cpu / (bytes / 1e9),
-        write_calls: name.starts_with("io-thread").then_some(calls),
+        write_calls: (name.starts_with("io-thread") || name.starts_with("nowait")).then_some(calls),
+        inline_writes: name.starts_with("nowait").then(|| {
+            io.stats()
+                .inline_writes
+                .load(std::sync::atomic::Ordering::Relaxed)
+        }),
     })
 }

@@ -527,12 +527,16 @@ impl Shard {
             use std::sync::atomic::Ordering::Relaxed;
             let st = io.stats();
             log::info!(
-                "shard {}: I/O thread wrote {} bytes in {} appends with {} pwritev calls; {} other jobs",
+                "shard {}: I/O thread wrote {} bytes in {} appends with {} pwritev calls; {} other jobs; \
+                 {} appends ({} bytes) written inline with RWF_NOWAIT, {} cut short",
                 self.id,
                 st.bytes.load(Relaxed),
                 st.writes.load(Relaxed),
                 st.write_calls.load(Relaxed),
-                st.calls.load(Relaxed)
+                st.calls.load(Relaxed),
+                st.inline_writes.load(Relaxed),
+                st.inline_bytes.load(Relaxed),
+                st.inline_fallbacks.load(Relaxed)
             );
         });
         match io::with_io(|io| io.run(|| ())) {

@@ -114,6 +114,67 @@ pub fn parse_segment_file_name(name: &str) -> Option<(i64, &str)> {
     Some((base, suffix))
 }
 
+/// What one [`pwritev_nowait`] call did.
+#[derive(Debug)]
+pub enum NowaitWrite {
+    /// Bytes written from the start of the slices: all of them, fewer (the
+    /// rest would have blocked), or 0 (`EAGAIN`: all of it would have).
+    Written(usize),
+    /// The file system does not take `RWF_NOWAIT` for buffered writes
+    /// (`EOPNOTSUPP`: ext4 and tmpfs on Linux 6.x; XFS and btrfs take it).
+    Unsupported,
+    /// Any other error (ENOSPC, EIO, EFBIG …).
+    Failed(io::Error),
+}
+
+/// One buffered pwritev2(2) of `slices` (the first `IOV_MAX`) at `offset`
+/// with `RWF_NOWAIT`: the kernel copies the bytes into the page cache only
+/// as far as it can without blocking (no page lock wait, no block
+/// allocation that needs I/O, no dirty-page throttling) and answers
+/// `EAGAIN` or a short count where it would block. Never blocks.
+pub fn pwritev_nowait(file: &File, slices: &[&[u8]], offset: u64) -> NowaitWrite {
+    const IOV_MAX: usize = 1024;
+    let iovs: Vec<libc::iovec> = slices
+        .iter()
+        .filter(|s| !s.is_empty())
+        .take(IOV_MAX)
+        .map(|s| libc::iovec {
+            iov_base: s.as_ptr() as *mut libc::c_void,
+            iov_len: s.len(),
+        })
+        .collect();
+    if iovs.is_empty() {
+        return NowaitWrite::Written(0);
+    }
+    let Ok(off) = libc::off_t::try_from(offset) else {
+        return NowaitWrite::Failed(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "file offset overflow",
+        ));
+    };
+    // SAFETY: every iovec points into a live borrowed slice (`slices`) for
+    // its full length; the kernel only reads from them; at most IOV_MAX
+    // entries, so the count fits in c_int.
+    let n = unsafe {
+        libc::pwritev2(
+            file.as_raw_fd(),
+            iovs.as_ptr(),
+            iovs.len() as libc::c_int,
+            off,
+            libc::RWF_NOWAIT,
+        )
+    };
+    if n >= 0 {
+        return NowaitWrite::Written(n as usize);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EINTR) => NowaitWrite::Written(0),
+        Some(libc::EOPNOTSUPP) => NowaitWrite::Unsupported,
+        _ => NowaitWrite::Failed(err),
+    }
+}
+
 /// Writes all `slices` contiguously at `offset` with pwritev(2), looping on
 /// short writes and EINTR, at most `IOV_MAX` (1024) iovecs per system call.
 pub fn pwritev_all(file: &File, slices: &[&[u8]], mut offset: u64) -> io::Result<()> {
