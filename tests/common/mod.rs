@@ -70,11 +70,22 @@ impl Broker {
     /// Starts a broker with `--override key=value` for each entry and the
     /// environment variables `envs` (kept for restarts; see [`Broker::set_env`]).
     pub fn start_with_env(overrides: &[&str], envs: &[(&str, &str)]) -> Broker {
+        Broker::start_prepared(overrides, envs, |_| {})
+    }
+
+    /// Like [`Broker::start_with_env`], with `prep` run on the (empty) data
+    /// directory before the first start (e.g. to mount a file system there).
+    pub fn start_prepared(
+        overrides: &[&str],
+        envs: &[(&str, &str)],
+        prep: impl FnOnce(&Path),
+    ) -> Broker {
         let root = tempfile::Builder::new()
             .prefix("fjord-it-")
             .tempdir()
             .expect("create temp dir");
         fs::create_dir_all(root.path().join("data")).expect("create data dir");
+        prep(&root.path().join("data"));
         let mut b = Broker {
             root,
             overrides: overrides.iter().map(|s| s.to_string()).collect(),
