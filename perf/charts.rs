@@ -198,6 +198,7 @@ fn throughput_panel<DB: DrawingBackend>(
             ("sans-serif", 18),
         )
         .margin(12)
+        .margin_right(40)
         .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..tmax, 0f64..ymax)
@@ -220,7 +221,7 @@ fn throughput_panel<DB: DrawingBackend>(
             .label(run.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    legend(&mut chart)
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 fn spectrum_panel<DB: DrawingBackend>(
@@ -265,6 +266,7 @@ fn spectrum_panel<DB: DrawingBackend>(
             ("sans-serif", 18),
         )
         .margin(12)
+        .margin_right(40)
         .x_label_area_size(40)
         .y_label_area_size(70)
         .build_cartesian_2d((1f64..X_MAX).log_scale(), (lo..hi).log_scale())
@@ -285,11 +287,13 @@ fn spectrum_panel<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    legend(&mut chart)
+    // Curves rise to the right: the lower right corner is the free one.
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 fn legend<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
 ) -> Result<(), ChartError>
 where
     DB: DrawingBackend + 'a,
@@ -298,7 +302,7 @@ where
 {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
