@@ -8,9 +8,11 @@
 
 mod append_paths;
 mod batch;
+mod charts;
 mod limits;
 mod rate;
 mod scale;
+mod scrape;
 mod share;
 mod stats;
 mod txn;
@@ -65,6 +67,9 @@ enum Cmd {
     /// Share group (KIP-932): members on one partition fetch and accept
     /// every record once; throughput and ShareAcknowledge latency.
     Share(share::ShareArgs),
+    /// Draw several runs' `--json` outputs on one SVG chart (throughput
+    /// per second, latency spectra), e.g. two brokers side by side.
+    Chart(charts::ChartArgs),
 }
 
 #[derive(Args, Clone)]
@@ -206,7 +211,8 @@ struct Common {
     /// Write the result (timeline, percentiles) as JSON.
     #[arg(long)]
     json: Option<String>,
-    /// Write an SVG plot: throughput over time and latency percentiles.
+    /// Write an SVG chart: throughput per second over the run and the
+    /// latency percentile spectrum of every histogram.
     #[arg(long)]
     plot: Option<String>,
     /// `limits --json` output: print figures as a percentage of the ceiling.
@@ -216,6 +222,11 @@ struct Common {
     /// reactor stalls it counted during the run.
     #[arg(long)]
     metrics: Option<String>,
+    /// Seconds between scrapes of the `--metrics` endpoint during the run
+    /// (as a monitoring system scrapes it); the scrapes are counted in the
+    /// report. Unset: no scraping beyond the stall counters' two reads.
+    #[arg(long, requires = "metrics")]
+    scrape_every: Option<f64>,
 }
 
 #[derive(Args, Clone)]
@@ -827,10 +838,18 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
 fn main() {
     let cli = Cli::parse();
     let r = match &cli.cmd {
-        Cmd::Produce(a) => run_produce(a).map(|r| (r, a.common.clone())),
-        Cmd::Consume(a) => run_consume(a).map(|r| (r, a.common.clone())),
-        Cmd::Txn(a) => txn::run(a).map(|r| (r, a.common.clone())),
-        Cmd::EndToEnd(a) => run_end_to_end(a).map(|r| (r, a.common.clone())),
+        Cmd::Produce(a) => scrape::scraped(&a.common, || run_produce(a)),
+        Cmd::Consume(a) => scrape::scraped(&a.common, || run_consume(a)),
+        Cmd::Txn(a) => scrape::scraped(&a.common, || txn::run(a)),
+        Cmd::EndToEnd(a) => scrape::scraped(&a.common, || run_end_to_end(a)),
+        Cmd::Chart(a) => {
+            if let Err(e) = charts::run(a) {
+                eprintln!("fjord-perf chart: {e}");
+                std::process::exit(1);
+            }
+            eprintln!("wrote {}", a.out.display());
+            return;
+        }
         Cmd::Share(a) => {
             if let Err(e) = share::run(a) {
                 eprintln!("fjord-perf share: {e}");
@@ -971,6 +990,27 @@ mod tests {
         .unwrap();
         Cli::try_parse_from(["fjord-perf", "end-to-end", "--rate", "10"]).unwrap();
         Cli::try_parse_from(["fjord-perf", "produce", "--metrics", "127.0.0.1:9644"]).unwrap();
+        Cli::try_parse_from([
+            "fjord-perf",
+            "produce",
+            "--metrics",
+            "127.0.0.1:9644",
+            "--scrape-every",
+            "1",
+        ])
+        .unwrap();
+        // Scraping needs the endpoint.
+        assert!(Cli::try_parse_from(["fjord-perf", "produce", "--scrape-every", "1"]).is_err());
+        Cli::try_parse_from([
+            "fjord-perf",
+            "chart",
+            "--out",
+            "c.svg",
+            "fjord=a.json",
+            "kafka=b.json",
+        ])
+        .unwrap();
+        assert!(Cli::try_parse_from(["fjord-perf", "chart", "--out", "c.svg"]).is_err());
         Cli::try_parse_from([
             "fjord-perf",
             "txn",

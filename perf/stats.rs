@@ -1,5 +1,6 @@
 //! Counters, the per-second timeline, latency histograms, broker CPU, and
-//! the result outputs (table, JSON, SVG).
+//! the result outputs (table, JSON, and the SVG chart drawn by
+//! [`crate::charts`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -254,7 +255,11 @@ impl Report {
             eprintln!("wrote {p}");
         }
         if let Some(p) = plot {
-            std::fs::write(p, svg(self))?;
+            crate::charts::write(
+                std::path::Path::new(p),
+                &self.workload,
+                &[crate::charts::RunSeries::from_report(&self.workload, self)],
+            )?;
             eprintln!("wrote {p}");
         }
         Ok(())
@@ -289,148 +294,6 @@ pub fn curve_points() -> Vec<f64> {
     }
     v.dedup();
     v
-}
-
-/// Two panels: throughput per second, and latency by percentile
-/// (x axis: 1/(1-q) on a log scale).
-pub fn svg(r: &Report) -> String {
-    let (w, h) = (900.0, 360.0);
-    let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{}' font-family='sans-serif' font-size='12'>\n",
-        2.0 * h
-    );
-    s += &format!(
-        "<text x='10' y='18' font-size='14'>{} — throughput (MB/s) per second</text>\n",
-        esc(&r.workload)
-    );
-    let (x0, y0, pw, ph) = (70.0, 40.0, w - 100.0, h - 80.0);
-    let tmax = r.timeline.iter().map(|s| s.t).fold(1.0, f64::max);
-    let ymax = nice(r.timeline.iter().map(|s| s.mb_per_s).fold(1.0, f64::max));
-    s += &axes(x0, y0, pw, ph);
-    for i in 0..=4 {
-        let v = ymax * i as f64 / 4.0;
-        let y = y0 + ph - ph * i as f64 / 4.0;
-        s += &format!(
-            "<text x='{}' y='{:.1}' text-anchor='end'>{:.0}</text>\n",
-            x0 - 5.0,
-            y + 4.0,
-            v
-        );
-    }
-    s += &format!(
-        "<text x='{}' y='{}' text-anchor='middle'>seconds (0–{:.0})</text>\n",
-        x0 + pw / 2.0,
-        y0 + ph + 30.0,
-        tmax
-    );
-    let pts: Vec<String> = r
-        .timeline
-        .iter()
-        .map(|p| {
-            format!(
-                "{:.1},{:.1}",
-                x0 + pw * p.t / tmax,
-                y0 + ph - ph * p.mb_per_s / ymax
-            )
-        })
-        .collect();
-    s += &format!(
-        "<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='{}'/>\n",
-        pts.join(" ")
-    );
-    // Latency percentile curve.
-    let oy = h;
-    s += &format!(
-        "<text x='10' y='{}' font-size='14'>latency by percentile (ms, log scale)</text>\n",
-        oy + 18.0
-    );
-    let y0 = oy + 40.0;
-    s += &axes(x0, y0, pw, ph);
-    let colours = ["#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
-    let all: Vec<u64> = r
-        .hists
-        .iter()
-        .filter(|(_, h)| !h.is_empty())
-        .flat_map(|(_, h)| [h.min().max(1), h.max().max(1)])
-        .collect();
-    if !all.is_empty() {
-        let lo = (*all.iter().min().unwrap() as f64).log10().floor();
-        let hi = (*all.iter().max().unwrap() as f64)
-            .log10()
-            .ceil()
-            .max(lo + 1.0);
-        let ypos = |ns: f64| y0 + ph - ph * (ns.max(1.0).log10() - lo) / (hi - lo);
-        let mut d = lo;
-        while d <= hi {
-            s += &format!(
-                "<text x='{}' y='{:.1}' text-anchor='end'>{}</text>\n",
-                x0 - 5.0,
-                ypos(10f64.powf(d)) + 4.0,
-                fmt_ns(10f64.powf(d) as u64)
-            );
-            d += 1.0;
-        }
-        for (i, q) in ["0", "90", "99", "99.9", "99.99", "99.999"]
-            .iter()
-            .enumerate()
-        {
-            s += &format!(
-                "<text x='{:.1}' y='{}' text-anchor='middle'>{q}%</text>\n",
-                x0 + pw * i as f64 / 5.0,
-                y0 + ph + 18.0
-            );
-        }
-        for (i, (name, hist)) in r.hists.iter().filter(|(_, h)| !h.is_empty()).enumerate() {
-            let c = colours[i % colours.len()];
-            let pts: Vec<String> = curve_points()
-                .iter()
-                .map(|&q| {
-                    let x = if q >= 1.0 {
-                        5.0
-                    } else {
-                        (1.0 / (1.0 - q)).log10()
-                    };
-                    format!(
-                        "{:.1},{:.1}",
-                        x0 + pw * x / 5.0,
-                        ypos(hist.value_at_quantile(q) as f64)
-                    )
-                })
-                .collect();
-            s += &format!(
-                "<polyline fill='none' stroke='{c}' stroke-width='2' points='{}'/>\n",
-                pts.join(" ")
-            );
-            s += &format!(
-                "<text x='{}' y='{}' fill='{c}'>{}</text>\n",
-                x0 + 10.0,
-                y0 + 15.0 + 15.0 * i as f64,
-                esc(name)
-            );
-        }
-    }
-    s += "</svg>\n";
-    s
-}
-
-fn axes(x0: f64, y0: f64, pw: f64, ph: f64) -> String {
-    format!("<rect x='{x0}' y='{y0}' width='{pw}' height='{ph}' fill='none' stroke='#888'/>\n")
-}
-
-fn nice(v: f64) -> f64 {
-    let p = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * p >= v {
-            return m * p;
-        }
-    }
-    10.0 * p
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// Ceilings from a `limits --json` file.
@@ -469,7 +332,7 @@ mod tests {
     }
 
     #[test]
-    fn report_json_and_svg_render() {
+    fn report_json_renders() {
         let mut h = new_hist();
         record(&mut h, 250_000, 99);
         record(&mut h, 2_000_000, 1);
@@ -504,9 +367,6 @@ mod tests {
         assert_eq!(j["timeline"].as_array().unwrap().len(), 2);
         assert_eq!(j["latency"]["produce ack"]["count"], json!(100));
         assert_eq!(j["transactions_per_s"], json!(12.5));
-        let s = svg(&r);
-        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
-        assert_eq!(s.matches("<polyline").count(), 2);
     }
 
     #[test]
