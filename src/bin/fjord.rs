@@ -45,6 +45,22 @@ enum Command {
     Serve(ServeArgs),
     /// Consumer-group operations against any Kafka-compatible broker.
     Groups(GroupsArgs),
+    /// Topics: list, describe, create, alter, delete (as kafka-topics.sh).
+    Topics(fjord::admin::cli::TopicsArgs),
+    /// Topic, broker and group configs; user and client quotas (as
+    /// kafka-configs.sh).
+    Configs(fjord::admin::cli::ConfigsArgs),
+    /// ACLs: list, create, delete (as kafka-acls.sh).
+    Acls(fjord::admin::cli::AclsArgs),
+    /// SCRAM credentials: describe, upsert, delete (as kafka-configs.sh
+    /// --entity-type users).
+    Users(fjord::admin::cli::UsersArgs),
+    /// Cluster id, brokers, controller and the metadata quorum (as
+    /// kafka-cluster.sh and kafka-metadata-quorum.sh).
+    Cluster(fjord::admin::cli::ClusterArgs),
+    /// Print the batches (and records) of .log segments and the entries of
+    /// .index / .timeindex files (as kafka-dump-log.sh).
+    DumpLog(fjord::admin::dump_log::DumpLogArgs),
     /// Register partition directories copied into a stopped broker's data
     /// directory from another broker (Apache Kafka, or a Fjord data
     /// directory that lost its topic registry). See docs/migrating-from-kafka.md.
@@ -523,6 +539,24 @@ fn main() -> ExitCode {
         Some(Command::Serve(a)) => a,
         Some(Command::Groups(g)) => {
             return command_exit("groups", run_groups(g));
+        }
+        Some(Command::Topics(a)) => {
+            return command_exit("topics", fjord::admin::cli::run_topics(a));
+        }
+        Some(Command::Configs(a)) => {
+            return command_exit("configs", fjord::admin::cli::run_configs(a));
+        }
+        Some(Command::Acls(a)) => {
+            return command_exit("acls", fjord::admin::cli::run_acls(a));
+        }
+        Some(Command::Users(a)) => {
+            return command_exit("users", fjord::admin::cli::run_users(a));
+        }
+        Some(Command::Cluster(a)) => {
+            return command_exit("cluster", fjord::admin::cli::run_cluster(a));
+        }
+        Some(Command::DumpLog(a)) => {
+            return command_exit("dump-log", fjord::admin::dump_log::run(a));
         }
         Some(Command::ImportLogs(a)) => {
             return command_exit("import-logs", run_import(a));
