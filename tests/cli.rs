@@ -201,14 +201,21 @@ fn cluster_and_quorum_of_fjord() {
     assert!(voters[0]["log_end_offset"].as_i64().unwrap() >= hw, "{c}");
     assert_eq!(voters[0]["lag"], 0, "{c}");
     let text = fjord(&["cluster", "--bootstrap-server", &addr]);
-    assert!(text.ok && text.stdout.contains("LeaderId: 1"), "{}", text.stdout);
+    assert!(
+        text.ok && text.stdout.contains("LeaderId: 1"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]
 fn configs_and_quotas() {
     let broker = Broker::start();
     let addr = broker.bootstrap();
-    json(addr.as_str(), &["topics", "create", "cli-cfg", "--partitions", "1"]);
+    json(
+        addr.as_str(),
+        &["topics", "create", "cli-cfg", "--partitions", "1"],
+    );
     json(
         &addr,
         &[
@@ -233,10 +240,12 @@ fn configs_and_quotas() {
             "cli-cfg",
         ],
     );
-    assert_eq!(d["configs"]["cleanup.policy"]["value"], "compact,delete", "{d}");
     assert_eq!(
-        d["configs"]["cleanup.policy"]["source"],
-        "DYNAMIC_TOPIC_CONFIG",
+        d["configs"]["cleanup.policy"]["value"], "compact,delete",
+        "{d}"
+    );
+    assert_eq!(
+        d["configs"]["cleanup.policy"]["source"], "DYNAMIC_TOPIC_CONFIG",
         "{d}"
     );
     assert_eq!(d["configs"]["max.message.bytes"]["value"], "2000000", "{d}");
@@ -267,8 +276,7 @@ fn configs_and_quotas() {
         ],
     );
     assert_eq!(
-        d["configs"]["max.message.bytes"]["source"],
-        "DEFAULT_CONFIG",
+        d["configs"]["max.message.bytes"]["source"], "DEFAULT_CONFIG",
         "{d}"
     );
     let b = json(
@@ -301,13 +309,26 @@ fn configs_and_quotas() {
     let q = eventually("alice's quotas", || {
         let q = json(
             &addr,
-            &["configs", "describe", "--entity-type", "users", "--entity-name", "alice"],
+            &[
+                "configs",
+                "describe",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+            ],
         );
         (q["quotas"].as_array().unwrap().len() == 1).then_some(q)
     });
     assert_eq!(q["quotas"][0]["entity"]["user"], "alice", "{q}");
-    assert_eq!(q["quotas"][0]["values"]["producer_byte_rate"], 1048576.0, "{q}");
-    assert_eq!(q["quotas"][0]["values"]["consumer_byte_rate"], 2097152.0, "{q}");
+    assert_eq!(
+        q["quotas"][0]["values"]["producer_byte_rate"], 1048576.0,
+        "{q}"
+    );
+    assert_eq!(
+        q["quotas"][0]["values"]["consumer_byte_rate"], 2097152.0,
+        "{q}"
+    );
 
     let err = fails(
         &addr,
@@ -398,7 +419,10 @@ fn acls_with_an_authorizer() {
         let l = json(&addr, &["acls", "list"]);
         (l["acls"].as_array().unwrap().len() == 1).then_some(())
     });
-    let err = fails(&addr, &["acls", "create", "--topic", "x", "--operation", "read"]);
+    let err = fails(
+        &addr,
+        &["acls", "create", "--topic", "x", "--operation", "read"],
+    );
     assert!(err.contains("--principal"), "{err}");
 }
 
@@ -447,7 +471,10 @@ fn scram_users() {
         &addr,
         &["users", "delete", "carol", "--mechanism", "SCRAM-SHA-256"],
     );
-    json(&addr, &["users", "delete", "carol", "--mechanism", "SCRAM-SHA-512"]);
+    json(
+        &addr,
+        &["users", "delete", "carol", "--mechanism", "SCRAM-SHA-512"],
+    );
     let err = eventually("carol gone", || {
         let mut all = vec!["users", "describe", "carol", "--bootstrap-server"];
         all.push(&addr);
@@ -455,12 +482,32 @@ fn scram_users() {
         (!r.ok).then_some(r.stderr)
     });
     assert!(err.contains("RESOURCE_NOT_FOUND"), "{err}");
-    let err = fails(&addr, &["users", "upsert", "dave", "--password", "x", "--iterations", "10"]);
+    let err = fails(
+        &addr,
+        &[
+            "users",
+            "upsert",
+            "dave",
+            "--password",
+            "x",
+            "--iterations",
+            "10",
+        ],
+    );
     assert!(err.contains("4096"), "{err}");
 }
 
-fn produce(broker: &Broker, topic: &str, n: usize) {
-    let producer = broker.producer(&[("linger.ms", "0"), ("batch.num.messages", "7")]);
+fn produce(addr: &str, topic: &str, n: usize) {
+    let producer: rdkafka::producer::FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", addr)
+        .set("broker.address.family", "v4")
+        .set("message.timeout.ms", "30000")
+        .set("enable.idempotence", "false")
+        .set("linger.ms", "0")
+        .set("batch.num.messages", "7")
+        .set("log_level", "4")
+        .create()
+        .expect("create producer");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -514,42 +561,22 @@ fn dump_log_of_a_real_segment() {
             "index.interval.bytes=1",
         ],
     );
-    produce(&broker, "cli-dump", n);
+    produce(&addr, "cli-dump", n);
     broker.stop();
     let log = broker.segment_path("cli-dump", 0);
 
-    let r = fjord(&["dump-log", "--print-records", "--json", log.to_str().unwrap()]);
+    let r = fjord(&[
+        "dump-log",
+        "--print-records",
+        "--json",
+        log.to_str().unwrap(),
+    ]);
     assert!(r.ok, "{}{}", r.stdout, r.stderr);
     let v: Value = serde_json::from_str(&r.stdout).unwrap();
     let doc = &v[0];
     assert_eq!(doc["kind"], "log");
     let batches = doc["batches"].as_array().unwrap();
-    assert!(batches.len() > 1, "{doc}");
-    assert_eq!(doc["summary"]["records"], n as i64);
-    assert_eq!(doc["summary"]["invalid_crcs"], 0);
-    assert_eq!(doc["summary"]["trailing_bytes"], 0);
-    let mut next = 0i64;
-    let mut position = 0i64;
-    for b in batches {
-        assert_eq!(b["crc_valid"], true, "{b}");
-        assert_eq!(b["base_offset"], next, "{b}");
-        assert_eq!(b["position"], position, "{b}");
-        assert_eq!(b["is_control"], false);
-        assert_eq!(b["compression"], "none");
-        let recs = b["records"].as_array().unwrap();
-        assert_eq!(recs.len() as i64, b["count"].as_i64().unwrap());
-        for r in recs {
-            let i = r["offset"].as_i64().unwrap();
-            assert_eq!(i, next);
-            assert_eq!(r["key"], format!("k{i}"));
-            assert_eq!(r["value"], format!("value-{i}-{}", "x".repeat(100)));
-            assert_eq!(r["headers"]["h"], "hv");
-            next += 1;
-        }
-        assert_eq!(b["last_offset"], next - 1);
-        position += b["size"].as_i64().unwrap();
-    }
-    assert_eq!(next, n as i64);
+    check_produced(doc, n);
     let positions: Vec<i64> = batches
         .iter()
         .map(|b| b["position"].as_i64().unwrap())
@@ -593,9 +620,44 @@ fn dump_log_of_a_real_segment() {
     assert_eq!(bs.len(), batches.len());
     assert_eq!(bs[1]["crc_valid"], false);
     assert_eq!(v[0]["summary"]["invalid_crcs"], 1);
-    assert!(bs.iter().enumerate().all(|(i, b)| i == 1 || b["crc_valid"] == true));
+    assert!(bs
+        .iter()
+        .enumerate()
+        .all(|(i, b)| i == 1 || b["crc_valid"] == true));
     let text = fjord(&["dump-log", bad.to_str().unwrap()]);
     assert!(text.stdout.contains("isvalid: false"));
+}
+
+/// Checks a segment's dump (`--print-records --json`) holds the `n`
+/// records [`produce`] sent, in whole batches with valid CRCs.
+fn check_produced(doc: &Value, n: usize) {
+    let batches = doc["batches"].as_array().unwrap();
+    assert!(batches.len() > 1, "{doc}");
+    assert_eq!(doc["summary"]["records"], n as i64);
+    assert_eq!(doc["summary"]["invalid_crcs"], 0);
+    assert_eq!(doc["summary"]["trailing_bytes"], 0);
+    let mut next = 0i64;
+    let mut position = 0i64;
+    for b in batches {
+        assert_eq!(b["crc_valid"], true, "{b}");
+        assert_eq!(b["base_offset"], next, "{b}");
+        assert_eq!(b["position"], position, "{b}");
+        assert_eq!(b["is_control"], false);
+        assert_eq!(b["compression"], "none");
+        let recs = b["records"].as_array().unwrap();
+        assert_eq!(recs.len() as i64, b["count"].as_i64().unwrap());
+        for r in recs {
+            let i = r["offset"].as_i64().unwrap();
+            assert_eq!(i, next);
+            assert_eq!(r["key"], format!("k{i}"));
+            assert_eq!(r["value"], format!("value-{i}-{}", "x".repeat(100)));
+            assert_eq!(r["headers"]["h"], "hv");
+            next += 1;
+        }
+        assert_eq!(b["last_offset"], next - 1);
+        position += b["size"].as_i64().unwrap();
+    }
+    assert_eq!(next, n as i64);
 }
 
 fn json_file(args: &[&str]) -> Value {
@@ -605,10 +667,13 @@ fn json_file(args: &[&str]) -> Value {
 }
 
 /// The same protocol commands against Apache Kafka 4.4 (skipped when its
-/// jars are not installed).
+/// jars are not installed), and dump-log on a segment Kafka wrote.
 #[test]
-fn topics_and_cluster_against_kafka() {
-    let Some(kafka) = KafkaPeer::start(&[]) else {
+fn commands_against_kafka() {
+    let Some(kafka) = KafkaPeer::start(&[
+        &format!("authorizer.class.name={STANDARD_AUTHORIZER}"),
+        "super.users=User:ANONYMOUS",
+    ]) else {
         return;
     };
     let addr = kafka.addr.clone();
@@ -637,5 +702,8 @@ fn topics_and_cluster_against_kafka() {
         let r = fjord(&all);
         r.ok.then(|| serde_json::from_str::<Value>(&r.stdout).unwrap())
     });
-    assert_eq!(d["users"][0]["credentials"][0]["mechanism"], "SCRAM-SHA-256");
+    assert_eq!(
+        d["users"][0]["credentials"][0]["mechanism"],
+        "SCRAM-SHA-256"
+    );
 }

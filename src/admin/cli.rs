@@ -237,8 +237,8 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
             configs,
         } => {
             let kv = parse_key_values(&configs)?;
-            let id = topics::create(&mut c, &topic, partitions, replication_factor, &kv)
-                .map_err(e)?;
+            let id =
+                topics::create(&mut c, &topic, partitions, replication_factor, &kv).map_err(e)?;
             done(
                 json,
                 serde_json::json!({"topic": topic, "topic_id": id, "created": true}),
@@ -355,7 +355,11 @@ pub fn run_configs(a: ConfigsArgs) -> Result<(), String> {
                 );
             }
         }
-        ConfigsCommand::Alter { entity, add, delete } => {
+        ConfigsCommand::Alter {
+            entity,
+            add,
+            delete,
+        } => {
             let set = parse_key_values(&add)?;
             let del = split_keys(&delete);
             if set.is_empty() && del.is_empty() {
@@ -422,7 +426,10 @@ pub fn run_users(a: UsersArgs) -> Result<(), String> {
     let json = a.common.json;
     match a.command {
         UsersCommand::Describe { users: names } => {
-            print(&users::report(&users::describe(&mut c, &names).map_err(e)?), json);
+            print(
+                &users::report(&users::describe(&mut c, &names).map_err(e)?),
+                json,
+            );
         }
         UsersCommand::Upsert {
             user,

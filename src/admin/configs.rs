@@ -163,8 +163,7 @@ pub fn alter(
     }
     let mut req = IncrementalAlterConfigsRequest::default();
     req.resources = vec![r];
-    let resp: IncrementalAlterConfigsResponse =
-        c.send(ApiKey::IncrementalAlterConfigs, v, &req)?;
+    let resp: IncrementalAlterConfigsResponse = c.send(ApiKey::IncrementalAlterConfigs, v, &req)?;
     let res = resp
         .responses
         .first()

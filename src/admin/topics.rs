@@ -16,6 +16,9 @@ use super::output::Report;
 /// request timeout is what the tools send).
 pub const TIMEOUT_MS: i32 = 30_000;
 
+/// The outcome for one topic of a multi-topic operation.
+pub type TopicResult = Result<(), ClientError>;
+
 /// One partition as `describe` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionInfo {
@@ -89,7 +92,14 @@ pub fn list(c: &mut Connection, exclude_internal: bool) -> Result<Vec<String>, C
 /// topic's partitions and its config overrides. An unknown topic is its
 /// Kafka error (UNKNOWN_TOPIC_OR_PARTITION).
 pub fn describe(c: &mut Connection, topics: &[String]) -> Result<Vec<TopicInfo>, ClientError> {
-    let md = metadata(c, if topics.is_empty() { None } else { Some(topics) })?;
+    let md = metadata(
+        c,
+        if topics.is_empty() {
+            None
+        } else {
+            Some(topics)
+        },
+    )?;
     let mut out = Vec::new();
     for t in md.topics {
         let tname = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
@@ -187,7 +197,7 @@ pub fn add_partitions(c: &mut Connection, topic: &str, count: i32) -> Result<(),
 pub fn delete(
     c: &mut Connection,
     topics: &[String],
-) -> Result<Vec<(String, Result<(), ClientError>)>, ClientError> {
+) -> Result<Vec<(String, TopicResult)>, ClientError> {
     let v = c.version(ApiKey::DeleteTopics, 6)?;
     let mut req = DeleteTopicsRequest::default();
     if v >= 6 {
@@ -220,7 +230,10 @@ pub fn delete(
 }
 
 fn ids(v: &[i32]) -> String {
-    v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+    v.iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Takes described topics; gives them as `kafka-topics.sh --describe`
