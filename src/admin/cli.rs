@@ -200,12 +200,11 @@ fn connect(c: &Common) -> Result<Connection, String> {
 }
 
 fn print(r: &Report, json: bool) {
-    let out = r.render(json);
-    if out.ends_with('\n') {
-        print!("{out}");
-    } else {
-        println!("{out}");
+    let mut out = r.render(json);
+    if !out.ends_with('\n') {
+        out.push('\n');
     }
+    super::output::emit(&out);
 }
 
 fn done(json: bool, doc: serde_json::Value, text: String) {

@@ -341,14 +341,13 @@ pub fn run(a: DumpLogArgs) -> Result<(), String> {
         if a.json {
             docs.push(r.json);
         } else {
-            print!("{}", r.text);
+            super::output::emit(&r.text);
         }
     }
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Array(docs)).unwrap_or_default()
-        );
+        let mut out = serde_json::to_string_pretty(&Value::Array(docs)).unwrap_or_default();
+        out.push('\n');
+        super::output::emit(&out);
     }
     if bad.is_empty() {
         Ok(())

@@ -28,6 +28,14 @@ impl Report {
     }
 }
 
+/// Takes text; writes it to stdout as is. A closed pipe (`| head`) or any
+/// other write error ends the output quietly instead of failing the command.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
 /// Takes a header row and rows of cells; gives them as a left-aligned table,
 /// columns separated by two spaces, one line per row.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
