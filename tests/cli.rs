@@ -707,3 +707,47 @@ fn commands_against_kafka() {
         "SCRAM-SHA-256"
     );
 }
+
+/// `fjord groups describe` and `reset-offsets` on a group with a commit
+/// (the group commands moved out of the binary's file run as before).
+#[test]
+fn groups_describe_and_reset() {
+    use rdkafka::consumer::Consumer;
+    let broker = Broker::start();
+    let addr = broker.bootstrap();
+    json(&addr, &["topics", "create", "cli-grp", "--partitions", "1"]);
+    produce(&addr, "cli-grp", 10);
+    let consumer = broker.consumer(&[("group.id", "cli-g")]);
+    let mut tpl = rdkafka::TopicPartitionList::new();
+    tpl.add_partition_offset("cli-grp", 0, rdkafka::Offset::Offset(4))
+        .unwrap();
+    consumer
+        .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+        .unwrap();
+    drop(consumer);
+    let r = fjord(&["groups", "describe", "cli-g", "--bootstrap-server", &addr]);
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("cli-grp"))
+        .unwrap_or_else(|| panic!("no row for cli-grp: {}", r.stdout));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..5], &["0", "4", "10", "6"], "{row}");
+    let r = fjord(&[
+        "groups",
+        "reset-offsets",
+        "cli-g",
+        "--topic",
+        "cli-grp",
+        "--to-earliest",
+        "--execute",
+        "--bootstrap-server",
+        &addr,
+    ]);
+    assert!(r.ok, "{}{}", r.stdout, r.stderr);
+    let r = fjord(&["groups", "describe", "cli-g", "--bootstrap-server", &addr]);
+    let row = r.stdout.lines().find(|l| l.starts_with("cli-grp")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..5], &["0", "0", "10", "10"], "{row}");
+}

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod configs;
 pub mod dump_log;
 pub mod groups;
+pub mod groups_cli;
 pub mod output;
 pub mod topics;
 pub mod users;
