@@ -498,6 +498,10 @@ fn scram_users() {
 }
 
 fn produce(addr: &str, topic: &str, n: usize) {
+    produce_with(addr, topic, n, "none");
+}
+
+fn produce_with(addr: &str, topic: &str, n: usize, codec: &str) {
     let producer: rdkafka::producer::FutureProducer = rdkafka::ClientConfig::new()
         .set("bootstrap.servers", addr)
         .set("broker.address.family", "v4")
@@ -505,6 +509,7 @@ fn produce(addr: &str, topic: &str, n: usize) {
         .set("enable.idempotence", "false")
         .set("linger.ms", "0")
         .set("batch.num.messages", "7")
+        .set("compression.type", codec)
         .set("log_level", "4")
         .create()
         .expect("create producer");
@@ -576,7 +581,7 @@ fn dump_log_of_a_real_segment() {
     let doc = &v[0];
     assert_eq!(doc["kind"], "log");
     let batches = doc["batches"].as_array().unwrap();
-    check_produced(doc, n);
+    check_produced(doc, n, "none");
     let positions: Vec<i64> = batches
         .iter()
         .map(|b| b["position"].as_i64().unwrap())
@@ -628,9 +633,35 @@ fn dump_log_of_a_real_segment() {
     assert!(text.stdout.contains("isvalid: false"));
 }
 
+/// Compressed batches: the header names the codec and the records are
+/// decompressed for `--print-records`.
+#[test]
+fn dump_log_of_compressed_batches() {
+    let mut broker = Broker::start();
+    let addr = broker.bootstrap();
+    for codec in ["gzip", "lz4", "zstd"] {
+        let topic = format!("cli-dump-{codec}");
+        json(&addr, &["topics", "create", &topic, "--partitions", "1"]);
+        produce_with(&addr, &topic, 30, codec);
+    }
+    broker.stop();
+    for codec in ["gzip", "lz4", "zstd"] {
+        let log = broker.segment_path(&format!("cli-dump-{codec}"), 0);
+        let v = json_file(&[
+            "dump-log",
+            "--print-records",
+            "--json",
+            log.to_str().unwrap(),
+        ]);
+        check_produced(&v[0], 30, codec);
+    }
+    let r = fjord(&["dump-log", "Cargo.toml"]);
+    assert!(!r.ok && r.stderr.contains("not a .log"), "{}", r.stderr);
+}
+
 /// Checks a segment's dump (`--print-records --json`) holds the `n`
 /// records [`produce`] sent, in whole batches with valid CRCs.
-fn check_produced(doc: &Value, n: usize) {
+fn check_produced(doc: &Value, n: usize, codec: &str) {
     let batches = doc["batches"].as_array().unwrap();
     assert!(batches.len() > 1, "{doc}");
     assert_eq!(doc["summary"]["records"], n as i64);
@@ -643,7 +674,7 @@ fn check_produced(doc: &Value, n: usize) {
         assert_eq!(b["base_offset"], next, "{b}");
         assert_eq!(b["position"], position, "{b}");
         assert_eq!(b["is_control"], false);
-        assert_eq!(b["compression"], "none");
+        assert_eq!(b["compression"], codec, "{b}");
         let recs = b["records"].as_array().unwrap();
         assert_eq!(recs.len() as i64, b["count"].as_i64().unwrap());
         for r in recs {
