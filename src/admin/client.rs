@@ -31,23 +31,69 @@ pub enum ClientError {
     /// The broker does not support an API this command needs.
     #[error("the broker does not support {0:?}")]
     Unsupported(ApiKey),
-    /// The broker answered with a Kafka error code.
-    #[error("{what}: {error}")]
+    /// The broker answered with a Kafka error code: shown as Kafka's error
+    /// name (e.g. TOPIC_ALREADY_EXISTS) and the broker's message, or the
+    /// code's description when the broker sent none.
+    #[error("{what}: {}: {}", error_name(.error), .message.clone().unwrap_or_else(|| .error.to_string()))]
     Kafka {
         /// What failed.
         what: String,
         /// The Kafka error.
         error: kafka_protocol::ResponseError,
+        /// The broker's error message, when it sent one.
+        message: Option<String>,
     },
+}
+
+/// Takes a Kafka error; gives its name as Kafka spells it
+/// (`Errors.TOPIC_ALREADY_EXISTS`), or `UNKNOWN_SERVER_ERROR(code)` for a
+/// code the protocol crate does not know.
+pub fn error_name(error: &kafka_protocol::ResponseError) -> String {
+    if let kafka_protocol::ResponseError::Unknown(code) = error {
+        return format!("UNKNOWN({code})");
+    }
+    let camel = format!("{error:?}");
+    let mut out = String::with_capacity(camel.len() + 8);
+    for (i, ch) in camel.chars().enumerate() {
+        if ch.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_uppercase());
+    }
+    out
 }
 
 impl ClientError {
     /// Wraps a non-zero Kafka error code.
     pub fn kafka(what: impl Into<String>, code: i16) -> ClientError {
+        ClientError::kafka_with(what, code, None)
+    }
+
+    /// Wraps a non-zero Kafka error code with the broker's error message
+    /// (None or empty: the code's description is shown).
+    pub fn kafka_with(
+        what: impl Into<String>,
+        code: i16,
+        message: Option<&kafka_protocol::protocol::StrBytes>,
+    ) -> ClientError {
         ClientError::Kafka {
             what: what.into(),
             error: kafka_protocol::ResponseError::try_from_code(code)
                 .unwrap_or(kafka_protocol::ResponseError::Unknown(code)),
+            message: message.map(|m| m.to_string()).filter(|m| !m.is_empty()),
+        }
+    }
+
+    /// Gives Ok for code 0, else the error as [`ClientError::kafka_with`].
+    pub fn check(
+        what: impl Into<String>,
+        code: i16,
+        message: Option<&kafka_protocol::protocol::StrBytes>,
+    ) -> Result<(), ClientError> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(ClientError::kafka_with(what, code, message))
         }
     }
 }

@@ -57,6 +57,28 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_be_bytes(a)
 }
 
+/// Takes the bytes of a `.index` file; gives its whole entries (a trailing
+/// partial entry is left out).
+pub fn decode_offset_entries(buf: &[u8]) -> Vec<OffsetEntry> {
+    buf.chunks_exact(OFFSET_INDEX_ENTRY_BYTES)
+        .map(|c| OffsetEntry {
+            relative_offset: u32_at(c, 0),
+            position: u32_at(c, 4),
+        })
+        .collect()
+}
+
+/// Takes the bytes of a `.timeindex` file; gives its whole entries (a
+/// trailing partial entry is left out).
+pub fn decode_time_entries(buf: &[u8]) -> Vec<TimeEntry> {
+    buf.chunks_exact(TIME_INDEX_ENTRY_BYTES)
+        .map(|c| TimeEntry {
+            timestamp: i64_at(c, 0),
+            relative_offset: u32_at(c, 8),
+        })
+        .collect()
+}
+
 /// Why a loaded `.index` or `.timeindex` file is not usable (start-up
 /// recovery then rebuilds it from the `.log`; never sent to a client).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -134,13 +156,7 @@ impl OffsetIndex {
     /// (a trailing partial entry is ignored and reported by [`Self::sanity_check`]).
     pub fn open(path: &Path, base_offset: i64, max_bytes: u32) -> io::Result<OffsetIndex> {
         let (file, buf) = open_rw(path)?;
-        let entries = buf
-            .chunks_exact(OFFSET_INDEX_ENTRY_BYTES)
-            .map(|c| OffsetEntry {
-                relative_offset: u32_at(c, 0),
-                position: u32_at(c, 4),
-            })
-            .collect();
+        let entries = decode_offset_entries(&buf);
         Ok(OffsetIndex {
             file: Arc::new(file),
             path: path.to_path_buf(),
@@ -357,13 +373,7 @@ impl TimeIndex {
     /// `segment.index.bytes`); opens or creates the file and loads its entries.
     pub fn open(path: &Path, base_offset: i64, max_bytes: u32) -> io::Result<TimeIndex> {
         let (file, buf) = open_rw(path)?;
-        let entries = buf
-            .chunks_exact(TIME_INDEX_ENTRY_BYTES)
-            .map(|c| TimeEntry {
-                timestamp: i64_at(c, 0),
-                relative_offset: u32_at(c, 8),
-            })
-            .collect();
+        let entries = decode_time_entries(&buf);
         Ok(TimeIndex {
             file: Arc::new(file),
             path: path.to_path_buf(),
