@@ -28,7 +28,7 @@
 //! ([`IoThread::write_inline_first`]), and only what the kernel could not
 //! write without blocking goes to the thread. The first `EOPNOTSUPP` (ext4,
 //! tmpfs) turns the inline try off for the shard. See
-//! docs/decisions/inline-nowait-appends.md.
+//! docs/decisions/append-writes-on-an-io-thread.md.
 
 use std::cell::Cell;
 use std::fs::File;
