@@ -65,6 +65,7 @@ fn metrics_endpoint_lists_every_shard() {
         for name in [
             "fjord_reactor_stalls_total",
             "fjord_incremental_fetch_sessions",
+            "fjord_io_thread_queue_depth",
             "fjord_reactor_stall_max_us",
             "fjord_sendfile_zero_copy_bytes_total",
             "fjord_leader_partitions",
@@ -126,7 +127,11 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
     let t = format!("topic=\"{topic}\"");
 
     // Nothing produced yet: the topic's counters are absent or 0.
-    let before = value(&addr, "kafka_server_brokertopicmetrics_messagesin_total", &t);
+    let before = value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        &t,
+    );
     assert!(matches!(before, None | Some(0.0)), "{before:?}");
 
     let producer = broker.producer(&[("acks", "all")]);
@@ -199,19 +204,41 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
     let p = |i: i32| format!("topic=\"{topic}\",partition=\"{i}\"");
     wait_value(&addr, "kafka_log_log_logendoffset", &p(0), to_p0 as f64);
     wait_value(&addr, "kafka_log_log_logendoffset", &p(1), to_p1 as f64);
-    assert_eq!(value(&addr, "kafka_log_log_logstartoffset", &p(0)), Some(0.0));
+    assert_eq!(
+        value(&addr, "kafka_log_log_logstartoffset", &p(0)),
+        Some(0.0)
+    );
     assert!(value(&addr, "kafka_log_log_size", &p(0)).unwrap() > 0.0);
-    assert_eq!(value(&addr, "kafka_log_log_numlogsegments", &p(0)), Some(1.0));
+    assert_eq!(
+        value(&addr, "kafka_log_log_numlogsegments", &p(0)),
+        Some(1.0)
+    );
     assert!(value(&addr, "kafka_server_replicamanager_leadercount", "").unwrap() >= 2.0);
     assert_eq!(
-        value(&addr, "kafka_server_replicamanager_underreplicatedpartitions", ""),
+        value(
+            &addr,
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            ""
+        ),
         Some(0.0)
     );
     assert_eq!(
-        value(&addr, "kafka_controller_kafkacontroller_activecontrollercount", ""),
+        value(
+            &addr,
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            ""
+        ),
         Some(1.0)
     );
-    assert!(value(&addr, "kafka_controller_kafkacontroller_globaltopiccount", "").unwrap() >= 1.0);
+    assert!(
+        value(
+            &addr,
+            "kafka_controller_kafkacontroller_globaltopiccount",
+            ""
+        )
+        .unwrap()
+            >= 1.0
+    );
 
     // Consume 25 records of partition 0 in a group, and commit 25 for it
     // and 5 for partition 1.
@@ -229,23 +256,39 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
         .unwrap();
     consumer.commit(&commit, CommitMode::Sync).expect("commit");
     let lag = |i: i32| format!("consumergroup=\"{group}\",topic=\"{topic}\",partition=\"{i}\"");
-    wait_value(&addr, "kafka_consumergroup_lag", &lag(0), (to_p0 - 25) as f64);
-    wait_value(&addr, "kafka_consumergroup_lag", &lag(1), (to_p1 - 5) as f64);
+    wait_value(
+        &addr,
+        "kafka_consumergroup_lag",
+        &lag(0),
+        (to_p0 - 25) as f64,
+    );
+    wait_value(
+        &addr,
+        "kafka_consumergroup_lag",
+        &lag(1),
+        (to_p1 - 5) as f64,
+    );
     wait_value(&addr, "kafka_consumergroup_current_offset", &lag(0), 25.0);
 
     // The fetches: bytes out and per-topic fetch counts moved.
     let bytes_out = value(&addr, "kafka_server_brokertopicmetrics_bytesout_total", &t).unwrap();
     assert!(bytes_out >= 25.0 * 7.0, "bytes out {bytes_out}");
     assert!(
-        value(&addr, "kafka_server_brokertopicmetrics_totalfetchrequests_total", &t).unwrap()
+        value(
+            &addr,
+            "kafka_server_brokertopicmetrics_totalfetchrequests_total",
+            &t
+        )
+        .unwrap()
             >= 1.0
     );
     let (_, body) = fjord::metrics::fetch(&addr, "/metrics").unwrap();
     assert!(
-        fjord::metrics::parse(&body).iter().any(|s| s.name
-            == "kafka_network_requestmetrics_requests_total"
-            && s.labels.starts_with("request=\"Fetch\",")
-            && s.value >= 1.0),
+        fjord::metrics::parse(&body)
+            .iter()
+            .any(|s| s.name == "kafka_network_requestmetrics_requests_total"
+                && s.labels.starts_with("request=\"Fetch\",")
+                && s.value >= 1.0),
         "{body}"
     );
 }

@@ -80,7 +80,10 @@ impl Prometheus {
             child: Command::new(binary)
                 .current_dir(dir.path())
                 .arg("--config.file=prometheus.yml")
-                .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+                .arg(format!(
+                    "--storage.tsdb.path={}",
+                    dir.path().join("data").display()
+                ))
                 .arg(format!("--web.listen-address={addr}"))
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
@@ -100,7 +103,11 @@ impl Prometheus {
                 "prometheus exited:\n{}",
                 p.stderr()
             );
-            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", p.stderr());
+            assert!(
+                Instant::now() < deadline,
+                "prometheus not ready:\n{}",
+                p.stderr()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -136,9 +143,7 @@ impl Prometheus {
     fn scalar(&self, expr: &str) -> Option<f64> {
         let (code, v) = self.query(expr);
         assert_eq!(code, 200, "{expr}: {v}");
-        v["data"]["result"]
-            .as_array()?
-            .first()?["value"][1]
+        v["data"]["result"].as_array()?.first()?["value"][1]
             .as_str()?
             .parse()
             .ok()
@@ -188,7 +193,9 @@ async fn produce_until(producer: FutureProducer, topic: String, stop: Arc<Atomic
         let payload = format!("load-{n}");
         producer
             .send(
-                FutureRecord::<(), _>::to(&topic).partition(0).payload(&payload),
+                FutureRecord::<(), _>::to(&topic)
+                    .partition(0)
+                    .payload(&payload),
                 Duration::from_secs(15),
             )
             .await
@@ -217,7 +224,8 @@ async fn prometheus_sees_the_rate_under_load_and_the_lag() {
         topic.to_string(),
         stop.clone(),
     ));
-    let rate = format!("rate(kafka_server_brokertopicmetrics_messagesin_total{{topic=\"{topic}\"}}[5s])");
+    let rate =
+        format!("rate(kafka_server_brokertopicmetrics_messagesin_total{{topic=\"{topic}\"}}[5s])");
     prom.wait(&rate, "records in under load", |v| v > 0.0);
     stop.store(true, Ordering::SeqCst);
     let produced = load.await.unwrap();
@@ -285,10 +293,17 @@ async fn prometheus_sees_under_replicated_partitions_while_a_follower_is_down() 
 
     c.start_node(follower);
     prom.set_targets(&targets(&c, &ids));
-    prom.wait("count(up{job=\"fjord\"} == 1)", "all three scraped again", |v| {
-        v == 3.0
-    });
+    prom.wait(
+        "count(up{job=\"fjord\"} == 1)",
+        "all three scraped again",
+        |v| v == 3.0,
+    );
     prom.wait(urp, "fully replicated once it is back", |v| v == 0.0);
+    prom.wait(
+        "sum(kafka_server_replicamanager_isrexpands_total)",
+        "an ISR expansion counted",
+        |v| v >= 1.0,
+    );
 }
 
 /// Every metric name (`kafka_*`, `fjord_*`) an expression names.

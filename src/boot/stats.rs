@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::metrics::shard::{CommittedOffset, ControllerFigures, PartitionFigures, Snapshot};
+use crate::metrics::shard::{ControllerFigures, PartitionFigures, Snapshot};
 use crate::shard::stall::ShardStallStats;
 
 /// Writes each shard's stall counters on stderr (orderly shutdown).
@@ -67,6 +67,9 @@ pub(super) fn sync_write_stats(stats: &ShardStallStats) {
         let sessions = shard.fetch_sessions.borrow().len() as u64;
         stats.incremental_fetch_sessions.store(sessions, Relaxed);
         stats.broker.set_snapshot(snapshot(&shard));
+        if let Ok(depth) = crate::shard::io::with_io(|io| io.stats().queue_depth()) {
+            stats.broker.io_queue_depth.store(depth, Relaxed);
+        }
     }
 }
 
@@ -95,15 +98,6 @@ fn snapshot(shard: &crate::shard::Shard) -> Snapshot {
         })
         .collect();
     let (committed, groups) = crate::group::coordinator::metrics_figures();
-    let committed = committed
-        .into_iter()
-        .map(|(group, topic, partition, offset)| CommittedOffset {
-            group,
-            topic,
-            partition,
-            offset,
-        })
-        .collect();
     let controller = (shard.id == 0).then(|| {
         let image = shard.metadata();
         let (mut all, mut offline) = (0u64, 0u64);

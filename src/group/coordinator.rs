@@ -637,10 +637,13 @@ pub fn describe(shard: &Rc<Shard>, group_id: &str) -> Result<GroupDescription, G
     Ok(ready(shard, group_id)?.core.borrow().describe(group_id))
 }
 
-/// The committed offsets of the groups this shard coordinates, as
-/// (group, topic, partition, offset), and its classic groups counted by
-/// (state, protocol type): the figures of the metrics endpoint.
-pub fn metrics_figures() -> (Vec<(String, String, i32, i64)>, Vec<(&'static str, String, u64)>) {
+/// The committed offsets of the groups this shard coordinates, and its
+/// classic groups counted by (state, protocol type): the figures of the
+/// metrics endpoint.
+pub fn metrics_figures() -> (
+    Vec<crate::metrics::shard::CommittedOffset>,
+    Vec<crate::metrics::shard::GroupCount>,
+) {
     let here = GroupCoordinator::here();
     let Ok(core) = here.core.try_borrow() else {
         return (Vec::new(), Vec::new());
@@ -651,7 +654,12 @@ pub fn metrics_figures() -> (Vec<(String, String, i32, i64)>, Vec<(&'static str,
         .iter()
         .flat_map(|(g, m)| {
             m.iter()
-                .map(move |((t, p), v)| (g.clone(), t.clone(), *p, v.offset))
+                .map(move |((t, p), v)| crate::metrics::shard::CommittedOffset {
+                    group: g.clone(),
+                    topic: t.clone(),
+                    partition: *p,
+                    offset: v.offset,
+                })
         })
         .collect();
     let mut by: std::collections::BTreeMap<(&'static str, String), u64> = Default::default();

@@ -25,6 +25,9 @@ use crate::stall::{ShardStallStats, BUCKET_LABELS_MS};
 /// Labels of one series, in order.
 type Labels = Vec<(&'static str, String)>;
 
+/// A family read from each item of type `T`: name, help and the reading.
+type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
+
 /// Every shard's metrics, encoded at scrape.
 #[derive(Debug)]
 pub struct FjordCollector {
@@ -83,6 +86,21 @@ impl Collector for FjordCollector {
         self.request_metrics(&mut enc)?;
         let snaps: Vec<Snapshot> = self.stats.iter().map(|s| s.broker.snapshot()).collect();
         replica_manager(&mut enc, &snaps)?;
+        let sum = |f: fn(&ShardStallStats) -> u64| -> Vec<(Labels, u64)> {
+            vec![(Vec::new(), self.stats.iter().map(f).sum())]
+        };
+        counters(
+            &mut enc,
+            "kafka_server_replicamanager_isrshrinks",
+            "ISR shrinks of partitions led here, committed by the controller.",
+            &sum(|s| s.broker.isr_shrinks.load(Relaxed)),
+        )?;
+        counters(
+            &mut enc,
+            "kafka_server_replicamanager_isrexpands",
+            "ISR expansions of partitions led here, committed by the controller.",
+            &sum(|s| s.broker.isr_expands.load(Relaxed)),
+        )?;
         log_metrics(&mut enc, &snaps)?;
         consumer_lag(&mut enc, &snaps)?;
         groups(&mut enc, &snaps)?;
@@ -241,7 +259,7 @@ impl FjordCollector {
             "Longest stalled poll since start, in microseconds.",
             &as_gauge(per_shard(&|s| s.max_us.load(Relaxed))),
         )?;
-        let shard_counters: [(&str, &str, fn(&ShardStallStats) -> u64); 8] = [
+        let shard_counters: [Family<ShardStallStats, u64>; 8] = [
             ("fjord_sendfile_zero_copy_bytes", "Bytes sent with sendfile(2)", |s| {
                 s.sendfile_zero_copy_bytes.load(Relaxed)
             }),
@@ -270,7 +288,7 @@ impl FjordCollector {
         for (name, help, f) in shard_counters.iter() {
             counters(enc, name, &format!("{help}{refreshed}"), &per_shard(f))?;
         }
-        let shard_gauges: [(&str, &str, fn(&ShardStallStats) -> u64); 3] = [
+        let shard_gauges: [Family<ShardStallStats, u64>; 3] = [
             ("fjord_leader_partitions", "Partitions this shard leads", |s| {
                 s.leader_partitions.load(Relaxed)
             }),
@@ -282,8 +300,19 @@ impl FjordCollector {
             }),
         ];
         for (name, help, f) in shard_gauges {
-            gauges(enc, name, &format!("{help}{refreshed}"), &as_gauge(per_shard(&f)))?;
+            gauges(
+                enc,
+                name,
+                &format!("{help}{refreshed}"),
+                &as_gauge(per_shard(&f)),
+            )?;
         }
+        gauges(
+            enc,
+            "fjord_io_thread_queue_depth",
+            &format!("Jobs queued on this shard's I/O thread and not yet done{refreshed}"),
+            &as_gauge(per_shard(&|s| s.broker.io_queue_depth.load(Relaxed))),
+        )?;
         let mut calls: Vec<(Labels, u64)> = Vec::new();
         for (i, s) in self.stats.iter().enumerate() {
             let c = &s.cross_shard_calls;
@@ -334,7 +363,10 @@ fn partitions(snaps: &[Snapshot]) -> impl Iterator<Item = &PartitionFigures> {
 /// `kafka_server_replicamanager_*` gauges, node-wide.
 fn replica_manager(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Error> {
     let count = |f: &dyn Fn(&PartitionFigures) -> bool| -> Vec<(Labels, i64)> {
-        vec![(Vec::new(), partitions(snaps).filter(|p| f(p)).count() as i64)]
+        vec![(
+            Vec::new(),
+            partitions(snaps).filter(|p| f(p)).count() as i64,
+        )]
     };
     gauges(
         enc,
@@ -364,19 +396,27 @@ fn replica_manager(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Resul
 
 /// `kafka_log_log_*{topic,partition}` gauges.
 fn log_metrics(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Error> {
-    let families: [(&str, &str, fn(&PartitionFigures) -> i64); 4] = [
-        ("kafka_log_log_size", "Bytes of the partition's log segments.", |p| {
-            i64::try_from(p.size).unwrap_or(i64::MAX)
-        }),
-        ("kafka_log_log_numlogsegments", "Segments of the partition's log.", |p| {
-            i64::try_from(p.segments).unwrap_or(i64::MAX)
-        }),
-        ("kafka_log_log_logstartoffset", "The partition's log start offset.", |p| {
-            p.log_start_offset
-        }),
-        ("kafka_log_log_logendoffset", "The partition's log end offset.", |p| {
-            p.log_end_offset
-        }),
+    let families: [Family<PartitionFigures, i64>; 4] = [
+        (
+            "kafka_log_log_size",
+            "Bytes of the partition's log segments.",
+            |p| i64::try_from(p.size).unwrap_or(i64::MAX),
+        ),
+        (
+            "kafka_log_log_numlogsegments",
+            "Segments of the partition's log.",
+            |p| i64::try_from(p.segments).unwrap_or(i64::MAX),
+        ),
+        (
+            "kafka_log_log_logstartoffset",
+            "The partition's log start offset.",
+            |p| p.log_start_offset,
+        ),
+        (
+            "kafka_log_log_logendoffset",
+            "The partition's log end offset.",
+            |p| p.log_end_offset,
+        ),
     ];
     for (name, help, f) in families {
         let series: Vec<(Labels, i64)> = partitions(snaps)
@@ -441,7 +481,10 @@ fn groups(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Err
         .into_iter()
         .map(|((state, protocol), n)| {
             (
-                vec![("state", state.to_string()), ("protocol", protocol.to_string())],
+                vec![
+                    ("state", state.to_string()),
+                    ("protocol", protocol.to_string()),
+                ],
                 n,
             )
         })

@@ -115,6 +115,9 @@ pub struct CommittedOffset {
     pub offset: i64,
 }
 
+/// Classic groups counted by (state, protocol type).
+pub type GroupCount = (&'static str, String, u64);
+
 /// What the metadata image says, refreshed by shard 0 only.
 #[derive(Debug, Clone, Default)]
 pub struct ControllerFigures {
@@ -138,7 +141,7 @@ pub struct Snapshot {
     /// Committed offsets of the groups the shard coordinates.
     pub committed: Vec<CommittedOffset>,
     /// Classic groups the shard coordinates, by (state, protocol type).
-    pub groups: Vec<(&'static str, String, u64)>,
+    pub groups: Vec<GroupCount>,
     /// Shard 0 only: the metadata image's figures.
     pub controller: Option<ControllerFigures>,
 }
@@ -153,6 +156,13 @@ pub struct ShardMetrics {
     pub requests: Box<[[AtomicU64; COUNTED_VERSIONS]]>,
     /// Request times by API key.
     pub total_time: Box<[TimeHistogram]>,
+    /// ISR shrinks this shard's leaders had committed (IsrShrinksPerSec).
+    pub isr_shrinks: AtomicU64,
+    /// ISR expansions this shard's leaders had committed (IsrExpandsPerSec).
+    pub isr_expands: AtomicU64,
+    /// Jobs queued on the shard's I/O thread and not yet done, refreshed
+    /// about once a second.
+    pub io_queue_depth: AtomicU64,
     /// Figures refreshed once a second (taken once a second by the shard,
     /// at scrape by the metrics thread).
     snapshot: Mutex<Snapshot>,
@@ -168,6 +178,9 @@ impl Default for ShardMetrics {
             total_time: (0..COUNTED_API_KEYS)
                 .map(|_| TimeHistogram::default())
                 .collect(),
+            isr_shrinks: AtomicU64::new(0),
+            isr_expands: AtomicU64::new(0),
+            io_queue_depth: AtomicU64::new(0),
             snapshot: Mutex::default(),
         }
     }

@@ -50,6 +50,17 @@ pub struct IoStats {
     pub bytes: AtomicU64,
     /// Other jobs (fsyncs, warm-up reads, snapshots) run.
     pub calls: AtomicU64,
+    /// Jobs queued (write jobs and other jobs); minus `writes` and
+    /// `calls`, the jobs still waiting or running (the queue depth).
+    pub queued: AtomicU64,
+}
+
+impl IoStats {
+    /// Jobs queued and not yet done.
+    pub fn queue_depth(&self) -> u64 {
+        let done = self.writes.load(Ordering::Relaxed) + self.calls.load(Ordering::Relaxed);
+        self.queued.load(Ordering::Relaxed).saturating_sub(done)
+    }
 }
 
 struct WriteJob {
@@ -169,7 +180,10 @@ impl IoThread {
 
     fn send(&self, job: Job) -> io::Result<()> {
         match &self.tx {
-            Some(tx) => tx.send(job).map_err(|_| gone()),
+            Some(tx) => {
+                self.stats.queued.fetch_add(1, Ordering::Relaxed);
+                tx.send(job).map_err(|_| gone())
+            }
             None => Err(gone()),
         }
     }

@@ -931,8 +931,7 @@ impl Cluster {
         let text = self.stderr_text(id);
         let line = text
             .lines()
-            .filter(|l| l.contains("metrics endpoint on http://"))
-            .next_back()
+            .rfind(|l| l.contains("metrics endpoint on http://"))
             .unwrap_or_else(|| panic!("node {id} logged no metrics address"));
         let rest = line.split("http://").nth(1).expect("address");
         rest.trim_end_matches("/metrics").trim().to_string()
