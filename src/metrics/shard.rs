@@ -283,3 +283,65 @@ pub fn here() -> Option<Arc<ShardMetrics>> {
             .and_then(|l| l.as_ref().map(|l| l.metrics.clone()))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{parse, render};
+    use crate::stall::registry;
+
+    #[test]
+    fn shards_are_summed_at_scrape() {
+        let stats = registry(2);
+        let topic: Arc<str> = Arc::from("t");
+        for (i, n) in [(0usize, 3u64), (1, 4)] {
+            install(stats[i].broker.clone());
+            with_topic(&topic, |c| {
+                c.messages_in.fetch_add(n, Relaxed);
+            });
+            // The cached handle is the registered one.
+            with_topic(&topic, |c| {
+                c.messages_in.fetch_add(1, Relaxed);
+            });
+        }
+        stats[0]
+            .broker
+            .count_request(0, 9, Duration::from_micros(300));
+        stats[1]
+            .broker
+            .count_request(0, 9, Duration::from_millis(30));
+        stats[1]
+            .broker
+            .count_request(1, 16, Duration::from_secs(20));
+        let samples = parse(&render(&stats));
+        let get = |name: &str, labels: &str| {
+            samples
+                .iter()
+                .find(|s| s.name == name && s.labels == labels)
+                .map(|s| s.value)
+        };
+        let name = "kafka_server_brokertopicmetrics_messagesin_total";
+        assert_eq!(get(name, "topic=\"t\""), Some(9.0));
+        assert_eq!(get(name, ""), Some(9.0));
+        assert_eq!(
+            get(
+                "kafka_network_requestmetrics_requests_total",
+                "request=\"Produce\",version=\"9\""
+            ),
+            Some(2.0)
+        );
+        let bucket = "kafka_network_requestmetrics_totaltimems_bucket";
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"0.5\""), Some(1.0));
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"25\""), Some(1.0));
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"50\""), Some(2.0));
+        assert_eq!(get(bucket, "request=\"Fetch\",le=\"10000\""), Some(0.0));
+        assert_eq!(get(bucket, "request=\"Fetch\",le=\"+Inf\""), Some(1.0));
+        assert_eq!(
+            get(
+                "kafka_network_requestmetrics_totaltimems_count",
+                "request=\"Produce\""
+            ),
+            Some(2.0)
+        );
+    }
+}
