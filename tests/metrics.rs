@@ -292,3 +292,63 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
         "{body}"
     );
 }
+
+/// A batch refused as too large counts as failed and as rejected bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_large_batches_are_rejected_bytes() {
+    use rdkafka::admin::{NewTopic, TopicReplication};
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "small";
+    let admin = broker.admin();
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("max.message.bytes", "1000");
+    let r = admin.create_topics(&[t], &admin_opts()).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let consumer = broker.consumer(&[]);
+    wait_for(CLIENT_TIMEOUT, "metadata", || {
+        partition_count(&consumer, topic) == Some(1)
+    });
+
+    let producer = broker.producer(&[("compression.type", "none")]);
+    let big = vec![b'x'; 3000];
+    let sent = producer
+        .send(
+            FutureRecord::<(), _>::to(topic).partition(0).payload(&big),
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(sent.is_err(), "a 3000-byte record was taken: {sent:?}");
+    let ok = producer
+        .send(
+            FutureRecord::<(), _>::to(topic)
+                .partition(0)
+                .payload("fits"),
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(ok.is_ok(), "{ok:?}");
+
+    let t = format!("topic=\"{topic}\"");
+    wait_value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        &t,
+        1.0,
+    );
+    let rejected = value(
+        &addr,
+        "kafka_server_brokertopicmetrics_bytesrejected_total",
+        &t,
+    )
+    .unwrap();
+    assert!(rejected >= 3000.0, "rejected {rejected}");
+    assert!(
+        value(
+            &addr,
+            "kafka_server_brokertopicmetrics_failedproducerequests_total",
+            &t
+        )
+        .unwrap()
+            >= 1.0
+    );
+}

@@ -114,8 +114,8 @@ impl FjordCollector {
     /// the all-topics series (no label), as Kafka's MBeans with and
     /// without `topic=`.
     fn broker_topic_metrics(&self, enc: &mut DescriptorEncoder<'_>) -> Result<(), Error> {
-        // topic → the 7 counters summed over the shards.
-        let mut by_topic: BTreeMap<Arc<str>, [u64; 7]> = BTreeMap::new();
+        // topic → the 8 counters summed over the shards.
+        let mut by_topic: BTreeMap<Arc<str>, [u64; 8]> = BTreeMap::new();
         for s in self.stats.iter() {
             for (topic, c) in s.broker.topics() {
                 let t = by_topic.entry(topic).or_default();
@@ -127,6 +127,7 @@ impl FjordCollector {
                     &c.failed_fetch,
                     &c.total_produce,
                     &c.total_fetch,
+                    &c.bytes_rejected,
                 ]) {
                     *slot += a.load(Relaxed);
                 }
@@ -148,6 +149,10 @@ impl FjordCollector {
             (
                 "totalfetchrequests",
                 "Fetch requests' partitions (consumers and followers).",
+            ),
+            (
+                "bytesrejected",
+                "Bytes of produced batches refused as too large.",
             ),
         ];
         for (i, (name, help)) in families.iter().enumerate() {

@@ -39,6 +39,9 @@ pub struct TopicCounters {
     /// Bytes read for consumers' fetches (BytesOutPerSec; followers'
     /// fetches are not counted, as Kafka counts them apart).
     pub bytes_out: AtomicU64,
+    /// Bytes of produced batches refused as too large
+    /// (BytesRejectedPerSec: MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE).
+    pub bytes_rejected: AtomicU64,
     /// Produce requests' partitions of this topic refused or failed
     /// (FailedProduceRequestsPerSec).
     pub failed_produce: AtomicU64,

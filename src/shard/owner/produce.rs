@@ -23,6 +23,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 
 use crate::cluster::leadership::Requester;
+use crate::error::KafkaCode;
 use crate::mesh::ShardError;
 use crate::shard::error::{
     FlushError, ProduceError, ReplicationWaitError, TransactionSupportedOperation,
@@ -31,6 +32,7 @@ use crate::shard::error::{
 use crate::shard::partition::{Partition, ProduceOutcome};
 use crate::shard::{now_ms, Shard};
 use crate::storage::StorageError;
+use kafka_protocol::ResponseError;
 
 /// Where a partition is in the request: the positions of its topic in
 /// `topic_data` and of the partition in that topic's `partition_data`.
@@ -260,12 +262,18 @@ async fn append(
     let _ = reserved.send(());
     let appended = finish(stage1, &mut out, acks_all).await;
     for (i, w) in work.iter().enumerate() {
-        let failed = out.get(i).is_some_and(|a| a.error.is_some());
+        let error = out.get(i).and_then(|a| a.error.as_ref()).map(|e| e.code());
         let records = appended.get(i).copied().flatten();
         crate::metrics::shard::with_topic(&w.topic, |c| {
             c.total_produce.fetch_add(1, Relaxed);
-            if failed {
+            if let Some(code) = error {
                 c.failed_produce.fetch_add(1, Relaxed);
+                // Kafka's BytesRejectedPerSec: batches refused as too large.
+                if code == ResponseError::MessageTooLarge.code()
+                    || code == ResponseError::RecordListTooLarge.code()
+                {
+                    c.bytes_rejected.fetch_add(w.records.len() as u64, Relaxed);
+                }
             } else if let Some(n) = records {
                 c.messages_in.fetch_add(n, Relaxed);
                 c.bytes_in.fetch_add(w.records.len() as u64, Relaxed);
