@@ -291,6 +291,25 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
                 && s.value >= 1.0),
         "{body}"
     );
+    // Kafka's consumer-fetch series, apart from followers'.
+    assert!(
+        fjord::metrics::parse(&body)
+            .iter()
+            .any(|s| s.name == "kafka_network_requestmetrics_requests_total"
+                && s.labels.starts_with("request=\"FetchConsumer\",")
+                && s.value >= 1.0),
+        "{body}"
+    );
+    assert!(!body.contains("request=\"FetchFollower\""), "{body}");
+    assert!(
+        value(
+            &addr,
+            "kafka_network_requestmetrics_totaltimems_count",
+            "request=\"FetchConsumer\""
+        )
+        .unwrap()
+            >= 1.0
+    );
 }
 
 /// A batch refused as too large counts as failed and as rejected bytes.

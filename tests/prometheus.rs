@@ -285,6 +285,11 @@ async fn prometheus_sees_under_replicated_partitions_while_a_follower_is_down() 
     prom.wait("count(up{job=\"fjord\"} == 1)", "all three scraped", |v| {
         v == 3.0
     });
+    prom.wait(
+        "sum(kafka_network_requestmetrics_requests_total{request=\"FetchFollower\"})",
+        "followers' fetches counted",
+        |v| v > 0.0,
+    );
     let urp = "sum(kafka_server_replicamanager_underreplicatedpartitions)";
     prom.wait(urp, "fully replicated at first", |v| v == 0.0);
 

@@ -198,7 +198,7 @@ impl FjordCollector {
                 }
             }
         }
-        let series: Vec<(Labels, u64)> = counts
+        let mut series: Vec<(Labels, u64)> = counts
             .iter()
             .map(|((key, v), n)| {
                 (
@@ -207,6 +207,33 @@ impl FjordCollector {
                 )
             })
             .collect();
+        // Kafka also counts each Fetch as FetchConsumer or FetchFollower.
+        let mut kind_times: Vec<(String, [u64; TIME_BUCKETS_MS.len()], u64, u64)> = Vec::new();
+        for (kind, name) in ["FetchConsumer", "FetchFollower"].iter().enumerate() {
+            let mut by_version = [0u64; super::shard::COUNTED_VERSIONS];
+            let mut t = ([0u64; TIME_BUCKETS_MS.len()], 0u64, 0u64);
+            for s in self.stats.iter() {
+                if let Some(k) = s.broker.fetch_kinds.get(kind) {
+                    for (slot, n) in by_version.iter_mut().zip(k) {
+                        *slot += n.load(Relaxed);
+                    }
+                }
+                if let Some(h) = s.broker.fetch_kind_time.get(kind) {
+                    for (slot, b) in t.0.iter_mut().zip(&h.buckets) {
+                        *slot += b.load(Relaxed);
+                    }
+                    t.1 += h.over.load(Relaxed);
+                    t.2 += h.sum_us.load(Relaxed);
+                }
+            }
+            for (v, n) in by_version.iter().enumerate().filter(|(_, n)| **n > 0) {
+                series.push((
+                    vec![("request", (*name).to_string()), ("version", v.to_string())],
+                    *n,
+                ));
+            }
+            kind_times.push(((*name).to_string(), t.0, t.1, t.2));
+        }
         counters(
             enc,
             "kafka_network_requestmetrics_requests",
@@ -219,7 +246,12 @@ impl FjordCollector {
             None,
             MetricType::Histogram,
         )?;
-        for (key, (buckets, over, sum_us)) in times.iter().enumerate() {
+        let named = times
+            .iter()
+            .enumerate()
+            .map(|(key, (b, o, s))| (request_name(key), *b, *o, *s))
+            .chain(kind_times);
+        for (request, buckets, over, sum_us) in named {
             let count: u64 = buckets.iter().sum::<u64>() + over;
             if count == 0 {
                 continue;
@@ -227,12 +259,12 @@ impl FjordCollector {
             let mut bounds: Vec<(f64, u64)> = TIME_BUCKETS_MS
                 .iter()
                 .zip(buckets)
-                .map(|(b, n)| (*b, *n))
+                .map(|(b, n)| (*b, n))
                 .collect();
-            bounds.push((f64::MAX, *over));
-            let labels: Labels = vec![("request", request_name(key))];
+            bounds.push((f64::MAX, over));
+            let labels: Labels = vec![("request", request)];
             let mut fam = m.encode_family(&labels)?;
-            fam.encode_histogram::<Labels>(*sum_us as f64 / 1e3, count, &bounds, None)?;
+            fam.encode_histogram::<Labels>(sum_us as f64 / 1e3, count, &bounds, None)?;
         }
         Ok(())
     }

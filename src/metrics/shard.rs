@@ -159,6 +159,11 @@ pub struct ShardMetrics {
     pub requests: Box<[[AtomicU64; COUNTED_VERSIONS]]>,
     /// Request times by API key.
     pub total_time: Box<[TimeHistogram]>,
+    /// Fetch requests by kind (0: consumers', `FetchConsumer`; 1:
+    /// followers', `FetchFollower`) then version.
+    pub fetch_kinds: [[AtomicU64; COUNTED_VERSIONS]; 2],
+    /// Fetch request times by kind (as `fetch_kinds`).
+    pub fetch_kind_time: [TimeHistogram; 2],
     /// ISR shrinks this shard's leaders had committed (IsrShrinksPerSec).
     pub isr_shrinks: AtomicU64,
     /// ISR expansions this shard's leaders had committed (IsrExpandsPerSec).
@@ -181,6 +186,8 @@ impl Default for ShardMetrics {
             total_time: (0..COUNTED_API_KEYS)
                 .map(|_| TimeHistogram::default())
                 .collect(),
+            fetch_kinds: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            fetch_kind_time: std::array::from_fn(|_| TimeHistogram::default()),
             isr_shrinks: AtomicU64::new(0),
             isr_expands: AtomicU64::new(0),
             io_queue_depth: AtomicU64::new(0),
@@ -276,6 +283,23 @@ pub fn count_request(api_key: i16, version: i16, took: Duration) {
             }
         }
     });
+}
+
+/// Counts one Fetch request on this shard as Kafka's `FetchFollower`
+/// (`follower`) or `FetchConsumer` request at `version` that took `took`
+/// from the handler's start to its answer.
+pub fn count_fetch(follower: bool, version: i16, took: Duration) {
+    let Some(m) = here() else { return };
+    let kind = usize::from(follower);
+    let v = usize::try_from(version)
+        .unwrap_or(0)
+        .min(COUNTED_VERSIONS - 1);
+    if let Some(slot) = m.fetch_kinds.get(kind).and_then(|k| k.get(v)) {
+        slot.fetch_add(1, Relaxed);
+    }
+    if let Some(h) = m.fetch_kind_time.get(kind) {
+        h.observe(took);
+    }
 }
 
 /// Gives this shard's metric set, if installed.

@@ -175,6 +175,7 @@ pub fn requester(req: &FetchRequest, version: i16) -> Requester {
 
 /// Answers a Fetch request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let started = Instant::now();
     let req: FetchRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let image = shard.metadata();
@@ -425,6 +426,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         topics.retain(|t| !t.partitions.is_empty());
     }
     let endpoints: Vec<BrokerMeta> = endpoints.into_values().collect();
+    crate::metrics::shard::count_fetch(!consumer, version, started.elapsed());
     Ok(Outcome::Respond(encode_fetch_response(
         version,
         frame.prefix.correlation_id,
