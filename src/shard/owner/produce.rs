@@ -23,7 +23,6 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 
 use crate::cluster::leadership::Requester;
-use crate::error::KafkaCode;
 use crate::mesh::ShardError;
 use crate::shard::error::{
     FlushError, ProduceError, ReplicationWaitError, TransactionSupportedOperation,
@@ -31,8 +30,7 @@ use crate::shard::error::{
 };
 use crate::shard::partition::{Partition, ProduceOutcome};
 use crate::shard::{now_ms, Shard};
-use crate::storage::StorageError;
-use kafka_protocol::ResponseError;
+use crate::storage::{BatchError, StorageError};
 
 /// Where a partition is in the request: the positions of its topic in
 /// `topic_data` and of the partition in that topic's `partition_data`.
@@ -262,16 +260,21 @@ async fn append(
     let _ = reserved.send(());
     let appended = finish(stage1, &mut out, acks_all).await;
     for (i, w) in work.iter().enumerate() {
-        let error = out.get(i).and_then(|a| a.error.as_ref()).map(|e| e.code());
+        let error = out.get(i).and_then(|a| a.error.as_ref());
+        let failed = error.is_some();
+        // Kafka's BytesRejectedPerSec: batches refused as too large.
+        let too_large = matches!(
+            error,
+            Some(AppendError::Refused(ProduceError::Batch(
+                BatchError::MessageTooLarge { .. }
+            )))
+        );
         let records = appended.get(i).copied().flatten();
         crate::metrics::shard::with_topic(&w.topic, |c| {
             c.total_produce.fetch_add(1, Relaxed);
-            if let Some(code) = error {
+            if failed {
                 c.failed_produce.fetch_add(1, Relaxed);
-                // Kafka's BytesRejectedPerSec: batches refused as too large.
-                if code == ResponseError::MessageTooLarge.code()
-                    || code == ResponseError::RecordListTooLarge.code()
-                {
+                if too_large {
                     c.bytes_rejected.fetch_add(w.records.len() as u64, Relaxed);
                 }
             } else if let Some(n) = records {
