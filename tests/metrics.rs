@@ -269,6 +269,12 @@ async fn kafka_named_metrics_follow_produce_and_consume() {
         (to_p1 - 5) as f64,
     );
     wait_value(&addr, "kafka_consumergroup_current_offset", &lag(0), 25.0);
+    wait_value(
+        &addr,
+        "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+        "",
+        2.0,
+    );
 
     // The fetches: bytes out and per-topic fetch counts moved.
     let bytes_out = value(&addr, "kafka_server_brokertopicmetrics_bytesout_total", &t).unwrap();

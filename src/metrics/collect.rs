@@ -508,12 +508,49 @@ fn consumer_lag(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(
     )
 }
 
-/// Classic groups by state and protocol type.
+/// Classic groups: Kafka's `GroupMetadataManager` gauges (all, and one
+/// per state), committed offsets, and Fjord's count by state and protocol
+/// type.
 fn groups(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Error> {
     let mut by: BTreeMap<(&str, &str), i64> = BTreeMap::new();
     for (state, protocol, n) in snaps.iter().flat_map(|s| s.groups.iter()) {
-        *by.entry((state, protocol.as_str())).or_default() += *n as i64;
+        *by.entry((state, protocol.as_str())).or_default() += i64::try_from(*n).unwrap_or(0);
     }
+    let in_state = |want: Option<&str>| -> Vec<(Labels, i64)> {
+        let n = by
+            .iter()
+            .filter(|((state, _), _)| want.is_none_or(|w| w == *state))
+            .map(|(_, n)| *n)
+            .sum();
+        vec![(Vec::new(), n)]
+    };
+    gauges(
+        enc,
+        "kafka_coordinator_group_groupmetadatamanager_numgroups",
+        "Classic groups this broker coordinates.",
+        &in_state(None),
+    )?;
+    for (suffix, state) in [
+        ("stable", "Stable"),
+        ("preparingrebalance", "PreparingRebalance"),
+        ("completingrebalance", "CompletingRebalance"),
+        ("empty", "Empty"),
+        ("dead", "Dead"),
+    ] {
+        gauges(
+            enc,
+            &format!("kafka_coordinator_group_groupmetadatamanager_numgroups{suffix}"),
+            &format!("Classic groups this broker coordinates in state {state}."),
+            &in_state(Some(state)),
+        )?;
+    }
+    let offsets = snaps.iter().map(|s| s.committed.len()).sum::<usize>();
+    gauges(
+        enc,
+        "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+        "Committed offsets of the groups this broker coordinates.",
+        &[(Vec::new(), i64::try_from(offsets).unwrap_or(i64::MAX))],
+    )?;
     let series: Vec<(Labels, i64)> = by
         .into_iter()
         .map(|((state, protocol), n)| {
@@ -528,7 +565,7 @@ fn groups(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Err
         .collect();
     gauges(
         enc,
-        "kafka_coordinator_group_groupmetadatamanager_numgroups",
+        "fjord_classic_groups",
         "Classic groups this broker coordinates, by state and protocol type.",
         &series,
     )
