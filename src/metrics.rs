@@ -1,20 +1,24 @@
 //! A tiny Prometheus-text metrics endpoint (`metrics.listener`): one plain
 //! thread with a std `TcpListener` answering `GET /metrics` (HTTP/1.0
 //! style: one request per connection, closed after the response; any other
-//! request gets 404). The figures are the shards' [`ShardStallStats`],
-//! read with `Relaxed` atomic loads: no lock is shared with the shards.
+//! request gets 404). The figures are the shards' [`ShardStallStats`]
+//! and their Kafka-named metric sets ([`shard::ShardMetrics`]), read with
+//! `Relaxed` atomic loads and encoded by the `prometheus-client` crate
+//! ([`collect`]); the names follow the Prometheus JMX exporter's Kafka
+//! rules (docs/metrics.md).
 //!
 //! Also the client side: [`fetch`] (used by `fjord metrics` and
 //! `fjord-perf --metrics`) and [`parse`].
 
-use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::shard::stall::{ShardStallStats, BUCKET_LABELS_MS};
+use crate::shard::stall::ShardStallStats;
+
+pub mod collect;
+pub mod shard;
 
 /// How long a metrics client may take to send its request or read the
 /// response before the connection is dropped.
@@ -23,129 +27,15 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest request head read (bytes); the rest is ignored.
 const MAX_REQUEST: usize = 8192;
 
-/// The metrics of every shard in Prometheus text format (version 0.0.4).
-pub fn render(stats: &[ShardStallStats]) -> String {
+/// The metrics of every shard in Prometheus text format (version 0.0.4),
+/// encoded by `prometheus-client` from a [`collect::FjordCollector`] over
+/// `stats`.
+pub fn render(stats: &Arc<[ShardStallStats]>) -> String {
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register_collector(Box::new(collect::FjordCollector::new(stats.clone())));
     let mut out = String::new();
-    let mut family =
-        |name: &str, kind: &str, help: &str, value: &dyn Fn(&ShardStallStats) -> u64| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            for (i, s) in stats.iter().enumerate() {
-                let _ = writeln!(out, "{name}{{shard=\"{i}\"}} {}", value(s));
-            }
-        };
-    family(
-        "fjord_reactor_stalls_total",
-        "counter",
-        "Task polls that kept the shard's reactor busy longer than reactor.stall.threshold.us.",
-        &|s| s.stalls.load(Relaxed),
-    );
-    family(
-        "fjord_reactor_stall_max_us",
-        "gauge",
-        "Longest stalled poll since start, in microseconds.",
-        &|s| s.max_us.load(Relaxed),
-    );
-    family(
-        "fjord_sendfile_zero_copy_bytes_total",
-        "counter",
-        "Bytes sent with sendfile(2) (refreshed about once a second).",
-        &|s| s.sendfile_zero_copy_bytes.load(Relaxed),
-    );
-    family(
-        "fjord_leader_partitions",
-        "gauge",
-        "Partitions this shard leads (refreshed about once a second).",
-        &|s| s.leader_partitions.load(Relaxed),
-    );
-    family(
-        "fjord_under_replicated_partitions",
-        "gauge",
-        "Partitions this shard leads whose ISR is smaller than their replicas (refreshed about once a second).",
-        &|s| s.under_replicated_partitions.load(Relaxed),
-    );
-    family(
-        "fjord_incremental_fetch_sessions",
-        "gauge",
-        "Fetch sessions (KIP-227) this shard holds for consumers and followers (refreshed about once a second).",
-        &|s| s.incremental_fetch_sessions.load(Relaxed),
-    );
-    family(
-        "fjord_tls_copied_bytes_total",
-        "counter",
-        "File-region bytes read and encrypted for TLS connections (refreshed about once a second).",
-        &|s| s.tls_copied_bytes.load(Relaxed),
-    );
-    family(
-        "fjord_sendfile_fallback_bytes_total",
-        "counter",
-        "Bytes copied through user space because the socket was full (refreshed about once a second).",
-        &|s| s.sendfile_fallback_bytes.load(Relaxed),
-    );
-    family(
-        "fjord_quota_throttled_responses_total",
-        "counter",
-        "Responses to this shard's connections throttled by a client quota (refreshed about once a second).",
-        &|s| s.quota_throttled_responses.load(Relaxed),
-    );
-    family(
-        "fjord_quota_throttle_ms_total",
-        "counter",
-        "The throttle times of those responses, summed (ms; refreshed about once a second).",
-        &|s| s.quota_throttle_ms.load(Relaxed),
-    );
-    family(
-        "fjord_replica_fetch_connections_moved_total",
-        "counter",
-        "Follower fetch connections accepted here and handed to the shard owning their partitions (refreshed about once a second).",
-        &|s| s.replica_connections_moved.load(Relaxed),
-    );
-    family(
-        "fjord_replica_fetch_partitions_total",
-        "counter",
-        "Partitions of follower fetches served on this shard's connections (refreshed about once a second).",
-        &|s| s.replica_reads.load(Relaxed),
-    );
-    family(
-        "fjord_replica_fetch_cross_shard_partitions_total",
-        "counter",
-        "Of those, the partitions read on another shard than their connection's (refreshed about once a second).",
-        &|s| s.replica_reads_cross_shard.load(Relaxed),
-    );
-    let name = "fjord_cross_shard_calls_total";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Tasks sent to another shard, by the API key of the request they serve (none: background work)."
-    );
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (i, s) in stats.iter().enumerate() {
-        let calls = &s.cross_shard_calls;
-        let _ = writeln!(
-            out,
-            "{name}{{shard=\"{i}\",api_key=\"none\"}} {}",
-            calls.background.load(Relaxed)
-        );
-        for (key, n) in calls.by_api_key.iter().enumerate() {
-            let n = n.load(Relaxed);
-            if n > 0 {
-                let _ = writeln!(out, "{name}{{shard=\"{i}\",api_key=\"{key}\"}} {n}");
-            }
-        }
-    }
-    let name = "fjord_reactor_stalls_over_ms";
-    let _ = writeln!(
-        out,
-        "# HELP {name} Stalls longer than gt milliseconds, since start."
-    );
-    let _ = writeln!(out, "# TYPE {name} counter");
-    for (i, s) in stats.iter().enumerate() {
-        for (label, n) in BUCKET_LABELS_MS.iter().zip(&s.over) {
-            let _ = writeln!(
-                out,
-                "{name}{{shard=\"{i}\",gt=\"{label}\"}} {}",
-                n.load(Relaxed)
-            );
-        }
+    if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, &registry) {
+        log::warn!("metrics encoding failed: {e}");
     }
     out
 }
@@ -178,7 +68,7 @@ pub fn serve(addr: SocketAddr, stats: Arc<[ShardStallStats]>) -> std::io::Result
 
 /// Reads one request head and answers it: 200 with the metrics for
 /// `GET /metrics`, 404 for any other path, 405 for another method.
-fn answer(mut s: TcpStream, stats: &[ShardStallStats]) -> std::io::Result<()> {
+fn answer(mut s: TcpStream, stats: &Arc<[ShardStallStats]>) -> std::io::Result<()> {
     s.set_read_timeout(Some(IO_TIMEOUT))?;
     s.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut head = Vec::with_capacity(512);

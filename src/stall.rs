@@ -73,6 +73,8 @@ pub struct ShardStallStats {
     pub incremental_fetch_sessions: AtomicU64,
     /// Tasks this shard sent to other shards, by the request they serve.
     pub cross_shard_calls: CrossShardCalls,
+    /// The shard's Kafka-named metrics (`metrics::shard`).
+    pub broker: Arc<crate::metrics::shard::ShardMetrics>,
 }
 
 /// API keys counted one by one in [`CrossShardCalls`]; larger keys share
@@ -207,6 +209,9 @@ pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration)
         0
     };
     THRESHOLD_NS.with(|t| t.set(ns));
+    if let Some(s) = stats.get(shard) {
+        crate::metrics::shard::install(s.broker.clone());
+    }
     MONITOR.with(|m| {
         *m.borrow_mut() = Some(Monitor {
             shard,

@@ -14,6 +14,34 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::*;
+use rdkafka::consumer::{CommitMode, Consumer};
+use rdkafka::producer::FutureRecord;
+use rdkafka::{Offset, TopicPartitionList};
+
+/// The value of the series `name{labels}` (labels as the endpoint writes
+/// them, e.g. `topic="m"`; empty for none) at the endpoint `addr`.
+fn value(addr: &str, name: &str, labels: &str) -> Option<f64> {
+    let (code, body) = fjord::metrics::fetch(addr, "/metrics").ok()?;
+    assert_eq!(code, 200, "{body}");
+    fjord::metrics::parse(&body)
+        .into_iter()
+        .find(|s| s.name == name && s.labels == labels)
+        .map(|s| s.value)
+}
+
+/// Waits until `name{labels}` reads `want`; panics with the last value.
+fn wait_value(addr: &str, name: &str, labels: &str, want: f64) {
+    let mut last = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        last = value(addr, name, labels);
+        if last == Some(want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{name}{{{labels}}} is {last:?}, expected {want}");
+}
 
 /// One HTTP/1.0 GET; gives the whole response (head and body).
 fn get(addr: &str, path: &str) -> String {
@@ -36,6 +64,8 @@ fn metrics_endpoint_lists_every_shard() {
     for shard in 0..2 {
         for name in [
             "fjord_reactor_stalls_total",
+            "fjord_incremental_fetch_sessions",
+            "fjord_io_thread_queue_depth",
             "fjord_reactor_stall_max_us",
             "fjord_sendfile_zero_copy_bytes_total",
             "fjord_leader_partitions",
@@ -82,4 +112,268 @@ fn metrics_endpoint_lists_every_shard() {
 fn metrics_off_by_default() {
     let broker = Broker::start();
     assert!(!broker.stderr_text().contains("metrics endpoint"));
+}
+
+/// Produce and consume with a real client: the Kafka-named counters move
+/// by what was done (records in, bytes in and out, requests by API), the
+/// log end offsets equal the records produced, and a group's lag is what
+/// it has not consumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_named_metrics_follow_produce_and_consume() {
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "metered";
+    broker.create_topic(topic, 2).await;
+    let t = format!("topic=\"{topic}\"");
+
+    // Nothing produced yet: the topic's counters are absent or 0.
+    let before = value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        &t,
+    );
+    assert!(matches!(before, None | Some(0.0)), "{before:?}");
+
+    let producer = broker.producer(&[("acks", "all")]);
+    let (to_p0, to_p1) = (40usize, 20usize);
+    for i in 0..to_p0 + to_p1 {
+        let partition = if i < to_p0 { 0 } else { 1 };
+        let payload = format!("value-{i}");
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .partition(partition)
+                    .payload(&payload),
+                Duration::from_secs(15),
+            )
+            .await
+            .expect("delivery");
+    }
+    let produced = (to_p0 + to_p1) as f64;
+    wait_value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        &t,
+        produced,
+    );
+    // The all-topics series (no label): only this topic took produce.
+    wait_value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        "",
+        produced,
+    );
+    let bytes_in = value(&addr, "kafka_server_brokertopicmetrics_bytesin_total", &t).unwrap();
+    assert!(bytes_in >= produced * 7.0, "bytes in {bytes_in}");
+    let total = value(
+        &addr,
+        "kafka_server_brokertopicmetrics_totalproducerequests_total",
+        &t,
+    )
+    .unwrap();
+    assert!(total >= 1.0, "{total}");
+    assert_eq!(
+        value(
+            &addr,
+            "kafka_server_brokertopicmetrics_failedproducerequests_total",
+            &t
+        ),
+        Some(0.0)
+    );
+    // Produce requests, by version, and their time histogram.
+    let (_, body) = fjord::metrics::fetch(&addr, "/metrics").unwrap();
+    let samples = fjord::metrics::parse(&body);
+    let produce_requests: f64 = samples
+        .iter()
+        .filter(|s| {
+            s.name == "kafka_network_requestmetrics_requests_total"
+                && s.labels.starts_with("request=\"Produce\",version=")
+        })
+        .map(|s| s.value)
+        .sum();
+    assert!(produce_requests >= 1.0, "{body}");
+    let timed = value(
+        &addr,
+        "kafka_network_requestmetrics_totaltimems_count",
+        "request=\"Produce\"",
+    )
+    .unwrap();
+    assert!(timed >= produce_requests, "{timed} < {produce_requests}");
+
+    // Log end offsets equal the records produced (refreshed once a second).
+    let p = |i: i32| format!("topic=\"{topic}\",partition=\"{i}\"");
+    wait_value(&addr, "kafka_log_log_logendoffset", &p(0), to_p0 as f64);
+    wait_value(&addr, "kafka_log_log_logendoffset", &p(1), to_p1 as f64);
+    assert_eq!(
+        value(&addr, "kafka_log_log_logstartoffset", &p(0)),
+        Some(0.0)
+    );
+    assert!(value(&addr, "kafka_log_log_size", &p(0)).unwrap() > 0.0);
+    assert_eq!(
+        value(&addr, "kafka_log_log_numlogsegments", &p(0)),
+        Some(1.0)
+    );
+    assert!(value(&addr, "kafka_server_replicamanager_leadercount", "").unwrap() >= 2.0);
+    assert_eq!(
+        value(
+            &addr,
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            ""
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        value(
+            &addr,
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            ""
+        ),
+        Some(1.0)
+    );
+    assert!(
+        value(
+            &addr,
+            "kafka_controller_kafkacontroller_globaltopiccount",
+            ""
+        )
+        .unwrap()
+            >= 1.0
+    );
+
+    // Consume 25 records of partition 0 in a group, and commit 25 for it
+    // and 5 for partition 1.
+    let group = "metered-group";
+    let consumer = broker.consumer(&[("group.id", group)]);
+    assign(&consumer, topic, &[0], Offset::Beginning);
+    let got = consume_n(&consumer, 25, Duration::from_secs(30));
+    assert_eq!(got.len(), 25);
+    let mut commit = TopicPartitionList::new();
+    commit
+        .add_partition_offset(topic, 0, Offset::Offset(25))
+        .unwrap();
+    commit
+        .add_partition_offset(topic, 1, Offset::Offset(5))
+        .unwrap();
+    consumer.commit(&commit, CommitMode::Sync).expect("commit");
+    let lag = |i: i32| format!("consumergroup=\"{group}\",topic=\"{topic}\",partition=\"{i}\"");
+    wait_value(
+        &addr,
+        "kafka_consumergroup_lag",
+        &lag(0),
+        (to_p0 - 25) as f64,
+    );
+    wait_value(
+        &addr,
+        "kafka_consumergroup_lag",
+        &lag(1),
+        (to_p1 - 5) as f64,
+    );
+    wait_value(&addr, "kafka_consumergroup_current_offset", &lag(0), 25.0);
+    wait_value(
+        &addr,
+        "kafka_coordinator_group_groupmetadatamanager_numoffsets",
+        "",
+        2.0,
+    );
+
+    // The fetches: bytes out and per-topic fetch counts moved.
+    let bytes_out = value(&addr, "kafka_server_brokertopicmetrics_bytesout_total", &t).unwrap();
+    assert!(bytes_out >= 25.0 * 7.0, "bytes out {bytes_out}");
+    assert!(
+        value(
+            &addr,
+            "kafka_server_brokertopicmetrics_totalfetchrequests_total",
+            &t
+        )
+        .unwrap()
+            >= 1.0
+    );
+    let (_, body) = fjord::metrics::fetch(&addr, "/metrics").unwrap();
+    assert!(
+        fjord::metrics::parse(&body)
+            .iter()
+            .any(|s| s.name == "kafka_network_requestmetrics_requests_total"
+                && s.labels.starts_with("request=\"Fetch\",")
+                && s.value >= 1.0),
+        "{body}"
+    );
+    // Kafka's consumer-fetch series, apart from followers'.
+    assert!(
+        fjord::metrics::parse(&body)
+            .iter()
+            .any(|s| s.name == "kafka_network_requestmetrics_requests_total"
+                && s.labels.starts_with("request=\"FetchConsumer\",")
+                && s.value >= 1.0),
+        "{body}"
+    );
+    assert!(!body.contains("request=\"FetchFollower\""), "{body}");
+    assert!(
+        value(
+            &addr,
+            "kafka_network_requestmetrics_totaltimems_count",
+            "request=\"FetchConsumer\""
+        )
+        .unwrap()
+            >= 1.0
+    );
+}
+
+/// A batch refused as too large counts as failed and as rejected bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_large_batches_are_rejected_bytes() {
+    use rdkafka::admin::{NewTopic, TopicReplication};
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "small";
+    let admin = broker.admin();
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("max.message.bytes", "1000");
+    let r = admin.create_topics(&[t], &admin_opts()).await.unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let consumer = broker.consumer(&[]);
+    wait_for(CLIENT_TIMEOUT, "metadata", || {
+        partition_count(&consumer, topic) == Some(1)
+    });
+
+    let producer = broker.producer(&[("compression.type", "none")]);
+    let big = vec![b'x'; 3000];
+    let sent = producer
+        .send(
+            FutureRecord::<(), _>::to(topic).partition(0).payload(&big),
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(sent.is_err(), "a 3000-byte record was taken: {sent:?}");
+    let ok = producer
+        .send(
+            FutureRecord::<(), _>::to(topic)
+                .partition(0)
+                .payload("fits"),
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(ok.is_ok(), "{ok:?}");
+
+    let t = format!("topic=\"{topic}\"");
+    wait_value(
+        &addr,
+        "kafka_server_brokertopicmetrics_messagesin_total",
+        &t,
+        1.0,
+    );
+    let rejected = value(
+        &addr,
+        "kafka_server_brokertopicmetrics_bytesrejected_total",
+        &t,
+    )
+    .unwrap();
+    assert!(rejected >= 3000.0, "rejected {rejected}");
+    assert!(
+        value(
+            &addr,
+            "kafka_server_brokertopicmetrics_failedproducerequests_total",
+            &t
+        )
+        .unwrap()
+            >= 1.0
+    );
 }

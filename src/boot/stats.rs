@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::metrics::shard::{ControllerFigures, PartitionFigures, Snapshot};
 use crate::shard::stall::ShardStallStats;
 
 /// Writes each shard's stall counters on stderr (orderly shutdown).
@@ -65,5 +66,59 @@ pub(super) fn sync_write_stats(stats: &ShardStallStats) {
         stats.under_replicated_partitions.store(under, Relaxed);
         let sessions = shard.fetch_sessions.borrow().len() as u64;
         stats.incremental_fetch_sessions.store(sessions, Relaxed);
+        stats.broker.set_snapshot(snapshot(&shard));
+        if let Ok(depth) = crate::shard::io::with_io(|io| io.stats().queue_depth()) {
+            stats.broker.io_queue_depth.store(depth, Relaxed);
+        }
+    }
+}
+
+/// The figures of `shard`'s partitions, groups and (shard 0) metadata
+/// image for the Kafka-named metrics (`metrics::shard::Snapshot`).
+fn snapshot(shard: &crate::shard::Shard) -> Snapshot {
+    let partitions = shard
+        .owned_partitions()
+        .iter()
+        .map(|p| {
+            let leader = p.is_leader();
+            let isr = p.isr_size();
+            let min_isr = usize::try_from(p.settings().min_insync_replicas.max(1)).unwrap_or(1);
+            PartitionFigures {
+                topic: p.topic().clone(),
+                partition: p.index(),
+                size: p.size_bytes(),
+                segments: p.segment_count() as u64,
+                log_start_offset: p.log_start_offset(),
+                log_end_offset: p.log_end_offset(),
+                high_watermark: p.high_watermark(),
+                leader,
+                under_replicated: leader && isr < p.replica_count(),
+                under_min_isr: leader && isr < min_isr,
+            }
+        })
+        .collect();
+    let (committed, groups) = crate::group::coordinator::metrics_figures();
+    let controller = (shard.id == 0).then(|| {
+        let image = shard.metadata();
+        let (mut all, mut offline) = (0u64, 0u64);
+        for t in image.topics.values() {
+            for a in &t.assignments {
+                all += 1;
+                offline += u64::from(a.leader < 0);
+            }
+        }
+        ControllerFigures {
+            active: u64::from(image.controller_id == shard.config.node_id),
+            offline_partitions: offline,
+            global_partitions: all,
+            global_topics: image.topics.len() as u64,
+            metadata_offset: image.offset,
+        }
+    });
+    Snapshot {
+        partitions,
+        committed,
+        groups,
+        controller,
     }
 }

@@ -637,6 +637,43 @@ pub fn describe(shard: &Rc<Shard>, group_id: &str) -> Result<GroupDescription, G
     Ok(ready(shard, group_id)?.core.borrow().describe(group_id))
 }
 
+/// The committed offsets of the groups this shard coordinates, and its
+/// classic groups counted by (state, protocol type): the figures of the
+/// metrics endpoint.
+pub fn metrics_figures() -> (
+    Vec<crate::metrics::shard::CommittedOffset>,
+    Vec<crate::metrics::shard::GroupCount>,
+) {
+    let here = GroupCoordinator::here();
+    let Ok(core) = here.core.try_borrow() else {
+        return (Vec::new(), Vec::new());
+    };
+    let committed = core
+        .offsets
+        .committed
+        .iter()
+        .flat_map(|(g, m)| {
+            m.iter()
+                .map(move |((t, p), v)| crate::metrics::shard::CommittedOffset {
+                    group: g.clone(),
+                    topic: t.clone(),
+                    partition: *p,
+                    offset: v.offset,
+                })
+        })
+        .collect();
+    let mut by: std::collections::BTreeMap<(&'static str, String), u64> = Default::default();
+    for g in core.groups.values() {
+        let key = (
+            g.state.as_str(),
+            g.protocol_type.clone().unwrap_or_default(),
+        );
+        *by.entry(key).or_default() += 1;
+    }
+    let groups = by.into_iter().map(|((s, p), n)| (s, p, n)).collect();
+    (committed, groups)
+}
+
 /// ListGroups on this shard (see [`GroupCore::list`]), or
 /// COORDINATOR_LOAD_IN_PROGRESS while one of its `__consumer_offsets`
 /// partitions loads (as Kafka answers ListGroups then).

@@ -125,26 +125,39 @@ pub async fn dispatch_pipelined(
     if let Some(outcome) = unserved_version(&frame) {
         return outcome;
     }
+    let started = std::time::Instant::now();
+    let (api_key, version) = (frame.api_key as i16, frame.prefix.api_version);
+    let outcome = serve(shard, &frame, produce_dispatched).await;
+    crate::metrics::shard::count_request(api_key, version, started.elapsed());
+    outcome
+}
+
+/// Meters, routes and answers a request at a served version.
+async fn serve(
+    shard: &Rc<Shard>,
+    frame: &RequestFrame,
+    produce_dispatched: Option<futures_channel::oneshot::Sender<()>>,
+) -> Outcome {
     // Client quotas: measured here, throttled in one place (`quota`).
-    let metered = quota::meter(shard, &frame);
+    let metered = quota::meter(shard, frame);
     let (routed, busy) = if metered.is_some() {
-        quota::timed(Box::pin(route(shard, &frame, produce_dispatched))).await
+        quota::timed(Box::pin(route(shard, frame, produce_dispatched))).await
     } else {
         (
-            route(shard, &frame, produce_dispatched).await,
+            route(shard, frame, produce_dispatched).await,
             std::time::Duration::ZERO,
         )
     };
     let result = match routed {
         Some(result) => result,
-        None => return unsupported::handle(&frame),
+        None => return unsupported::handle(frame),
     };
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) => Outcome::Close(e.to_string()),
     };
     match metered {
-        Some(m) => m.finish(shard, &frame, outcome, busy).await,
+        Some(m) => m.finish(shard, frame, outcome, busy).await,
         None => outcome,
     }
 }

@@ -71,6 +71,16 @@ pub struct IoStats {
     /// Inline tries the kernel cut short (`EAGAIN` or a short count: the
     /// rest would have blocked), whose rest went to the thread.
     pub inline_fallbacks: AtomicU64,
+    /// Jobs sent and not yet run (write jobs and other jobs): the queue
+    /// depth. The shard counts up, the thread down once a job is done.
+    queued: AtomicU64,
+}
+
+impl IoStats {
+    /// Jobs queued and not yet done.
+    pub fn queue_depth(&self) -> u64 {
+        self.queued.load(Ordering::Acquire)
+    }
 }
 
 struct WriteJob {
@@ -99,8 +109,6 @@ pub struct IoThread {
     tx: Option<mpsc::Sender<Job>>,
     handle: Option<JoinHandle<()>>,
     stats: Arc<IoStats>,
-    /// Jobs sent and not yet run (the thread counts them down).
-    queued: Arc<AtomicU64>,
     /// False once a file system refused `RWF_NOWAIT` (EOPNOTSUPP).
     nowait: Cell<bool>,
 }
@@ -147,17 +155,15 @@ impl IoThread {
     pub fn start(name: String) -> io::Result<IoThread> {
         let (tx, rx) = mpsc::channel::<Job>();
         let stats = Arc::new(IoStats::default());
-        let queued = Arc::new(AtomicU64::new(0));
-        let (st, q) = (stats.clone(), queued.clone());
+        let st = stats.clone();
         let handle = std::thread::Builder::new().name(name).spawn(move || {
             batch_policy();
-            run(rx, &st, &q)
+            run(rx, &st)
         })?;
         Ok(IoThread {
             tx: Some(tx),
             handle: Some(handle),
             stats,
-            queued,
             nowait: Cell::new(true),
         })
     }
@@ -220,7 +226,7 @@ impl IoThread {
         if !self.nowait.get()
             || len == 0
             || len > INLINE_MAX
-            || self.queued.load(Ordering::Acquire) != 0
+            || self.stats.queue_depth() != 0
         {
             return Inline::Queue(at, parts);
         }
@@ -294,9 +300,9 @@ impl IoThread {
     fn send(&self, job: Job) -> io::Result<()> {
         match &self.tx {
             Some(tx) => {
-                self.queued.fetch_add(1, Ordering::AcqRel);
+                self.stats.queued.fetch_add(1, Ordering::AcqRel);
                 tx.send(job).map_err(|_| {
-                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    self.stats.queued.fetch_sub(1, Ordering::AcqRel);
                     gone()
                 })
             }
@@ -333,7 +339,7 @@ fn batch_policy() {
     }
 }
 
-fn run(rx: mpsc::Receiver<Job>, stats: &IoStats, queued: &AtomicU64) {
+fn run(rx: mpsc::Receiver<Job>, stats: &IoStats) {
     let mut batch: Vec<Job> = Vec::with_capacity(DRAIN);
     while let Ok(job) = rx.recv() {
         batch.push(job);
@@ -349,7 +355,7 @@ fn run(rx: mpsc::Receiver<Job>, stats: &IoStats, queued: &AtomicU64) {
                 Job::Call(f) => {
                     f();
                     stats.calls.fetch_add(1, Ordering::Relaxed);
-                    queued.fetch_sub(1, Ordering::Release);
+                    stats.queued.fetch_sub(1, Ordering::Release);
                 }
                 Job::Write(first) => {
                     // Merge the following writes that continue this one.
@@ -369,14 +375,14 @@ fn run(rx: mpsc::Receiver<Job>, stats: &IoStats, queued: &AtomicU64) {
                             group.push(next);
                         }
                     }
-                    write_group(group, stats, queued);
+                    write_group(group, stats);
                 }
             }
         }
     }
 }
 
-fn write_group(group: Vec<WriteJob>, stats: &IoStats, queued: &AtomicU64) {
+fn write_group(group: Vec<WriteJob>, stats: &IoStats) {
     let at = group[0].at;
     let slices: Vec<&[u8]> = group
         .iter()
@@ -391,7 +397,7 @@ fn write_group(group: Vec<WriteJob>, stats: &IoStats, queued: &AtomicU64) {
     drop(slices);
     // Counted down before the completions are sent: a shard woken by one
     // may already write inline (the bytes are in the page cache).
-    queued.fetch_sub(group.len() as u64, Ordering::Release);
+    stats.queued.fetch_sub(group.len() as u64, Ordering::Release);
     for mut job in group {
         stats.writes.fetch_add(1, Ordering::Relaxed);
         let r = match &res {
@@ -629,7 +635,7 @@ mod tests {
                 futures_lite::future::block_on(barrier).unwrap();
                 // The next appends find the thread idle again (it counts a
                 // job down just after the job answered).
-                while io.queued.load(Ordering::Acquire) != 0 {
+                while io.stats.queue_depth() != 0 {
                     std::thread::yield_now();
                 }
             }
@@ -644,7 +650,7 @@ mod tests {
         }
         // Every queued write is counted down once the thread ran it.
         futures_lite::future::block_on(io.run(|| ())).unwrap();
-        assert_eq!(io.queued.load(Ordering::Acquire), 0);
+        assert_eq!(io.stats.queue_depth(), 0);
         io.stats.clone()
     }
 

@@ -20,6 +20,7 @@ pub fn propose(part: Rc<Partition>, change: IsrChange) {
         part.isr_change_failed(&change);
         return;
     };
+    let shrink = change.new_isr.len() < part.isr_size();
     stall::spawn_local("isr change", async move {
         let node = shard.config.node_id;
         let Some(broker_epoch) = shard.metadata().registrations.get(&node).map(|b| b.epoch) else {
@@ -36,13 +37,23 @@ pub fn propose(part: Rc<Partition>, change: IsrChange) {
             new_isr: change.new_isr.clone(),
         };
         match controller_call::submit(&shard, ControllerRequest::AlterPartition(ask)).await {
-            Ok(ControllerReply::AlterPartition(Ok(()))) => log::info!(
-                "{}-{}: ISR is now {:?} (leader epoch {})",
-                change.topic,
-                change.partition,
-                change.new_isr,
-                change.leader_epoch
-            ),
+            Ok(ControllerReply::AlterPartition(Ok(()))) => {
+                if let Some(m) = crate::metrics::shard::here() {
+                    let n = if shrink {
+                        &m.isr_shrinks
+                    } else {
+                        &m.isr_expands
+                    };
+                    n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                log::info!(
+                    "{}-{}: ISR is now {:?} (leader epoch {})",
+                    change.topic,
+                    change.partition,
+                    change.new_isr,
+                    change.leader_epoch
+                )
+            }
             Ok(ControllerReply::AlterPartition(Err(e))) => {
                 log::info!(
                     "{}-{}: ISR change to {:?} refused: {e}",

@@ -925,6 +925,18 @@ impl Cluster {
         out
     }
 
+    /// `host:port` of node `id`'s metrics endpoint in its latest run
+    /// (started with `metrics.listener`); panics when none was logged.
+    pub fn metrics_address(&self, id: i32) -> String {
+        let text = self.stderr_text(id);
+        let line = text
+            .lines()
+            .rfind(|l| l.contains("metrics endpoint on http://"))
+            .unwrap_or_else(|| panic!("node {id} logged no metrics address"));
+        let rest = line.split("http://").nth(1).expect("address");
+        rest.trim_end_matches("/metrics").trim().to_string()
+    }
+
     /// Prints the last 150 lines node `id` wrote to stderr (without the
     /// reactor-stall reports).
     pub fn dump_stderr(&self, id: i32) {

@@ -175,6 +175,7 @@ pub fn requester(req: &FetchRequest, version: i16) -> Requester {
 
 /// Answers a Fetch request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
+    let started = Instant::now();
     let req: FetchRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let image = shard.metadata();
@@ -357,8 +358,20 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
     let mut endpoints = BTreeMap::new();
     let mut outs = Vec::with_capacity(slots.len());
     let mut answers = Vec::with_capacity(slots.len());
+    let consumer = matches!(requester, Requester::Client);
     for ((slot, result), key) in slots.iter().zip(results).zip(keys) {
         let (error_code, r) = (result.error_code, result.read);
+        if !slot.read.topic.is_empty() {
+            crate::metrics::shard::with_topic(&slot.read.topic, |c| {
+                use std::sync::atomic::Ordering::Relaxed;
+                c.total_fetch.fetch_add(1, Relaxed);
+                if error_code != codes::NONE {
+                    c.failed_fetch.fetch_add(1, Relaxed);
+                } else if consumer {
+                    c.bytes_out.fetch_add(r.bytes, Relaxed);
+                }
+            });
+        }
         let refused = matches!(
             error_code,
             codes::NOT_LEADER_OR_FOLLOWER | codes::FENCED_LEADER_EPOCH
@@ -413,6 +426,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         topics.retain(|t| !t.partitions.is_empty());
     }
     let endpoints: Vec<BrokerMeta> = endpoints.into_values().collect();
+    crate::metrics::shard::count_fetch(!consumer, version, started.elapsed());
     Ok(Outcome::Respond(encode_fetch_response(
         version,
         frame.prefix.correlation_id,

@@ -15,6 +15,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +30,7 @@ use crate::shard::error::{
 };
 use crate::shard::partition::{Partition, ProduceOutcome};
 use crate::shard::{now_ms, Shard};
-use crate::storage::StorageError;
+use crate::storage::{BatchError, StorageError};
 
 /// Where a partition is in the request: the positions of its topic in
 /// `topic_data` and of the partition in that topic's `partition_data`.
@@ -257,7 +258,31 @@ async fn append(
     // Every partition reserved: the connection may go on with its next
     // request.
     let _ = reserved.send(());
-    finish(stage1, &mut out, acks_all).await;
+    let appended = finish(stage1, &mut out, acks_all).await;
+    for (i, w) in work.iter().enumerate() {
+        let error = out.get(i).and_then(|a| a.error.as_ref());
+        let failed = error.is_some();
+        // Kafka's BytesRejectedPerSec: batches refused as too large.
+        let too_large = matches!(
+            error,
+            Some(AppendError::Refused(ProduceError::Batch(
+                BatchError::MessageTooLarge { .. }
+            )))
+        );
+        let records = appended.get(i).copied().flatten();
+        crate::metrics::shard::with_topic(&w.topic, |c| {
+            c.total_produce.fetch_add(1, Relaxed);
+            if failed {
+                c.failed_produce.fetch_add(1, Relaxed);
+                if too_large {
+                    c.bytes_rejected.fetch_add(w.records.len() as u64, Relaxed);
+                }
+            } else if let Some(n) = records {
+                c.messages_in.fetch_add(n, Relaxed);
+                c.bytes_in.fetch_add(w.records.len() as u64, Relaxed);
+            }
+        });
+    }
     out
 }
 
@@ -366,12 +391,14 @@ async fn verify_all(
 }
 
 /// Stage 2 and the acks: waits for each reserved write, then (acks=all)
-/// for the flush policy and the ISR.
+/// for the flush policy and the ISR. Gives, by work index, the records
+/// each written append added (None: not appended, or a duplicate).
 async fn finish(
     stage1: Vec<(usize, Reserved)>,
     out: &mut [AppendAnswer],
     acks_all: Option<Instant>,
-) {
+) -> Vec<Option<u64>> {
+    let mut appended = vec![None; out.len()];
     let wait_for_flush = acks_all.is_some();
     let mut flushes = Vec::new();
     let mut replicated = Vec::new();
@@ -386,6 +413,9 @@ async fn finish(
             }
             Reserved::Appending(part, appending) => match appending.finish().await {
                 Ok((res, needs_flush)) => {
+                    if let Some(slot) = appended.get_mut(i) {
+                        *slot = u64::try_from(res.last_offset - res.base_offset + 1).ok();
+                    }
                     answer.base_offset = res.base_offset;
                     answer.log_append_time = res.log_append_time;
                     answer.log_start_offset = res.log_start_offset;
@@ -425,4 +455,5 @@ async fn finish(
             }
         }
     }
+    appended
 }

@@ -145,6 +145,11 @@ impl Partition {
         self.log.borrow().size_bytes()
     }
 
+    /// Gives the number of the log's segments.
+    pub fn segment_count(&self) -> usize {
+        self.log.borrow().segment_count()
+    }
+
     /// Takes a timestamp (ms); gives (base offset, max timestamp) of the
     /// first batch whose max timestamp is >= it, or None (see
     /// `PartitionLog::offset_for_timestamp`). Errors with the I/O failure.

@@ -1,0 +1,374 @@
+//! One shard's Kafka-named metric set: written only by its shard thread
+//! (single-writer `Relaxed` atomics), read and summed over the shards by
+//! the metrics thread at scrape (`metrics::collect`).
+//!
+//! Hot-path counters take no lock: a topic's [`TopicCounters`] is resolved
+//! once per shard (registered in the shard's list under a mutex the first
+//! time the shard sees the topic, then found in a shard-local cache), and
+//! request counters are plain arrays indexed by API key and version. The
+//! figures that live in partitions, the metadata image or the group
+//! coordinator are copied once a second into [`Snapshot`] by the shard's
+//! `metrics sync` task.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::stall::COUNTED_API_KEYS;
+
+/// Request versions counted one by one; larger versions share the last
+/// slot.
+pub const COUNTED_VERSIONS: usize = 24;
+
+/// Upper bounds (ms) of the request-time histogram buckets
+/// (`kafka_network_requestmetrics_totaltimems_bucket{le=...}`).
+pub const TIME_BUCKETS_MS: [f64; 14] = [
+    0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
+];
+
+/// Kafka's `BrokerTopicMetrics` of one topic on one shard (counts since
+/// start).
+#[derive(Debug, Default)]
+pub struct TopicCounters {
+    /// Records appended as leader (MessagesInPerSec).
+    pub messages_in: AtomicU64,
+    /// Bytes of the record batches appended as leader (BytesInPerSec).
+    pub bytes_in: AtomicU64,
+    /// Bytes read for consumers' fetches (BytesOutPerSec; followers'
+    /// fetches are not counted, as Kafka counts them apart).
+    pub bytes_out: AtomicU64,
+    /// Bytes of produced batches refused as too large
+    /// (BytesRejectedPerSec: MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE).
+    pub bytes_rejected: AtomicU64,
+    /// Produce requests' partitions of this topic refused or failed
+    /// (FailedProduceRequestsPerSec).
+    pub failed_produce: AtomicU64,
+    /// Fetch requests' partitions of this topic answered with an error
+    /// (FailedFetchRequestsPerSec).
+    pub failed_fetch: AtomicU64,
+    /// Produce requests' partitions of this topic (TotalProduceRequestsPerSec).
+    pub total_produce: AtomicU64,
+    /// Fetch requests' partitions of this topic, consumers' and followers'
+    /// (TotalFetchRequestsPerSec).
+    pub total_fetch: AtomicU64,
+}
+
+/// Request time (ms) of one API, as a histogram with [`TIME_BUCKETS_MS`].
+#[derive(Debug, Default)]
+pub struct TimeHistogram {
+    /// Requests per bucket (not cumulative; summed at scrape).
+    pub buckets: [AtomicU64; TIME_BUCKETS_MS.len()],
+    /// Requests over the last bound.
+    pub over: AtomicU64,
+    /// Sum of the times in µs.
+    pub sum_us: AtomicU64,
+}
+
+impl TimeHistogram {
+    /// Counts one request that took `took`.
+    fn observe(&self, took: Duration) {
+        let ms = took.as_secs_f64() * 1e3;
+        let slot = TIME_BUCKETS_MS.iter().position(|b| ms <= *b);
+        match slot.and_then(|i| self.buckets.get(i)) {
+            Some(b) => b.fetch_add(1, Relaxed),
+            None => self.over.fetch_add(1, Relaxed),
+        };
+        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
+        self.sum_us.fetch_add(us, Relaxed);
+    }
+}
+
+/// One partition replica this shard holds, as of the last refresh.
+#[derive(Debug, Clone, Default)]
+pub struct PartitionFigures {
+    /// Topic name.
+    pub topic: Arc<str>,
+    /// Partition index.
+    pub partition: i32,
+    /// Log size in bytes (`kafka_log_log_size`).
+    pub size: u64,
+    /// Segments (`kafka_log_log_numlogsegments`).
+    pub segments: u64,
+    /// Log start offset.
+    pub log_start_offset: i64,
+    /// Log end offset.
+    pub log_end_offset: i64,
+    /// High watermark (what consumers can read; consumer lag is against it).
+    pub high_watermark: i64,
+    /// Whether this broker leads it.
+    pub leader: bool,
+    /// Led here and its ISR is smaller than its replica set.
+    pub under_replicated: bool,
+    /// Led here and its ISR is smaller than `min.insync.replicas`.
+    pub under_min_isr: bool,
+}
+
+/// A committed offset of a group this shard coordinates.
+#[derive(Debug, Clone)]
+pub struct CommittedOffset {
+    /// Group id.
+    pub group: String,
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+    /// The committed offset (next to consume).
+    pub offset: i64,
+}
+
+/// Classic groups counted by (state, protocol type).
+pub type GroupCount = (&'static str, String, u64);
+
+/// What the metadata image says, refreshed by shard 0 only.
+#[derive(Debug, Clone, Default)]
+pub struct ControllerFigures {
+    /// Whether this node is the active controller (1) or not (0).
+    pub active: u64,
+    /// Partitions without a leader.
+    pub offline_partitions: u64,
+    /// Partitions in the cluster.
+    pub global_partitions: u64,
+    /// Topics in the cluster.
+    pub global_topics: u64,
+    /// The metadata log offset applied into this node's image.
+    pub metadata_offset: u64,
+}
+
+/// The figures a shard copies once a second.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Every partition replica the shard holds.
+    pub partitions: Vec<PartitionFigures>,
+    /// Committed offsets of the groups the shard coordinates.
+    pub committed: Vec<CommittedOffset>,
+    /// Classic groups the shard coordinates, by (state, protocol type).
+    pub groups: Vec<GroupCount>,
+    /// Shard 0 only: the metadata image's figures.
+    pub controller: Option<ControllerFigures>,
+}
+
+/// One shard's Kafka-named metrics.
+#[derive(Debug)]
+pub struct ShardMetrics {
+    /// Topics seen by this shard, each registered once (the mutex is taken
+    /// when the shard first sees a topic, and by the metrics thread).
+    topics: Mutex<Vec<(Arc<str>, Arc<TopicCounters>)>>,
+    /// Requests by API key then version.
+    pub requests: Box<[[AtomicU64; COUNTED_VERSIONS]]>,
+    /// Request times by API key.
+    pub total_time: Box<[TimeHistogram]>,
+    /// Fetch requests by kind (0: consumers', `FetchConsumer`; 1:
+    /// followers', `FetchFollower`) then version.
+    pub fetch_kinds: [[AtomicU64; COUNTED_VERSIONS]; 2],
+    /// Fetch request times by kind (as `fetch_kinds`).
+    pub fetch_kind_time: [TimeHistogram; 2],
+    /// ISR shrinks this shard's leaders had committed (IsrShrinksPerSec).
+    pub isr_shrinks: AtomicU64,
+    /// ISR expansions this shard's leaders had committed (IsrExpandsPerSec).
+    pub isr_expands: AtomicU64,
+    /// Jobs queued on the shard's I/O thread and not yet done, refreshed
+    /// about once a second.
+    pub io_queue_depth: AtomicU64,
+    /// Figures refreshed once a second (taken once a second by the shard,
+    /// at scrape by the metrics thread).
+    snapshot: Mutex<Snapshot>,
+}
+
+impl Default for ShardMetrics {
+    fn default() -> ShardMetrics {
+        ShardMetrics {
+            topics: Mutex::default(),
+            requests: (0..COUNTED_API_KEYS)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect(),
+            total_time: (0..COUNTED_API_KEYS)
+                .map(|_| TimeHistogram::default())
+                .collect(),
+            fetch_kinds: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+            fetch_kind_time: std::array::from_fn(|_| TimeHistogram::default()),
+            isr_shrinks: AtomicU64::new(0),
+            isr_expands: AtomicU64::new(0),
+            io_queue_depth: AtomicU64::new(0),
+            snapshot: Mutex::default(),
+        }
+    }
+}
+
+impl ShardMetrics {
+    /// Gives a copy of the topics this shard counted and their counters.
+    pub fn topics(&self) -> Vec<(Arc<str>, Arc<TopicCounters>)> {
+        self.topics.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Gives a copy of the last refreshed figures.
+    pub fn snapshot(&self) -> Snapshot {
+        self.snapshot.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the refreshed figures (the shard's once-a-second task).
+    pub fn set_snapshot(&self, s: Snapshot) {
+        if let Ok(mut held) = self.snapshot.lock() {
+            *held = s;
+        }
+    }
+
+    /// Counts one request of `api_key` at `version` that took `took` from
+    /// dispatch to its response being ready.
+    pub fn count_request(&self, api_key: i16, version: i16, took: Duration) {
+        let key = usize::try_from(api_key)
+            .unwrap_or(0)
+            .min(COUNTED_API_KEYS - 1);
+        let v = usize::try_from(version)
+            .unwrap_or(0)
+            .min(COUNTED_VERSIONS - 1);
+        if let Some(slot) = self.requests.get(key).and_then(|r| r.get(v)) {
+            slot.fetch_add(1, Relaxed);
+        }
+        if let Some(h) = self.total_time.get(key) {
+            h.observe(took);
+        }
+    }
+}
+
+/// This thread's shard metrics and its topic cache.
+struct Local {
+    metrics: Arc<ShardMetrics>,
+    topics: HashMap<Arc<str>, Arc<TopicCounters>>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// Makes `metrics` this thread's (a shard's) metric set. Before this, the
+/// recording functions count nothing.
+pub fn install(metrics: Arc<ShardMetrics>) {
+    LOCAL.with(|l| {
+        *l.borrow_mut() = Some(Local {
+            metrics,
+            topics: HashMap::new(),
+        })
+    });
+}
+
+/// Runs `f` with this shard's counters of `topic` (registered on first
+/// use); nothing on a thread without [`install`].
+pub fn with_topic(topic: &Arc<str>, f: impl FnOnce(&TopicCounters)) {
+    LOCAL.with(|l| {
+        let Ok(mut l) = l.try_borrow_mut() else {
+            return;
+        };
+        let Some(l) = l.as_mut() else { return };
+        if let Some(c) = l.topics.get(topic) {
+            f(c);
+            return;
+        }
+        let c = Arc::new(TopicCounters::default());
+        if let Ok(mut all) = l.metrics.topics.lock() {
+            all.push((topic.clone(), c.clone()));
+        }
+        f(&c);
+        l.topics.insert(topic.clone(), c);
+    });
+}
+
+/// Counts one request on this shard (see [`ShardMetrics::count_request`]).
+pub fn count_request(api_key: i16, version: i16, took: Duration) {
+    LOCAL.with(|l| {
+        if let Ok(l) = l.try_borrow() {
+            if let Some(l) = l.as_ref() {
+                l.metrics.count_request(api_key, version, took);
+            }
+        }
+    });
+}
+
+/// Counts one Fetch request on this shard as Kafka's `FetchFollower`
+/// (`follower`) or `FetchConsumer` request at `version` that took `took`
+/// from the handler's start to its answer.
+pub fn count_fetch(follower: bool, version: i16, took: Duration) {
+    let Some(m) = here() else { return };
+    let kind = usize::from(follower);
+    let v = usize::try_from(version)
+        .unwrap_or(0)
+        .min(COUNTED_VERSIONS - 1);
+    if let Some(slot) = m.fetch_kinds.get(kind).and_then(|k| k.get(v)) {
+        slot.fetch_add(1, Relaxed);
+    }
+    if let Some(h) = m.fetch_kind_time.get(kind) {
+        h.observe(took);
+    }
+}
+
+/// Gives this shard's metric set, if installed.
+pub fn here() -> Option<Arc<ShardMetrics>> {
+    LOCAL.with(|l| {
+        l.try_borrow()
+            .ok()
+            .and_then(|l| l.as_ref().map(|l| l.metrics.clone()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{parse, render};
+    use crate::stall::registry;
+
+    #[test]
+    fn shards_are_summed_at_scrape() {
+        let stats = registry(2);
+        let topic: Arc<str> = Arc::from("t");
+        for (i, n) in [(0usize, 3u64), (1, 4)] {
+            install(stats[i].broker.clone());
+            with_topic(&topic, |c| {
+                c.messages_in.fetch_add(n, Relaxed);
+            });
+            // The cached handle is the registered one.
+            with_topic(&topic, |c| {
+                c.messages_in.fetch_add(1, Relaxed);
+            });
+        }
+        stats[0]
+            .broker
+            .count_request(0, 9, Duration::from_micros(300));
+        stats[1]
+            .broker
+            .count_request(0, 9, Duration::from_millis(30));
+        stats[1]
+            .broker
+            .count_request(1, 16, Duration::from_secs(20));
+        let samples = parse(&render(&stats));
+        let get = |name: &str, labels: &str| {
+            samples
+                .iter()
+                .find(|s| s.name == name && s.labels == labels)
+                .map(|s| s.value)
+        };
+        let name = "kafka_server_brokertopicmetrics_messagesin_total";
+        assert_eq!(get(name, "topic=\"t\""), Some(9.0));
+        assert_eq!(get(name, ""), Some(9.0));
+        assert_eq!(
+            get(
+                "kafka_network_requestmetrics_requests_total",
+                "request=\"Produce\",version=\"9\""
+            ),
+            Some(2.0)
+        );
+        let bucket = "kafka_network_requestmetrics_totaltimems_bucket";
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"0.5\""), Some(1.0));
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"25\""), Some(1.0));
+        assert_eq!(get(bucket, "request=\"Produce\",le=\"50\""), Some(2.0));
+        assert_eq!(get(bucket, "request=\"Fetch\",le=\"10000\""), Some(0.0));
+        assert_eq!(get(bucket, "request=\"Fetch\",le=\"+Inf\""), Some(1.0));
+        assert_eq!(
+            get(
+                "kafka_network_requestmetrics_totaltimems_count",
+                "request=\"Produce\""
+            ),
+            Some(2.0)
+        );
+    }
+}
