@@ -223,11 +223,7 @@ impl IoThread {
 
     fn try_inline(&self, file: &File, at: u64, parts: Vec<Bytes>) -> Inline {
         let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        if !self.nowait.get()
-            || len == 0
-            || len > INLINE_MAX
-            || self.stats.queue_depth() != 0
-        {
+        if !self.nowait.get() || len == 0 || len > INLINE_MAX || self.stats.queue_depth() != 0 {
             return Inline::Queue(at, parts);
         }
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
@@ -397,7 +393,9 @@ fn write_group(group: Vec<WriteJob>, stats: &IoStats) {
     drop(slices);
     // Counted down before the completions are sent: a shard woken by one
     // may already write inline (the bytes are in the page cache).
-    stats.queued.fetch_sub(group.len() as u64, Ordering::Release);
+    stats
+        .queued
+        .fetch_sub(group.len() as u64, Ordering::Release);
     for mut job in group {
         stats.writes.fetch_add(1, Ordering::Relaxed);
         let r = match &res {
