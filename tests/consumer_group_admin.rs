@@ -647,3 +647,128 @@ fn a_deleted_consumer_group_does_not_come_back_after_a_restart() {
     assert_eq!(committed(&mut c, kept, &[topic]), vec![3]);
     assert_eq!(delete(&mut c, deleted), 69);
 }
+
+/// A group's committed offset of a topic, the topic deleted, then created
+/// again under the same name: the offset goes with the topic (Kafka's
+/// `onPartitionsDeleted` tombstones it in every group), so a consumer of
+/// the new topic starts from its reset policy, not from the old position.
+fn deleted_topic_answers(addr: &str) -> Vec<String> {
+    let (group, topic) = ("cga-deleted-topic-group", "cga-deleted-topic");
+    let mut c = RawConn::new(addr);
+    let mut out = Vec::new();
+    create_topic(&mut c, topic, 1);
+    find_coordinator(&mut c, group);
+    let codes = until_served("OffsetCommit", || {
+        let r = commit(&mut c, group, &[topic], 3);
+        (r[0], r)
+    });
+    out.push(format!("commit: {codes:?}"));
+    out.push(format!(
+        "committed: {:?}",
+        committed(&mut c, group, &[topic])
+    ));
+    let req = kp::DeleteTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![
+            kp::delete_topics_request::DeleteTopicState::default().with_name(Some(s(topic).into()))
+        ]);
+    let r = c.call(6, &req);
+    out.push(format!("DeleteTopics: {}", r.responses[0].error_code));
+    // The tombstone follows the deletion's metadata record: wait for it.
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let now = committed(&mut c, group, &[topic]);
+        if now == [-1] {
+            out.push(format!("committed after the deletion: {now:?}"));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "offset kept after the deletion: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Created again (a deletion may take a moment to finish: retried).
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let req = kp::CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![kp::create_topics_request::CreatableTopic::default()
+                .with_name(s(topic).into())
+                .with_num_partitions(1)
+                .with_replication_factor(1)]);
+        let code = c.call(7, &req).topics[0].error_code;
+        if code == 0 {
+            break;
+        }
+        assert!(
+            code == 36 && Instant::now() < deadline,
+            "CreateTopics again: {code}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    out.push(format!(
+        "committed after creating it again: {:?}",
+        committed(&mut c, group, &[topic])
+    ));
+    out
+}
+
+const EXPECTED_DELETED_TOPIC: &[&str] = &[
+    "commit: [0]",
+    "committed: [3]",
+    "DeleteTopics: 0",
+    "committed after the deletion: [-1]",
+    "committed after creating it again: [-1]",
+];
+
+#[test]
+fn a_deleted_topics_offsets_go_with_it_as_on_kafka() {
+    on_both(deleted_topic_answers, EXPECTED_DELETED_TOPIC);
+}
+
+/// The same on Fjord across a restart: the tombstones are in
+/// `__consumer_offsets`, so the offset does not come back when the log is
+/// loaded again.
+#[test]
+fn a_deleted_topics_offsets_stay_gone_after_a_restart() {
+    let mut broker = Broker::start_with(FAST);
+    let trace = deleted_topic_answers(&broker.bootstrap());
+    assert_eq!(trace, EXPECTED_DELETED_TOPIC);
+    let mut c = RawConn::new(&broker.bootstrap());
+    // Once the group's partition is loaded (a loading coordinator answers
+    // OffsetFetch with COORDINATOR_LOAD_IN_PROGRESS), the offset is still
+    // gone, while the same group's offset of a live topic, committed after it,
+    // is there (the load did read the log).
+    create_topic(&mut c, "cga-live-topic", 1);
+    let codes = until_served("OffsetCommit", || {
+        let r = commit(&mut c, "cga-deleted-topic-group", &["cga-live-topic"], 5);
+        (r[0], r)
+    });
+    assert_eq!(codes, [0]);
+    broker.restart();
+    let mut c = RawConn::new(&broker.bootstrap());
+    find_coordinator(&mut c, "cga-deleted-topic-group");
+    let after = until_served("OffsetFetch", || {
+        let req = kp::OffsetFetchRequest::default()
+            .with_group_id(s("cga-deleted-topic-group").into())
+            .with_topics(Some(
+                ["cga-deleted-topic", "cga-live-topic"]
+                    .iter()
+                    .map(|t| {
+                        kp::offset_fetch_request::OffsetFetchRequestTopic::default()
+                            .with_name(s(t).into())
+                            .with_partition_indexes(vec![0])
+                    })
+                    .collect(),
+            ));
+        let r = c.call(7, &req);
+        let offsets: Vec<i64> = r
+            .topics
+            .iter()
+            .map(|t| t.partitions[0].committed_offset)
+            .collect();
+        (r.error_code, offsets)
+    });
+    assert_eq!(after, [-1, 5]);
+}

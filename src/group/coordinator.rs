@@ -16,7 +16,7 @@
 //! unloaded.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -46,6 +46,10 @@ pub struct GroupCoordinator {
     loading: RefCell<HashMap<i32, u64>>,
     /// The number of the last load started.
     loads: Cell<u64>,
+    /// The metadata offset of the newest `RemoveTopic` whose topic's
+    /// offsets were tombstoned ([`sweep_deleted_topics`]); None before the
+    /// first image.
+    removals_seen: Cell<Option<u64>>,
 }
 
 thread_local! {
@@ -66,6 +70,7 @@ impl Default for GroupCoordinator {
             next_handle: Cell::default(),
             loading: RefCell::default(),
             loads: Cell::default(),
+            removals_seen: Cell::new(None),
         }
     }
 }
@@ -167,6 +172,9 @@ impl GroupCoordinator {
                 "{}-{index}: loaded {loaded} group and offset record(s)",
                 part.topic()
             );
+            // Offsets the log still holds for topics deleted since (a
+            // deletion made while this broker did not lead the partition).
+            tombstone_offsets(&shard, absent_removed_topics(&shard));
         })
         .detach();
     }
@@ -242,9 +250,94 @@ impl LeadershipListener for OffsetsLeadership {
     }
 
     fn topics_changed(&self, shard: &Rc<Shard>) {
+        sweep_deleted_topics(shard);
         super::consumer_coordinator::topics_changed(shard);
         super::share_group_coordinator::topics_changed(shard);
     }
+}
+
+// ------------------------------------------------------- deleted topics
+
+/// The names of deleted topics (the image's `RemovedTopic`s) that no topic
+/// of the image carries now.
+fn absent_removed_topics(shard: &Shard) -> HashSet<String> {
+    let image = shard.metadata();
+    image
+        .removed_topics
+        .values()
+        .filter(|r| image.topic(&r.name).is_none())
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// A new image: the committed offsets of topics deleted since the last one
+/// are tombstoned in every group of this shard (Kafka's
+/// `GroupCoordinator.onPartitionsDeleted`), also when a topic of the same
+/// name was created again since. At the first image only the deleted
+/// topics absent from it are swept: an older deletion of a name in use
+/// again was swept when it happened.
+fn sweep_deleted_topics(shard: &Rc<Shard>) {
+    let me = GroupCoordinator::here();
+    let image = shard.metadata();
+    let newest = image.removed_topics.values().map(|r| r.offset).max();
+    let names = match me.removals_seen.get() {
+        None => absent_removed_topics(shard),
+        Some(seen) => image
+            .removed_topics
+            .values()
+            .filter(|r| r.offset > seen)
+            .map(|r| r.name.clone())
+            .collect(),
+    };
+    let seen = me.removals_seen.get().unwrap_or(0);
+    me.removals_seen.set(Some(newest.unwrap_or(0).max(seen)));
+    tombstone_offsets(shard, names);
+}
+
+/// Appends the tombstones of every committed offset of `topics` in this
+/// shard's groups, then forgets them (in the background).
+fn tombstone_offsets(shard: &Rc<Shard>, topics: HashSet<String>) {
+    if topics.is_empty() {
+        return;
+    }
+    let me = GroupCoordinator::here();
+    let plans = match me.core.try_borrow() {
+        Ok(core) => core.plan_deleted_topics(&topics),
+        Err(_) => {
+            log::warn!(
+                "groups busy: offsets of deleted topics {topics:?} kept until the next image"
+            );
+            return;
+        }
+    };
+    if plans.is_empty() {
+        return;
+    }
+    let shard = shard.clone();
+    crate::shard::stall::spawn_local("deleted topics' offsets", async move {
+        for e in plans {
+            match write_records(&shard, &e.group_id, e.records(), None).await {
+                Ok(()) => {
+                    log::info!(
+                        "group {}: removed {} committed offset(s) of deleted topics",
+                        e.group_id,
+                        e.partitions.len()
+                    );
+                    let effects = {
+                        let mut core = me.core.borrow_mut();
+                        core.apply_expiry(&e);
+                        core.take_effects()
+                    };
+                    apply(&shard, effects);
+                }
+                Err(err) => log::warn!(
+                    "group {}: offsets of deleted topics not removed: {err}",
+                    e.group_id
+                ),
+            }
+        }
+    })
+    .detach();
 }
 
 // ---------------------------------------------------------------- effects

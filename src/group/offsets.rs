@@ -495,6 +495,34 @@ impl GroupCore {
         }
     }
 
+    /// The committed offsets of partitions of the deleted `topics` (names),
+    /// per group: Kafka's `OffsetMetadataManager.onPartitionsDeleted`, which
+    /// tombstones them in every group, whatever its state, so that a topic
+    /// created again under the same name is not read from the old offsets.
+    /// As [`Expiry`]s that never remove the group itself.
+    pub fn plan_deleted_topics(&self, topics: &std::collections::HashSet<String>) -> Vec<Expiry> {
+        let mut out: Vec<Expiry> = self
+            .offsets
+            .committed
+            .iter()
+            .filter_map(|(group_id, offs)| {
+                let mut partitions: Vec<(String, i32)> = offs
+                    .keys()
+                    .filter(|(t, _)| topics.contains(t))
+                    .cloned()
+                    .collect();
+                partitions.sort();
+                (!partitions.is_empty()).then(|| Expiry {
+                    group_id: group_id.clone(),
+                    partitions,
+                    whole_group: false,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
     /// The offsets whose retention passed at `now`: those of groups Empty
     /// for longer than `retention_ms` (`offsets.retention.minutes`, Kafka
     /// 2.1+ semantics), per commit timestamp for groups that only commit
