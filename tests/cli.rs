@@ -182,6 +182,28 @@ fn cluster_shows(addr: &str, node: i64) -> Value {
 fn topics_against_fjord() {
     let broker = Broker::start();
     topic_lifecycle(&broker.bootstrap(), 1);
+    // An alter whose config the broker refuses changes nothing: not the
+    // partition count asked in the same command either.
+    let addr = broker.bootstrap();
+    json(
+        &addr,
+        &["topics", "create", "cli-half", "--partitions", "2"],
+    );
+    let r = fjord(&[
+        "topics",
+        "alter",
+        "cli-half",
+        "--partitions",
+        "7",
+        "--config",
+        "retention.ms=abc",
+        "--bootstrap-server",
+        &addr,
+    ]);
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(r.stderr.contains("INVALID_CONFIG"), "{}", r.stderr);
+    let d = json(&addr, &["topics", "describe", "cli-half"]);
+    assert_eq!(d["topics"][0]["partition_count"], 2, "{d}");
 }
 
 #[test]
@@ -527,10 +549,15 @@ fn produce_with(addr: &str, topic: &str, n: usize, codec: &str) {
                 .key(&key)
                 .payload(&value)
                 .headers(
-                    rdkafka::message::OwnedHeaders::new().insert(rdkafka::message::Header {
-                        key: "h",
-                        value: Some("hv"),
-                    }),
+                    rdkafka::message::OwnedHeaders::new()
+                        .insert(rdkafka::message::Header {
+                            key: "h",
+                            value: Some("hv"),
+                        })
+                        .insert(rdkafka::message::Header {
+                            key: "h",
+                            value: Some("hv2"),
+                        }),
                 );
             futs.push(
                 producer
@@ -631,6 +658,30 @@ fn dump_log_of_a_real_segment() {
         .all(|(i, b)| i == 1 || b["crc_valid"] == true));
     let text = fjord(&["dump-log", bad.to_str().unwrap()]);
     assert!(text.stdout.contains("isvalid: false"));
+
+    // Bytes after the last whole batch (garbage, a torn tail, a corrupt
+    // batch length) fail the command too, after every batch before them.
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(&[0u8; 100]);
+    let torn = broker.data_dir().join("00000000000000000100.log");
+    std::fs::write(&torn, &bytes).unwrap();
+    let r = fjord(&["dump-log", "--json", torn.to_str().unwrap()]);
+    assert!(!r.ok, "trailing bytes must fail the command");
+    assert!(r.stderr.contains("not a whole batch"), "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v[0]["batches"].as_array().unwrap().len(), batches.len());
+    assert_eq!(v[0]["summary"]["trailing_bytes"], 100);
+
+    // A missing file among good ones: the others are still printed.
+    let r = fjord(&[
+        "dump-log",
+        "--json",
+        log.to_str().unwrap(),
+        "/nonexistent/00000000000000000000.log",
+    ]);
+    assert!(!r.ok);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 1);
 }
 
 /// Compressed batches: the header names the codec and the records are
@@ -682,7 +733,13 @@ fn check_produced(doc: &Value, n: usize, codec: &str) {
             assert_eq!(i, next);
             assert_eq!(r["key"], format!("k{i}"));
             assert_eq!(r["value"], format!("value-{i}-{}", "x".repeat(100)));
-            assert_eq!(r["headers"]["h"], "hv");
+            // A key sent twice shows once, with its last value (docs/cli.md:
+            // the protocol crate's record keeps one value per key).
+            assert_eq!(r["headers"].as_array().unwrap().len(), 1, "{r}");
+            assert_eq!(r["headers"][0]["key"], "h");
+            assert_eq!(r["headers"][0]["value"], "hv2");
+            // Not idempotent: no sequence, per batch or per record.
+            assert_eq!(r["sequence"], -1);
             next += 1;
         }
         assert_eq!(b["last_offset"], next - 1);

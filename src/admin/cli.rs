@@ -253,16 +253,28 @@ pub fn run_topics(a: TopicsArgs) -> Result<(), String> {
             if partitions.is_none() && configs.is_empty() && delete_configs.is_empty() {
                 return Err("alter needs --partitions, --config or --delete-config".into());
             }
+            // Configs first (the broker checks every value before it changes
+            // any), then partitions: a refused config changes nothing, and
+            // a refused partition count says the configs did change.
             let mut text = String::new();
-            if let Some(n) = partitions {
-                topics::add_partitions(&mut c, &topic, n).map_err(e)?;
-                text.push_str(&format!("Topic {topic} now has {n} partitions.\n"));
-            }
+            let kv = parse_key_values(&configs)?;
             if !configs.is_empty() || !delete_configs.is_empty() {
-                let kv = parse_key_values(&configs)?;
                 configs::alter(&mut c, ResourceType::Topic, &topic, &kv, &delete_configs)
                     .map_err(e)?;
                 text.push_str(&format!("Configs of topic {topic} updated.\n"));
+            }
+            if let Some(n) = partitions {
+                topics::add_partitions(&mut c, &topic, n).map_err(|err| {
+                    if text.is_empty() {
+                        e(err)
+                    } else {
+                        format!(
+                            "configs of topic {topic} were updated, partitions not: {}",
+                            e(err)
+                        )
+                    }
+                })?;
+                text.push_str(&format!("Topic {topic} now has {n} partitions.\n"));
             }
             done(
                 json,
@@ -436,9 +448,13 @@ pub fn run_users(a: UsersArgs) -> Result<(), String> {
             iterations,
             password,
         } => {
-            if iterations < users::MIN_ITERATIONS {
+            // Kafka's bounds (ScramMechanism min/max iterations): checked
+            // before the password is salted here, which takes as long as
+            // the iterations ask.
+            let max = crate::security::scram::MAX_ITERATIONS;
+            if !(users::MIN_ITERATIONS..=max).contains(&iterations) {
                 return Err(format!(
-                    "--iterations must be at least {}",
+                    "--iterations must be from {} to {max}",
                     users::MIN_ITERATIONS
                 ));
             }

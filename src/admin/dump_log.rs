@@ -99,7 +99,8 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
         }
         let batch = &rest[..size];
         let computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
-        let crc_valid = computed == h.crc;
+        // Valid as Kafka's `isValid`: a v2 batch whose CRC matches.
+        let crc_valid = computed == h.crc && h.magic == 2;
         if !crc_valid {
             sum.invalid_crcs += 1;
         }
@@ -161,11 +162,17 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
                     for r in &set.records {
                         let key = text_or_hex(&r.key);
                         let value = text_or_hex(&r.value);
-                        let headers: serde_json::Map<String, Value> = r
+                        // In record order, a key as often as it was sent.
+                        let headers: Vec<Value> = r
                             .headers
                             .iter()
-                            .map(|(k, v)| (k.to_string(), text_or_hex(v)))
+                            .map(|(k, v)| json!({"key": k.to_string(), "value": text_or_hex(v)}))
                             .collect();
+                        let header_keys: Vec<String> =
+                            r.headers.iter().map(|(k, _)| k.to_string()).collect();
+                        // A batch without a producer sequence has none per
+                        // record either (Kafka prints -1).
+                        let sequence = if h.base_sequence < 0 { -1 } else { r.sequence };
                         let marker = if h.is_control() {
                             r.key
                                 .as_deref()
@@ -179,7 +186,7 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
                             r.timestamp,
                             r.key.as_ref().map(|k| k.len() as i64).unwrap_or(-1),
                             r.value.as_ref().map(|v| v.len() as i64).unwrap_or(-1),
-                            r.sequence,
+                            sequence,
                         );
                         if let Some(m) = marker {
                             line.push_str(&format!(
@@ -190,7 +197,7 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
                         } else {
                             line.push_str(&format!(
                                 " headerKeys: [{}] key: {} payload: {}",
-                                headers.keys().cloned().collect::<Vec<_>>().join(","),
+                                header_keys.join(","),
                                 show(&key),
                                 show(&value)
                             ));
@@ -200,7 +207,7 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
                         recs.push(json!({
                             "offset": r.offset,
                             "timestamp": r.timestamp,
-                            "sequence": r.sequence,
+                            "sequence": sequence,
                             "key": key,
                             "value": value,
                             "headers": headers,
@@ -322,19 +329,34 @@ pub struct DumpLogArgs {
     pub json: bool,
 }
 
-/// Takes `fjord dump-log` arguments; prints every file. Fails (after
-/// printing) when a segment holds a batch with a bad CRC.
+/// Takes `fjord dump-log` arguments; prints every file it can read. Fails
+/// (after printing) when a file could not be read, or a segment holds a
+/// batch that is not valid (bad CRC, not magic 2) or bytes that are not a
+/// whole batch (a torn tail, a corrupt batch length, garbage).
 pub fn run(a: DumpLogArgs) -> Result<(), String> {
     let mut docs = Vec::new();
     let mut bad = Vec::new();
     for f in &a.files {
-        let (r, sum) = dump_file(f, a.print_records).map_err(|e| e.to_string())?;
+        let (r, sum) = match dump_file(f, a.print_records) {
+            Ok(x) => x,
+            Err(e) => {
+                bad.push(e.to_string());
+                continue;
+            }
+        };
         if let Some(s) = sum {
             if s.invalid_crcs > 0 {
                 bad.push(format!(
-                    "{}: {} batch(es) with an invalid CRC",
+                    "{}: {} batch(es) with an invalid CRC or magic",
                     f.display(),
                     s.invalid_crcs
+                ));
+            }
+            if s.trailing_bytes > 0 {
+                bad.push(format!(
+                    "{}: {} byte(s) that are not a whole batch",
+                    f.display(),
+                    s.trailing_bytes
                 ));
             }
         }

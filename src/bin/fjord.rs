@@ -181,8 +181,12 @@ fn run_metrics(args: MetricsArgs) -> Result<(), String> {
     if status != 200 {
         return Err(format!("{}: HTTP {status}: {}", args.address, body.trim()));
     }
-    print!("{body}");
-    Ok(())
+    // A reader that stops early (`| head`) is not an error.
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(body.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {e}")),
+        _ => Ok(()),
+    }
 }
 
 #[derive(clap::Args, Debug)]

@@ -261,7 +261,8 @@ impl FjordCollector {
                 .zip(buckets)
                 .map(|(b, n)| (*b, n))
                 .collect();
-            bounds.push((f64::MAX, over));
+            // The encoder writes `le="+Inf"` for an infinite bound only.
+            bounds.push((f64::INFINITY, over));
             let labels: Labels = vec![("request", request)];
             let mut fam = m.encode_family(&labels)?;
             fam.encode_histogram::<Labels>(sum_us as f64 / 1e3, count, &bounds, None)?;

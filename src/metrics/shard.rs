@@ -363,6 +363,13 @@ mod tests {
         assert_eq!(get(bucket, "request=\"Produce\",le=\"50\""), Some(2.0));
         assert_eq!(get(bucket, "request=\"Fetch\",le=\"10000\""), Some(0.0));
         assert_eq!(get(bucket, "request=\"Fetch\",le=\"+Inf\""), Some(1.0));
+        // One bucket per bound and +Inf: no finite stand-in for infinity
+        // (histogram_quantile would interpolate up to it).
+        let fetch_buckets = samples
+            .iter()
+            .filter(|s| s.name == bucket && s.labels.starts_with("request=\"Fetch\","))
+            .count();
+        assert_eq!(fetch_buckets, TIME_BUCKETS_MS.len() + 1);
         assert_eq!(
             get(
                 "kafka_network_requestmetrics_totaltimems_count",
