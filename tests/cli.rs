@@ -839,3 +839,61 @@ fn groups_describe_and_reset() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[1..5], &["0", "0", "10", "10"], "{row}");
 }
+
+/// A consumer group of the KIP-848 protocol (librdkafka with
+/// `group.protocol=consumer`): `describe` shows its member and assignment
+/// (from ConsumerGroupDescribe, as Kafka's tool asks), and `reset-offsets`
+/// refuses while it has a member.
+#[test]
+fn groups_of_the_consumer_protocol() {
+    use rdkafka::consumer::Consumer;
+    let broker = Broker::start();
+    let addr = broker.bootstrap();
+    json(&addr, &["topics", "create", "cli-848", "--partitions", "2"]);
+    produce(&addr, "cli-848", 10);
+    let consumer = broker.consumer(&[
+        ("group.id", "cli-g848"),
+        ("group.protocol", "consumer"),
+        ("auto.offset.reset", "earliest"),
+    ]);
+    consumer.subscribe(&["cli-848"]).unwrap();
+    // Poll until the member holds both partitions.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let described = loop {
+        let _ = consumer.poll(std::time::Duration::from_millis(200));
+        let r = fjord(&[
+            "groups",
+            "describe",
+            "cli-g848",
+            "--bootstrap-server",
+            &addr,
+        ]);
+        if r.ok && r.stdout.contains("assigned [cli-848:0,1]") {
+            break r.stdout;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never described with its assignment: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    };
+    assert!(
+        described.contains("protocol consumer, 1 member(s)"),
+        "{described}"
+    );
+    let r = fjord(&[
+        "groups",
+        "reset-offsets",
+        "cli-g848",
+        "--topic",
+        "cli-848",
+        "--to-earliest",
+        "--execute",
+        "--bootstrap-server",
+        &addr,
+    ]);
+    assert!(!r.ok, "{}", r.stdout);
+    assert!(r.stderr.contains("no active members"), "{}", r.stderr);
+    drop(consumer);
+}

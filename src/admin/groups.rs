@@ -52,6 +52,32 @@ pub struct PartitionLag {
     pub member: Option<String>,
 }
 
+/// A group as `describe` shows it, whichever protocol it uses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GroupView {
+    /// The group's state as its coordinator names it (Stable, Empty, …;
+    /// Dead for an unknown group).
+    pub state: String,
+    /// "consumer" for a KIP-848 consumer group; the classic group's
+    /// protocol type and assignor ("consumer range", …) otherwise.
+    pub protocol: String,
+    /// The members with their assigned partitions.
+    pub members: Vec<MemberView>,
+}
+
+/// One member of a [`GroupView`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemberView {
+    /// Member id.
+    pub member_id: String,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Assigned partitions by topic.
+    pub assignment: Vec<(String, Vec<i32>)>,
+}
+
 impl Cluster {
     /// Connects to the bootstrap broker and learns the brokers.
     pub fn connect(bootstrap: &str) -> Result<Cluster, ClientError> {
@@ -167,6 +193,85 @@ impl Cluster {
             ));
         }
         Ok(g)
+    }
+
+    /// The group as ConsumerGroupDescribe (KIP-848) describes it when the
+    /// coordinator serves that API and knows it as a consumer group, else as
+    /// DescribeGroups describes a classic group (as Kafka's
+    /// `kafka-consumer-groups.sh` asks).
+    pub fn view(&mut self, group: &str) -> Result<GroupView, ClientError> {
+        if let Some(v) = self.consumer_group_view(group)? {
+            return Ok(v);
+        }
+        let desc = self.describe_group(group)?;
+        let consumer = desc.protocol_type.as_str() == "consumer";
+        Ok(GroupView {
+            state: desc.group_state.to_string(),
+            protocol: [desc.protocol_type.as_str(), desc.protocol_data.as_str()]
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join(" "),
+            members: desc
+                .members
+                .iter()
+                .map(|m| MemberView {
+                    member_id: m.member_id.to_string(),
+                    client_id: m.client_id.to_string(),
+                    client_host: m.client_host.to_string(),
+                    assignment: if consumer {
+                        parse_assignment(&m.member_assignment)
+                    } else {
+                        Vec::new()
+                    },
+                })
+                .collect(),
+        })
+    }
+
+    /// ConsumerGroupDescribe of `group`; None when the coordinator does not
+    /// serve it or does not know `group` as a consumer group
+    /// (GROUP_ID_NOT_FOUND).
+    fn consumer_group_view(&mut self, group: &str) -> Result<Option<GroupView>, ClientError> {
+        const GROUP_ID_NOT_FOUND: i16 = 69;
+        let c = self.coordinator(group)?;
+        let Ok(v) = c.version(ApiKey::ConsumerGroupDescribe, 0) else {
+            return Ok(None);
+        };
+        let mut req = ConsumerGroupDescribeRequest::default();
+        req.group_ids = vec![GroupId(StrBytes::from_string(group.to_string()))];
+        let resp: ConsumerGroupDescribeResponse = c.send(ApiKey::ConsumerGroupDescribe, v, &req)?;
+        let Some(g) = resp.groups.into_iter().next() else {
+            return Ok(None);
+        };
+        if g.error_code == GROUP_ID_NOT_FOUND {
+            return Ok(None);
+        }
+        if g.error_code != 0 {
+            return Err(ClientError::kafka(
+                format!("ConsumerGroupDescribe({group})"),
+                g.error_code,
+            ));
+        }
+        Ok(Some(GroupView {
+            state: g.group_state.to_string(),
+            protocol: "consumer".into(),
+            members: g
+                .members
+                .iter()
+                .map(|m| MemberView {
+                    member_id: m.member_id.to_string(),
+                    client_id: m.client_id.to_string(),
+                    client_host: m.client_host.to_string(),
+                    assignment: m
+                        .assignment
+                        .topic_partitions
+                        .iter()
+                        .map(|t| (t.topic_name.to_string(), t.partitions.clone()))
+                        .collect(),
+                })
+                .collect(),
+        }))
     }
 
     /// Committed offsets of a group: (topic, partition) → offset.
@@ -292,18 +397,13 @@ impl Cluster {
 
     /// Partitions with committed offset, log end offset and lag, plus the
     /// member each is assigned to (from the members' `consumer` assignments).
-    pub fn lag(
-        &mut self,
-        group: &str,
-    ) -> Result<(describe_groups_response::DescribedGroup, Vec<PartitionLag>), ClientError> {
-        let desc = self.describe_group(group)?;
+    pub fn lag(&mut self, group: &str) -> Result<(GroupView, Vec<PartitionLag>), ClientError> {
+        let desc = self.view(group)?;
         let mut owner: HashMap<(String, i32), String> = HashMap::new();
-        if desc.protocol_type.as_str() == "consumer" {
-            for m in &desc.members {
-                for (t, ps) in parse_assignment(&m.member_assignment) {
-                    for p in ps {
-                        owner.insert((t.clone(), p), m.member_id.to_string());
-                    }
+        for m in &desc.members {
+            for (t, ps) in &m.assignment {
+                for p in ps {
+                    owner.insert((t.clone(), *p), m.member_id.clone());
                 }
             }
         }
@@ -372,7 +472,7 @@ impl Cluster {
     /// Errors unless the group has no active members (Empty or unknown), as
     /// Kafka's tool requires before resetting offsets.
     pub fn ensure_inactive(&mut self, group: &str) -> Result<(), ClientError> {
-        let state = self.describe_group(group)?.group_state.to_string();
+        let state = self.view(group)?.state;
         if state != "Empty" && state != "Dead" {
             return Err(ClientError::Protocol(format!(
                 "group {group} is {state}; offsets can only be reset when it has no active members (stop its consumers first)"

@@ -84,7 +84,7 @@ pub fn run_groups(args: GroupsArgs) -> Result<(), String> {
         }
         GroupsCommand::Describe { group } => {
             let (desc, rows) = c.lag(&group).map_err(|e| e.to_string())?;
-            if desc.group_state.as_str() == "Dead" && rows.is_empty() {
+            if desc.state == "Dead" && rows.is_empty() {
                 // DescribeGroups answers Dead for a group of another kind
                 // too (a share group, KIP-932): ListGroups names its type.
                 match share_group_state(&mut c, &group)? {
@@ -96,24 +96,20 @@ pub fn run_groups(args: GroupsArgs) -> Result<(), String> {
                 }
                 return Ok(());
             }
-            let protocol = [desc.protocol_type.as_str(), desc.protocol_data.as_str()]
-                .into_iter()
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-                .join(" ");
             println!(
                 "group {group}: state {}, protocol {}, {} member(s)",
-                desc.group_state,
-                if protocol.is_empty() {
+                desc.state,
+                if desc.protocol.is_empty() {
                     "-"
                 } else {
-                    protocol.as_str()
+                    desc.protocol.as_str()
                 },
                 desc.members.len()
             );
             for m in &desc.members {
-                let parts = super::groups::parse_assignment(&m.member_assignment)
-                    .into_iter()
+                let parts = m
+                    .assignment
+                    .iter()
                     .map(|(t, ps)| {
                         format!(
                             "{t}:{}",
