@@ -104,7 +104,13 @@ fn replicas(
 /// observers: [{node_id, log_end_offset, lag, …}]} or null).
 pub fn report(c: &mut Connection) -> Result<Report, ClientError> {
     let cl = describe_cluster(c)?;
-    let q = describe_quorum(c)?;
+    // The quorum is a second question: a refusal of it (no DESCRIBE on the
+    // CLUSTER resource) still leaves the cluster and its brokers to show.
+    let (q, refused) = match describe_quorum(c) {
+        Ok(q) => (q, None),
+        Err(e @ ClientError::Kafka { .. }) => (None, Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
     let mut brokers: Vec<&describe_cluster_response::DescribeClusterBroker> =
         cl.brokers.iter().collect();
     brokers.sort_by_key(|b| b.broker_id.0);
@@ -126,7 +132,10 @@ pub fn report(c: &mut Connection) -> Result<Report, ClientError> {
     text.push_str(&table(&["BROKER", "ENDPOINT", "RACK", "STATE"], &rows));
     let quorum = match &q {
         None => {
-            text.push_str("\n(the broker does not serve DescribeQuorum)\n");
+            match &refused {
+                Some(e) => text.push_str(&format!("\n(quorum not described: {e})\n")),
+                None => text.push_str("\n(the broker does not serve DescribeQuorum)\n"),
+            }
             Value::Null
         }
         Some(p) => {
