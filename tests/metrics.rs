@@ -377,3 +377,45 @@ async fn too_large_batches_are_rejected_bytes() {
             >= 1.0
     );
 }
+
+/// A deleted topic's series go (Kafka removes its BrokerTopicMetrics),
+/// while the all-topics series keep what it counted: they never go down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topics_series_go_and_the_totals_stay() {
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "doomed";
+    broker.create_topic(topic, 2).await;
+    let producer = broker.producer(&[]);
+    for i in 0..10 {
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .partition(i % 2)
+                    .payload("x"),
+                Duration::from_secs(15),
+            )
+            .await
+            .unwrap();
+    }
+    let t = format!("topic=\"{topic}\"");
+    let name = "kafka_server_brokertopicmetrics_messagesin_total";
+    wait_value(&addr, name, &t, 10.0);
+    let before = value(&addr, name, "").unwrap();
+    assert!(before >= 10.0, "{before}");
+    let r = broker
+        .admin()
+        .delete_topics(&[topic], &admin_opts())
+        .await
+        .unwrap();
+    assert!(r[0].is_ok(), "{r:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while value(&addr, name, &t).is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deleted topic's series stayed"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(value(&addr, name, ""), Some(before));
+}

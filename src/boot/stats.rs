@@ -66,6 +66,10 @@ pub(super) fn sync_write_stats(stats: &ShardStallStats) {
         stats.under_replicated_partitions.store(under, Relaxed);
         let sessions = shard.fetch_sessions.borrow().len() as u64;
         stats.incremental_fetch_sessions.store(sessions, Relaxed);
+        {
+            let image = shard.metadata();
+            crate::metrics::shard::retain_topics(|t| image.topic(t).is_some());
+        }
         stats.broker.set_snapshot(snapshot(&shard));
         if let Ok(depth) = crate::shard::io::with_io(|io| io.stats().queue_depth()) {
             stats.broker.io_queue_depth.store(depth, Relaxed);

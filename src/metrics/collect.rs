@@ -116,19 +116,15 @@ impl FjordCollector {
     fn broker_topic_metrics(&self, enc: &mut DescriptorEncoder<'_>) -> Result<(), Error> {
         // topic → the 8 counters summed over the shards.
         let mut by_topic: BTreeMap<Arc<str>, [u64; 8]> = BTreeMap::new();
+        // What deleted topics counted: in the all-topics series only.
+        let mut retired = [0u64; 8];
         for s in self.stats.iter() {
+            for (slot, a) in retired.iter_mut().zip(s.broker.retired.all()) {
+                *slot += a.load(Relaxed);
+            }
             for (topic, c) in s.broker.topics() {
                 let t = by_topic.entry(topic).or_default();
-                for (slot, a) in t.iter_mut().zip([
-                    &c.messages_in,
-                    &c.bytes_in,
-                    &c.bytes_out,
-                    &c.failed_produce,
-                    &c.failed_fetch,
-                    &c.total_produce,
-                    &c.total_fetch,
-                    &c.bytes_rejected,
-                ]) {
+                for (slot, a) in t.iter_mut().zip(c.all()) {
                     *slot += a.load(Relaxed);
                 }
             }
@@ -157,7 +153,7 @@ impl FjordCollector {
         ];
         for (i, (name, help)) in families.iter().enumerate() {
             let mut series: Vec<(Labels, u64)> = Vec::with_capacity(by_topic.len() + 1);
-            let all: u64 = by_topic.values().map(|v| v[i]).sum();
+            let all: u64 = by_topic.values().map(|v| v[i]).sum::<u64>() + retired[i];
             series.push((Vec::new(), all));
             for (topic, v) in &by_topic {
                 series.push((vec![("topic", topic.to_string())], v[i]));

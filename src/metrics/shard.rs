@@ -155,6 +155,10 @@ pub struct ShardMetrics {
     /// Topics seen by this shard, each registered once (the mutex is taken
     /// when the shard first sees a topic, and by the metrics thread).
     topics: Mutex<Vec<(Arc<str>, Arc<TopicCounters>)>>,
+    /// The counters of deleted topics this shard dropped, summed: they stay
+    /// in the all-topics series (Kafka's AllTopics meters keep counting
+    /// what deleted topics did) so that it never goes down.
+    pub retired: TopicCounters,
     /// Requests by API key then version.
     pub requests: Box<[[AtomicU64; COUNTED_VERSIONS]]>,
     /// Request times by API key.
@@ -180,6 +184,7 @@ impl Default for ShardMetrics {
     fn default() -> ShardMetrics {
         ShardMetrics {
             topics: Mutex::default(),
+            retired: TopicCounters::default(),
             requests: (0..COUNTED_API_KEYS)
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
@@ -250,6 +255,52 @@ pub fn install(metrics: Arc<ShardMetrics>) {
             metrics,
             topics: HashMap::new(),
         })
+    });
+}
+
+impl TopicCounters {
+    /// The eight counters in the order the scrape lists them: messages in,
+    /// bytes in, bytes out, failed produce, failed fetch, total produce,
+    /// total fetch, bytes rejected.
+    pub fn all(&self) -> [&AtomicU64; 8] {
+        [
+            &self.messages_in,
+            &self.bytes_in,
+            &self.bytes_out,
+            &self.failed_produce,
+            &self.failed_fetch,
+            &self.total_produce,
+            &self.total_fetch,
+            &self.bytes_rejected,
+        ]
+    }
+}
+
+/// Drops this shard's counters of the topics `keep` refuses (deleted ones:
+/// Kafka removes a deleted topic's BrokerTopicMetrics), adding them to the
+/// shard's retired totals first. Called about once a second.
+pub fn retain_topics(keep: impl Fn(&str) -> bool) {
+    LOCAL.with(|l| {
+        let Ok(mut l) = l.try_borrow_mut() else {
+            return;
+        };
+        let Some(l) = l.as_mut() else { return };
+        if l.topics.keys().all(|t| keep(t)) {
+            return;
+        }
+        let metrics = l.metrics.clone();
+        l.topics.retain(|t, c| {
+            if keep(t) {
+                return true;
+            }
+            for (r, v) in metrics.retired.all().into_iter().zip(c.all()) {
+                r.fetch_add(v.load(Relaxed), Relaxed);
+            }
+            false
+        });
+        if let Ok(mut all) = metrics.topics.lock() {
+            all.retain(|(t, _)| keep(t));
+        };
     });
 }
 
