@@ -126,6 +126,12 @@ fn commit(c: &mut RawConn, group: &str, topics: &[&str], offset: i64) -> Vec<i16
 
 /// The committed offsets of partition 0 of `topics` (OffsetFetch v7).
 fn committed(c: &mut RawConn, group: &str, topics: &[&str]) -> Vec<i64> {
+    offset_fetch(c, group, topics).1
+}
+
+/// OffsetFetch v7 of partition 0 of `topics`: the group-level error code
+/// (COORDINATOR_LOAD_IN_PROGRESS while loading) and the offsets.
+fn offset_fetch(c: &mut RawConn, group: &str, topics: &[&str]) -> (i16, Vec<i64>) {
     let req = kp::OffsetFetchRequest::default()
         .with_group_id(s(group).into())
         .with_topics(Some(
@@ -139,10 +145,12 @@ fn committed(c: &mut RawConn, group: &str, topics: &[&str]) -> Vec<i64> {
                 .collect(),
         ));
     let r = c.call(7, &req);
-    r.topics
+    let offsets = r
+        .topics
         .iter()
         .map(|t| t.partitions[0].committed_offset)
-        .collect()
+        .collect();
+    (r.error_code, offsets)
 }
 
 /// DescribeGroups of `group` at every version: code, message, state,
@@ -750,25 +758,11 @@ fn a_deleted_topics_offsets_stay_gone_after_a_restart() {
     let mut c = RawConn::new(&broker.bootstrap());
     find_coordinator(&mut c, "cga-deleted-topic-group");
     let after = until_served("OffsetFetch", || {
-        let req = kp::OffsetFetchRequest::default()
-            .with_group_id(s("cga-deleted-topic-group").into())
-            .with_topics(Some(
-                ["cga-deleted-topic", "cga-live-topic"]
-                    .iter()
-                    .map(|t| {
-                        kp::offset_fetch_request::OffsetFetchRequestTopic::default()
-                            .with_name(s(t).into())
-                            .with_partition_indexes(vec![0])
-                    })
-                    .collect(),
-            ));
-        let r = c.call(7, &req);
-        let offsets: Vec<i64> = r
-            .topics
-            .iter()
-            .map(|t| t.partitions[0].committed_offset)
-            .collect();
-        (r.error_code, offsets)
+        offset_fetch(
+            &mut c,
+            "cga-deleted-topic-group",
+            &["cga-deleted-topic", "cga-live-topic"],
+        )
     });
     assert_eq!(after, [-1, 5]);
 }

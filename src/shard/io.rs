@@ -208,15 +208,14 @@ impl IoThread {
         at: u64,
         parts: Vec<Bytes>,
     ) -> impl std::future::Future<Output = io::Result<()>> {
-        let (done, queued) = match self.try_inline(&file, at, parts) {
-            Inline::Done(r) => (Some(r), None),
-            Inline::Queue(at, parts) => (None, Some(self.write(file, at, parts))),
+        let queued = match self.try_inline(&file, at, parts) {
+            Inline::Done(r) => Err(r),
+            Inline::Queue(at, parts) => Ok(self.write(file, at, parts)),
         };
         async move {
-            match (done, queued) {
-                (Some(r), _) => r,
-                (None, Some(q)) => q.await,
-                (None, None) => Ok(()),
+            match queued {
+                Err(done) => done,
+                Ok(q) => q.await,
             }
         }
     }
