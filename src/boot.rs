@@ -550,11 +550,11 @@ impl Node {
     {
         let gone = crate::mesh::ShardError::Unavailable(shard);
         let driver = self.drivers.get(shard).ok_or(gone.clone())?;
-        let (tx, rx) = futures_channel::oneshot::channel();
+        let (tx, rx) = crate::shard::home::reply_channel();
         let task: Task = Box::new(move || {
             Box::pin(async move {
                 if let Ok(s) = crate::shard::current() {
-                    let _ = tx.send(f(s).await);
+                    tx.send(f(s).await);
                 }
             })
         });

@@ -198,6 +198,16 @@ thread_local! {
     /// What the task being polled is doing.
     static ACTIVITY: Cell<Activity> = const { Cell::new(Activity::Idle) };
     static MONITOR: RefCell<Option<Monitor>> = const { RefCell::new(None) };
+    /// When the outermost watched poll running on this thread began.
+    static POLL_START: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// How long the reactor has been inside the current task poll, when the
+/// detector is on and a watched task is being polled; `None` otherwise.
+/// Work that may run synchronously many times in one poll (inline appends)
+/// checks it so that one poll stays well below the stall threshold.
+pub fn poll_elapsed() -> Option<Duration> {
+    POLL_START.with(Cell::get).map(|t| t.elapsed())
 }
 
 /// Turns the detector on for this thread (a shard): stalls longer than
@@ -288,8 +298,15 @@ impl<F: Future> Future for Watched<F> {
         }
         let outer = ACTIVITY.with(|a| a.replace(this.activity));
         let start = Instant::now();
+        // A nested watched future (a cross-shard task's body) keeps the
+        // outer poll's start: the reactor has been busy since then.
+        let outer_start = POLL_START.with(|p| p.replace(Some(start)));
+        if let Some(o) = outer_start {
+            POLL_START.with(|p| p.set(Some(o)));
+        }
         let out = fut.poll(cx);
         let took = start.elapsed();
+        POLL_START.with(|p| p.set(outer_start));
         this.activity = ACTIVITY.with(|a| a.replace(outer));
         let ns = took.as_nanos().min(u64::MAX as u128) as u64;
         if ns > threshold {

@@ -110,7 +110,8 @@ async fn dispatch(
             continue;
         }
         let me = shard.clone();
-        let (tx, rx) = oneshot::channel();
+        // Sent on the owner shard, delivered here (`shard::home`).
+        let (tx, rx) = crate::shard::home::reply_channel();
         reserved.push(rx);
         tasks.push(crate::shard::stall::spawn_local(
             "produce fan-out",

@@ -18,8 +18,8 @@
 //! same file at contiguous positions are merged into one `pwritev(2)` of up
 //! to [`MAX_IOVECS`] slices, so when the shard is busy the appends of several
 //! requests reach the file as one large write. Results come back through a
-//! oneshot channel (glommio wakes a task from a foreign thread through its
-//! reactor's notifier). The record bytes are the request's `Bytes`: moved,
+//! reply delivered on the shard's thread (`shard::home`: glommio 0.9 is not
+//! safe when another thread wakes a task that may complete). The record bytes are the request's `Bytes`: moved,
 //! never copied. See docs/decisions/append-writes-on-an-io-thread.md.
 //!
 //! A write whose file system takes buffered `RWF_NOWAIT` writes (XFS,
@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
+use super::home::{reply_channel, Reply};
 use bytes::Bytes;
-use futures_channel::oneshot;
 
 use crate::storage::segment::{pwritev_all, pwritev_nowait, NowaitWrite};
 
@@ -52,6 +52,17 @@ const DRAIN: usize = 256;
 /// 1 MiB into the page cache takes about 100 µs; larger writes go to the
 /// thread so that one append never holds the reactor longer.
 const INLINE_MAX: u64 = 1 << 20;
+
+/// An inline write is tried only while the current task poll has run for
+/// less than this: a task that appends many batches in one poll (a produce
+/// request for many partitions, a run of pipelined requests completing
+/// without waiting) queues the rest on the I/O thread instead of keeping
+/// the reactor from its other tasks (the stall threshold defaults to
+/// 500 µs).
+const INLINE_POLL_BUDGET: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// An inline write that took longer than this is counted as slow.
+const INLINE_SLOW: std::time::Duration = std::time::Duration::from_micros(250);
 
 /// Counters of one I/O thread (read with Relaxed loads; written by the thread).
 #[derive(Debug, Default)]
@@ -71,6 +82,13 @@ pub struct IoStats {
     /// Inline tries the kernel cut short (`EAGAIN` or a short count: the
     /// rest would have blocked), whose rest went to the thread.
     pub inline_fallbacks: AtomicU64,
+    /// Appends queued without an inline try because the task poll had
+    /// already run for `INLINE_POLL_BUDGET`.
+    pub inline_deferred: AtomicU64,
+    /// Inline writes that kept the reactor in the kernel longer than
+    /// `INLINE_SLOW` (the kernel did not block, but copied or allocated
+    /// for that long).
+    pub inline_slow: AtomicU64,
     /// Jobs sent and not yet run (write jobs and other jobs): the queue
     /// depth. The shard counts up, the thread down once a job is done.
     queued: AtomicU64,
@@ -87,7 +105,7 @@ struct WriteJob {
     file: Arc<File>,
     at: u64,
     parts: Vec<Bytes>,
-    done: Option<oneshot::Sender<io::Result<()>>>,
+    done: Option<Reply<io::Result<()>>>,
     /// For a detached write: what it was, for the error log line.
     what: &'static str,
 }
@@ -182,7 +200,7 @@ impl IoThread {
         at: u64,
         parts: Vec<Bytes>,
     ) -> impl std::future::Future<Output = io::Result<()>> {
-        let (done, rx) = oneshot::channel();
+        let (done, rx) = reply_channel();
         let sent = self.send(Job::Write(WriteJob {
             file,
             at,
@@ -225,8 +243,16 @@ impl IoThread {
         if !self.nowait.get() || len == 0 || len > INLINE_MAX || self.stats.queue_depth() != 0 {
             return Inline::Queue(at, parts);
         }
+        if crate::stall::poll_elapsed().is_some_and(|d| d > INLINE_POLL_BUDGET) {
+            self.stats.inline_deferred.fetch_add(1, Ordering::Relaxed);
+            return Inline::Queue(at, parts);
+        }
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+        let began = std::time::Instant::now();
         let r = pwritev_nowait(file, &slices, at);
+        if began.elapsed() > INLINE_SLOW {
+            self.stats.inline_slow.fetch_add(1, Ordering::Relaxed);
+        }
         drop(slices);
         match r {
             NowaitWrite::Written(n) if n as u64 == len => {
@@ -282,9 +308,9 @@ impl IoThread {
         &self,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> impl std::future::Future<Output = io::Result<R>> {
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = reply_channel();
         let sent = self.send(Job::Call(Box::new(move || {
-            let _ = tx.send(f());
+            tx.send(f());
         })));
         async move {
             sent?;
@@ -402,9 +428,7 @@ fn write_group(group: Vec<WriteJob>, stats: &IoStats) {
             Err(e) => Err(copy_err(e)),
         };
         match job.done.take() {
-            Some(done) => {
-                let _ = done.send(r);
-            }
+            Some(done) => done.send(r),
             None => {
                 if let Err(e) = r {
                     log::error!("{}: write at {} failed: {e}", job.what, job.at);
@@ -518,10 +542,10 @@ pub fn on_new_thread<R: Send + 'static>(
     name: String,
     f: impl FnOnce() -> R + Send + 'static,
 ) -> impl std::future::Future<Output = io::Result<R>> {
-    let (tx, rx) = oneshot::channel();
+    let (tx, rx) = reply_channel();
     let started = std::thread::Builder::new().name(name).spawn(move || {
         batch_policy();
-        let _ = tx.send(f());
+        tx.send(f());
     });
     async move {
         started?;

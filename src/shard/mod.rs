@@ -8,6 +8,7 @@ pub mod error;
 pub mod fatal;
 pub mod fault;
 pub mod fetch_session;
+pub mod home;
 mod hw_checkpoint;
 mod image;
 pub mod internal;
@@ -37,7 +38,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_channel::oneshot;
 use glommio::channels::channel_mesh::{Receivers, Senders};
 
 use crate::cluster::leadership::{self, LeadershipError, Requester};
@@ -204,6 +204,7 @@ impl Shard {
             senders,
         });
         CURRENT.with(|c| *c.borrow_mut() = Some(shard.clone()));
+        home::install();
         let mut receivers = receivers;
         for (_peer, rx) in receivers.streams() {
             stall::spawn_local("mesh receiver", async move {
@@ -229,9 +230,9 @@ impl Shard {
     }
 
     /// Runs `f` on shard `target` and returns its result. Local work runs
-    /// inline; remote work is boxed, sent over the mesh, and answered through a
-    /// oneshot channel. Errors with [`ShardError::Unavailable`] when the target
-    /// shard is gone.
+    /// inline; remote work is boxed, sent over the mesh, and answered through
+    /// a [`home::Reply`] (delivered on this shard's thread). Errors with
+    /// [`ShardError::Unavailable`] when the target shard is gone.
     pub async fn invoke_on<R, F, Fut>(&self, target: usize, f: F) -> Result<R, ShardError>
     where
         R: Send + 'static,
@@ -241,13 +242,14 @@ impl Shard {
         if target == self.id {
             return Ok(f(current()?).await);
         }
-        let (tx, rx) = oneshot::channel();
+        // Answered on `target`, delivered on this shard (`home`).
+        let (tx, rx) = home::reply_channel();
         stall::count_cross_shard_call();
         let activity = stall::current_activity();
         let task: Task = Box::new(move || {
             Box::pin(stall::watch_as("cross-shard task", activity, async move {
                 if let Ok(shard) = current() {
-                    let _ = tx.send(f(shard).await);
+                    tx.send(f(shard).await);
                 }
             }))
         });
@@ -528,7 +530,8 @@ impl Shard {
             let st = io.stats();
             log::info!(
                 "shard {}: I/O thread wrote {} bytes in {} appends with {} pwritev calls; {} other jobs; \
-                 {} appends ({} bytes) written inline with RWF_NOWAIT, {} cut short",
+                 {} appends ({} bytes) written inline with RWF_NOWAIT, {} cut short, \
+                 {} queued at the poll budget, {} slow in the kernel",
                 self.id,
                 st.bytes.load(Relaxed),
                 st.writes.load(Relaxed),
@@ -536,15 +539,15 @@ impl Shard {
                 st.calls.load(Relaxed),
                 st.inline_writes.load(Relaxed),
                 st.inline_bytes.load(Relaxed),
-                st.inline_fallbacks.load(Relaxed)
+                st.inline_fallbacks.load(Relaxed),
+                st.inline_deferred.load(Relaxed),
+                st.inline_slow.load(Relaxed)
             );
         });
-        match io::with_io(|io| io.run(|| ())) {
-            Ok(barrier) => {
-                if let Err(e) = futures_lite::future::block_on(barrier) {
-                    log::warn!("I/O thread: {e}");
-                }
-            }
+        // A blocking wait (the shard is stopping): an awaited answer would
+        // come through this shard's home queue, which no longer runs here.
+        match io::IoMark::queue() {
+            Ok(mark) => mark.wait(),
             Err(e) => log::warn!("I/O thread: {e}"),
         }
         let parts: Vec<Rc<Partition>> = self

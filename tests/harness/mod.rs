@@ -364,7 +364,7 @@ impl Node {
         };
         self.on(from, move |s| async move {
             let owner = s.owner(&work.topic, partition);
-            let (tx, _rx) = futures_channel::oneshot::channel();
+            let (tx, _rx) = fjord::shard::home::reply_channel();
             let deadline = acks_all.then(|| Instant::now() + Duration::from_secs(10));
             let mut answers =
                 fjord::shard::owner::produce::append_on(&s, owner, vec![work], deadline, tx).await;

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use futures_channel::oneshot;
 
 use crate::cluster::leadership::Requester;
 use crate::mesh::ShardError;
@@ -178,7 +177,7 @@ pub async fn append_on(
     owner: usize,
     work: Vec<PartitionAppend>,
     acks_all: Option<Instant>,
-    reserved: oneshot::Sender<()>,
+    reserved: crate::shard::home::Reply<()>,
 ) -> Vec<AppendAnswer> {
     let slots: Vec<Slot> = work.iter().map(|w| w.slot).collect();
     match shard
@@ -213,7 +212,7 @@ async fn append(
     shard: Rc<Shard>,
     work: Vec<PartitionAppend>,
     acks_all: Option<Instant>,
-    reserved: oneshot::Sender<()>,
+    reserved: crate::shard::home::Reply<()>,
 ) -> Vec<AppendAnswer> {
     let wait_for_flush = acks_all.is_some();
     let mut out: Vec<AppendAnswer> = work.iter().map(|w| AppendAnswer::new(w.slot)).collect();
@@ -257,7 +256,7 @@ async fn append(
     }
     // Every partition reserved: the connection may go on with its next
     // request.
-    let _ = reserved.send(());
+    reserved.send(());
     let appended = finish(stage1, &mut out, acks_all).await;
     for (i, w) in work.iter().enumerate() {
         let error = out.get(i).and_then(|a| a.error.as_ref());

@@ -408,7 +408,7 @@ async fn append_here(
         transactional_id: None,
         txn_operation: TransactionSupportedOperation::DefaultError,
     }];
-    let (reserved, _rx) = futures_channel::oneshot::channel();
+    let (reserved, _rx) = crate::shard::home::reply_channel();
     let answers = append_on(
         shard,
         owner,
