@@ -61,8 +61,14 @@ const INLINE_MAX: u64 = 1 << 20;
 /// 500 µs).
 const INLINE_POLL_BUDGET: std::time::Duration = std::time::Duration::from_micros(100);
 
-/// An inline write that took longer than this is counted as slow.
+/// An inline write that took longer than this is counted as slow, and
+/// appends go to the I/O thread for [`INLINE_BACKOFF`]: slow writes come in
+/// runs (page reclaim, dirty-page throttling starting), and each one holds
+/// the reactor.
 const INLINE_SLOW: std::time::Duration = std::time::Duration::from_micros(250);
+
+/// How long appends skip the inline try after a slow one.
+const INLINE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Counters of one I/O thread (read with Relaxed loads; written by the thread).
 #[derive(Debug, Default)]
@@ -129,6 +135,12 @@ pub struct IoThread {
     stats: Arc<IoStats>,
     /// False once a file system refused `RWF_NOWAIT` (EOPNOTSUPP).
     nowait: Cell<bool>,
+    /// No inline try before this instant: set for [`INLINE_BACKOFF`] after
+    /// a slow inline write (the kernel was reclaiming or throttling).
+    inline_after: Cell<Option<std::time::Instant>>,
+    /// How long appends skip the inline try after a slow one
+    /// ([`INLINE_BACKOFF`]; zero in tests that count inline writes).
+    backoff: Cell<std::time::Duration>,
 }
 
 /// What an inline try left to do.
@@ -183,6 +195,8 @@ impl IoThread {
             handle: Some(handle),
             stats,
             nowait: Cell::new(true),
+            inline_after: Cell::new(None),
+            backoff: Cell::new(INLINE_BACKOFF),
         })
     }
 
@@ -243,6 +257,12 @@ impl IoThread {
         if !self.nowait.get() || len == 0 || len > INLINE_MAX || self.stats.queue_depth() != 0 {
             return Inline::Queue(at, parts);
         }
+        if let Some(after) = self.inline_after.get() {
+            if std::time::Instant::now() < after {
+                return Inline::Queue(at, parts);
+            }
+            self.inline_after.set(None);
+        }
         if crate::stall::poll_elapsed().is_some_and(|d| d > INLINE_POLL_BUDGET) {
             self.stats.inline_deferred.fetch_add(1, Ordering::Relaxed);
             return Inline::Queue(at, parts);
@@ -250,8 +270,11 @@ impl IoThread {
         let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
         let began = std::time::Instant::now();
         let r = pwritev_nowait(file, &slices, at);
-        if began.elapsed() > INLINE_SLOW {
+        let took = began.elapsed();
+        if took > INLINE_SLOW {
             self.stats.inline_slow.fetch_add(1, Ordering::Relaxed);
+            self.inline_after
+                .set(Some(began + took + self.backoff.get()));
         }
         drop(slices);
         match r {
@@ -638,6 +661,8 @@ mod tests {
     fn appends_land(dir: &std::path::Path) -> Arc<IoStats> {
         let f = open_rw(&dir.join("f"));
         let io = IoThread::start("test-io".into()).unwrap();
+        // A slow write on a loaded machine must not turn the tries off.
+        io.backoff.set(std::time::Duration::ZERO);
         let size = 16 << 10;
         let mut futs = Vec::new();
         for i in 0..300u64 {
@@ -669,8 +694,13 @@ mod tests {
         for (i, chunk) in buf.chunks(size).enumerate() {
             assert!(chunk.iter().all(|b| *b == i as u8), "append {i}");
         }
-        // Every queued write is counted down once the thread ran it.
+        // Every queued job is counted down once the thread ran it (a call
+        // job just after it answered, so the last one may still be counted).
         futures_lite::future::block_on(io.run(|| ())).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while io.stats.queue_depth() != 0 && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
         assert_eq!(io.stats.queue_depth(), 0);
         io.stats.clone()
     }
