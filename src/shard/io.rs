@@ -19,8 +19,8 @@
 //! to [`MAX_IOVECS`] slices, so when the shard is busy the appends of several
 //! requests reach the file as one large write. Results come back through a
 //! reply delivered on the shard's thread (`shard::home`: glommio 0.9 is not
-//! safe when another thread wakes a task that may complete). The record bytes are the request's `Bytes`: moved,
-//! never copied. See docs/decisions/append-writes-on-an-io-thread.md.
+//! safe when another thread wakes a task that may complete). The record
+//! bytes are the request's `Bytes`: moved, never copied. See docs/decisions/append-writes-on-an-io-thread.md.
 //!
 //! A write whose file system takes buffered `RWF_NOWAIT` writes (XFS,
 //! btrfs) skips the hand-off when nothing is queued on the thread: the
