@@ -3,21 +3,24 @@
 //! A shard task waits for work done elsewhere: a write on the shard's I/O
 //! thread, a call run on another shard, a job on a worker thread. Waking
 //! the waiting task straight from that other thread is what glommio 0.9
-//! allows, but it is not safe there: a waker dropped on a foreign thread
-//! first brings the task's reference count down and then, when it reached
-//! zero, takes a new reference to send the task home. If the task has
-//! completed and its `Task` handle is dropped on the shard between those two
-//! steps, the shard sees no reference left and frees the task, and the
-//! foreign thread then writes into freed memory (a segmentation fault in a
-//! later, unrelated allocation).
+//! allows, but it is not safe there: a waker woken or dropped on a foreign
+//! thread ends by bringing the task's reference count down and then, when
+//! it reached zero, takes a new reference to send the task home. If the
+//! task has completed (or was cancelled) and its `Task` handle is dropped on
+//! the shard between those two steps, the shard sees no reference left and
+//! frees the task, and the foreign thread then writes into freed memory (a
+//! segmentation fault in a later, unrelated allocation).
 //!
-//! So no other thread wakes a task that can complete. A [`Reply`] made on a
-//! shard remembers the shard's *home queue*; answered (or dropped) on
-//! another thread, it hands the answer to that queue, and one task of the
+//! So no other thread wakes a task that holds a `Task` handle. A [`Reply`]
+//! made on a shard remembers the shard's *home queue*; answered (or dropped)
+//! on another thread, it hands the answer to that queue, and one task of the
 //! shard, started by [`install`], detached and alive as long as the shard,
 //! delivers it on the shard's thread, where waking is an ordinary local
-//! wake. The only task woken from other threads is that one, which never
-//! completes while the shard runs and has no handle. Made or answered on a
+//! wake. The tasks still woken from other threads are detached when they
+//! are spawned, before any waker of theirs exists: this one (which never
+//! completes while the shard runs), the bodies of cross-shard calls (woken
+//! by a Fetch's or ShareFetch's cancel signal from the calling shard) and
+//! the boot thread's driver of `on_shard` calls. Made or answered on a
 //! thread without a home queue (a test, a helper thread), a `Reply` is a
 //! plain oneshot sender.
 
