@@ -625,12 +625,54 @@ fn dump_log_of_a_real_segment() {
             "{e} is not a batch start"
         );
     }
+    // Checked against the .log beside it: every entry names its batch's
+    // last offset, in order, whole entries only.
+    assert_eq!(v[0]["summary"]["log_checked"], true, "{v}");
+    assert_eq!(v[0]["summary"]["mismatches"], 0, "{v}");
+    assert_eq!(v[0]["summary"]["out_of_order"], 0, "{v}");
+    assert_eq!(v[0]["summary"]["trailing_bytes"], 0, "{v}");
     let timeindex = log.with_extension("timeindex");
     let v = json_file(&["dump-log", "--json", timeindex.to_str().unwrap()]);
     assert_eq!(v[0]["kind"], "timeindex");
     for e in v[0]["entries"].as_array().unwrap() {
         assert!(e["offset"].as_i64().unwrap() < n as i64);
     }
+    assert_eq!(v[0]["summary"]["log_checked"], true, "{v}");
+    assert_eq!(v[0]["summary"]["mismatches"], 0, "{v}");
+    assert_eq!(v[0]["summary"]["out_of_order"], 0, "{v}");
+
+    // A damaged copy beside the same .log: the second entry's position
+    // moved 1 byte (no batch starts there) and a partial entry after the
+    // last: both reported, and the command fails after printing.
+    let dir = broker.data_dir().join("dump-index-copy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&log, dir.join("00000000000000000000.log")).unwrap();
+    let mut idx = std::fs::read(&index).unwrap();
+    assert!(idx.len() >= 16, "two entries at least");
+    let p = u32::from_be_bytes(idx[12..16].try_into().unwrap()) + 1;
+    idx[12..16].copy_from_slice(&p.to_be_bytes());
+    idx.extend_from_slice(&[0u8; 3]);
+    let bad_index = dir.join("00000000000000000000.index");
+    std::fs::write(&bad_index, &idx).unwrap();
+    let r = fjord(&["dump-log", "--json", bad_index.to_str().unwrap()]);
+    assert!(!r.ok, "a mismatched index must fail the command");
+    assert!(r.stderr.contains("do not match the .log"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("after the last whole entry"),
+        "{}",
+        r.stderr
+    );
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v[0]["summary"]["mismatches"], 1, "{v}");
+    assert_eq!(v[0]["summary"]["trailing_bytes"], 3, "{v}");
+    assert_eq!(v[0]["mismatches"][0]["index_offset"], entries[1]["offset"]);
+    assert_eq!(v[0]["mismatches"][0]["log_offset"], Value::Null);
+    let text = fjord(&["dump-log", bad_index.to_str().unwrap()]);
+    assert!(
+        text.stdout.contains("Mismatch: Index offset: "),
+        "{}",
+        text.stdout
+    );
 
     // Text output names each batch as kafka-dump-log.sh does.
     let text = fjord(&["dump-log", log.to_str().unwrap()]);
@@ -733,11 +775,13 @@ fn check_produced(doc: &Value, n: usize, codec: &str) {
             assert_eq!(i, next);
             assert_eq!(r["key"], format!("k{i}"));
             assert_eq!(r["value"], format!("value-{i}-{}", "x".repeat(100)));
-            // A key sent twice shows once, with its last value (docs/cli.md:
-            // the protocol crate's record keeps one value per key).
-            assert_eq!(r["headers"].as_array().unwrap().len(), 1, "{r}");
+            // A key sent twice shows twice, in the order sent (as
+            // kafka-dump-log lists them).
+            assert_eq!(r["headers"].as_array().unwrap().len(), 2, "{r}");
             assert_eq!(r["headers"][0]["key"], "h");
-            assert_eq!(r["headers"][0]["value"], "hv2");
+            assert_eq!(r["headers"][0]["value"], "hv");
+            assert_eq!(r["headers"][1]["key"], "h");
+            assert_eq!(r["headers"][1]["value"], "hv2");
             // Not idempotent: no sequence, per batch or per record.
             assert_eq!(r["sequence"], -1);
             next += 1;
@@ -794,6 +838,41 @@ fn commands_against_kafka() {
         d["users"][0]["credentials"][0]["mechanism"],
         "SCRAM-SHA-256"
     );
+
+    // dump-log on the files Kafka wrote for a partition: every batch valid,
+    // the index entries (up to the zeros of Kafka's preallocated index)
+    // agree with the .log.
+    json(
+        &addr,
+        &[
+            "topics",
+            "create",
+            "cli-kdump",
+            "--partitions",
+            "1",
+            "--config",
+            "index.interval.bytes=1",
+        ],
+    );
+    produce(&addr, "cli-kdump", 50);
+    let dir = kafka.home().join("data").join("cli-kdump-0");
+    let log = dir.join("00000000000000000000.log");
+    let v = json_file(&[
+        "dump-log",
+        "--print-records",
+        "--json",
+        log.to_str().unwrap(),
+    ]);
+    check_produced(&v[0], 50, "none");
+    for kind in ["index", "timeindex"] {
+        let f = log.with_extension(kind);
+        let v = json_file(&["dump-log", "--json", f.to_str().unwrap()]);
+        let s = &v[0]["summary"];
+        assert!(s["entries"].as_i64().unwrap() >= 1, "{v}");
+        assert_eq!(s["log_checked"], true, "{v}");
+        assert_eq!(s["mismatches"], 0, "{v}");
+        assert_eq!(s["out_of_order"], 0, "{v}");
+    }
 }
 
 /// `fjord groups describe` and `reset-offsets` on a group with a commit

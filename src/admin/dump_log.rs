@@ -2,7 +2,8 @@
 //! partition's files, decoded with the broker's own code in
 //! `crate::storage` (batch headers, record decoding, index entries):
 //! every RecordBatch of a `.log` segment (with `--print-records` its
-//! records), the entries of a `.index` or `.timeindex`.
+//! records), the entries of a `.index` or `.timeindex` checked against
+//! the `.log` beside it (`super::dump_index`).
 
 use std::path::Path;
 
@@ -10,11 +11,11 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::storage::batch::{BatchHeader, ATTRIBUTES_OFFSET, MIN_BATCH_LENGTH};
-use crate::storage::index::{decode_offset_entries, decode_time_entries};
-use crate::storage::records::decode_batch;
+use crate::storage::records::{decode_batch, record_headers};
 use crate::storage::txn_index::parse_control_record;
 use crate::storage::RECORD_BATCH_HEADER_BYTES;
 
+use super::dump_index::{dump_offset_index, dump_time_index, problems, IndexSummary};
 use super::output::Report;
 
 /// Errors of `dump-log`.
@@ -58,7 +59,7 @@ fn codec_name(bits: u8) -> &'static str {
     }
 }
 
-fn text_or_hex(b: &Option<Bytes>) -> Value {
+fn text_or_hex(b: Option<&[u8]>) -> Value {
     match b {
         None => Value::Null,
         Some(b) => match std::str::from_utf8(b) {
@@ -158,18 +159,31 @@ pub fn dump_segment(data: &[u8], print_records: bool) -> (Report, SegmentSummary
             let mut b = whole.slice(pos..pos + size);
             match decode_batch(&mut b) {
                 Ok(set) => {
+                    let stored_headers = record_headers(batch, &h).ok();
                     let mut recs = Vec::new();
-                    for r in &set.records {
-                        let key = text_or_hex(&r.key);
-                        let value = text_or_hex(&r.value);
-                        // In record order, a key as often as it was sent.
-                        let headers: Vec<Value> = r
-                            .headers
+                    for (index, r) in set.records.iter().enumerate() {
+                        let key = text_or_hex(r.key.as_deref());
+                        let value = text_or_hex(r.value.as_deref());
+                        // In record order, a key as often as it was sent
+                        // (read from the stored bytes; the crate's map
+                        // keeps one value per key).
+                        let crate_headers = || {
+                            r.headers
+                                .iter()
+                                .map(|(k, v)| (k.to_string(), v.as_ref().map(|b| b.to_vec())))
+                                .collect::<Vec<_>>()
+                        };
+                        let stored = stored_headers
+                            .as_ref()
+                            .and_then(|all| all.get(index))
+                            .cloned()
+                            .unwrap_or_else(crate_headers);
+                        let headers: Vec<Value> = stored
                             .iter()
-                            .map(|(k, v)| json!({"key": k.to_string(), "value": text_or_hex(v)}))
+                            .map(|(k, v)| json!({"key": k, "value": text_or_hex(v.as_deref())}))
                             .collect();
-                        let header_keys: Vec<String> =
-                            r.headers.iter().map(|(k, _)| k.to_string()).collect();
+                        let header_keys: Vec<&str> =
+                            stored.iter().map(|(k, _)| k.as_str()).collect();
                         // A batch without a producer sequence has none per
                         // record either (Kafka prints -1).
                         let sequence = if h.base_sequence < 0 { -1 } else { r.sequence };
@@ -254,12 +268,19 @@ fn base_offset_of(path: &Path) -> i64 {
         .unwrap_or(0)
 }
 
+/// What a dumped file held: a segment's batches, or an index's entries and
+/// checks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileSummary {
+    /// A `.log` segment.
+    Log(SegmentSummary),
+    /// A `.index` or `.timeindex` (see [`super::dump_index`]).
+    Index(IndexSummary),
+}
+
 /// Takes a file path and whether to print records; gives its dump as a
-/// report (JSON: {file, kind, …}) and, for a segment, what it held.
-pub fn dump_file(
-    path: &Path,
-    print_records: bool,
-) -> Result<(Report, Option<SegmentSummary>), DumpError> {
+/// report (JSON: {file, kind, base_offset, …}) and what it held.
+pub fn dump_file(path: &Path, print_records: bool) -> Result<(Report, FileSummary), DumpError> {
     let shown = path.display().to_string();
     let data = std::fs::read(path).map_err(|source| DumpError::Io {
         path: shown.clone(),
@@ -268,51 +289,28 @@ pub fn dump_file(
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let base = base_offset_of(path);
     let mut text = format!("Dumping {shown}\n");
-    match ext {
+    let (r, kind, sum) = match ext {
         "log" => {
             text.push_str(&format!("Log starting offset: {base}\n"));
             let (r, sum) = dump_segment(&data, print_records);
-            text.push_str(&r.text);
-            let mut json = r.json;
-            json["file"] = json!(shown);
-            json["kind"] = json!("log");
-            json["base_offset"] = json!(base);
-            Ok((Report::new(json, text), Some(sum)))
+            (r, "log", FileSummary::Log(sum))
         }
         "index" => {
-            let entries = decode_offset_entries(&data);
-            let mut docs = Vec::new();
-            for e in &entries {
-                let offset = base + i64::from(e.relative_offset);
-                text.push_str(&format!("offset: {offset} position: {}\n", e.position));
-                docs.push(json!({"offset": offset, "position": e.position}));
-            }
-            Ok((
-                Report::new(
-                    json!({"file": shown, "kind": "index", "base_offset": base, "entries": docs}),
-                    text,
-                ),
-                None,
-            ))
+            let (r, sum) = dump_offset_index(path, &data, base);
+            (r, "index", FileSummary::Index(sum))
         }
         "timeindex" => {
-            let entries = decode_time_entries(&data);
-            let mut docs = Vec::new();
-            for e in &entries {
-                let offset = base + i64::from(e.relative_offset);
-                text.push_str(&format!("timestamp: {} offset: {offset}\n", e.timestamp));
-                docs.push(json!({"timestamp": e.timestamp, "offset": offset}));
-            }
-            Ok((
-                Report::new(
-                    json!({"file": shown, "kind": "timeindex", "base_offset": base, "entries": docs}),
-                    text,
-                ),
-                None,
-            ))
+            let (r, sum) = dump_time_index(path, &data, base);
+            (r, "timeindex", FileSummary::Index(sum))
         }
-        _ => Err(DumpError::UnknownFile(shown)),
-    }
+        _ => return Err(DumpError::UnknownFile(shown)),
+    };
+    text.push_str(&r.text);
+    let mut json = r.json;
+    json["file"] = json!(shown);
+    json["kind"] = json!(kind);
+    json["base_offset"] = json!(base);
+    Ok((Report::new(json, text), sum))
 }
 
 /// `fjord dump-log` arguments.
@@ -330,9 +328,11 @@ pub struct DumpLogArgs {
 }
 
 /// Takes `fjord dump-log` arguments; prints every file it can read. Fails
-/// (after printing) when a file could not be read, or a segment holds a
+/// (after printing) when a file could not be read, a segment holds a
 /// batch that is not valid (bad CRC, not magic 2) or bytes that are not a
-/// whole batch (a torn tail, a corrupt batch length, garbage).
+/// whole batch (a torn tail, a corrupt batch length, garbage), or an index
+/// has entries that do not match its `.log`, are out of order, or is
+/// followed by a partial entry.
 pub fn run(a: DumpLogArgs) -> Result<(), String> {
     let mut docs = Vec::new();
     let mut bad = Vec::new();
@@ -344,21 +344,23 @@ pub fn run(a: DumpLogArgs) -> Result<(), String> {
                 continue;
             }
         };
-        if let Some(s) = sum {
-            if s.invalid_crcs > 0 {
-                bad.push(format!(
-                    "{}: {} batch(es) with an invalid CRC or magic",
-                    f.display(),
-                    s.invalid_crcs
-                ));
+        let shown = f.display().to_string();
+        match &sum {
+            FileSummary::Log(s) => {
+                if s.invalid_crcs > 0 {
+                    bad.push(format!(
+                        "{shown}: {} batch(es) with an invalid CRC or magic",
+                        s.invalid_crcs
+                    ));
+                }
+                if s.trailing_bytes > 0 {
+                    bad.push(format!(
+                        "{shown}: {} byte(s) that are not a whole batch",
+                        s.trailing_bytes
+                    ));
+                }
             }
-            if s.trailing_bytes > 0 {
-                bad.push(format!(
-                    "{}: {} byte(s) that are not a whole batch",
-                    f.display(),
-                    s.trailing_bytes
-                ));
-            }
+            FileSummary::Index(s) => bad.extend(problems(&shown, s)),
         }
         if a.json {
             docs.push(r.json);

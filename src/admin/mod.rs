@@ -7,6 +7,7 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod configs;
+pub mod dump_index;
 pub mod dump_log;
 pub mod groups;
 pub mod groups_cli;

@@ -183,6 +183,63 @@ pub fn inspect_batch(
     Ok((plain, summary))
 }
 
+/// One record header as stored: the key (UTF-8, as Kafka's `Header.key`)
+/// and the value bytes (None: null).
+pub type StoredHeader = (String, Option<Vec<u8>>);
+
+/// Reads a length-prefixed field of `record` at `*pos` (already accepted by
+/// [`walk_record`]); gives its bytes (None: null) and moves past it.
+fn read_field(record: &[u8], pos: &mut usize) -> Option<Option<Vec<u8>>> {
+    let len = varint(record, pos)?;
+    if len < 0 {
+        return Some(None);
+    }
+    let end = pos.checked_add(usize::try_from(len).ok()?)?;
+    let bytes = record.get(*pos..end)?.to_vec();
+    *pos = end;
+    Some(Some(bytes))
+}
+
+/// Takes one whole stored batch and its parsed header; gives every record's
+/// headers in the order they were sent, a key as often as it was sent (the
+/// protocol crate's record type keeps one value per key). The records are
+/// walked first as [`inspect_batch`] does; an error is that walk's.
+pub fn record_headers(
+    batch: &[u8],
+    header: &BatchHeader,
+) -> Result<Vec<Vec<StoredHeader>>, RecompressError> {
+    let (plain, _) = inspect_batch(batch, header, MAX_DECOMPRESSED_BATCH)?;
+    let body = batch.get(RECORD_BATCH_HEADER_BYTES..).unwrap_or_default();
+    let records = plain.as_deref().unwrap_or(body);
+    let truncated = || framing("record headers past the record");
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    for _ in 0..header.records_count {
+        let len = varint(records, &mut pos).ok_or_else(truncated)?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| pos.checked_add(l))
+            .ok_or_else(truncated)?;
+        let record = records.get(pos..end).ok_or_else(truncated)?;
+        let mut p = 1; // attributes
+        varint(record, &mut p).ok_or_else(truncated)?; // timestamp delta
+        varint(record, &mut p).ok_or_else(truncated)?; // offset delta
+        read_field(record, &mut p).ok_or_else(truncated)?; // key
+        read_field(record, &mut p).ok_or_else(truncated)?; // value
+        let count = varint(record, &mut p).ok_or_else(truncated)?;
+        let mut headers = Vec::new();
+        for _ in 0..count {
+            let key = read_field(record, &mut p).ok_or_else(truncated)?;
+            let value = read_field(record, &mut p).ok_or_else(truncated)?;
+            let key = String::from_utf8_lossy(&key.unwrap_or_default()).into_owned();
+            headers.push((key, value));
+        }
+        out.push(headers);
+        pos = end;
+    }
+    Ok(out)
+}
+
 /// Takes bytes starting at a stored batch; gives its records decoded by the
 /// protocol crate after the walk accepted them (a compressed batch is
 /// decompressed once, at most [`MAX_DECOMPRESSED_BATCH`] bytes) and moves
