@@ -917,6 +917,45 @@ fn groups_describe_and_reset() {
     let row = r.stdout.lines().find(|l| l.starts_with("cli-grp")).unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(&cells[1..5], &["0", "0", "10", "10"], "{row}");
+
+    // The same with --json, for scripts.
+    let v = json(&addr, &["groups", "describe", "cli-g"]);
+    assert_eq!(v["group"], "cli-g", "{v}");
+    assert_eq!(v["exists"], true, "{v}");
+    assert_eq!(v["state"], "Empty", "{v}");
+    let o = &v["offsets"][0];
+    assert_eq!(o["topic"], "cli-grp", "{v}");
+    assert_eq!(o["partition"], 0, "{v}");
+    assert_eq!(o["current_offset"], 0, "{v}");
+    assert_eq!(o["log_end_offset"], 10, "{v}");
+    assert_eq!(o["lag"], 10, "{v}");
+    let v = json(&addr, &["groups", "list"]);
+    assert!(
+        v["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["group"] == "cli-g" && g["state"] == "Empty"),
+        "{v}"
+    );
+    let v = json(
+        &addr,
+        &[
+            "groups",
+            "reset-offsets",
+            "cli-g",
+            "--topic",
+            "cli-grp",
+            "--to-offset",
+            "7",
+        ],
+    );
+    assert_eq!(v["executed"], false, "{v}");
+    assert_eq!(v["offsets"][0]["new_offset"], 7, "{v}");
+    let v = json(&addr, &["groups", "describe", "no-such-group"]);
+    assert_eq!(v["exists"], false, "{v}");
+    let v = json(&addr, &["groups", "delete", "cli-g"]);
+    assert_eq!(v["deleted"][0], "cli-g", "{v}");
 }
 
 /// A consumer group of the KIP-848 protocol (librdkafka with
