@@ -157,6 +157,7 @@ fn topic_lifecycle(addr: &str, node: i64) {
     assert!(err.contains("INVALID_PARTITIONS"), "{err}");
     let err = fails(addr, &["topics", "describe", "cli-no-such-topic"]);
     assert!(err.contains("UNKNOWN_TOPIC_OR_PARTITION"), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
 
     let del = json(addr, &["topics", "delete", t]);
     assert_eq!(del["deleted"], serde_json::json!([t]));

@@ -701,14 +701,17 @@ fn broker_keys_are_described_as_kafka_reports_them() {
 }
 
 /// The broker resource describes the listener and group keys Kafka 4.4
-/// describes, read-only, STATIC_BROKER_CONFIG as Fjord's other own keys:
+/// describes, read-only, with the source of Kafka's ConfigHelper:
 /// `listeners` as given (port 0, as Kafka reports its configured value, not
-/// the port bound), `offsets.retention.minutes` as set, and `controller.listener.names`, unset and without a default, with a
-/// null value.
+/// the port bound) and `offsets.retention.minutes` as set, both
+/// STATIC_BROKER_CONFIG; `controller.listener.names`, unset and without a
+/// default, with a null value and DEFAULT_CONFIG; `auto.create.topics.enable`,
+/// unset, its default and DEFAULT_CONFIG.
 #[test]
 fn listener_and_offsets_keys_are_described() {
     let broker = Broker::start_with(&["offsets.retention.minutes=60"]);
     let keys = [
+        "auto.create.topics.enable",
         "controller.listener.names",
         "listeners",
         "offsets.retention.minutes",
@@ -736,7 +739,13 @@ fn listener_and_offsets_keys_are_described() {
     assert_eq!(
         got,
         vec![
-            ("controller.listener.names".into(), None, true, 4),
+            (
+                "auto.create.topics.enable".into(),
+                Some("true".into()),
+                true,
+                5
+            ),
+            ("controller.listener.names".into(), None, true, 5),
             (
                 "listeners".into(),
                 Some("PLAINTEXT://127.0.0.1:0".into()),

@@ -33,8 +33,8 @@ pub enum ClientError {
     Unsupported(ApiKey),
     /// The broker answered with a Kafka error code: shown as Kafka's error
     /// name (e.g. TOPIC_ALREADY_EXISTS) and the broker's message, or the
-    /// code's description when the broker sent none.
-    #[error("{what}: {}: {}", error_name(.error), .message.clone().unwrap_or_else(|| .error.to_string()))]
+    /// code and whether it is retriable when the broker sent none.
+    #[error("{what}: {}: {}", error_name(.error), .message.clone().unwrap_or_else(|| no_message(.error)))]
     Kafka {
         /// What failed.
         what: String,
@@ -63,6 +63,20 @@ pub fn error_name(error: &kafka_protocol::ResponseError) -> String {
     out
 }
 
+/// Takes a Kafka error the broker sent without a message; gives its code
+/// and whether Kafka's protocol calls it retriable.
+fn no_message(error: &kafka_protocol::ResponseError) -> String {
+    let retriable = if error.is_retriable() {
+        ", retriable"
+    } else {
+        ""
+    };
+    format!(
+        "no message from the broker (error code {}{retriable})",
+        error.code()
+    )
+}
+
 impl ClientError {
     /// Wraps a non-zero Kafka error code.
     pub fn kafka(what: impl Into<String>, code: i16) -> ClientError {
@@ -70,7 +84,7 @@ impl ClientError {
     }
 
     /// Wraps a non-zero Kafka error code with the broker's error message
-    /// (None or empty: the code's description is shown).
+    /// (None or empty: the code is shown).
     pub fn kafka_with(
         what: impl Into<String>,
         code: i16,
@@ -81,6 +95,17 @@ impl ClientError {
             error: kafka_protocol::ResponseError::try_from_code(code)
                 .unwrap_or(kafka_protocol::ResponseError::Unknown(code)),
             message: message.map(|m| m.to_string()).filter(|m| !m.is_empty()),
+        }
+    }
+
+    /// Takes a topic Metadata answered UNKNOWN_TOPIC_OR_PARTITION for (a
+    /// code Metadata sends without a message); gives the error with the
+    /// message kafka-topics.sh prints.
+    pub fn unknown_topic(topic: &str) -> ClientError {
+        ClientError::Kafka {
+            what: format!("topic {topic}"),
+            error: kafka_protocol::ResponseError::UnknownTopicOrPartition,
+            message: Some(format!("Topic '{topic}' does not exist as expected")),
         }
     }
 

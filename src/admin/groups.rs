@@ -386,7 +386,10 @@ impl Cluster {
             .topics
             .into_iter()
             .next()
-            .ok_or_else(|| ClientError::kafka(topic, 3))?;
+            .ok_or_else(|| ClientError::unknown_topic(topic))?;
+        if t.error_code == 3 {
+            return Err(ClientError::unknown_topic(topic));
+        }
         if t.error_code != 0 {
             return Err(ClientError::kafka(topic, t.error_code));
         }

@@ -103,6 +103,9 @@ pub fn describe(c: &mut Connection, topics: &[String]) -> Result<Vec<TopicInfo>,
     let mut out = Vec::new();
     for t in md.topics {
         let tname = t.name.as_ref().map(|n| n.0.to_string()).unwrap_or_default();
+        if t.error_code == 3 {
+            return Err(ClientError::unknown_topic(&tname));
+        }
         ClientError::check(format!("topic {tname}"), t.error_code, None)?;
         let mut partitions: Vec<PartitionInfo> = t
             .partitions

@@ -27,8 +27,9 @@ const MS_PER_MINUTE: i64 = 60_000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Describe {
     /// Reported by itself: its current value (a null value when it has
-    /// none, as Kafka), STATIC_BROKER_CONFIG (4), read-only unless
-    /// [`BrokerConfigDef::dynamic`].
+    /// none, as Kafka), STATIC_BROKER_CONFIG (4) when given in
+    /// `server.properties` or a flag, else DEFAULT_CONFIG (5), read-only
+    /// unless [`BrokerConfigDef::dynamic`].
     Own,
     /// A broker key of a topic config: reported with that topic config's
     /// synonyms, by `cluster::topic_config::broker_key_entries`.

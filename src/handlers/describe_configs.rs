@@ -22,6 +22,7 @@ use crate::cluster::topic_config::{
     broker_key_entries, synonyms_of, value_of, ConfigSource, TOPIC_CONFIGS,
 };
 use crate::config::broker_def;
+use crate::config::topic_defs::ConfigType;
 use crate::error::{codes, KafkaCode};
 use crate::protocol::RequestFrame;
 use crate::shard::Shard;
@@ -133,9 +134,37 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         // BROKER_CONFIGS says which keys may change at run
                         // time; none may today.
                         e.read_only = broker_def(k).is_none_or(|d| !d.dynamic);
-                        e.config_source = ConfigSource::StaticBroker as i8;
+                        // As Kafka's ConfigHelper: the source of its first
+                        // synonym, STATIC_BROKER_CONFIG when given in
+                        // `server.properties` (or a flag), else
+                        // DEFAULT_CONFIG (also for a key without a default).
+                        let given = cfg.given_keys.contains(k);
+                        e.config_source = if given {
+                            ConfigSource::StaticBroker as i8
+                        } else {
+                            ConfigSource::Default as i8
+                        };
+                        let def = broker_def(k);
+                        if req.include_synonyms {
+                            // STATIC as given, then the default, as Kafka
+                            // lists a broker key's own synonyms.
+                            if given {
+                                let mut syn = DescribeConfigsSynonym::default();
+                                syn.name = s(k);
+                                syn.value = e.value.clone();
+                                syn.source = ConfigSource::StaticBroker as i8;
+                                e.synonyms.push(syn);
+                            }
+                            if let Some(default) = def.and_then(|d| d.default) {
+                                let mut syn = DescribeConfigsSynonym::default();
+                                syn.name = s(k);
+                                syn.value = Some(s(default));
+                                syn.source = ConfigSource::Default as i8;
+                                e.synonyms.push(syn);
+                            }
+                        }
                         if version >= 3 {
-                            e.config_type = 2;
+                            e.config_type = def.map_or(ConfigType::String as i8, |d| d.ty as i8);
                         }
                         out.configs.push(e);
                     }
