@@ -3,7 +3,8 @@
 //! load the rate of records in is above 0, the consumer lag it stores is
 //! what a group has not consumed, killing a follower of a 3-node cluster
 //! raises the under-replicated partitions and its return brings them back
-//! to 0, and every expression of the Grafana dashboard
+//! to 0 (and the group coordinator reports the lag of partitions other
+//! nodes lead), and every expression of the Grafana dashboard
 //! (docs/grafana/fjord.json) parses and names only exported metrics.
 //!
 //! Without the package the tests are left out with a note, unless
@@ -292,6 +293,62 @@ async fn prometheus_sees_under_replicated_partitions_while_a_follower_is_down() 
     );
     let urp = "sum(kafka_server_replicamanager_underreplicatedpartitions)";
     prom.wait(urp, "fully replicated at first", |v| v == 0.0);
+
+    // Consumer lag of partitions led by other brokers than the group's
+    // coordinator: three partitions led across the nodes, ten records each,
+    // offset 4 committed for each; the coordinator reports every
+    // partition's lag (from its follower replica where it does not lead).
+    let lagged = "lagged";
+    create_with_rdkafka(&c, &c.bootstrap_all(), lagged, 3, 3).await;
+    wait_topic(&c, &ids, lagged, 3);
+    let producer: FutureProducer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", c.bootstrap_all())
+        .set("broker.address.family", "v4")
+        .set("acks", "all")
+        .create()
+        .expect("producer");
+    for p in 0..3 {
+        for i in 0..10 {
+            let payload = format!("r{i}");
+            producer
+                .send(
+                    FutureRecord::<(), _>::to(lagged)
+                        .partition(p)
+                        .payload(&payload),
+                    Duration::from_secs(30),
+                )
+                .await
+                .expect("delivery");
+        }
+    }
+    let consumer: rdkafka::consumer::BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", c.bootstrap_all())
+        .set("broker.address.family", "v4")
+        .set("group.id", "lag-g")
+        .create()
+        .expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition_offset(lagged, p, Offset::Offset(4))
+            .unwrap();
+    }
+    // The offsets topic is created on the first FindCoordinator: retried
+    // while the coordinator is not available yet.
+    let deadline = Instant::now() + DEADLINE;
+    while let Err(e) = consumer.commit(&tpl, CommitMode::Sync) {
+        assert!(Instant::now() < deadline, "commit: {e}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    prom.wait(
+        "count(kafka_consumergroup_lag{consumergroup=\"lag-g\"})",
+        "a lag series for each partition",
+        |v| v == 3.0,
+    );
+    prom.wait(
+        "sum(kafka_consumergroup_lag{consumergroup=\"lag-g\"})",
+        "the lag of every partition",
+        |v| v == 18.0,
+    );
 
     c.kill9(follower);
     prom.wait(urp, "under-replicated with a follower down", |v| v >= 1.0);

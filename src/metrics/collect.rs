@@ -471,13 +471,18 @@ fn log_metrics(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<()
 
 /// `kafka_consumergroup_lag{consumergroup,topic,partition}` (the name and
 /// labels of the widely used Kafka lag exporter): the high watermark of a
-/// partition led here minus the group's committed offset, for the groups
-/// this broker coordinates.
+/// partition with a replica here minus the group's committed offset, for
+/// the groups this broker coordinates. The leader's high watermark where it
+/// is led here, else this follower's (the leader's as of its last fetch
+/// answer, as a Kafka follower keeps it).
 fn consumer_lag(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(), Error> {
-    let hw: HashMap<(&str, i32), i64> = partitions(snaps)
-        .filter(|p| p.leader)
-        .map(|p| ((&*p.topic, p.partition), p.high_watermark))
-        .collect();
+    let mut hw: HashMap<(&str, i32), i64> = HashMap::new();
+    for p in partitions(snaps).filter(|p| !p.leader) {
+        hw.insert((&*p.topic, p.partition), p.high_watermark);
+    }
+    for p in partitions(snaps).filter(|p| p.leader) {
+        hw.insert((&*p.topic, p.partition), p.high_watermark);
+    }
     let mut lag: Vec<(Labels, i64)> = Vec::new();
     let mut current: Vec<(Labels, i64)> = Vec::new();
     for c in snaps.iter().flat_map(|s| s.committed.iter()) {
@@ -500,7 +505,7 @@ fn consumer_lag(enc: &mut DescriptorEncoder<'_>, snaps: &[Snapshot]) -> Result<(
     gauges(
         enc,
         "kafka_consumergroup_lag",
-        "High watermark minus committed offset, for the groups this broker coordinates and the partitions it leads.",
+        "High watermark minus committed offset, for the groups this broker coordinates and the partitions it holds a replica of.",
         &lag,
     )
 }
