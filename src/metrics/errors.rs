@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn names_follow_the_protocol_crate() {
         assert_eq!(name(slot(0)), "NONE");
-        for code in -1..=(133 as i16) {
+        for code in -1..=133_i16 {
             if code == 0 {
                 continue;
             }
