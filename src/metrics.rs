@@ -18,6 +18,8 @@ use std::time::Duration;
 use crate::shard::stall::ShardStallStats;
 
 pub mod collect;
+pub mod errors;
+pub mod requests;
 pub mod shard;
 
 /// How long a metrics client may take to send its request or read the

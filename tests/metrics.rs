@@ -419,3 +419,239 @@ async fn a_deleted_topics_series_go_and_the_totals_stay() {
     }
     assert_eq!(value(&addr, name, ""), Some(before));
 }
+
+/// Every series of the scrape at `addr`.
+fn scrape(addr: &str) -> Vec<fjord::metrics::Sample> {
+    let (code, body) = fjord::metrics::fetch(addr, "/metrics").unwrap();
+    assert_eq!(code, 200, "{body}");
+    fjord::metrics::parse(&body)
+}
+
+/// The sum of the series `name` whose labels start with `prefix`.
+fn sum_of(samples: &[fjord::metrics::Sample], name: &str, prefix: &str) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name && s.labels.starts_with(prefix))
+        .map(|s| s.value)
+        .sum()
+}
+
+/// `requests_total` of `request` (every version).
+fn requests(samples: &[fjord::metrics::Sample], request: &str) -> f64 {
+    sum_of(
+        samples,
+        "kafka_network_requestmetrics_requests_total",
+        &format!("request=\"{request}\","),
+    )
+}
+
+/// `errors_total{request, error}` (0 when absent).
+fn errors(samples: &[fjord::metrics::Sample], request: &str, error: &str) -> f64 {
+    sum_of(
+        samples,
+        "kafka_network_requestmetrics_errors_total",
+        &format!("request=\"{request}\",error=\"{error}\""),
+    )
+}
+
+/// The five stages of Kafka's request time, by family suffix.
+const STAGES: [&str; 5] = [
+    "requestqueuetimems",
+    "localtimems",
+    "remotetimems",
+    "responsequeuetimems",
+    "responsesendtimems",
+];
+
+/// `<family>_<part>{request=...}` (part: `count` or `sum`; 0 when absent).
+fn hist(samples: &[fjord::metrics::Sample], family: &str, part: &str, request: &str) -> f64 {
+    let name = format!("kafka_network_requestmetrics_{family}_{part}");
+    samples
+        .iter()
+        .filter(|s| s.name == name && s.labels == format!("request=\"{request}\""))
+        .map(|s| s.value)
+        .sum()
+}
+
+/// Polls the endpoint until `ok` holds for a scrape (30 s at most); gives
+/// that scrape, or panics with `what` and the last one.
+fn scrape_until(
+    addr: &str,
+    what: &str,
+    ok: impl Fn(&[fjord::metrics::Sample]) -> bool,
+) -> Vec<fjord::metrics::Sample> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let samples = scrape(addr);
+        if ok(&samples) {
+            return samples;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never held; last scrape: {samples:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Kafka's `ErrorsPerSec` and the request-time split: every Produce
+/// answered NONE counts one NONE per partition; ListOffsets for an
+/// unknown topic counts UNKNOWN_TOPIC_OR_PARTITION per partition; a Fetch
+/// long poll's wait is remote time; each of the five stage histograms
+/// counts every request `requests_total` counts, and the stages add up to
+/// the total time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_and_time_split_follow_requests() {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{BrokerId, FetchRequest, ListOffsetsRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "split";
+    broker.create_topic(topic, 1).await;
+    let idle = "split-idle";
+    broker.create_topic(idle, 1).await;
+
+    // Produce, acks=all, one record per request (each awaited): one NONE
+    // per request, its one partition.
+    let before = scrape(&addr);
+    let (produce0, none0) = (
+        requests(&before, "Produce"),
+        errors(&before, "Produce", "NONE"),
+    );
+    let remote0 = hist(&before, "remotetimems", "count", "Produce");
+    let producer = broker.producer(&[("acks", "all"), ("linger.ms", "0")]);
+    let sent = 12.0;
+    for i in 0..sent as usize {
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .partition(0)
+                    .payload(&format!("v{i}")),
+                Duration::from_secs(15),
+            )
+            .await
+            .expect("delivery");
+    }
+    let after = scrape_until(&addr, "produce counted", |s| {
+        requests(s, "Produce") - produce0 >= sent && errors(s, "Produce", "NONE") - none0 >= sent
+    });
+    assert_eq!(requests(&after, "Produce") - produce0, sent);
+    assert_eq!(errors(&after, "Produce", "NONE") - none0, sent);
+    // acks=all on one node: the wait for the ISR is observed (near 0 ms)
+    // for every request.
+    assert_eq!(
+        hist(&after, "remotetimems", "count", "Produce") - remote0,
+        sent
+    );
+    drop(producer);
+
+    // ListOffsets for a topic that does not exist: one
+    // UNKNOWN_TOPIC_OR_PARTITION per partition asked, none of NONE.
+    let mut conn = connect(&broker.bootstrap());
+    let unknown0 = errors(&after, "ListOffsets", "UNKNOWN_TOPIC_OR_PARTITION");
+    let lo_none0 = errors(&after, "ListOffsets", "NONE");
+    let asks = 3;
+    for cid in 0..asks {
+        let req = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("no-such-topic")))
+                .with_partitions(
+                    (0..2)
+                        .map(|p| {
+                            ListOffsetsPartition::default()
+                                .with_partition_index(p)
+                                .with_current_leader_epoch(-1)
+                                .with_timestamp(-1)
+                        })
+                        .collect(),
+                )]);
+        let r = kp_call(&mut conn, 7, cid, &req);
+        for p in r.topics.iter().flat_map(|t| t.partitions.iter()) {
+            assert_eq!(p.error_code, 3, "{r:?}");
+        }
+    }
+    let samples = scrape_until(&addr, "list offsets counted", |s| {
+        errors(s, "ListOffsets", "UNKNOWN_TOPIC_OR_PARTITION") - unknown0 >= f64::from(asks * 2)
+    });
+    assert_eq!(
+        errors(&samples, "ListOffsets", "UNKNOWN_TOPIC_OR_PARTITION") - unknown0,
+        f64::from(asks * 2)
+    );
+    assert_eq!(errors(&samples, "ListOffsets", "NONE"), lo_none0);
+
+    // Long-poll Fetches of an empty partition: each waits max_wait_ms for
+    // data that never comes; that wait is remote time.
+    let fetch_remote0 = hist(&samples, "remotetimems", "sum", "Fetch");
+    let consumer_remote0 = hist(&samples, "remotetimems", "sum", "FetchConsumer");
+    let fetch_none0 = errors(&samples, "Fetch", "NONE");
+    let wait_ms = 300;
+    let polls = 3;
+    for cid in 0..polls {
+        let req = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_session_epoch(-1)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str(idle)))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)])]);
+        let started = std::time::Instant::now();
+        let r = kp_call(&mut conn, 12, 100 + cid, &req);
+        assert!(started.elapsed() >= Duration::from_millis(250), "{r:?}");
+        assert_eq!(r.error_code, 0, "{r:?}");
+    }
+    drop(conn);
+    let floor = f64::from(polls) * 250.0;
+    let samples = scrape_until(&addr, "long polls counted", |s| {
+        hist(s, "remotetimems", "sum", "Fetch") - fetch_remote0 >= floor
+    });
+    assert!(hist(&samples, "remotetimems", "sum", "FetchConsumer") - consumer_remote0 >= floor);
+    // Top-level NONE and the partition's NONE, per fetch.
+    assert!(
+        errors(&samples, "Fetch", "NONE") - fetch_none0 >= f64::from(polls * 2),
+        "{samples:#?}"
+    );
+
+    // Quiet now (every client gone): for every API counted, each stage
+    // histogram and the total observed each request once, and the stages
+    // add up to the total time (each sum rounds down to the µs: at most
+    // 5 µs a request).
+    let apis = [
+        "Produce",
+        "Fetch",
+        "FetchConsumer",
+        "ListOffsets",
+        "Metadata",
+        "ApiVersions",
+    ];
+    let samples = scrape_until(&addr, "stage counts equal requests", |s| {
+        apis.iter().all(|api| {
+            let n = requests(s, api);
+            n >= 1.0
+                && hist(s, "totaltimems", "count", api) == n
+                && STAGES.iter().all(|st| hist(s, st, "count", api) == n)
+        })
+    });
+    for api in apis {
+        let n = requests(&samples, api);
+        let total = hist(&samples, "totaltimems", "sum", api);
+        let stages: f64 = STAGES.iter().map(|st| hist(&samples, st, "sum", api)).sum();
+        assert!(
+            (total - stages).abs() <= n * 0.006,
+            "{api}: total {total} ms, stages {stages} ms over {n} requests"
+        );
+    }
+    // The long polls' remote time is within their total.
+    assert!(
+        hist(&samples, "remotetimems", "sum", "Fetch")
+            <= hist(&samples, "totaltimems", "sum", "Fetch")
+    );
+}

@@ -173,6 +173,7 @@ pub fn legacy_produce(data: &[u8]) -> Result<(), Violation> {
         body: Bytes::copy_from_slice(body),
         peer: None,
         context: None,
+        notes: Default::default(),
     };
     match unserved_version(&frame) {
         Some(outcome) => {

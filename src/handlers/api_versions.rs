@@ -89,12 +89,9 @@ pub fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
 /// Answers an ApiVersions request of a version we do not serve: v0 body,
 /// UNSUPPORTED_VERSION, the supported list.
 pub fn unsupported_version(frame: &RequestFrame) -> Outcome {
-    match encode_response(
-        ApiKey::ApiVersions,
-        0,
-        frame.prefix.correlation_id,
-        &body(codes::UNSUPPORTED_VERSION),
-    ) {
+    let r = body(codes::UNSUPPORTED_VERSION);
+    super::count_errors(frame, &r);
+    match encode_response(ApiKey::ApiVersions, 0, frame.prefix.correlation_id, &r) {
         Ok(r) => Outcome::Respond(r),
         Err(e) => Outcome::Close(e.to_string()),
     }

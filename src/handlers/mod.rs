@@ -28,6 +28,7 @@ mod describe_topic_partitions;
 mod describe_transactions;
 mod elect_leaders;
 mod end_txn;
+mod error_codes;
 pub mod fetch;
 pub mod find_coordinator;
 mod group_configs;
@@ -65,6 +66,8 @@ use std::rc::Rc;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::Encodable;
 
+pub use self::error_codes::ErrorCodes;
+use crate::metrics::shard::RequestTiming;
 use crate::protocol::ProtocolError;
 use crate::protocol::{encode_response, supported_range, RequestFrame, Response};
 use crate::shard::Shard;
@@ -86,8 +89,11 @@ pub enum Outcome {
 }
 
 /// Encodes `body` as the response to `frame`, or closes the connection when
-/// encoding fails.
-pub fn respond<T: Encodable>(frame: &RequestFrame, body: &T) -> Outcome {
+/// encoding fails. The error codes the response carries are counted
+/// (Kafka's `ErrorsPerSec`, see [`ErrorCodes`]): every response built by a
+/// handler passes here once.
+pub fn respond<T: Encodable + ErrorCodes>(frame: &RequestFrame, body: &T) -> Outcome {
+    count_errors(frame, body);
     match encode_response(
         frame.api_key,
         frame.prefix.api_version,
@@ -99,23 +105,41 @@ pub fn respond<T: Encodable>(frame: &RequestFrame, body: &T) -> Outcome {
     }
 }
 
-/// Handles one request on `shard` (the shard that owns the connection).
-pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
-    dispatch_pipelined(shard, frame, None).await
+/// Counts the error codes of `body`, the response to `frame`, on this
+/// shard (`kafka_network_requestmetrics_errors_total`).
+pub fn count_errors<T: ErrorCodes>(frame: &RequestFrame, body: &T) {
+    crate::metrics::shard::count_errors(frame.api_key as i16, |each| {
+        body.error_codes(frame.prefix.api_version, each)
+    });
 }
 
-/// As [`dispatch`], with a `dispatched` signal for the connection: a
-/// Produce sends on it once every partition's append is reserved (offsets
-/// assigned, writes submitted), so the connection may read and dispatch its
-/// next request while this one's writes complete; the order of
-/// reservations is then still the order of requests. Every other request,
-/// and a Produce that must wait (a transaction to verify first), drops it
-/// unsent: the connection then waits for the whole answer.
+/// Handles one request on `shard` (the shard that owns the connection),
+/// for a caller without a socket: the request is counted in the request
+/// metrics as sent when its response is ready.
+pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
+    let (outcome, timing) = dispatch_pipelined(shard, frame, None, std::time::Instant::now()).await;
+    drop(timing);
+    outcome
+}
+
+/// As [`dispatch`], for the connection: `received` is when the request's
+/// frame was read whole, and the [`RequestTiming`] given with the outcome
+/// (None for a version outside the served range, not counted) is to be
+/// told when the response's send starts and ends (dropped unsent, it
+/// counts the request at the drop). `dispatched` is a signal for the
+/// connection: a Produce sends on it once every partition's append is
+/// reserved (offsets assigned, writes submitted), so the connection may
+/// read and dispatch its next request while this one's writes complete;
+/// the order of reservations is then still the order of requests. Every
+/// other request, and a Produce that must wait (a transaction to verify
+/// first), drops it unsent: the connection then waits for the whole
+/// answer.
 pub async fn dispatch_pipelined(
     shard: &Rc<Shard>,
     frame: RequestFrame,
     dispatched: Option<futures_channel::oneshot::Sender<()>>,
-) -> Outcome {
+    received: std::time::Instant,
+) -> (Outcome, Option<RequestTiming>) {
     let produce_dispatched = if frame.api_key == ApiKey::Produce {
         dispatched
     } else {
@@ -123,13 +147,18 @@ pub async fn dispatch_pipelined(
         None
     };
     if let Some(outcome) = unserved_version(&frame) {
-        return outcome;
+        return (outcome, None);
     }
     let started = std::time::Instant::now();
-    let (api_key, version) = (frame.api_key as i16, frame.prefix.api_version);
+    let what = (frame.api_key as i16, frame.prefix.api_version);
     let outcome = serve(shard, &frame, produce_dispatched).await;
-    crate::metrics::shard::count_request(api_key, version, started.elapsed());
-    outcome
+    let timing = RequestTiming::new(
+        what,
+        frame.notes.fetch_follower(),
+        (received, started, std::time::Instant::now()),
+        frame.notes.remote(),
+    );
+    (outcome, Some(timing))
 }
 
 /// Meters, routes and answers a request at a served version.

@@ -95,14 +95,17 @@ fn slot_mut(results: &mut [TopicResults], slot: Slot) -> Option<&mut PartitionRe
 
 /// Sends each owner's share (local work inline) concurrently and stores the
 /// answers in `results` by slot; `dispatched` is sent once every owner has
-/// reserved its partitions.
+/// reserved its partitions. Gives the longest time an owner waited for
+/// followers (acks=all): the request's remote time, the owners waiting
+/// at the same time.
 async fn dispatch(
     shard: &Rc<Shard>,
     by_owner: Vec<Vec<PartitionAppend>>,
     acks_all: Option<Instant>,
     results: &mut [TopicResults],
     dispatched: &mut Option<oneshot::Sender<()>>,
-) {
+) -> Duration {
+    let mut remote = Duration::ZERO;
     let mut tasks = Vec::new();
     let mut reserved = Vec::new();
     for (owner, work) in by_owner.into_iter().enumerate() {
@@ -130,7 +133,9 @@ async fn dispatch(
         }
     }
     for t in tasks {
+        let mut waited = Duration::ZERO;
         for a in t.await {
+            waited = waited.saturating_add(a.replication_wait);
             if let Some(dst) = slot_mut(results, a.slot) {
                 dst.base_offset = a.base_offset;
                 dst.log_append_time = a.log_append_time;
@@ -147,7 +152,9 @@ async fn dispatch(
                 }
             }
         }
+        remote = remote.max(waited);
     }
+    remote
 }
 
 /// Answers a Produce request. `dispatched` (see
@@ -267,7 +274,8 @@ pub async fn handle(
     let acks_all = (acks == -1).then(|| {
         Instant::now() + Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0))
     });
-    dispatch(shard, by_owner, acks_all, &mut results, &mut dispatched).await;
+    let remote = dispatch(shard, by_owner, acks_all, &mut results, &mut dispatched).await;
+    frame.notes.add_remote(remote);
 
     if acks == 0 {
         let mut all = results.iter().flat_map(|t| t.partitions.iter());

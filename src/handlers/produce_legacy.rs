@@ -70,6 +70,11 @@ pub fn handle(frame: &RequestFrame) -> Outcome {
         ));
     }
     log::debug!("answered Produce v{v} with UNSUPPORTED_VERSION");
+    crate::metrics::shard::count_errors(ApiKey::Produce as i16, |each| {
+        for _ in req.topic_data.iter().flat_map(|t| t.partition_data.iter()) {
+            each(codes::UNSUPPORTED_VERSION);
+        }
+    });
     Outcome::Respond(encode(&req, v, frame.prefix.correlation_id))
 }
 

@@ -19,11 +19,11 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 
-use super::shard::{PartitionFigures, Snapshot, TIME_BUCKETS_MS};
+use super::shard::{PartitionFigures, Snapshot};
 use crate::stall::{ShardStallStats, BUCKET_LABELS_MS};
 
 /// Labels of one series, in order.
-type Labels = Vec<(&'static str, String)>;
+pub(super) type Labels = Vec<(&'static str, String)>;
 
 /// A family read from each item of type `T`: name, help and the reading.
 type Family<T, V> = (&'static str, &'static str, fn(&T) -> V);
@@ -42,7 +42,7 @@ impl FjordCollector {
 }
 
 /// Encodes one counter family of (labels, value) series.
-fn counters(
+pub(super) fn counters(
     enc: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -70,7 +70,7 @@ fn gauges(
 }
 
 /// Kafka's name of API key `key` (`"Produce"`), or the number.
-fn request_name(key: usize) -> String {
+pub(super) fn request_name(key: usize) -> String {
     i16::try_from(key)
         .ok()
         .and_then(|k| ApiKey::try_from(k).ok())
@@ -83,7 +83,7 @@ fn request_name(key: usize) -> String {
 impl Collector for FjordCollector {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), Error> {
         self.broker_topic_metrics(&mut enc)?;
-        self.request_metrics(&mut enc)?;
+        super::requests::request_metrics(&self.stats, &mut enc)?;
         let snaps: Vec<Snapshot> = self.stats.iter().map(|s| s.broker.snapshot()).collect();
         replica_manager(&mut enc, &snaps)?;
         let sum = |f: fn(&ShardStallStats) -> u64| -> Vec<(Labels, u64)> {
@@ -164,104 +164,6 @@ impl FjordCollector {
                 help,
                 &series,
             )?;
-        }
-        Ok(())
-    }
-
-    /// `kafka_network_requestmetrics_requests_total{request,version}` and
-    /// the `totaltimems` histogram per request.
-    fn request_metrics(&self, enc: &mut DescriptorEncoder<'_>) -> Result<(), Error> {
-        let mut counts: BTreeMap<(usize, usize), u64> = BTreeMap::new();
-        let keys = self.stats.first().map_or(0, |s| s.broker.requests.len());
-        let mut times: Vec<([u64; TIME_BUCKETS_MS.len()], u64, u64)> =
-            vec![([0; TIME_BUCKETS_MS.len()], 0, 0); keys];
-        for s in self.stats.iter() {
-            for (key, versions) in s.broker.requests.iter().enumerate() {
-                for (v, n) in versions.iter().enumerate() {
-                    let n = n.load(Relaxed);
-                    if n > 0 {
-                        *counts.entry((key, v)).or_default() += n;
-                    }
-                }
-            }
-            for (key, h) in s.broker.total_time.iter().enumerate() {
-                if let Some(t) = times.get_mut(key) {
-                    for (slot, b) in t.0.iter_mut().zip(&h.buckets) {
-                        *slot += b.load(Relaxed);
-                    }
-                    t.1 += h.over.load(Relaxed);
-                    t.2 += h.sum_us.load(Relaxed);
-                }
-            }
-        }
-        let mut series: Vec<(Labels, u64)> = counts
-            .iter()
-            .map(|((key, v), n)| {
-                (
-                    vec![("request", request_name(*key)), ("version", v.to_string())],
-                    *n,
-                )
-            })
-            .collect();
-        // Kafka also counts each Fetch as FetchConsumer or FetchFollower.
-        let mut kind_times: Vec<(String, [u64; TIME_BUCKETS_MS.len()], u64, u64)> = Vec::new();
-        for (kind, name) in ["FetchConsumer", "FetchFollower"].iter().enumerate() {
-            let mut by_version = [0u64; super::shard::COUNTED_VERSIONS];
-            let mut t = ([0u64; TIME_BUCKETS_MS.len()], 0u64, 0u64);
-            for s in self.stats.iter() {
-                if let Some(k) = s.broker.fetch_kinds.get(kind) {
-                    for (slot, n) in by_version.iter_mut().zip(k) {
-                        *slot += n.load(Relaxed);
-                    }
-                }
-                if let Some(h) = s.broker.fetch_kind_time.get(kind) {
-                    for (slot, b) in t.0.iter_mut().zip(&h.buckets) {
-                        *slot += b.load(Relaxed);
-                    }
-                    t.1 += h.over.load(Relaxed);
-                    t.2 += h.sum_us.load(Relaxed);
-                }
-            }
-            for (v, n) in by_version.iter().enumerate().filter(|(_, n)| **n > 0) {
-                series.push((
-                    vec![("request", (*name).to_string()), ("version", v.to_string())],
-                    *n,
-                ));
-            }
-            kind_times.push(((*name).to_string(), t.0, t.1, t.2));
-        }
-        counters(
-            enc,
-            "kafka_network_requestmetrics_requests",
-            "Requests served, by API and version.",
-            &series,
-        )?;
-        let mut m = enc.encode_descriptor(
-            "kafka_network_requestmetrics_totaltimems",
-            "Time from dispatch to the response being ready, in ms, by API (histogram).",
-            None,
-            MetricType::Histogram,
-        )?;
-        let named = times
-            .iter()
-            .enumerate()
-            .map(|(key, (b, o, s))| (request_name(key), *b, *o, *s))
-            .chain(kind_times);
-        for (request, buckets, over, sum_us) in named {
-            let count: u64 = buckets.iter().sum::<u64>() + over;
-            if count == 0 {
-                continue;
-            }
-            let mut bounds: Vec<(f64, u64)> = TIME_BUCKETS_MS
-                .iter()
-                .zip(buckets)
-                .map(|(b, n)| (*b, n))
-                .collect();
-            // The encoder writes `le="+Inf"` for an infinite bound only.
-            bounds.push((f64::INFINITY, over));
-            let labels: Labels = vec![("request", request)];
-            let mut fam = m.encode_family(&labels)?;
-            fam.encode_histogram::<Labels>(sum_us as f64 / 1e3, count, &bounds, None)?;
         }
         Ok(())
     }

@@ -14,8 +14,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::errors::{self, ERROR_SLOTS};
 use crate::stall::COUNTED_API_KEYS;
 
 /// Request versions counted one by one; larger versions share the last
@@ -26,6 +27,19 @@ pub const COUNTED_VERSIONS: usize = 24;
 /// (`kafka_network_requestmetrics_totaltimems_bucket{le=...}`).
 pub const TIME_BUCKETS_MS: [f64; 14] = [
     0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
+];
+
+/// The stages of a request's time, as Kafka's `RequestMetrics` splits it,
+/// by the suffix of their family (`kafka_network_requestmetrics_<suffix>`):
+/// request queue (frame read → handler start), local (handler time minus
+/// remote), remote (waiting on others), response queue (response ready →
+/// its send starts) and response send (send start → bytes written).
+pub const STAGES: [&str; 5] = [
+    "requestqueuetimems",
+    "localtimems",
+    "remotetimems",
+    "responsequeuetimems",
+    "responsesendtimems",
 ];
 
 /// Kafka's `BrokerTopicMetrics` of one topic on one shard (counts since
@@ -161,13 +175,21 @@ pub struct ShardMetrics {
     pub retired: TopicCounters,
     /// Requests by API key then version.
     pub requests: Box<[[AtomicU64; COUNTED_VERSIONS]]>,
-    /// Request times by API key.
+    /// Request times (frame read → response sent) by API key.
     pub total_time: Box<[TimeHistogram]>,
+    /// Request stage times by stage (as [`STAGES`]) then API key.
+    pub stage_time: [Box<[TimeHistogram]>; STAGES.len()],
+    /// Error codes answered, by API key then error slot
+    /// ([`errors::slot`]): Kafka's `ErrorsPerSec`.
+    pub errors: Box<[[AtomicU64; ERROR_SLOTS]]>,
     /// Fetch requests by kind (0: consumers', `FetchConsumer`; 1:
     /// followers', `FetchFollower`) then version.
     pub fetch_kinds: [[AtomicU64; COUNTED_VERSIONS]; 2],
     /// Fetch request times by kind (as `fetch_kinds`).
     pub fetch_kind_time: [TimeHistogram; 2],
+    /// Fetch request stage times by kind (as `fetch_kinds`) then stage (as
+    /// [`STAGES`]).
+    pub fetch_kind_stage_time: [[TimeHistogram; STAGES.len()]; 2],
     /// ISR shrinks this shard's leaders had committed (IsrShrinksPerSec).
     pub isr_shrinks: AtomicU64,
     /// ISR expansions this shard's leaders had committed (IsrExpandsPerSec).
@@ -191,8 +213,19 @@ impl Default for ShardMetrics {
             total_time: (0..COUNTED_API_KEYS)
                 .map(|_| TimeHistogram::default())
                 .collect(),
+            stage_time: std::array::from_fn(|_| {
+                (0..COUNTED_API_KEYS)
+                    .map(|_| TimeHistogram::default())
+                    .collect()
+            }),
+            errors: (0..COUNTED_API_KEYS)
+                .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
+                .collect(),
             fetch_kinds: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             fetch_kind_time: std::array::from_fn(|_| TimeHistogram::default()),
+            fetch_kind_stage_time: std::array::from_fn(|_| {
+                std::array::from_fn(|_| TimeHistogram::default())
+            }),
             isr_shrinks: AtomicU64::new(0),
             isr_expands: AtomicU64::new(0),
             io_queue_depth: AtomicU64::new(0),
@@ -219,9 +252,18 @@ impl ShardMetrics {
         }
     }
 
-    /// Counts one request of `api_key` at `version` that took `took` from
-    /// dispatch to its response being ready.
-    pub fn count_request(&self, api_key: i16, version: i16, took: Duration) {
+    /// Counts one request of `api_key` at `version` (Kafka's
+    /// `RequestsPerSec`) whose [`Stages`] took `stages`: `total` in
+    /// `totaltimems`, each stage in its histogram. A Fetch of a known kind
+    /// (`fetch_follower`: Some(true) a follower's, Some(false) a
+    /// consumer's) is counted under `FetchFollower` or `FetchConsumer` too.
+    pub fn count_request(
+        &self,
+        api_key: i16,
+        version: i16,
+        fetch_follower: Option<bool>,
+        stages: &Stages,
+    ) {
         let key = usize::try_from(api_key)
             .unwrap_or(0)
             .min(COUNTED_API_KEYS - 1);
@@ -232,7 +274,163 @@ impl ShardMetrics {
             slot.fetch_add(1, Relaxed);
         }
         if let Some(h) = self.total_time.get(key) {
-            h.observe(took);
+            h.observe(stages.total);
+        }
+        for (hs, took) in self.stage_time.iter().zip(stages.split) {
+            if let Some(h) = hs.get(key) {
+                h.observe(took);
+            }
+        }
+        let Some(kind) = fetch_follower.map(usize::from) else {
+            return;
+        };
+        if let Some(slot) = self.fetch_kinds.get(kind).and_then(|k| k.get(v)) {
+            slot.fetch_add(1, Relaxed);
+        }
+        if let Some(h) = self.fetch_kind_time.get(kind) {
+            h.observe(stages.total);
+        }
+        if let Some(hs) = self.fetch_kind_stage_time.get(kind) {
+            for (h, took) in hs.iter().zip(stages.split) {
+                h.observe(took);
+            }
+        }
+    }
+
+    /// Counts the error codes `visit` gives (it calls its argument once per
+    /// code occurrence) for a response of `api_key` (Kafka's
+    /// `ErrorsPerSec`, one per code the response's `errorCounts()` counts).
+    pub fn count_errors(&self, api_key: i16, visit: impl FnOnce(&mut dyn FnMut(i16))) {
+        let key = usize::try_from(api_key)
+            .unwrap_or(0)
+            .min(COUNTED_API_KEYS - 1);
+        let Some(by_code) = self.errors.get(key) else {
+            return;
+        };
+        visit(&mut |code| {
+            if let Some(n) = by_code.get(errors::slot(code)) {
+                n.fetch_add(1, Relaxed);
+            }
+        });
+    }
+}
+
+/// A request's time, split as Kafka's `RequestMetrics` splits it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stages {
+    /// Frame read → response sent (`totaltimems`).
+    pub total: Duration,
+    /// By stage, as [`STAGES`]; they add up to `total`.
+    pub split: [Duration; STAGES.len()],
+}
+
+impl Stages {
+    /// Takes the instants a request passed: its frame `received` whole,
+    /// its handler `started`, its response `ready` (of which `remote` was
+    /// spent waiting on others), its send started (`send_start`) and done
+    /// (`send_end`). Gives the stages; instants out of order count as 0.
+    pub fn new(
+        received: Instant,
+        started: Instant,
+        ready: Instant,
+        remote: Duration,
+        send_start: Instant,
+        send_end: Instant,
+    ) -> Stages {
+        let handler = ready.saturating_duration_since(started);
+        let remote = remote.min(handler);
+        Stages {
+            total: send_end.saturating_duration_since(received),
+            split: [
+                started.saturating_duration_since(received),
+                handler - remote,
+                remote,
+                send_start.saturating_duration_since(ready),
+                send_end.saturating_duration_since(send_start),
+            ],
+        }
+    }
+}
+
+/// One request's way through the broker up to its response being ready;
+/// counted (requests, times; [`ShardMetrics::count_request`]) on this
+/// thread's shard when its send is done ([`RequestTiming::sent`]), or when
+/// dropped unsent (a connection closed with the request in flight: the
+/// send stages then end at the drop), so that every dispatched request is
+/// counted once.
+#[derive(Debug)]
+pub struct RequestTiming {
+    api_key: i16,
+    version: i16,
+    fetch_follower: Option<bool>,
+    received: Instant,
+    started: Instant,
+    ready: Instant,
+    remote: Duration,
+    counted: bool,
+}
+
+impl RequestTiming {
+    /// Takes the request's API key and version, its Fetch kind (see
+    /// [`ShardMetrics::count_request`]) and the instants of
+    /// [`Stages::new`] up to the response being ready.
+    pub fn new(
+        (api_key, version): (i16, i16),
+        fetch_follower: Option<bool>,
+        (received, started, ready): (Instant, Instant, Instant),
+        remote: Duration,
+    ) -> RequestTiming {
+        RequestTiming {
+            api_key,
+            version,
+            fetch_follower,
+            received,
+            started,
+            ready,
+            remote,
+            counted: false,
+        }
+    }
+
+    /// Counts the request, its response's send having started at
+    /// `send_start` and ended at `send_end` (both the same instant when
+    /// nothing was sent).
+    pub fn sent(mut self, send_start: Instant, send_end: Instant) {
+        self.count(send_start, send_end);
+    }
+
+    fn count(&mut self, send_start: Instant, send_end: Instant) {
+        if std::mem::replace(&mut self.counted, true) {
+            return;
+        }
+        let stages = Stages::new(
+            self.received,
+            self.started,
+            self.ready,
+            self.remote,
+            send_start,
+            send_end,
+        );
+        LOCAL.with(|l| {
+            if let Ok(l) = l.try_borrow() {
+                if let Some(l) = l.as_ref() {
+                    l.metrics.count_request(
+                        self.api_key,
+                        self.version,
+                        self.fetch_follower,
+                        &stages,
+                    );
+                }
+            }
+        });
+    }
+}
+
+impl Drop for RequestTiming {
+    fn drop(&mut self) {
+        if !self.counted {
+            let now = Instant::now();
+            self.count(now, now);
         }
     }
 }
@@ -325,32 +523,17 @@ pub fn with_topic(topic: &Arc<str>, f: impl FnOnce(&TopicCounters)) {
     });
 }
 
-/// Counts one request on this shard (see [`ShardMetrics::count_request`]).
-pub fn count_request(api_key: i16, version: i16, took: Duration) {
+/// Counts the error codes of a response of `api_key` on this shard (see
+/// [`ShardMetrics::count_errors`]); nothing on a thread without
+/// [`install`].
+pub fn count_errors(api_key: i16, visit: impl FnOnce(&mut dyn FnMut(i16))) {
     LOCAL.with(|l| {
         if let Ok(l) = l.try_borrow() {
             if let Some(l) = l.as_ref() {
-                l.metrics.count_request(api_key, version, took);
+                l.metrics.count_errors(api_key, visit);
             }
         }
     });
-}
-
-/// Counts one Fetch request on this shard as Kafka's `FetchFollower`
-/// (`follower`) or `FetchConsumer` request at `version` that took `took`
-/// from the handler's start to its answer.
-pub fn count_fetch(follower: bool, version: i16, took: Duration) {
-    let Some(m) = here() else { return };
-    let kind = usize::from(follower);
-    let v = usize::try_from(version)
-        .unwrap_or(0)
-        .min(COUNTED_VERSIONS - 1);
-    if let Some(slot) = m.fetch_kinds.get(kind).and_then(|k| k.get(v)) {
-        slot.fetch_add(1, Relaxed);
-    }
-    if let Some(h) = m.fetch_kind_time.get(kind) {
-        h.observe(took);
-    }
 }
 
 /// Gives this shard's metric set, if installed.
@@ -382,15 +565,32 @@ mod tests {
                 c.messages_in.fetch_add(1, Relaxed);
             });
         }
+        // All of a request's time in one stage (the request queue).
+        let took = |d: Duration| Stages {
+            total: d,
+            split: [
+                d,
+                Duration::ZERO,
+                Duration::ZERO,
+                Duration::ZERO,
+                Duration::ZERO,
+            ],
+        };
         stats[0]
             .broker
-            .count_request(0, 9, Duration::from_micros(300));
+            .count_request(0, 9, None, &took(Duration::from_micros(300)));
         stats[1]
             .broker
-            .count_request(0, 9, Duration::from_millis(30));
+            .count_request(0, 9, None, &took(Duration::from_millis(30)));
         stats[1]
             .broker
-            .count_request(1, 16, Duration::from_secs(20));
+            .count_request(1, 16, Some(false), &took(Duration::from_secs(20)));
+        stats[0].broker.count_errors(0, |each| {
+            for code in [0, 0, 3] {
+                each(code);
+            }
+        });
+        stats[1].broker.count_errors(0, |each| each(0));
         let samples = parse(&render(&stats));
         let get = |name: &str, labels: &str| {
             samples
@@ -428,5 +628,59 @@ mod tests {
             ),
             Some(2.0)
         );
+        let errors = "kafka_network_requestmetrics_errors_total";
+        assert_eq!(get(errors, "request=\"Produce\",error=\"NONE\""), Some(3.0));
+        assert_eq!(
+            get(
+                errors,
+                "request=\"Produce\",error=\"UNKNOWN_TOPIC_OR_PARTITION\""
+            ),
+            Some(1.0)
+        );
+        // Only the codes answered are listed.
+        assert_eq!(get(errors, "request=\"Fetch\",error=\"NONE\""), None);
+        for stage in STAGES {
+            let count = format!("kafka_network_requestmetrics_{stage}_count");
+            assert_eq!(get(&count, "request=\"Produce\""), Some(2.0), "{stage}");
+            assert_eq!(
+                get(&count, "request=\"FetchConsumer\""),
+                Some(1.0),
+                "{stage}"
+            );
+        }
+        let queue = "kafka_network_requestmetrics_requestqueuetimems_bucket";
+        assert_eq!(get(queue, "request=\"Produce\",le=\"0.5\""), Some(1.0));
+        let local = "kafka_network_requestmetrics_localtimems_bucket";
+        assert_eq!(get(local, "request=\"Produce\",le=\"0.5\""), Some(2.0));
+        assert_eq!(
+            get(
+                "kafka_network_requestmetrics_requests_total",
+                "request=\"FetchConsumer\",version=\"16\""
+            ),
+            Some(1.0)
+        );
+    }
+
+    /// The stages add up to the total; remote time is taken out of the
+    /// handler's.
+    #[test]
+    fn stages_split_the_total() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let s = Stages::new(
+            at(0),
+            at(2),
+            at(12),
+            Duration::from_millis(7),
+            at(13),
+            at(16),
+        );
+        let ms = |n: u64| Duration::from_millis(n);
+        assert_eq!(s.total, ms(16));
+        assert_eq!(s.split, [ms(2), ms(3), ms(7), ms(1), ms(3)]);
+        assert_eq!(s.split.iter().sum::<Duration>(), s.total);
+        // A remote time over the handler's is cut to it.
+        let s = Stages::new(at(0), at(0), at(1), ms(5), at(1), at(1));
+        assert_eq!(s.split, [ms(0), ms(0), ms(1), ms(0), ms(0)]);
     }
 }

@@ -41,7 +41,8 @@ use futures_lite::AsyncReadExt;
 use kafka_protocol::messages::ApiKey;
 
 use super::sendfile::write_response;
-use crate::handlers::{dispatch, dispatch_pipelined, Outcome};
+use crate::handlers::{dispatch_pipelined, Outcome};
+use crate::metrics::shard::RequestTiming;
 use crate::protocol::ProtocolError;
 use crate::protocol::RequestFrame;
 use crate::security::session::{Gate, Session};
@@ -99,10 +100,14 @@ fn try_recv(
     crate::transport::recv_spare(std::os::fd::AsRawFd::as_raw_fd(stream), buf)
 }
 
+/// A request's outcome and its timing (None: not counted in the request
+/// metrics), as dispatch gives them.
+type Dispatched = (Outcome, Option<RequestTiming>);
+
 /// Produce requests dispatched and not yet answered, oldest first. Dropped
 /// (connection closed) ones keep running to the end, unanswered, so no
-/// append is abandoned half way.
-struct InFlight(VecDeque<glommio::Task<Outcome>>);
+/// append is abandoned half way (their timing counts them when dropped).
+struct InFlight(VecDeque<glommio::Task<Dispatched>>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -112,18 +117,25 @@ impl Drop for InFlight {
     }
 }
 
-/// Writes (or acts on) one request's outcome. Gives false when the
+/// Writes (or acts on) one request's outcome and tells its timing when
+/// the response's send started and ended (a request without a response
+/// is counted when its timing drops, here). Gives false when the
 /// connection must close.
 async fn deliver(
     stream: &mut Transport,
     peer: SocketAddr,
-    outcome: Outcome,
+    (outcome, timing): Dispatched,
     what: (ApiKey, i16),
     mute: &mut Option<Instant>,
 ) -> bool {
     match outcome {
         Outcome::Respond(resp) => {
-            if let Err(e) = write_response(stream, resp).await {
+            let send_start = Instant::now();
+            let written = write_response(stream, resp).await;
+            if let Some(t) = timing {
+                t.sent(send_start, Instant::now());
+            }
+            if let Err(e) = written {
                 log::debug!("connection from {peer} closed while writing: {e}");
                 return false;
             }
@@ -140,8 +152,15 @@ async fn deliver(
             if t.mode == crate::handlers::quota::Mode::Held {
                 glommio::timer::sleep(Duration::from_millis(t.ms)).await;
             }
+            // A held response's throttle time is in its response queue
+            // time.
             if let Some(resp) = t.response {
-                if let Err(e) = write_response(stream, resp).await {
+                let send_start = Instant::now();
+                let written = write_response(stream, resp).await;
+                if let Some(t) = timing {
+                    t.sent(send_start, Instant::now());
+                }
+                if let Err(e) = written {
                     log::debug!("connection from {peer} closed while writing: {e}");
                     return false;
                 }
@@ -348,7 +367,15 @@ async fn sasl_frame(shard: &Shard, conn: &mut Conn, frame: bytes::Bytes, raw: bo
     conn.context = context_of(&conn.session);
     let what = (ApiKey::SaslAuthenticate, 0);
     let mut mute = None;
-    if !deliver(&mut conn.transport, peer, answer.outcome, what, &mut mute).await {
+    if !deliver(
+        &mut conn.transport,
+        peer,
+        (answer.outcome, None),
+        what,
+        &mut mute,
+    )
+    .await
+    {
         return false;
     }
     match answer.close_after {
@@ -399,6 +426,10 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
     let mut inflight = InFlight(VecDeque::new());
     // Muted by a client quota until then (KIP-219).
     let mut mute: Option<Instant> = None;
+    // When the last read ended: every complete frame in `buf` was
+    // completed by it (frames are dispatched before the next read), so it
+    // is when each was read whole (the start of its request queue time).
+    let mut received = Instant::now();
     loop {
         if !wait_mute(&mut conn.transport, peer, &mut inflight, &mut mute).await {
             return;
@@ -499,7 +530,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 inflight
                     .0
                     .push_back(crate::shard::stall::spawn_local("produce", async move {
-                        dispatch_pipelined(&sh, request, Some(tx)).await
+                        dispatch_pipelined(&sh, request, Some(tx), received).await
                     }));
                 // Reserved: go on (up to the depth); else wait for the answer.
                 let keep = if rx.await.is_ok() {
@@ -532,7 +563,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     return;
                 }
             }
-            let outcome = dispatch(&shard, request).await;
+            let outcome = dispatch_pipelined(&shard, request, None, received).await;
             if !deliver(stream, peer, outcome, (api, version), &mut mute).await {
                 return;
             }
@@ -543,6 +574,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
             match try_recv(&mut conn.transport, &mut buf, max) {
                 Ok(Some(0)) => return,
                 Ok(Some(_)) => {
+                    received = Instant::now();
                     inflight.0.push_front(t);
                     continue;
                 }
@@ -577,7 +609,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
         // Read more bytes at the end of the buffer.
         match recv_into(&mut conn.transport, &mut buf, max).await {
             Ok(0) => return,
-            Ok(_) => {}
+            Ok(_) => received = Instant::now(),
             Err(e) => {
                 log::debug!("connection from {peer} read error: {e}");
                 return;

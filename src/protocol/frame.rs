@@ -45,6 +45,41 @@ pub struct RequestFrame {
     /// The listener and principal of the connection (set by the
     /// connection; None for requests made inside the broker).
     pub context: Option<std::sync::Arc<crate::security::RequestContext>>,
+    /// What its handler noted for the request metrics.
+    pub notes: RequestNotes,
+}
+
+/// What a handler notes on its request for Kafka's `RequestMetrics`: the
+/// time it waited on others (the remote time) and, for a Fetch, whether a
+/// follower or a consumer sent it.
+#[derive(Debug, Default)]
+pub struct RequestNotes {
+    remote: std::cell::Cell<std::time::Duration>,
+    fetch_follower: std::cell::Cell<Option<bool>>,
+}
+
+impl RequestNotes {
+    /// Adds `waited` to the time the request waited on others (followers
+    /// for acks=all, appends for a Fetch long poll).
+    pub fn add_remote(&self, waited: std::time::Duration) {
+        self.remote.set(self.remote.get().saturating_add(waited));
+    }
+
+    /// Gives the time the request waited on others.
+    pub fn remote(&self) -> std::time::Duration {
+        self.remote.get()
+    }
+
+    /// Notes a Fetch as a follower's (`true`) or a consumer's.
+    pub fn set_fetch_follower(&self, follower: bool) {
+        self.fetch_follower.set(Some(follower));
+    }
+
+    /// Gives what [`RequestNotes::set_fetch_follower`] noted (None: not a
+    /// Fetch, or one refused before its kind was known).
+    pub fn fetch_follower(&self) -> Option<bool> {
+        self.fetch_follower.get()
+    }
 }
 
 impl RequestPrefix {
@@ -81,6 +116,7 @@ impl RequestFrame {
             body: buf,
             peer: None,
             context: None,
+            notes: RequestNotes::default(),
         })
     }
 

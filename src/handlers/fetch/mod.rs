@@ -173,9 +173,25 @@ pub fn requester(req: &FetchRequest, version: i16) -> Requester {
     }
 }
 
+/// A Fetch answer as its zero-copy encoder writes it: the top-level code
+/// and the topics carried, for the error count
+/// (`kafka_network_requestmetrics_errors_total`: the top-level code and
+/// each partition's, as Kafka's `FetchResponse.errorCounts`).
+struct Answered<'a>(i16, &'a [FetchTopicOut]);
+
+impl super::ErrorCodes for Answered<'_> {
+    fn error_codes(&self, _version: i16, each: &mut dyn FnMut(i16)) {
+        each(self.0);
+        for t in self.1 {
+            for p in &t.partitions {
+                each(p.error_code);
+            }
+        }
+    }
+}
+
 /// Answers a Fetch request.
 pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
-    let started = Instant::now();
     let req: FetchRequest = frame.decode()?;
     let version = frame.prefix.api_version;
     let image = shard.metadata();
@@ -200,6 +216,7 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         Ok(b) => b,
         Err(e) => {
             log::debug!("fetch: {e}");
+            super::count_errors(frame, &Answered(e.code(), &[]));
             let resp = encode_fetch_response(
                 version,
                 frame.prefix.correlation_id,
@@ -336,7 +353,11 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
             break results;
         }
         wait_for_appends(shard, &slots, &results, deadline).await;
-        if Instant::now() >= deadline {
+        // The long poll's wait is the request's remote time (Kafka's
+        // DelayedFetch in purgatory).
+        let woken = Instant::now();
+        frame.notes.add_remote(woken.saturating_duration_since(now));
+        if woken >= deadline {
             // One last read so that data appended at the deadline is not missed.
             break read_all(shard, &slots, max_bytes).await;
         }
@@ -426,7 +447,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
         topics.retain(|t| !t.partitions.is_empty());
     }
     let endpoints: Vec<BrokerMeta> = endpoints.into_values().collect();
-    crate::metrics::shard::count_fetch(!consumer, version, started.elapsed());
+    frame.notes.set_fetch_follower(!consumer);
+    super::count_errors(frame, &Answered(codes::NONE, &topics));
     Ok(Outcome::Respond(encode_fetch_response(
         version,
         frame.prefix.correlation_id,

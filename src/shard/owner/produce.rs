@@ -124,6 +124,10 @@ pub struct AppendAnswer {
     pub log_append_time: i64,
     /// Log start offset after the append, -1 when unknown.
     pub log_start_offset: i64,
+    /// acks=all: the time the owner waited for the followers (the ISR)
+    /// to hold this partition's batch (zero when it did not wait); the
+    /// request's remote time.
+    pub replication_wait: std::time::Duration,
 }
 
 impl AppendAnswer {
@@ -134,6 +138,7 @@ impl AppendAnswer {
             base_offset: -1,
             log_append_time: -1,
             log_start_offset: -1,
+            replication_wait: std::time::Duration::ZERO,
         }
     }
 
@@ -447,8 +452,10 @@ async fn finish(
             if out.get(i).is_some_and(|a| a.error.is_some()) {
                 continue;
             }
-            if let Err(e) = part.wait_replicated(offset, deadline).await {
-                if let Some(answer) = out.get_mut(i) {
+            let (waited, result) = part.wait_replicated_timed(offset, deadline).await;
+            if let Some(answer) = out.get_mut(i) {
+                answer.replication_wait = waited;
+                if let Err(e) = result {
                     answer.fail(e);
                 }
             }

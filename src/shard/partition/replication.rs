@@ -22,7 +22,7 @@
 //!   by the partition epoch; it takes effect when the image brings it.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -396,25 +396,38 @@ impl Partition {
         offset: i64,
         deadline: Instant,
     ) -> Result<(), ReplicationWaitError> {
-        loop {
+        self.wait_replicated_timed(offset, deadline).await.1
+    }
+
+    /// As [`Partition::wait_replicated`], also giving the time spent
+    /// waiting for the followers (zero when the high watermark had already
+    /// passed `offset`: no clock is read then).
+    pub async fn wait_replicated_timed(
+        &self,
+        offset: i64,
+        deadline: Instant,
+    ) -> (Duration, Result<(), ReplicationWaitError>) {
+        let mut waiting_since: Option<Instant> = None;
+        let result = loop {
             let g = self.appended.generation();
             if !self.is_leader() {
-                return Err(ReplicationWaitError::NotLeader);
+                break Err(ReplicationWaitError::NotLeader);
             }
             if self.high_watermark() >= offset || !self.is_replicated() {
                 let required = self.settings().min_insync_replicas;
                 let isr = self.isr_size();
                 if usize::try_from(required).is_ok_and(|m| m > isr) {
-                    return Err(ReplicationWaitError::NotEnoughReplicasAfterAppend {
+                    break Err(ReplicationWaitError::NotEnoughReplicasAfterAppend {
                         required,
                         isr,
                     });
                 }
-                return Ok(());
+                break Ok(());
             }
             let now = Instant::now();
+            waiting_since.get_or_insert(now);
             if now >= deadline {
-                return Err(ReplicationWaitError::TimedOut);
+                break Err(ReplicationWaitError::TimedOut);
             }
             let changed = super::super::notify::any_changed(vec![(self.appended.clone(), g)]);
             let timer = glommio::timer::sleep(deadline - now);
@@ -422,6 +435,8 @@ impl Partition {
                 timer.await;
             })
             .await;
-        }
+        };
+        let waited = waiting_since.map_or(Duration::ZERO, |since| since.elapsed());
+        (waited, result)
     }
 }
