@@ -18,6 +18,9 @@ use std::time::Duration;
 use crate::shard::stall::ShardStallStats;
 
 pub mod collect;
+pub mod coordinator;
+pub mod quota;
+pub mod raft;
 pub mod shard;
 
 /// How long a metrics client may take to send its request or read the
