@@ -18,7 +18,10 @@ use std::time::Duration;
 use crate::shard::stall::ShardStallStats;
 
 pub mod collect;
+pub mod coordinator;
 pub mod errors;
+pub mod quota;
+pub mod raft;
 pub mod requests;
 pub mod shard;
 

@@ -655,3 +655,211 @@ async fn errors_and_time_split_follow_requests() {
             <= hist(&samples, "totaltimems", "sum", "Fetch")
     );
 }
+
+/// Waits until `name{labels}` reads more than `above`; gives the value.
+fn wait_above(addr: &str, name: &str, labels: &str, above: f64) -> f64 {
+    let mut last = None;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        last = value(addr, name, labels);
+        if let Some(v) = last.filter(|v| *v > above) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{name}{{{labels}}} is {last:?}, expected more than {above}");
+}
+
+/// The prefix of Kafka's `group-coordinator-metrics` under the exporter.
+const GCM: &str = "kafka_server_group_coordinator_metrics";
+
+/// A KIP-848 consumer group is counted under `protocol="consumer"` and by
+/// state, each group epoch bump is a consumer group rebalance, and its
+/// commits are counted.
+#[test]
+fn consumer_groups_are_counted_by_protocol_and_state() {
+    use common::consumer_group::{member, settle, topic_with_records, PARTITIONS};
+    use std::collections::BTreeSet;
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let boot = broker.bootstrap();
+    let topic = "cg-metered";
+    topic_with_records(&boot, topic);
+    let groups = format!("{GCM}_group_count");
+    let states = format!("{GCM}_consumer_group_count");
+    let rebalances = format!("{GCM}_consumer_group_rebalance_count_total");
+    let commits = format!("{GCM}_offset_commit_count_total");
+    assert_eq!(value(&addr, &groups, "protocol=\"consumer\""), Some(0.0));
+    assert_eq!(value(&addr, &rebalances, ""), Some(0.0));
+    assert_eq!(value(&addr, &commits, ""), Some(0.0));
+
+    let a = member(&boot, "cg-m", topic);
+    let mut seen = vec![Vec::new(), Vec::new()];
+    let full: BTreeSet<i32> = (0..PARTITIONS).collect();
+    settle(
+        &[&a],
+        &mut seen[..1],
+        "one member holds every partition",
+        |n| n[0] == full,
+    );
+    wait_value(&addr, &groups, "protocol=\"consumer\"", 1.0);
+    wait_value(&addr, &states, "state=\"Stable\"", 1.0);
+    assert_eq!(value(&addr, &states, "state=\"Empty\""), Some(0.0));
+    assert_eq!(value(&addr, &groups, "protocol=\"classic\""), Some(0.0));
+    let first = value(&addr, &rebalances, "").unwrap();
+    assert!(
+        first >= 1.0,
+        "the first member's join bumps the epoch: {first}"
+    );
+
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Offset(1))
+        .unwrap();
+    tpl.add_partition_offset(topic, 1, Offset::Offset(1))
+        .unwrap();
+    a.commit(&tpl, CommitMode::Sync).expect("commit");
+    assert_eq!(value(&addr, &commits, ""), Some(2.0));
+
+    // A second member: another epoch bump, still one (stable) group.
+    let b = member(&boot, "cg-m", topic);
+    settle(&[&a, &b], &mut seen, "the partitions split", |n| {
+        n[0].len() == 3 && n[1].len() == 3
+    });
+    wait_above(&addr, &rebalances, "", first);
+    wait_value(&addr, &states, "state=\"Stable\"", 1.0);
+    assert_eq!(value(&addr, &groups, "protocol=\"consumer\""), Some(1.0));
+}
+
+/// Finalizes `share.version` 1 where it is below.
+fn enable_share(addr: &str) {
+    use common::consumer_group::s;
+    use kafka_protocol::messages as kp;
+    let mut c = common::raw::RawConn::new(addr);
+    let v = c.call(
+        4,
+        &kp::ApiVersionsRequest::default()
+            .with_client_software_name(s("metrics-test"))
+            .with_client_software_version(s("1")),
+    );
+    let level = v
+        .finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "share.version")
+        .map_or(0, |f| f.max_version_level);
+    if level >= 1 {
+        return;
+    }
+    let r = c.call(
+        1,
+        &kp::UpdateFeaturesRequest::default()
+            .with_timeout_ms(30_000)
+            .with_feature_updates(vec![
+                kp::update_features_request::FeatureUpdateKey::default()
+                    .with_feature(s("share.version"))
+                    .with_max_version_level(1)
+                    .with_upgrade_type(1),
+            ]),
+    );
+    assert_eq!(r.error_code, 0, "UpdateFeatures: {r:?}");
+}
+
+/// A share group (KIP-932) with one member is counted under
+/// `protocol="share"` and as Stable, its join as a share group rebalance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_groups_are_counted_by_state() {
+    use common::consumer_group::{find_coordinator, s, until_served};
+    use kafka_protocol::messages as kp;
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let boot = broker.bootstrap();
+    let topic = "sg-metered";
+    broker.create_topic(topic, 2).await;
+    enable_share(&boot);
+    let groups = format!("{GCM}_group_count");
+    let states = format!("{GCM}_share_group_count");
+    let rebalances = format!("{GCM}_share_group_rebalance_count_total");
+    assert_eq!(value(&addr, &groups, "protocol=\"share\""), Some(0.0));
+    assert_eq!(value(&addr, &states, "state=\"Stable\""), Some(0.0));
+
+    let group = "sg-m";
+    let mut c = common::raw::RawConn::new(&boot);
+    find_coordinator(&mut c, group);
+    let joined = until_served("join", || {
+        let mut req = kp::ShareGroupHeartbeatRequest::default()
+            .with_group_id(s(group).into())
+            .with_member_id(s("member-a-0000000000000"))
+            .with_member_epoch(0);
+        req.subscribed_topic_names = Some(vec![s(topic).into()]);
+        let r = c.call(1, &req);
+        (r.error_code, r)
+    });
+    assert!(joined.member_epoch > 0, "{joined:?}");
+    wait_value(&addr, &groups, "protocol=\"share\"", 1.0);
+    wait_value(&addr, &states, "state=\"Stable\"", 1.0);
+    assert_eq!(value(&addr, &states, "state=\"Empty\""), Some(0.0));
+    assert_eq!(value(&addr, &groups, "protocol=\"consumer\""), Some(0.0));
+    assert!(value(&addr, &rebalances, "").unwrap() >= 1.0);
+}
+
+/// A client id with a `producer_byte_rate` quota: its throttling is
+/// counted under its quota entity (`user=""`: a client-id quota), a client
+/// without a quota has no series.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttling_is_counted_by_quota_entity() {
+    use common::consumer_group::s;
+    use kafka_protocol::messages as kp;
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "throttled";
+    broker.create_topic(topic, 1).await;
+    let mut c = common::raw::RawConn::new(&broker.bootstrap());
+    let req = kp::AlterClientQuotasRequest::default().with_entries(vec![
+        kp::alter_client_quotas_request::EntryData::default()
+            .with_entity(vec![kp::alter_client_quotas_request::EntityData::default()
+                .with_entity_type(s("client-id"))
+                .with_entity_name(Some(s("slow")))])
+            .with_ops(vec![kp::alter_client_quotas_request::OpData::default()
+                .with_key(s("producer_byte_rate"))
+                .with_value(1024.0)]),
+    ]);
+    let r = c.call(1, &req);
+    assert_eq!(r.entries[0].error_code, 0, "{r:?}");
+
+    let labels = "user=\"\",client_id=\"slow\"";
+    let throttled = "kafka_server_produce_throttled_total";
+    let ms = "kafka_server_produce_throttle_time_ms_total";
+    // The quota reaches every shard with the metadata image: produce
+    // until a response is throttled.
+    let slow = broker.producer(&[("client.id", "slow"), ("linger.ms", "0")]);
+    let free = broker.producer(&[("client.id", "free")]);
+    let payload = vec![b'x'; 8 * 1024];
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while value(&addr, throttled, labels).unwrap_or(0.0) < 1.0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never throttled:\n{}",
+            get(&addr, "/metrics")
+        );
+        slow.send(
+            FutureRecord::<(), _>::to(topic)
+                .partition(0)
+                .payload(&payload),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        free.send(
+            FutureRecord::<(), _>::to(topic).partition(0).payload("x"),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+    }
+    assert!(value(&addr, ms, labels).unwrap() > 0.0);
+    assert!(
+        value(&addr, "kafka_server_produce_quota_requests_total", labels).unwrap()
+            >= value(&addr, throttled, labels).unwrap()
+    );
+    let body = get(&addr, "/metrics");
+    assert!(!body.contains("client_id=\"free\""), "{body}");
+}

@@ -119,10 +119,17 @@ fn snapshot(shard: &crate::shard::Shard) -> Snapshot {
             metadata_offset: image.offset,
         }
     });
+    let raft = if shard.id == 0 {
+        shard.quorum().map(|q| q.raft_figures())
+    } else {
+        None
+    };
     Snapshot {
         partitions,
         committed,
         groups,
         controller,
+        coordinator: crate::group::coordinator::group_states(),
+        raft,
     }
 }

@@ -669,6 +669,7 @@ async fn commit_offsets(
     if let Err(e) = write_records(&shard, &group_id, records, producer).await {
         return plan.failed(&e);
     }
+    crate::metrics::coordinator::count_offset_commits(plan.accepted.len());
     if producer.is_none() {
         let accepted = std::mem::take(&mut plan.accepted);
         groups.core.borrow_mut().apply_commit(&group_id, accepted);
@@ -765,6 +766,23 @@ pub fn metrics_figures() -> (
     }
     let groups = by.into_iter().map(|((s, p), n)| (s, p, n)).collect();
     (committed, groups)
+}
+
+/// The consumer (KIP-848) and share groups this shard coordinates,
+/// counted by state: the figures of the metrics endpoint.
+pub fn group_states() -> crate::metrics::coordinator::GroupStates {
+    let mut out = crate::metrics::coordinator::GroupStates::default();
+    let here = GroupCoordinator::here();
+    let Ok(core) = here.core.try_borrow() else {
+        return out;
+    };
+    for (_, state) in core.consumer.list() {
+        *out.consumer.entry(state.as_str()).or_default() += 1;
+    }
+    for (_, state) in core.share.list() {
+        *out.share.entry(state.as_str()).or_default() += 1;
+    }
+    out
 }
 
 /// ListGroups on this shard (see [`GroupCore::list`]), or

@@ -424,7 +424,9 @@ impl Metered {
                         let ms = records
                             .iter()
                             .map(|(m, sensor, limit, value)| {
-                                u.record(*m, sensor, *limit, *value, now)
+                                let ms = u.record(*m, sensor, *limit, *value, now);
+                                crate::metrics::quota::record(*m, sensor, ms);
+                                ms
                             })
                             .max()
                             .unwrap_or(0);

@@ -56,7 +56,7 @@ pub(super) fn counters(
 }
 
 /// Encodes one gauge family of (labels, value) series.
-fn gauges(
+pub(super) fn gauges(
     enc: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
@@ -104,7 +104,10 @@ impl Collector for FjordCollector {
         log_metrics(&mut enc, &snaps)?;
         consumer_lag(&mut enc, &snaps)?;
         groups(&mut enc, &snaps)?;
+        super::coordinator::encode(&mut enc, &self.stats, &snaps)?;
+        super::quota::encode(&mut enc, &self.stats)?;
         controller(&mut enc, &snaps)?;
+        super::raft::encode(&mut enc, &snaps)?;
         self.fjord(&mut enc)
     }
 }
@@ -114,10 +117,10 @@ impl FjordCollector {
     /// the all-topics series (no label), as Kafka's MBeans with and
     /// without `topic=`.
     fn broker_topic_metrics(&self, enc: &mut DescriptorEncoder<'_>) -> Result<(), Error> {
-        // topic → the 8 counters summed over the shards.
-        let mut by_topic: BTreeMap<Arc<str>, [u64; 8]> = BTreeMap::new();
+        // topic → the 10 counters summed over the shards.
+        let mut by_topic: BTreeMap<Arc<str>, [u64; 10]> = BTreeMap::new();
         // What deleted topics counted: in the all-topics series only.
-        let mut retired = [0u64; 8];
+        let mut retired = [0u64; 10];
         for s in self.stats.iter() {
             for (slot, a) in retired.iter_mut().zip(s.broker.retired.all()) {
                 *slot += a.load(Relaxed);
@@ -150,6 +153,11 @@ impl FjordCollector {
                 "bytesrejected",
                 "Bytes of produced batches refused as too large.",
             ),
+            (
+                "replicationbytesin",
+                "Bytes of record batches appended as follower from the leader.",
+            ),
+            ("replicationbytesout", "Bytes read for followers' fetches."),
         ];
         for (i, (name, help)) in families.iter().enumerate() {
             let mut series: Vec<(Labels, u64)> = Vec::with_capacity(by_topic.len() + 1);

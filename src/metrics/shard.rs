@@ -67,6 +67,12 @@ pub struct TopicCounters {
     /// Fetch requests' partitions of this topic, consumers' and followers'
     /// (TotalFetchRequestsPerSec).
     pub total_fetch: AtomicU64,
+    /// Bytes of the record batches a follower here appended from its
+    /// leader (ReplicationBytesInPerSec).
+    pub replication_bytes_in: AtomicU64,
+    /// Bytes read for followers' fetches from this leader
+    /// (ReplicationBytesOutPerSec).
+    pub replication_bytes_out: AtomicU64,
 }
 
 /// Request time (ms) of one API, as a histogram with [`TIME_BUCKETS_MS`].
@@ -161,6 +167,10 @@ pub struct Snapshot {
     pub groups: Vec<GroupCount>,
     /// Shard 0 only: the metadata image's figures.
     pub controller: Option<ControllerFigures>,
+    /// Consumer and share groups the shard coordinates, by state.
+    pub coordinator: super::coordinator::GroupStates,
+    /// Shard 0 of a node in the metadata quorum: its Raft figures.
+    pub raft: Option<super::raft::RaftFigures>,
 }
 
 /// One shard's Kafka-named metrics.
@@ -197,6 +207,11 @@ pub struct ShardMetrics {
     /// Jobs queued on the shard's I/O thread and not yet done, refreshed
     /// about once a second.
     pub io_queue_depth: AtomicU64,
+    /// The group coordinator's counters (rebalances, offset commits).
+    pub coordinator: super::coordinator::CoordinatorCounters,
+    /// Throttle times by quota entity (shard 0, which keeps the quotas'
+    /// rates).
+    pub quota: super::quota::QuotaEntities,
     /// Figures refreshed once a second (taken once a second by the shard,
     /// at scrape by the metrics thread).
     snapshot: Mutex<Snapshot>,
@@ -229,6 +244,8 @@ impl Default for ShardMetrics {
             isr_shrinks: AtomicU64::new(0),
             isr_expands: AtomicU64::new(0),
             io_queue_depth: AtomicU64::new(0),
+            coordinator: Default::default(),
+            quota: Default::default(),
             snapshot: Mutex::default(),
         }
     }
@@ -457,10 +474,10 @@ pub fn install(metrics: Arc<ShardMetrics>) {
 }
 
 impl TopicCounters {
-    /// The eight counters in the order the scrape lists them: messages in,
+    /// The ten counters in the order the scrape lists them: messages in,
     /// bytes in, bytes out, failed produce, failed fetch, total produce,
-    /// total fetch, bytes rejected.
-    pub fn all(&self) -> [&AtomicU64; 8] {
+    /// total fetch, bytes rejected, replication bytes in and out.
+    pub fn all(&self) -> [&AtomicU64; 10] {
         [
             &self.messages_in,
             &self.bytes_in,
@@ -470,6 +487,8 @@ impl TopicCounters {
             &self.total_produce,
             &self.total_fetch,
             &self.bytes_rejected,
+            &self.replication_bytes_in,
+            &self.replication_bytes_out,
         ]
     }
 }

@@ -416,6 +416,10 @@ async fn apply_partition(
                 .finish()
                 .await
                 .map_err(|e| format!("append failed: {e}"))?;
+            crate::metrics::shard::with_topic(part.topic(), |c| {
+                c.replication_bytes_in
+                    .fetch_add(records.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            });
         }
     }
     part.set_follower_high_watermark(pd.high_watermark);

@@ -17,6 +17,7 @@
 
 pub mod lifecycle;
 pub mod log_store;
+pub mod metrics;
 pub mod network;
 pub mod observer;
 pub mod publisher;

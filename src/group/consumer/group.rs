@@ -239,6 +239,7 @@ impl Group {
         self.record_regexes(group_id, topics, now, records);
         let (subs, infos, hash) = self.subscriptions(topics);
         self.epoch += 1;
+        crate::metrics::coordinator::count(crate::metrics::coordinator::Event::ConsumerRebalance);
         self.metadata_hash = hash;
         records.push(ConsumerRecord::GroupMetadata {
             group_id: group_id.to_string(),

@@ -87,6 +87,7 @@ pub(super) fn try_complete_join(grp: &mut Group, force: bool, now: i64, out: &mu
         grp.leader = grp.members.keys().next().cloned();
     }
     grp.transition(GroupState::CompletingRebalance, now);
+    crate::metrics::coordinator::count(crate::metrics::coordinator::Event::ClassicRebalance);
     let protocol = grp.protocol_name.clone().unwrap_or_default();
     let leader = grp.leader.clone().unwrap_or_default();
     let all = member_list(grp);

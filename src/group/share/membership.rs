@@ -179,6 +179,7 @@ impl Group {
     /// targets, 12).
     fn bump(&mut self, gid: &str, topics: &dyn TopicsView, records: &mut Vec<ShareGroupRecord>) {
         self.epoch += 1;
+        crate::metrics::coordinator::count(crate::metrics::coordinator::Event::ShareRebalance);
         records.push(ShareGroupRecord::GroupMetadata {
             group_id: gid.to_string(),
             epoch: Some(self.epoch),

@@ -390,6 +390,8 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                     c.failed_fetch.fetch_add(1, Relaxed);
                 } else if consumer {
                     c.bytes_out.fetch_add(r.bytes, Relaxed);
+                } else {
+                    c.replication_bytes_out.fetch_add(r.bytes, Relaxed);
                 }
             });
         }
