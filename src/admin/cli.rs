@@ -23,6 +23,25 @@ pub struct Common {
     /// Print JSON (stable keys) instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Kafka client properties for the connection, as Kafka's tools take
+    /// them: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*
+    /// (PEM truststore/keystore).
+    #[arg(long = "command-config", value_name = "FILE", global = true)]
+    pub command_config: Option<std::path::PathBuf>,
+}
+
+impl Common {
+    /// Gives the connection security `--command-config` describes
+    /// (PLAINTEXT without it); an unreadable file or a bad key is an error
+    /// naming the file and the key.
+    pub fn security(&self) -> Result<crate::security::ClientSecurity, String> {
+        let Some(path) = &self.command_config else {
+            return Ok(crate::security::ClientSecurity::plaintext(""));
+        };
+        let props = crate::config::read_properties(path).map_err(|e| e.to_string())?;
+        crate::security::client_props::client_security(&props)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
 }
 
 /// `fjord topics`.
@@ -196,7 +215,7 @@ pub struct ClusterArgs {
 }
 
 fn connect(c: &Common) -> Result<Connection, String> {
-    Connection::connect(&c.bootstrap).map_err(|e| e.to_string())
+    Connection::connect_with(&c.bootstrap, &c.security()?).map_err(|e| e.to_string())
 }
 
 fn print(r: &Report, json: bool) {

@@ -1,7 +1,11 @@
 //! A small blocking Kafka protocol client for the operator commands
 //! (`fjord groups …`). It speaks to any Kafka-compatible broker: it negotiates
 //! versions with ApiVersions, finds group coordinators with FindCoordinator and
-//! partition leaders with Metadata, and connects to them as needed.
+//! partition leaders with Metadata, and connects to them as needed. A
+//! connection is secured as `--command-config` says
+//! (`crate::security::client_props`): TLS with rustls, then SaslHandshake
+//! v1 and SaslAuthenticate v2 (PLAIN, SCRAM-SHA-256/512, unsecured
+//! OAUTHBEARER), as Kafka's clients do after ApiVersions.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -11,8 +15,12 @@ use std::time::Duration;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use crate::security::sasl::SaslClient;
+use crate::security::{ClientSasl, ClientSecurity};
 
 /// Errors of the operator client.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +39,14 @@ pub enum ClientError {
     /// The broker does not support an API this command needs.
     #[error("the broker does not support {0:?}")]
     Unsupported(ApiKey),
+    /// The TLS handshake or the SASL authentication failed.
+    #[error("{addr}: {reason}")]
+    Auth {
+        /// Broker address.
+        addr: String,
+        /// What failed (never a secret).
+        reason: String,
+    },
     /// The broker answered with a Kafka error code: shown as Kafka's error
     /// name (e.g. TOPIC_ALREADY_EXISTS) and the broker's message, or the
     /// code and whether it is retriable when the broker sent none.
@@ -123,26 +139,88 @@ impl ClientError {
     }
 }
 
+/// The bytes of a connection: plain TCP or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// One connection to one broker, with the versions it supports.
 pub struct Connection {
     addr: String,
-    stream: TcpStream,
+    stream: Stream,
     correlation: i32,
     versions: HashMap<i16, (i16, i16)>,
 }
 
 impl Connection {
-    /// Connects to `addr` (host:port) and negotiates API versions.
+    /// Connects to `addr` (host:port) over PLAINTEXT and negotiates API
+    /// versions.
     pub fn connect(addr: &str) -> Result<Connection, ClientError> {
+        Connection::connect_with(addr, &ClientSecurity::plaintext(""))
+    }
+
+    /// Connects to `addr` (host:port) secured as `security` says (TLS with
+    /// the host name of `addr`, then SASL after ApiVersions) and negotiates
+    /// API versions. [`ClientError::Auth`] when TLS or SASL fails.
+    pub fn connect_with(addr: &str, security: &ClientSecurity) -> Result<Connection, ClientError> {
         let io = |source| ClientError::Io {
             addr: addr.to_string(),
             source,
         };
-        let stream = TcpStream::connect(addr).map_err(io)?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
+        let tcp = TcpStream::connect(addr).map_err(io)?;
+        tcp.set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(io)?;
-        let _ = stream.set_nodelay(true);
+        let _ = tcp.set_nodelay(true);
+        let stream = match &security.tls {
+            None => Stream::Plain(tcp),
+            Some(config) => {
+                let host = addr
+                    .rsplit_once(':')
+                    .map_or(addr, |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                let name =
+                    rustls_pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+                        ClientError::Auth {
+                            addr: addr.to_string(),
+                            reason: format!("host name {host:?} for TLS: {e}"),
+                        }
+                    })?;
+                let conn = rustls::ClientConnection::new(config.clone(), name).map_err(|e| {
+                    ClientError::Auth {
+                        addr: addr.to_string(),
+                        reason: format!("TLS: {e}"),
+                    }
+                })?;
+                Stream::Tls(Box::new(rustls::StreamOwned::new(conn, tcp)))
+            }
+        };
         let mut c = Connection {
             addr: addr.to_string(),
             stream,
@@ -161,7 +239,74 @@ impl Connection {
             .iter()
             .map(|k| (k.api_key, (k.min_version, k.max_version)))
             .collect();
+        if let Some(sasl) = &security.sasl {
+            c.authenticate(sasl)?;
+        }
         Ok(c)
+    }
+
+    /// SaslHandshake v1, then SaslAuthenticate (v2 at most) until the
+    /// exchange ends; the broker's refusal is [`ClientError::Auth`] with its
+    /// message.
+    fn authenticate(&mut self, sasl: &ClientSasl) -> Result<(), ClientError> {
+        let addr = self.addr.clone();
+        let refused = |reason: String| ClientError::Auth {
+            addr: addr.clone(),
+            reason,
+        };
+        let mut hs = SaslHandshakeRequest::default();
+        hs.mechanism = StrBytes::from_static_str(sasl.mechanism.name());
+        let r: SaslHandshakeResponse = self.send(ApiKey::SaslHandshake, 1, &hs)?;
+        if r.error_code != 0 {
+            let offered: Vec<String> = r.mechanisms.iter().map(|m| m.to_string()).collect();
+            return Err(refused(format!(
+                "SASL mechanism {} refused ({}); the broker offers {}",
+                sasl.mechanism.name(),
+                error_name(
+                    &kafka_protocol::ResponseError::try_from_code(r.error_code)
+                        .unwrap_or(kafka_protocol::ResponseError::Unknown(r.error_code))
+                ),
+                offered.join(", ")
+            )));
+        }
+        let version = self.version(ApiKey::SaslAuthenticate, 2)?;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        let (mut client, mut token) = SaslClient::start(
+            sasl.mechanism,
+            &sasl.username,
+            &sasl.password,
+            now_ms,
+            &nonce,
+        );
+        loop {
+            let mut req = SaslAuthenticateRequest::default();
+            req.auth_bytes = Bytes::from(token);
+            let r: SaslAuthenticateResponse = self.send(ApiKey::SaslAuthenticate, version, &req)?;
+            if r.error_code != 0 {
+                let name = error_name(
+                    &kafka_protocol::ResponseError::try_from_code(r.error_code)
+                        .unwrap_or(kafka_protocol::ResponseError::Unknown(r.error_code)),
+                );
+                let message = r.error_message.map(|m| m.to_string()).unwrap_or_default();
+                return Err(refused(format!(
+                    "{name}: {message} (user {}, {})",
+                    sasl.username,
+                    sasl.mechanism.name()
+                )));
+            }
+            match client.step(&r.auth_bytes) {
+                Ok(Some(next)) => token = next,
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    return Err(refused(format!(
+                        "the broker's SASL answer does not verify: {e:?}"
+                    )))
+                }
+            }
+        }
     }
 
     /// The address this connection goes to.

@@ -11,6 +11,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 
 use super::client::{ClientError, Connection};
+use crate::security::ClientSecurity;
 
 /// The outcome for one group of a multi-group operation.
 pub type GroupResult = Result<(), ClientError>;
@@ -20,6 +21,7 @@ pub struct Cluster {
     bootstrap: String,
     brokers: HashMap<i32, String>,
     conns: HashMap<String, Connection>,
+    security: ClientSecurity,
 }
 
 /// Where to reset a group's offsets (`reset-offsets --to-…`).
@@ -79,14 +81,22 @@ pub struct MemberView {
 }
 
 impl Cluster {
-    /// Connects to the bootstrap broker and learns the brokers.
+    /// Connects to the bootstrap broker over PLAINTEXT and learns the
+    /// brokers.
     pub fn connect(bootstrap: &str) -> Result<Cluster, ClientError> {
+        Cluster::connect_with(bootstrap, ClientSecurity::plaintext(""))
+    }
+
+    /// Connects to the bootstrap broker secured as `security` says (every
+    /// later connection too) and learns the brokers.
+    pub fn connect_with(bootstrap: &str, security: ClientSecurity) -> Result<Cluster, ClientError> {
         let mut c = Cluster {
             bootstrap: bootstrap.to_string(),
             brokers: HashMap::new(),
             conns: HashMap::new(),
+            security,
         };
-        let conn = Connection::connect(bootstrap)?;
+        let conn = Connection::connect_with(bootstrap, &c.security)?;
         c.conns.insert(bootstrap.to_string(), conn);
         let md = c.metadata(Some(Vec::new()))?;
         for b in md.brokers {
@@ -98,7 +108,7 @@ impl Cluster {
 
     fn conn(&mut self, addr: &str) -> Result<&mut Connection, ClientError> {
         if !self.conns.contains_key(addr) {
-            let c = Connection::connect(addr)?;
+            let c = Connection::connect_with(addr, &self.security)?;
             self.conns.insert(addr.to_string(), c);
         }
         self.conns

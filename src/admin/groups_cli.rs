@@ -83,8 +83,9 @@ fn print(r: &Report, json: bool) {
 /// (JSON with `--json`: keys listed in docs/cli.md).
 pub fn run_groups(args: GroupsArgs) -> Result<(), String> {
     let json = args.common.json;
-    let mut c =
-        super::groups::Cluster::connect(&args.common.bootstrap).map_err(|e| e.to_string())?;
+    let security = args.common.security()?;
+    let mut c = super::groups::Cluster::connect_with(&args.common.bootstrap, security)
+        .map_err(|e| e.to_string())?;
     match args.command {
         GroupsCommand::List => print(&list(&mut c)?, json),
         GroupsCommand::Describe { group } => print(&describe(&mut c, &group)?, json),

@@ -10,6 +10,7 @@
 //! naming the key (and the file). Nothing here does I/O after that, so the
 //! connection code on the shards only reads these immutable settings.
 
+pub mod client_props;
 pub mod jaas;
 pub mod oauth;
 pub mod principal;
