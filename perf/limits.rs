@@ -34,6 +34,9 @@ pub struct LimitsCfg {
     pub floor_frame: usize,
     /// Latency floor: seconds of load per rate.
     pub floor_duration: Duration,
+    /// Sustained-write ceiling: unrecorded seconds before the recorded
+    /// `duration` (None: not measured).
+    pub sustained_warmup: Option<Duration>,
 }
 
 /// The bare pipeline's latency at one fixed rate.
@@ -297,6 +300,111 @@ pub fn pipeline(cfg: &LimitsCfg) -> Res<(f64, Vec<f64>)> {
     r
 }
 
+/// Free bytes of the file system holding `dir` (statvfs; 0 when unknown).
+fn free_bytes(dir: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a zeroed struct
+    // the call fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    (st.f_bavail as u64).saturating_mul(st.f_frsize as u64)
+}
+
+/// What the sustained-write ceiling measured.
+#[derive(Debug, Clone)]
+pub struct Sustained {
+    /// MB/s over the recorded seconds (after the warm-up).
+    pub mb_s: f64,
+    /// MB/s of each second, warm-up included.
+    pub timeline: Vec<f64>,
+    /// Bytes written in all (warm-up included).
+    pub written: u64,
+    /// Whether the run stopped early to leave the file system half its
+    /// free space (the figure then covers fewer seconds).
+    pub space_limited: bool,
+}
+
+/// Receive 1 MiB writes, CRC32C them and append them to new files (a new
+/// one every 1 GiB, all kept until the end, as a broker's segments are),
+/// for `warmup` unrecorded seconds and then `cfg.duration` recorded ones:
+/// the page cache fills up to the kernel's dirty limit and the appends then
+/// go at the speed of writeback, as the brokers' produce does after
+/// bench-compare's warm-up. The plain pipeline ceiling truncates its file
+/// and never meets writeback. Stops early when half the free space is used.
+pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
+    let dir = cfg.dir.join("sustained");
+    std::fs::create_dir_all(&dir)?;
+    let budget = free_bytes(&cfg.dir) / 2;
+    let r = with_loopback_sender(cfg, warmup + cfg.duration, |mut s| -> Res<Sustained> {
+        let mut buf = vec![0u8; MIB];
+        let t0 = Instant::now();
+        let record_from = t0 + warmup;
+        let (mut written, mut in_file, mut sec_bytes, mut recorded) = (0u64, 0u64, 0u64, 0u64);
+        let mut recorded_since: Option<Instant> = None;
+        let mut files = 0u32;
+        let mut f = File::create(dir.join("0.log"))?;
+        let mut tick = t0 + Duration::from_secs(1);
+        let mut timeline = Vec::new();
+        let mut crc = 0u32;
+        let mut space_limited = false;
+        loop {
+            let n = read_chunk(&mut s, &mut buf);
+            if n == 0 {
+                break;
+            }
+            crc ^= crc32c::crc32c(&buf[..n]);
+            f.write_all(&buf[..n])?;
+            let now = Instant::now();
+            written += n as u64;
+            in_file += n as u64;
+            sec_bytes += n as u64;
+            if now >= record_from {
+                recorded_since.get_or_insert(now);
+                recorded += n as u64;
+            }
+            if in_file >= (1 << 30) {
+                files += 1;
+                f = File::create(dir.join(format!("{files}.log")))?;
+                in_file = 0;
+            }
+            if now >= tick {
+                let mb = sec_bytes as f64 / 1e6;
+                eprintln!(
+                    "[sustained {:4.0}s] {:9.1} MB/s",
+                    (now - t0).as_secs_f64(),
+                    mb
+                );
+                timeline.push(mb);
+                sec_bytes = 0;
+                tick += Duration::from_secs(1);
+            }
+            if budget > 0 && written >= budget {
+                space_limited = true;
+                break;
+            }
+            if n < MIB {
+                break;
+            }
+        }
+        std::hint::black_box(crc);
+        let mb_s = recorded_since.map_or(0.0, |t| mbps(recorded, t.elapsed()));
+        Ok(Sustained {
+            mb_s,
+            timeline,
+            written,
+            space_limited,
+        })
+    })?;
+    // Unlinking drops the dirty pages not yet written back.
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
 /// Page-cache write then read of a `file_mib` file.
 pub fn page_cache(cfg: &LimitsCfg) -> Res<(f64, f64)> {
     pin(&[cfg.server_core], 0);
@@ -498,6 +606,26 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "{:<44}{:>12.1} MB/s",
         "receive + CRC32C + append (pipeline)", pipe
     );
+    let sustained = match cfg.sustained_warmup {
+        Some(w) => {
+            let r = sustained_write(cfg, w)?;
+            println!(
+                "{:<44}{:>12.1} MB/s{}",
+                format!(
+                    "same, into new files after {:.0} s (sustained)",
+                    w.as_secs_f64()
+                ),
+                r.mb_s,
+                if r.space_limited {
+                    " (stopped at half the free space)"
+                } else {
+                    ""
+                }
+            );
+            Some(r)
+        }
+        None => None,
+    };
     let (pw, pr) = page_cache(cfg)?;
     println!(
         "{:<44}{:>12.1} MB/s",
@@ -569,6 +697,10 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "loopback_tcp_mb_s": tcp,
         "pipeline_mb_s": pipe,
         "pipeline_timeline_mb_s": timeline,
+        "sustained_write_mb_s": sustained.as_ref().map(|r| r.mb_s),
+        "sustained_write_timeline_mb_s": sustained.as_ref().map(|r| r.timeline.clone()),
+        "sustained_write_bytes": sustained.as_ref().map(|r| r.written),
+        "sustained_write_space_limited": sustained.as_ref().map(|r| r.space_limited),
         "pagecache_write_mb_s": pw,
         "pagecache_read_mb_s": pr,
         "fdatasync_median_us": fmed,
@@ -587,7 +719,8 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
                    "server_core": cfg.server_core, "client_core": cfg.client_core,
                    "file_mib": cfg.file_mib, "small_append": cfg.small_append,
                    "floor_frame": cfg.floor_frame, "floor_duration_s": cfg.floor_duration.as_secs_f64(),
-                   "floor_rates_mb_s": cfg.floor_rates},
+                   "floor_rates_mb_s": cfg.floor_rates,
+                   "sustained_warmup_s": cfg.sustained_warmup.map(|w| w.as_secs_f64())},
     });
     if let Some(p) = json_path {
         std::fs::write(p, serde_json::to_string_pretty(&v)?)?;
@@ -620,6 +753,7 @@ mod tests {
             floor_rates: rates,
             floor_frame: 65536,
             floor_duration: Duration::from_secs(1),
+            sustained_warmup: None,
         }
     }
 

@@ -352,6 +352,11 @@ struct LimitsArgs {
     /// Seconds of load per latency-floor rate.
     #[arg(long, default_value_t = 3.0)]
     floor_duration: f64,
+    /// Sustained-write ceiling: seconds of unrecorded receive+CRC+append
+    /// into new files before its `--duration` recorded seconds (as the
+    /// brokers' produce runs after bench-compare's warm-up); 0 skips it.
+    #[arg(long, default_value_t = 10.0)]
+    sustained_warmup: f64,
     #[arg(long)]
     json: Option<String>,
 }
@@ -898,6 +903,8 @@ fn main() {
                 },
                 floor_frame: a.floor_frame.max(1),
                 floor_duration: Duration::from_secs_f64(a.floor_duration.max(0.1)),
+                sustained_warmup: (a.sustained_warmup > 0.0)
+                    .then(|| Duration::from_secs_f64(a.sustained_warmup)),
             };
             match limits::run(&cfg, a.json.as_deref()) {
                 Ok(_) => return,
