@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::jaas::JaasConfig;
-use super::sasl::Mechanism;
-use super::{mechanism_named, tls, ClientSasl, ClientSecurity, SecurityError};
+use super::{client_sasl, mechanism_named, tls, ClientSasl, ClientSecurity, SecurityError};
 use crate::config::SecurityProtocol;
 
 /// Takes client properties (key, value; a later key wins); gives the
@@ -61,36 +59,7 @@ fn sasl(map: &BTreeMap<&str, &str>) -> Result<ClientSasl, SecurityError> {
         key: key.into(),
         why: format!("the {name} login module line with the user's credentials"),
     })?;
-    let j = JaasConfig::parse(line).map_err(|source| SecurityError::Jaas {
-        key: key.into(),
-        source,
-    })?;
-    let (username, password) = match mechanism {
-        Mechanism::OAuthBearer => (
-            j.options
-                .get("unsecuredLoginStringClaim_sub")
-                .cloned()
-                .unwrap_or_default(),
-            String::new(),
-        ),
-        _ => j
-            .client_credentials()
-            .ok_or_else(|| SecurityError::Missing {
-                key: key.into(),
-                why: "username=\"…\" password=\"…\" options".into(),
-            })?,
-    };
-    if username.is_empty() {
-        return Err(SecurityError::Missing {
-            key: key.into(),
-            why: "a user name (username, or unsecuredLoginStringClaim_sub for OAUTHBEARER)".into(),
-        });
-    }
-    Ok(ClientSasl {
-        mechanism,
-        username,
-        password,
-    })
+    client_sasl(mechanism, key, line, "the user's")
 }
 
 #[cfg(test)]

@@ -600,36 +600,7 @@ fn client_side(
                     ),
                 });
             };
-            let j = JaasConfig::parse(line).map_err(|source| SecurityError::Jaas {
-                key: key.clone(),
-                source,
-            })?;
-            let (username, password) = match mechanism {
-                Mechanism::OAuthBearer => (
-                    j.options
-                        .get("unsecuredLoginStringClaim_sub")
-                        .cloned()
-                        .unwrap_or_default(),
-                    String::new(),
-                ),
-                _ => j
-                    .client_credentials()
-                    .ok_or_else(|| SecurityError::Missing {
-                        key: key.clone(),
-                        why: "the broker's own username=\"…\" password=\"…\" options".into(),
-                    })?,
-            };
-            if username.is_empty() {
-                return Err(SecurityError::Missing {
-                    key,
-                    why: "the broker's own user name (username, or unsecuredLoginStringClaim_sub for OAUTHBEARER)".into(),
-                });
-            }
-            Some(ClientSasl {
-                mechanism,
-                username,
-                password,
-            })
+            Some(client_sasl(mechanism, &key, line, "the broker's own")?)
         }
         _ => None,
     };
@@ -638,6 +609,50 @@ fn client_side(
         protocol,
         tls,
         sasl,
+    })
+}
+
+/// Takes a mechanism, the key holding a JAAS line (named in errors), the
+/// line, and whose credentials they are (for the error text); gives the
+/// client's SASL settings: the line's `username` and `password`, or for
+/// OAUTHBEARER its `unsecuredLoginStringClaim_sub`.
+fn client_sasl(
+    mechanism: Mechanism,
+    key: &str,
+    line: &str,
+    whose: &str,
+) -> Result<ClientSasl, SecurityError> {
+    let j = JaasConfig::parse(line).map_err(|source| SecurityError::Jaas {
+        key: key.to_string(),
+        source,
+    })?;
+    let (username, password) = match mechanism {
+        Mechanism::OAuthBearer => (
+            j.options
+                .get("unsecuredLoginStringClaim_sub")
+                .cloned()
+                .unwrap_or_default(),
+            String::new(),
+        ),
+        _ => j
+            .client_credentials()
+            .ok_or_else(|| SecurityError::Missing {
+                key: key.to_string(),
+                why: format!("{whose} username=\"…\" password=\"…\" options"),
+            })?,
+    };
+    if username.is_empty() {
+        return Err(SecurityError::Missing {
+            key: key.to_string(),
+            why: format!(
+                "{whose} user name (username, or unsecuredLoginStringClaim_sub for OAUTHBEARER)"
+            ),
+        });
+    }
+    Ok(ClientSasl {
+        mechanism,
+        username,
+        password,
     })
 }
 
