@@ -24,6 +24,9 @@ mod stats;
 use signals::{block_signals, wait_for_signal};
 use stats::{print_stall_summary, sync_write_stats, METRICS_SYNC};
 
+/// How a listener address is set, for a bind error's hint.
+const LISTENERS_HINT: &str = "listeners=PLAINTEXT://host:port";
+
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
@@ -49,10 +52,12 @@ pub enum BootError {
         path: PathBuf,
     },
     /// The listener address could not be bound.
-    #[error("cannot listen on {addr}: {source} (is another broker on that port? set listeners=PLAINTEXT://host:port)")]
+    #[error("cannot listen on {addr}: {source} (is another process on that port? set {setting})")]
     Bind {
         /// Address.
         addr: SocketAddr,
+        /// The setting that names the address, as to write it.
+        setting: &'static str,
         /// Cause.
         source: std::io::Error,
     },
@@ -153,7 +158,11 @@ fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootE
             s.set_reuse_address(true)?;
             s.bind(&addr.into())
         };
-        check().map_err(|source| BootError::Bind { addr, source })?;
+        check().map_err(|source| BootError::Bind {
+            addr,
+            setting: LISTENERS_HINT,
+            source,
+        })?;
     }
     let bind = |addr: SocketAddr| -> std::io::Result<(socket2::Socket, SocketAddr)> {
         let s = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
@@ -166,7 +175,11 @@ fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootE
             .ok_or_else(|| std::io::Error::other("bound address is not an IP socket"))?;
         Ok((s, local))
     };
-    bind(addr).map_err(|source| BootError::Bind { addr, source })
+    bind(addr).map_err(|source| BootError::Bind {
+        addr,
+        setting: LISTENERS_HINT,
+        source,
+    })
 }
 
 /// A shard's listening socket on `addr`: SO_REUSEPORT so every shard
@@ -427,8 +440,13 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
     }
     let stalls = stall::registry(shards);
     if let Some(addr) = config.metrics_listener {
-        let at = crate::metrics::serve(addr, stalls.clone())
-            .map_err(|source| BootError::Bind { addr, source })?;
+        let at = crate::metrics::serve(addr, stalls.clone()).map_err(|source| {
+            BootError::Bind {
+                addr,
+                setting: "metrics.listener=host:port",
+                source,
+            }
+        })?;
         log::info!("metrics endpoint on http://{at}/metrics");
         println!("fjord metrics at http://{at}/metrics");
     }

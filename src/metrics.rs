@@ -1,7 +1,11 @@
-//! A tiny Prometheus-text metrics endpoint (`metrics.listener`): one plain
-//! thread with a std `TcpListener` answering `GET /metrics` (HTTP/1.0
-//! style: one request per connection, closed after the response; any other
-//! request gets 404). The figures are the shards' [`ShardStallStats`]
+//! A tiny Prometheus-text metrics endpoint (`metrics.listener`): a plain
+//! thread accepts on a std `TcpListener` and answers each connection on a
+//! thread of its own (at most [`MAX_CONNECTIONS`] at once; one more is
+//! closed at once), so an idle or slow client holds only its own thread
+//! for at most [`READ_TIMEOUT`]. HTTP/1.0 style: one request per
+//! connection, closed after the response; `GET` and `HEAD` of `/metrics`,
+//! 404 for another path, 405 for another method, 431 for a request head
+//! over [`MAX_REQUEST`] bytes. The figures are the shards' [`ShardStallStats`]
 //! and their Kafka-named metric sets ([`shard::ShardMetrics`]), read with
 //! `Relaxed` atomic loads and encoded by the `prometheus-client` crate
 //! ([`collect`]); the names follow the Prometheus JMX exporter's Kafka
@@ -12,6 +16,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,12 +30,18 @@ pub mod raft;
 pub mod requests;
 pub mod shard;
 
-/// How long a metrics client may take to send its request or read the
-/// response before the connection is dropped.
+/// How long a metrics client may take to read the response (and how long
+/// [`fetch`] waits) before the connection is dropped.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Largest request head read (bytes); the rest is ignored.
-const MAX_REQUEST: usize = 8192;
+/// How long a metrics client may take to send its whole request head.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Largest request head accepted (bytes); a longer one is answered 431.
+pub const MAX_REQUEST: usize = 64 * 1024;
+
+/// Connections answered at once; one more is closed without an answer.
+pub const MAX_CONNECTIONS: usize = 32;
 
 /// The metrics of every shard in Prometheus text format (version 0.0.4),
 /// encoded by `prometheus-client` from a [`collect::FjordCollector`] over
@@ -46,19 +57,37 @@ pub fn render(stats: &Arc<[ShardStallStats]>) -> String {
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves the metrics of
-/// `stats` on a background thread for the life of the process. Gives the
+/// `stats` on background threads for the life of the process. Gives the
 /// bound address; errors when the address cannot be bound.
 pub fn serve(addr: SocketAddr, stats: Arc<[ShardStallStats]>) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
+    let open = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("fjord-metrics".into())
         .spawn(move || {
             for conn in listener.incoming() {
                 match conn {
                     Ok(s) => {
-                        if let Err(e) = answer(s, &stats) {
-                            log::debug!("metrics request failed: {e}");
+                        if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                            open.fetch_sub(1, Ordering::AcqRel);
+                            log::debug!(
+                                "metrics listener: {MAX_CONNECTIONS} connections open, one more closed"
+                            );
+                            continue;
+                        }
+                        let (stats, done) = (stats.clone(), open.clone());
+                        let spawned = std::thread::Builder::new()
+                            .name("fjord-metrics-conn".into())
+                            .spawn(move || {
+                                if let Err(e) = answer(s, &stats) {
+                                    log::debug!("metrics request failed: {e}");
+                                }
+                                done.fetch_sub(1, Ordering::AcqRel);
+                            });
+                        if let Err(e) = spawned {
+                            log::warn!("metrics listener: no thread for a connection: {e}");
+                            open.fetch_sub(1, Ordering::AcqRel);
                         }
                     }
                     Err(e) => {
@@ -72,15 +101,16 @@ pub fn serve(addr: SocketAddr, stats: Arc<[ShardStallStats]>) -> std::io::Result
 }
 
 /// Reads one request head and answers it: 200 with the metrics for
-/// `GET /metrics`, 404 for any other path, 405 for another method.
+/// `GET /metrics` (`HEAD`: the same head, no body), 404 for any other
+/// path, 405 for another method, 431 for a head over [`MAX_REQUEST`].
 fn answer(mut s: TcpStream, stats: &Arc<[ShardStallStats]>) -> std::io::Result<()> {
-    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_read_timeout(Some(READ_TIMEOUT))?;
     s.set_write_timeout(Some(IO_TIMEOUT))?;
     let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
+    let mut buf = [0u8; 4096];
     let complete =
         |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n");
-    while head.len() < MAX_REQUEST && !complete(&head) {
+    while head.len() <= MAX_REQUEST && !complete(&head) {
         let n = s.read(&mut buf)?;
         if n == 0 {
             break;
@@ -92,24 +122,47 @@ fn answer(mut s: TcpStream, stats: &Arc<[ShardStallStats]>) -> std::io::Result<(
     let mut parts = first.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
+    let too_long = head.len() > MAX_REQUEST && !complete(&head);
     let (status, body) = match (method, path) {
-        ("GET", "/metrics") => ("200 OK", render(stats)),
-        ("GET", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),
-        _ => ("405 Method Not Allowed", "GET only\n".to_string()),
+        _ if too_long => (
+            "431 Request Header Fields Too Large",
+            format!("request head over {MAX_REQUEST} bytes\n"),
+        ),
+        ("GET" | "HEAD", "/metrics") => ("200 OK", render(stats)),
+        ("GET" | "HEAD", _) => ("404 Not Found", "not found; try /metrics\n".to_string()),
+        _ => ("405 Method Not Allowed", "GET or HEAD only\n".to_string()),
     };
-    let resp = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    let mut resp = format!(
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    if method != "HEAD" {
+        resp.push_str(&body);
+    }
     s.write_all(resp.as_bytes())?;
     let _ = s.shutdown(std::net::Shutdown::Write);
+    if too_long {
+        // Read what the client still sends (up to a bound) so that closing
+        // with unread bytes does not reset the connection before the
+        // client reads the answer.
+        let mut left = 4 * MAX_REQUEST;
+        while left > 0 {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    }
     Ok(())
 }
 
 /// Fetches `path` (e.g. `/metrics`) from the endpoint at `address`
-/// (`host:port`) with a plain HTTP/1.0 GET. Gives the status code and the
+/// (`host:port`, or `http://host:port`) with a plain HTTP/1.0 GET. Gives the status code and the
 /// body; errors on connection or I/O failures and malformed responses.
 pub fn fetch(address: &str, path: &str) -> std::io::Result<(u16, String)> {
+    // `http://host:port[/…]` as `metrics.listener` may be written.
+    let address = address.strip_prefix("http://").unwrap_or(address);
+    let address = address.split('/').next().unwrap_or(address);
     let addr = address
         .to_socket_addrs()?
         .next()
@@ -210,5 +263,44 @@ mod tests {
         );
         let (code, _) = fetch(&addr.to_string(), "/other").unwrap();
         assert_eq!(code, 404);
+        let (code, _) = fetch(&format!("http://{addr}/"), "/metrics").unwrap();
+        assert_eq!(code, 200);
+    }
+
+    /// Idle connections hold only their own threads: a scrape is answered
+    /// while several clients send nothing.
+    #[test]
+    fn idle_connections_do_not_hold_a_scrape() {
+        let stats = registry(1);
+        let addr = serve("127.0.0.1:0".parse().unwrap(), stats).unwrap();
+        // Served one after another, the eight would hold the scrape for
+        // 8 × READ_TIMEOUT, past `fetch`'s own timeout, and it would fail.
+        let idle: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let (code, _) = fetch(&addr.to_string(), "/metrics").unwrap();
+        assert_eq!(code, 200);
+        drop(idle);
+    }
+
+    /// HEAD gives the head only; a head over the limit gets 431, read
+    /// whole before the close.
+    #[test]
+    fn head_and_oversized_requests() {
+        let stats = registry(1);
+        let addr = serve("127.0.0.1:0".parse().unwrap(), stats).unwrap();
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"HEAD /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        assert!(raw.starts_with("HTTP/1.0 200"), "{raw}");
+        assert!(raw.ends_with("\r\n\r\n"), "no body after the head: {raw}");
+        let mut s = TcpStream::connect(addr).unwrap();
+        let big = format!(
+            "GET /metrics HTTP/1.0\r\nX-Big: {}\r\n\r\n",
+            "a".repeat(2 * MAX_REQUEST)
+        );
+        s.write_all(big.as_bytes()).unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        assert!(raw.starts_with("HTTP/1.0 431"), "{raw}");
     }
 }

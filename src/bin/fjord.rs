@@ -73,7 +73,8 @@ enum Command {
     /// characters), as kafka-storage.sh random-uuid.
     RandomUuid,
     /// Fetch and print a running broker's metrics (its `metrics.listener`
-    /// endpoint, Prometheus text: reactor stalls per shard, sendfile bytes).
+    /// endpoint, Prometheus text: Kafka's families under the JMX exporter's
+    /// names, consumer lag and Fjord's own; docs/metrics.md).
     Metrics(MetricsArgs),
 }
 
@@ -170,7 +171,7 @@ fn run_format(args: FormatArgs) -> Result<(), String> {
 
 #[derive(clap::Args, Debug)]
 struct MetricsArgs {
-    /// The broker's `metrics.listener` address (host:port).
+    /// The broker's `metrics.listener` address (host:port or http://host:port).
     #[arg(long, default_value = "127.0.0.1:9644")]
     address: String,
 }
