@@ -440,12 +440,10 @@ fn start_node(config: Config, by_signal: bool) -> Result<Node, BootError> {
     }
     let stalls = stall::registry(shards);
     if let Some(addr) = config.metrics_listener {
-        let at = crate::metrics::serve(addr, stalls.clone()).map_err(|source| {
-            BootError::Bind {
-                addr,
-                setting: "metrics.listener=host:port",
-                source,
-            }
+        let at = crate::metrics::serve(addr, stalls.clone()).map_err(|source| BootError::Bind {
+            addr,
+            setting: "metrics.listener=host:port",
+            source,
         })?;
         log::info!("metrics endpoint on http://{at}/metrics");
         println!("fjord metrics at http://{at}/metrics");

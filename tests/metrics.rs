@@ -863,3 +863,45 @@ async fn throttling_is_counted_by_quota_entity() {
     let body = get(&addr, "/metrics");
     assert!(!body.contains("client_id=\"free\""), "{body}");
 }
+
+/// An ApiVersions request at a version Fjord does not serve is answered
+/// (UNSUPPORTED_VERSION at v0, KIP-511) and counted as a request under the
+/// version it asked, as Kafka counts it: its error code has a request.
+#[test]
+fn unsupported_api_versions_is_a_counted_request() {
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let before = scrape(&addr);
+    let (requests0, errors0) = (
+        requests(&before, "ApiVersions"),
+        errors(&before, "ApiVersions", "UNSUPPORTED_VERSION"),
+    );
+    let mut s = TcpStream::connect(broker.bootstrap()).unwrap();
+    let sent = 3u32;
+    for cid in 0..sent {
+        // Header v2: api key 18, version 99, correlation id, null client
+        // id, no tagged fields; an empty body.
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&18i16.to_be_bytes());
+        frame.extend_from_slice(&99i16.to_be_bytes());
+        frame.extend_from_slice(&(cid as i32).to_be_bytes());
+        frame.extend_from_slice(&(-1i16).to_be_bytes());
+        frame.extend_from_slice(&[0, 0]);
+        s.write_all(&(frame.len() as i32).to_be_bytes()).unwrap();
+        s.write_all(&frame).unwrap();
+        let mut size = [0u8; 4];
+        s.read_exact(&mut size).unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        s.read_exact(&mut body).unwrap();
+        // Correlation id, then the v0 body's error code.
+        assert_eq!(i16::from_be_bytes([body[4], body[5]]), 35, "{body:?}");
+    }
+    let after = scrape_until(&addr, "the unsupported requests counted", |s| {
+        requests(s, "ApiVersions") - requests0 >= f64::from(sent)
+    });
+    assert_eq!(requests(&after, "ApiVersions") - requests0, f64::from(sent));
+    assert_eq!(
+        errors(&after, "ApiVersions", "UNSUPPORTED_VERSION") - errors0,
+        f64::from(sent)
+    );
+}

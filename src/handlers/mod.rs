@@ -124,7 +124,8 @@ pub async fn dispatch(shard: &Rc<Shard>, frame: RequestFrame) -> Outcome {
 
 /// As [`dispatch`], for the connection: `received` is when the request's
 /// frame was read whole, and the [`RequestTiming`] given with the outcome
-/// (None for a version outside the served range, not counted) is to be
+/// (None for a request at a version outside the served range that gets no
+/// answer: not counted) is to be
 /// told when the response's send starts and ends (dropped unsent, it
 /// counts the request at the drop). `dispatched` is a signal for the
 /// connection: a Produce sends on it once every partition's append is
@@ -146,11 +147,18 @@ pub async fn dispatch_pipelined(
         drop(dispatched);
         None
     };
+    let what = (frame.api_key as i16, frame.prefix.api_version);
     if let Some(outcome) = unserved_version(&frame) {
-        return (outcome, None);
+        // Answered at the version asked (ApiVersions' UNSUPPORTED_VERSION
+        // answer, Produce v0–v2): counted under it, as Kafka counts every
+        // request it answers; a closed connection answers none.
+        let timing = matches!(outcome, Outcome::Respond(_)).then(|| {
+            let now = std::time::Instant::now();
+            RequestTiming::new(what, None, (received, now, now), std::time::Duration::ZERO)
+        });
+        return (outcome, timing);
     }
     let started = std::time::Instant::now();
-    let what = (frame.api_key as i16, frame.prefix.api_version);
     let outcome = serve(shard, &frame, produce_dispatched).await;
     let timing = RequestTiming::new(
         what,
