@@ -220,6 +220,9 @@ fn connect(c: &Common) -> Result<Connection, String> {
 
 fn print(r: &Report, json: bool) {
     let mut out = r.render(json);
+    if out.is_empty() {
+        return;
+    }
     if !out.ends_with('\n') {
         out.push('\n');
     }

@@ -39,6 +39,10 @@ pub enum ClientError {
     /// The broker does not support an API this command needs.
     #[error("the broker does not support {0:?}")]
     Unsupported(ApiKey),
+    /// The command refuses what it was asked before sending it (a bad
+    /// argument, a group that must be inactive first): the reason.
+    #[error("{0}")]
+    Invalid(String),
     /// The TLS handshake or the SASL authentication failed.
     #[error("{addr}: {reason}")]
     Auth {
@@ -357,16 +361,26 @@ impl Connection {
         };
         self.stream.write_all(&body).map_err(io)?;
         let mut size = [0u8; 4];
-        self.stream
-            .read_exact(&mut size)
-            .map_err(|source| ClientError::Io {
-                addr: self.addr.clone(),
-                source,
-            })?;
+        self.stream.read_exact(&mut size).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::UnexpectedEof {
+                ClientError::Protocol(format!(
+                    "{}: the connection closed before the answer to {key:?} (is it a Kafka \
+                     listener? a TLS or SASL listener needs --command-config)",
+                    self.addr
+                ))
+            } else {
+                ClientError::Io {
+                    addr: self.addr.clone(),
+                    source,
+                }
+            }
+        })?;
         let size = i32::from_be_bytes(size);
         if !(4..=(256 << 20)).contains(&size) {
             return Err(ClientError::Protocol(format!(
-                "{key:?}: response size {size}"
+                "{}: {key:?}: an answer of {size} bytes is not a Kafka response (is it a \
+                 Kafka listener? a TLS listener needs --command-config)",
+                self.addr
             )));
         }
         let mut buf = vec![0u8; size as usize];

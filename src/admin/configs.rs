@@ -268,7 +268,7 @@ pub fn alter_quotas(
     for (k, val) in set {
         let value: f64 = val
             .parse()
-            .map_err(|_| ClientError::Protocol(format!("quota {k}={val}: not a number")))?;
+            .map_err(|_| ClientError::Invalid(format!("quota {k}={val}: not a number")))?;
         let mut op = alter_client_quotas_request::OpData::default();
         op.key = StrBytes::from_string(k.clone());
         op.value = value;
@@ -312,7 +312,12 @@ pub fn configs_report(entity: &str, name: &str, entries: &[ConfigEntry]) -> Repo
             ]
         })
         .collect();
-    let mut text = format!("Configs for {entity} '{name}':\n");
+    let mut text = if name.is_empty() {
+        // The cluster-wide default entity (`--entity-default`).
+        format!("Default configs for {entity}s in the cluster:\n")
+    } else {
+        format!("Configs for {entity} '{name}':\n")
+    };
     text.push_str(&table(&["NAME", "VALUE", "SOURCE"], &rows));
     let configs: serde_json::Map<String, Value> = entries
         .iter()

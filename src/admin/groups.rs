@@ -487,7 +487,7 @@ impl Cluster {
     pub fn ensure_inactive(&mut self, group: &str) -> Result<(), ClientError> {
         let state = self.view(group)?.state;
         if state != "Empty" && state != "Dead" {
-            return Err(ClientError::Protocol(format!(
+            return Err(ClientError::Invalid(format!(
                 "group {group} is {state}; offsets can only be reset when it has no active members (stop its consumers first)"
             )));
         }
@@ -561,7 +561,7 @@ impl Cluster {
                 if code == 0 {
                     Ok(())
                 } else {
-                    Err(ClientError::kafka(format!("DeleteGroups({g})"), code))
+                    Err(ClientError::kafka(format!("group {g}"), code))
                 },
             ));
         }

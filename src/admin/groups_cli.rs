@@ -73,6 +73,9 @@ fn share_group_state(
 /// Takes a report and whether `--json` was given; prints it.
 fn print(r: &Report, json: bool) {
     let mut out = r.render(json);
+    if out.is_empty() {
+        return;
+    }
     if !out.ends_with('\n') {
         out.push('\n');
     }
@@ -113,7 +116,7 @@ pub fn run_groups(args: GroupsArgs) -> Result<(), String> {
                         deleted.push(json!(g));
                     }
                     Err(e) => {
-                        eprintln!("group {g}: {e}");
+                        eprintln!("fjord groups: {e}");
                         errors.push(json!({"group": g, "error": e.to_string()}));
                     }
                 }

@@ -80,9 +80,9 @@ pub fn upsert(
     password: &str,
 ) -> Result<(), ClientError> {
     let m = ScramMechanism::from_name(mechanism)
-        .ok_or_else(|| ClientError::Protocol(format!("unknown SCRAM mechanism {mechanism:?}")))?;
+        .ok_or_else(|| ClientError::Invalid(format!("unknown SCRAM mechanism {mechanism:?}")))?;
     let iters = u32::try_from(iterations)
-        .map_err(|_| ClientError::Protocol(format!("iterations {iterations}")))?;
+        .map_err(|_| ClientError::Invalid(format!("iterations {iterations}: not a valid count")))?;
     let mut salt = uuid::Uuid::new_v4().as_bytes().to_vec();
     salt.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
     let salted = m.salted_password(password.as_bytes(), &salt, iters);
@@ -101,7 +101,7 @@ pub fn upsert(
 /// Takes a user and a mechanism name; deletes that credential.
 pub fn delete(c: &mut Connection, user: &str, mechanism: &str) -> Result<(), ClientError> {
     let m = ScramMechanism::from_name(mechanism)
-        .ok_or_else(|| ClientError::Protocol(format!("unknown SCRAM mechanism {mechanism:?}")))?;
+        .ok_or_else(|| ClientError::Invalid(format!("unknown SCRAM mechanism {mechanism:?}")))?;
     let v = c.version(ApiKey::AlterUserScramCredentials, 0)?;
     let mut d = alter_user_scram_credentials_request::ScramCredentialDeletion::default();
     d.name = StrBytes::from_string(user.to_string());
