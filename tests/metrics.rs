@@ -856,9 +856,14 @@ async fn throttling_is_counted_by_quota_entity() {
         .unwrap();
     }
     assert!(value(&addr, ms, labels).unwrap() > 0.0);
+    let requests = value(&addr, "kafka_server_produce_quota_requests_total", labels).unwrap();
+    assert!(requests >= value(&addr, throttled, labels).unwrap());
+    // Each counted request carried one 8 KiB record (its Produce request
+    // is larger): the bytes counted for the entity cover them.
+    let bytes = value(&addr, "kafka_server_produce_bytes_total", labels).unwrap();
     assert!(
-        value(&addr, "kafka_server_produce_quota_requests_total", labels).unwrap()
-            >= value(&addr, throttled, labels).unwrap()
+        bytes >= requests * 8192.0,
+        "{bytes} bytes in {requests} requests"
     );
     let body = get(&addr, "/metrics");
     assert!(!body.contains("client_id=\"free\""), "{body}");

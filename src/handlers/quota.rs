@@ -421,15 +421,23 @@ impl Metered {
                 .invoke_on(0, move |s| async move {
                     let now = now_ms();
                     with_usage(&s, |u| {
-                        let ms = records
+                        let each: Vec<u64> = records
                             .iter()
                             .map(|(m, sensor, limit, value)| {
-                                let ms = u.record(*m, sensor, *limit, *value, now);
-                                crate::metrics::quota::record(*m, sensor, ms);
-                                ms
+                                u.record(*m, sensor, *limit, *value, now)
                             })
-                            .max()
-                            .unwrap_or(0);
+                            .collect();
+                        let ms = each.iter().copied().max().unwrap_or(0);
+                        for ((m, sensor, _, value), one) in records.iter().zip(&each) {
+                            // Bytes as Kafka's byte-rate counts them: a
+                            // throttled fetch is answered empty (below).
+                            let bytes = match m {
+                                Measure::Request => 0,
+                                Measure::Fetch if ms > 0 => 0,
+                                Measure::Produce | Measure::Fetch => *value as u64,
+                            };
+                            crate::metrics::quota::record(*m, sensor, *one, bytes);
+                        }
                         // A throttled consumer fetch is answered empty:
                         // its bytes are taken back (Kafka's
                         // `unrecordQuotaSensor`).

@@ -6,9 +6,10 @@
 //! tags: those of the quota entity that matched, "" for a part the entity
 //! leaves out (a `/clients/<id>` quota gives `user=""`).
 //!
-//! Kafka's `throttle-time` is an average over its quota window; Fjord
-//! serves counters instead, from which any window's average follows:
-//! `rate(..._throttle_time_ms_total) / rate(..._quota_requests_total)`.
+//! Kafka's `throttle-time` is an average over its quota window and its
+//! `byte-rate` a windowed rate; Fjord serves counters instead, from which
+//! any window's figures follow: `rate(..._throttle_time_ms_total) /
+//! rate(..._quota_requests_total)` and `rate(..._bytes_total)`.
 //! Only requests a configured quota applies to are counted (as Kafka keeps
 //! sensors only for them), and at most [`MAX_ENTITIES`] entities are
 //! served; later ones count only in the node's `fjord_quota_*` totals.
@@ -51,6 +52,9 @@ pub struct MeasureCounters {
     pub throttled: AtomicU64,
     /// Their throttle times by this quota, summed (ms).
     pub throttle_ms: AtomicU64,
+    /// Bytes counted in the quota's rate (produce: request bytes, fetch:
+    /// response bytes of unthrottled fetches; 0 for the request measure).
+    pub bytes: AtomicU64,
 }
 
 /// One quota entity's counts, by measure (produce, fetch, request).
@@ -79,12 +83,14 @@ fn slot(measure: Measure) -> usize {
 }
 
 /// Counts one request recorded in `measure`'s rate of quota entity
-/// `sensor`, throttled by it for `throttle_ms` (0: not throttled). Nothing
-/// on a thread without shard metrics, or past [`MAX_ENTITIES`].
-pub fn record(measure: Measure, sensor: &SensorKey, throttle_ms: u64) {
+/// `sensor`, throttled by it for `throttle_ms` (0: not throttled), of
+/// `bytes` (Kafka's `byte-rate` sensor; 0 for the request measure).
+/// Nothing on a thread without shard metrics, or past [`MAX_ENTITIES`].
+pub fn record(measure: Measure, sensor: &SensorKey, throttle_ms: u64, bytes: u64) {
     let add = |c: &EntityCounters| {
         if let Some(m) = c.get(slot(measure)) {
             m.requests.fetch_add(1, Relaxed);
+            m.bytes.fetch_add(bytes, Relaxed);
             if throttle_ms > 0 {
                 m.throttled.fetch_add(1, Relaxed);
                 m.throttle_ms.fetch_add(throttle_ms, Relaxed);
@@ -119,7 +125,7 @@ pub fn record(measure: Measure, sensor: &SensorKey, throttle_ms: u64) {
 /// `..._throttled_total` and `..._quota_requests_total` by `user` and
 /// `client_id`, summed over the shards.
 pub fn encode(enc: &mut DescriptorEncoder<'_>, stats: &[ShardStallStats]) -> Result<(), Error> {
-    let mut all: std::collections::BTreeMap<SensorKey, [[u64; 3]; 3]> = Default::default();
+    let mut all: std::collections::BTreeMap<SensorKey, [[u64; 4]; 3]> = Default::default();
     for s in stats {
         for (key, c) in s.broker.quota.entities() {
             let sums = all.entry(key).or_default();
@@ -127,6 +133,7 @@ pub fn encode(enc: &mut DescriptorEncoder<'_>, stats: &[ShardStallStats]) -> Res
                 sum[0] += m.requests.load(Relaxed);
                 sum[1] += m.throttled.load(Relaxed);
                 sum[2] += m.throttle_ms.load(Relaxed);
+                sum[3] += m.bytes.load(Relaxed);
             }
         }
     }
@@ -143,9 +150,17 @@ pub fn encode(enc: &mut DescriptorEncoder<'_>, stats: &[ShardStallStats]) -> Res
             "throttle_time_ms",
             "Their throttle times by this quota, summed (ms), by quota entity.",
         ),
+        (
+            "bytes",
+            "Bytes counted in this quota's rate (rate() of it is Kafka's byte-rate), by quota entity.",
+        ),
     ];
-    for (k, (_, prefix)) in KINDS.iter().enumerate() {
+    for (k, (measure, prefix)) in KINDS.iter().enumerate() {
         for (f, (name, help)) in families.iter().enumerate() {
+            // The request quota measures time, not bytes.
+            if *name == "bytes" && *measure == Measure::Request {
+                continue;
+            }
             let series: Vec<(Labels, u64)> = all
                 .iter()
                 .filter(|(_, sums)| sums[k][0] > 0)
@@ -179,9 +194,9 @@ mod tests {
             user: "alice".into(),
             client_id: String::new(),
         };
-        record(Measure::Produce, &alice, 0);
-        record(Measure::Produce, &alice, 250);
-        record(Measure::Request, &alice, 0);
+        record(Measure::Produce, &alice, 0, 100);
+        record(Measure::Produce, &alice, 250, 50);
+        record(Measure::Request, &alice, 0, 0);
         let samples = parse(&render(&stats));
         let get = |name: &str| {
             samples
@@ -200,5 +215,7 @@ mod tests {
             Some(0.0)
         );
         assert_eq!(get("kafka_server_fetch_throttle_time_ms_total"), None);
+        assert_eq!(get("kafka_server_produce_bytes_total"), Some(150.0));
+        assert_eq!(get("kafka_server_request_bytes_total"), None);
     }
 }
