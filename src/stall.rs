@@ -68,6 +68,17 @@ pub struct ShardStallStats {
     pub quota_throttled_responses: AtomicU64,
     /// Their throttle times summed (ms), same refresh.
     pub quota_throttle_ms: AtomicU64,
+    /// File regions of fetch responses checked for page-cache residency
+    /// before sendfile, same refresh.
+    pub fetch_regions_checked: AtomicU64,
+    /// Of those, the ones not (fully) in the page cache, warmed on the
+    /// blocking pool first (page-cache misses), same refresh.
+    pub fetch_regions_missed: AtomicU64,
+    /// Bytes read to warm them, same refresh.
+    pub fetch_bytes_missed: AtomicU64,
+    /// Fetch reads of batch headers that missed the page cache, same
+    /// refresh.
+    pub fetch_header_misses: AtomicU64,
     /// Fetch sessions (KIP-227) this shard holds (Kafka's
     /// NumIncrementalFetchSessions), same refresh.
     pub incremental_fetch_sessions: AtomicU64,

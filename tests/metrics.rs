@@ -910,3 +910,57 @@ fn unsupported_api_versions_is_a_counted_request() {
         f64::from(sent)
     );
 }
+
+/// A fetch of records no longer in the page cache is counted as a miss:
+/// the segment's pages are dropped (`posix_fadvise(DONTNEED)` after an
+/// fdatasync) and a consumer reads it from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetches_that_miss_the_page_cache_are_counted() {
+    use std::os::unix::io::AsRawFd;
+    let broker = Broker::start_with(&["metrics.listener=127.0.0.1:0"]);
+    let addr = broker.metrics_address();
+    let topic = "cold-reads";
+    broker.create_topic(topic, 1).await;
+    let producer = broker.producer(&[("linger.ms", "5")]);
+    let payload = vec![b'c'; 16 * 1024];
+    for _ in 0..64 {
+        producer
+            .send(
+                FutureRecord::<(), _>::to(topic)
+                    .partition(0)
+                    .payload(&payload),
+                Duration::from_secs(15),
+            )
+            .await
+            .expect("delivery");
+    }
+    drop(producer);
+    let sum = |name: &str| sum_of(&scrape(&addr), name, "");
+    let checked0 = sum("fjord_fetch_regions_checked_total");
+    let missed0 = sum("fjord_fetch_page_cache_misses_total")
+        + sum("fjord_fetch_header_page_cache_misses_total");
+    let log = std::fs::File::open(broker.segment_path(topic, 0)).unwrap();
+    log.sync_data().unwrap();
+    // SAFETY: a valid open descriptor; advice only.
+    let rc = unsafe { libc::posix_fadvise(log.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+    let consumer = broker.consumer(&[
+        ("group.id", "cold-reader"),
+        ("auto.offset.reset", "earliest"),
+    ]);
+    consumer.subscribe(&[topic]).unwrap();
+    let mut got = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while got < 64 {
+        assert!(std::time::Instant::now() < deadline, "read {got} of 64");
+        if let Some(Ok(_)) = consumer.poll(Duration::from_millis(200)) {
+            got += 1;
+        }
+    }
+    scrape_until(&addr, "the cold reads counted", |s| {
+        sum_of(s, "fjord_fetch_regions_checked_total", "") > checked0
+            && sum_of(s, "fjord_fetch_page_cache_misses_total", "")
+                + sum_of(s, "fjord_fetch_header_page_cache_misses_total", "")
+                > missed0
+    });
+}

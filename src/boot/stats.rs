@@ -53,6 +53,18 @@ pub(super) fn sync_write_stats(stats: &ShardStallStats) {
         stats
             .quota_throttle_ms
             .store(w.quota_throttle_ms.get(), Relaxed);
+        stats
+            .fetch_regions_checked
+            .store(w.regions_checked.get(), Relaxed);
+        stats
+            .fetch_regions_missed
+            .store(w.regions_warmed.get(), Relaxed);
+        stats
+            .fetch_bytes_missed
+            .store(w.bytes_warmed.get(), Relaxed);
+        stats
+            .fetch_header_misses
+            .store(w.header_warms.get(), Relaxed);
     });
     if let Ok(shard) = crate::shard::current() {
         let (mut led, mut under) = (0u64, 0u64);

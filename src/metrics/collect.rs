@@ -203,7 +203,19 @@ impl FjordCollector {
             "Longest stalled poll since start, in microseconds.",
             &as_gauge(per_shard(&|s| s.max_us.load(Relaxed))),
         )?;
-        let shard_counters: [Family<ShardStallStats, u64>; 8] = [
+        let shard_counters: [Family<ShardStallStats, u64>; 12] = [
+            ("fjord_fetch_regions_checked", "File regions of fetch responses checked for page-cache residency before sendfile", |s| {
+                s.fetch_regions_checked.load(Relaxed)
+            }),
+            ("fjord_fetch_page_cache_misses", "Of those, the regions not (fully) in the page cache, read on the blocking pool first", |s| {
+                s.fetch_regions_missed.load(Relaxed)
+            }),
+            ("fjord_fetch_page_cache_miss_bytes", "Bytes read on the blocking pool for those misses", |s| {
+                s.fetch_bytes_missed.load(Relaxed)
+            }),
+            ("fjord_fetch_header_page_cache_misses", "Fetch reads of batch headers that missed the page cache", |s| {
+                s.fetch_header_misses.load(Relaxed)
+            }),
             ("fjord_sendfile_zero_copy_bytes", "Bytes sent with sendfile(2)", |s| {
                 s.sendfile_zero_copy_bytes.load(Relaxed)
             }),
