@@ -1,11 +1,12 @@
-//! A tiny Prometheus-text metrics endpoint (`metrics.listener`): a plain
-//! thread accepts on a std `TcpListener` and answers each connection on a
-//! thread of its own (at most [`MAX_CONNECTIONS`] at once; one more is
-//! closed at once), so an idle or slow client holds only its own thread
-//! for at most [`READ_TIMEOUT`]. HTTP/1.0 style: one request per
-//! connection, closed after the response; `GET` and `HEAD` of `/metrics`,
-//! 404 for another path, 405 for another method, 431 for a request head
-//! over [`MAX_REQUEST`] bytes. The figures are the shards' [`ShardStallStats`]
+//! A tiny Prometheus-text metrics endpoint (`metrics.listener`): one
+//! thread runs a current-thread tokio runtime that accepts connections and
+//! answers each in a task of its own, so idle or slow clients cost a task
+//! each and hold no one else's answer: a client has [`READ_TIMEOUT`] to
+//! send its request head and [`IO_TIMEOUT`] to read the answer; at most
+//! [`MAX_CONNECTIONS`] are open at once (one more is closed at once).
+//! HTTP/1.0 style: one request per connection, closed after the response;
+//! `GET` and `HEAD` of `/metrics`, 404 for another path, 405 for another
+//! method, 431 for a request head over [`MAX_REQUEST`] bytes. The figures are the shards' [`ShardStallStats`]
 //! and their Kafka-named metric sets ([`shard::ShardMetrics`]), read with
 //! `Relaxed` atomic loads and encoded by the `prometheus-client` crate
 //! ([`collect`]); the names follow the Prometheus JMX exporter's Kafka
@@ -40,8 +41,8 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest request head accepted (bytes); a longer one is answered 431.
 pub const MAX_REQUEST: usize = 64 * 1024;
 
-/// Connections answered at once; one more is closed without an answer.
-pub const MAX_CONNECTIONS: usize = 32;
+/// Connections open at once; one more is closed without an answer.
+pub const MAX_CONNECTIONS: usize = 4096;
 
 /// The metrics of every shard in Prometheus text format (version 0.0.4),
 /// encoded by `prometheus-client` from a [`collect::FjordCollector`] over
@@ -57,72 +58,95 @@ pub fn render(stats: &Arc<[ShardStallStats]>) -> String {
 }
 
 /// Binds `addr` (port 0 picks a free port) and serves the metrics of
-/// `stats` on background threads for the life of the process. Gives the
-/// bound address; errors when the address cannot be bound.
+/// `stats` on a background thread for the life of the process. Gives the
+/// bound address; errors when the address cannot be bound or the
+/// runtime cannot be built.
 pub fn serve(addr: SocketAddr, stats: Arc<[ShardStallStats]>) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
-    let open = Arc::new(AtomicUsize::new(0));
+    listener.set_nonblocking(true)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()?;
     std::thread::Builder::new()
         .name("fjord-metrics".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                match conn {
-                    Ok(s) => {
-                        if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-                            open.fetch_sub(1, Ordering::AcqRel);
-                            log::debug!(
-                                "metrics listener: {MAX_CONNECTIONS} connections open, one more closed"
-                            );
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        log::error!("metrics listener: {e}; no metrics served");
+                        return;
+                    }
+                };
+                let open = Arc::new(AtomicUsize::new(0));
+                loop {
+                    let s = match listener.accept().await {
+                        Ok((s, _)) => s,
+                        Err(e) => {
+                            log::warn!("metrics listener: accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
                             continue;
                         }
-                        let (stats, done) = (stats.clone(), open.clone());
-                        let spawned = std::thread::Builder::new()
-                            .name("fjord-metrics-conn".into())
-                            .spawn(move || {
-                                if let Err(e) = answer(s, &stats) {
-                                    log::debug!("metrics request failed: {e}");
-                                }
-                                done.fetch_sub(1, Ordering::AcqRel);
-                            });
-                        if let Err(e) = spawned {
-                            log::warn!("metrics listener: no thread for a connection: {e}");
-                            open.fetch_sub(1, Ordering::AcqRel);
+                    };
+                    if open.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                        open.fetch_sub(1, Ordering::AcqRel);
+                        log::debug!(
+                            "metrics listener: {MAX_CONNECTIONS} connections open, one more closed"
+                        );
+                        continue;
+                    }
+                    let (stats, done) = (stats.clone(), open.clone());
+                    tokio::spawn(async move {
+                        if let Err(e) = answer(s, &stats).await {
+                            log::debug!("metrics request failed: {e}");
                         }
-                    }
-                    Err(e) => {
-                        log::warn!("metrics listener: accept failed: {e}");
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
+                        done.fetch_sub(1, Ordering::AcqRel);
+                    });
                 }
-            }
+            });
         })?;
     Ok(bound)
 }
 
-/// Reads one request head and answers it: 200 with the metrics for
-/// `GET /metrics` (`HEAD`: the same head, no body), 404 for any other
-/// path, 405 for another method, 431 for a head over [`MAX_REQUEST`].
-fn answer(mut s: TcpStream, stats: &Arc<[ShardStallStats]>) -> std::io::Result<()> {
-    s.set_read_timeout(Some(READ_TIMEOUT))?;
-    s.set_write_timeout(Some(IO_TIMEOUT))?;
+/// Takes a request head read so far; gives whether it is whole.
+fn head_complete(h: &[u8]) -> bool {
+    h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n")
+}
+
+/// Reads one request head (within [`READ_TIMEOUT`]) and answers it: 200
+/// with the metrics for `GET /metrics` (`HEAD`: the same head, no body),
+/// 404 for any other path, 405 for another method, 431 for a head over
+/// [`MAX_REQUEST`].
+async fn answer(
+    mut s: tokio::net::TcpStream,
+    stats: &Arc<[ShardStallStats]>,
+) -> std::io::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let timed_out =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::TimedOut, what.to_string());
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 4096];
-    let complete =
-        |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n");
-    while head.len() <= MAX_REQUEST && !complete(&head) {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
+    let read_head = async {
+        while head.len() <= MAX_REQUEST && !head_complete(&head) {
+            let n = s.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
         }
-        head.extend_from_slice(&buf[..n]);
-    }
+        Ok::<(), std::io::Error>(())
+    };
+    tokio::time::timeout(READ_TIMEOUT, read_head)
+        .await
+        .map_err(|_| timed_out("request head not sent in time"))??;
     let text = String::from_utf8_lossy(&head);
     let first = text.lines().next().unwrap_or("");
     let mut parts = first.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
-    let too_long = head.len() > MAX_REQUEST && !complete(&head);
+    let too_long = head.len() > MAX_REQUEST && !head_complete(&head);
     let (status, body) = match (method, path) {
         _ if too_long => (
             "431 Request Header Fields Too Large",
@@ -139,21 +163,26 @@ fn answer(mut s: TcpStream, stats: &Arc<[ShardStallStats]>) -> std::io::Result<(
     if method != "HEAD" {
         resp.push_str(&body);
     }
-    s.write_all(resp.as_bytes())?;
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    if too_long {
-        // Read what the client still sends (up to a bound) so that closing
-        // with unread bytes does not reset the connection before the
-        // client reads the answer.
-        let mut left = 4 * MAX_REQUEST;
-        while left > 0 {
-            match s.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
+    let send = async {
+        s.write_all(resp.as_bytes()).await?;
+        s.shutdown().await?;
+        if too_long {
+            // Read what the client still sends (up to a bound) so that
+            // closing with unread bytes does not reset the connection
+            // before the client reads the answer.
+            let mut left = 4 * MAX_REQUEST;
+            while left > 0 {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => left = left.saturating_sub(n),
+                }
             }
         }
-    }
-    Ok(())
+        Ok::<(), std::io::Error>(())
+    };
+    tokio::time::timeout(IO_TIMEOUT, send)
+        .await
+        .map_err(|_| timed_out("answer not read in time"))?
 }
 
 /// Fetches `path` (e.g. `/metrics`) from the endpoint at `address`
@@ -273,9 +302,10 @@ mod tests {
     fn idle_connections_do_not_hold_a_scrape() {
         let stats = registry(1);
         let addr = serve("127.0.0.1:0".parse().unwrap(), stats).unwrap();
-        // Served one after another, the eight would hold the scrape for
-        // 8 × READ_TIMEOUT, past `fetch`'s own timeout, and it would fail.
-        let idle: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Served one after another (or by a pool of 32 threads, closing
+        // the rest), they would hold the scrape past `fetch`'s own
+        // timeout, or have it closed, and it would fail.
+        let idle: Vec<TcpStream> = (0..64).map(|_| TcpStream::connect(addr).unwrap()).collect();
         let (code, _) = fetch(&addr.to_string(), "/metrics").unwrap();
         assert_eq!(code, 200);
         drop(idle);
