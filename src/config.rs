@@ -46,8 +46,8 @@ pub enum ConfigError {
         /// Underlying I/O error.
         source: std::io::Error,
     },
-    /// A line of the file is not `key=value`.
-    #[error("{path}:{line}: expected `key=value`, got {text:?}")]
+    /// The file cannot be read as a Java properties file.
+    #[error("{path}:{line}: not a properties line: {text}")]
     Syntax {
         /// Path of the file.
         path: PathBuf,
@@ -362,28 +362,29 @@ impl Config {
     }
 }
 
-/// Reads a `server.properties` file into ordered key/value pairs. `#` and `!`
-/// start comments, as in Java properties files.
+/// Reads a `server.properties` (or client properties) file into ordered
+/// key/value pairs as Java's `Properties.load` reads it (the
+/// `java-properties` crate): `#` and `!` comments, a line ending in `\`
+/// continued on the next, `key=value`, `key:value` and `key value`, and
+/// escapes (`\n`, `\uXXXX`, …); keys and values trimmed, as Kafka's
+/// config parsing trims them. Read as UTF-8 (ASCII files read the same as
+/// in Java).
 pub fn read_properties(path: &std::path::Path) -> Result<Vec<(String, String)>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::File {
+    let file = std::fs::File::open(path).map_err(|source| ConfigError::File {
         path: path.to_path_buf(),
         source,
     })?;
     let mut out = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-            continue;
-        }
-        let Some((k, v)) = line.split_once(['=', ':']) else {
-            return Err(ConfigError::Syntax {
-                path: path.to_path_buf(),
-                line: i + 1,
-                text: raw.to_string(),
-            });
-        };
-        out.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    java_properties::PropertiesIter::new_with_encoding(
+        std::io::BufReader::new(file),
+        encoding_rs::UTF_8,
+    )
+    .read_into(|k, v| out.push((k.trim().to_string(), v.trim().to_string())))
+    .map_err(|e| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        line: e.line_number().unwrap_or(0),
+        text: e.to_string(),
+    })?;
     Ok(out)
 }
 
@@ -595,6 +596,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("true or false"), "{e}");
+    }
+
+    /// Read as Java reads a properties file: continuations, escapes, and
+    /// the `key value` and `key:value` forms Kafka's docs use.
+    #[test]
+    fn properties_read_as_java_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client.properties");
+        std::fs::write(
+            &path,
+            "# comment\n! comment\nlisteners = PLAINTEXT://127.0.0.1:0\n\
+             sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n    \
+             username=\"admin\" \\\n    password=\"a\\u0062c\";\n\
+             num.partitions 3\nlog.retention.ms:1000\nssl.truststore.certificates=-----BEGIN\\nX\\n\n",
+        )
+        .unwrap();
+        let got = read_properties(&path).unwrap();
+        let want: Vec<(String, String)> = [
+            ("listeners", "PLAINTEXT://127.0.0.1:0"),
+            (
+                "sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" password=\"abc\";",
+            ),
+            ("num.partitions", "3"),
+            ("log.retention.ms", "1000"),
+            ("ssl.truststore.certificates", "-----BEGIN\nX"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

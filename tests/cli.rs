@@ -675,6 +675,25 @@ fn dump_log_of_a_real_segment() {
         text.stdout
     );
 
+    // A zero entry with entries after it is damage, not preallocated
+    // space: kept and reported (out of order, and not matching the log).
+    let mut idx = std::fs::read(&index).unwrap();
+    assert!(idx.len() >= 24, "three entries at least");
+    idx[8..16].copy_from_slice(&[0u8; 8]);
+    std::fs::write(&bad_index, &idx).unwrap();
+    let r = fjord(&["dump-log", "--json", bad_index.to_str().unwrap()]);
+    assert!(!r.ok, "a zeroed middle entry must fail the command");
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        v[0]["summary"]["entries"].as_u64().unwrap() as usize,
+        idx.len() / 8,
+        "{v}"
+    );
+    assert!(
+        v[0]["summary"]["out_of_order"].as_u64().unwrap() >= 1,
+        "{v}"
+    );
+
     // Text output names each batch as kafka-dump-log.sh does.
     let text = fjord(&["dump-log", log.to_str().unwrap()]);
     assert!(text.ok);
@@ -1113,6 +1132,34 @@ fn commands_over_sasl_and_tls() {
     let ssl_addr = broker.listener("SASL_SSL");
     assert!(listed(&ssl_addr, &sasl_ssl).contains(&"cli-sec".to_string()));
     assert!(listed(&broker.listener("SSL"), &ssl).contains(&"cli-sec".to_string()));
+    // The broker's security keys are described as given (a secret without
+    // its value), STATIC_BROKER_CONFIG, as Kafka describes them.
+    let v = json(
+        &plain,
+        &[
+            "configs",
+            "describe",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--all",
+        ],
+    );
+    let c = &v["configs"];
+    assert_eq!(c["ssl.keystore.type"]["value"], "PEM", "{v}");
+    assert_eq!(
+        c["ssl.keystore.type"]["source"], "STATIC_BROKER_CONFIG",
+        "{v}"
+    );
+    let jaas = &c["listener.name.sasl_ssl.plain.sasl.jaas.config"];
+    assert_eq!(jaas["sensitive"], true, "{v}");
+    assert_eq!(jaas["value"], Value::Null, "{v}");
+    assert_eq!(
+        c["sasl.enabled.mechanisms"]["value"], "PLAIN,SCRAM-SHA-512",
+        "{v}"
+    );
+
     // Group commands connect to coordinators with the same settings.
     let v = json(
         &ssl_addr,

@@ -13,10 +13,12 @@
 //!
 //! Bytes after the last whole entry (8 bytes in `.index`, 12 in
 //! `.timeindex`) are reported too: the broker's start-up recovery rebuilds
-//! such an index from the `.log`. An all-zero entry after the first ends
-//! the entries, as in `kafka-dump-log.sh`: Kafka preallocates the index of
-//! its active segment (`segment.index.bytes`) and the zeros are unused space
-//! (Fjord's indexes hold only their entries).
+//! such an index from the `.log`. All-zero entries after the first, up to
+//! the end of the file, are not entries, as in `kafka-dump-log.sh`: Kafka
+//! preallocates the index of its active segment (`segment.index.bytes`)
+//! and the zeros are unused space (Fjord's indexes hold only their
+//! entries). A zero entry with others after it is checked like any entry
+//! (and fails: it is out of order).
 
 use std::path::Path;
 
@@ -79,14 +81,22 @@ fn batches(data: &[u8]) -> Vec<BatchAt> {
 }
 
 /// Takes decoded entries and what makes one all zero; gives how many are in
-/// use: up to the first all-zero entry after the first entry.
+/// use: up to the first all-zero entry after the first entry when every
+/// entry from there on is zero (preallocated space). A zero entry followed
+/// by others is not space but damage: every entry is then kept, and the
+/// checks report the zero one.
 fn used_entries<E>(entries: &[E], zero: impl Fn(&E) -> bool) -> usize {
-    entries
+    let first_zero = entries
         .iter()
         .enumerate()
         .skip(1)
         .find(|(_, e)| zero(e))
-        .map_or(entries.len(), |(i, _)| i)
+        .map_or(entries.len(), |(i, _)| i);
+    if entries[first_zero..].iter().all(&zero) {
+        first_zero
+    } else {
+        entries.len()
+    }
 }
 
 /// Takes the index path; gives the batches of the `.log` beside it, or None

@@ -517,7 +517,7 @@ mod tests {
                         d.name
                     )
                 }
-                (T::Boolean | T::String | T::Double | T::List, _) => {}
+                (T::Boolean | T::String | T::Double | T::List | T::Class | T::Password, _) => {}
             }
         }
         assert!(ints > 20, "{ints} INT keys");

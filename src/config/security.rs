@@ -50,7 +50,43 @@ pub struct SecuritySettings {
     pub per_listener: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+/// Takes a security key (broker-wide or the rest of a per-listener key);
+/// gives whether Kafka types it PASSWORD, so that DescribeConfigs reports it
+/// as sensitive, without its value.
+pub fn is_sensitive(key: &str) -> bool {
+    [
+        "password",
+        "jaas.config",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.truststore.certificates",
+        "secret",
+    ]
+    .iter()
+    .any(|end| key.ends_with(end))
+}
+
 impl SecuritySettings {
+    /// Every security key given (broker-wide, then `listener.name.<l>.…`
+    /// with the listener name lower-cased, as Kafka describes them), with
+    /// its value and whether it is sensitive ([`is_sensitive`]).
+    pub fn given(&self) -> Vec<(String, String, bool)> {
+        let broker = self
+            .broker
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone(), is_sensitive(k)));
+        let listeners = self.per_listener.iter().flat_map(|(l, keys)| {
+            keys.iter().map(move |(k, v)| {
+                (
+                    format!("listener.name.{}.{k}", l.to_ascii_lowercase()),
+                    v.clone(),
+                    is_sensitive(k),
+                )
+            })
+        });
+        broker.chain(listeners).collect()
+    }
+
     /// Takes a key and value; stores it and gives true when it is a
     /// security key (broker-wide or per listener).
     pub fn set(&mut self, key: &str, value: &str) -> bool {

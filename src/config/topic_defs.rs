@@ -25,6 +25,10 @@ pub enum ConfigType {
     Double = 6,
     /// Comma-separated list.
     List = 7,
+    /// A class name.
+    Class = 8,
+    /// A secret (its value is never described).
+    Password = 9,
 }
 
 /// Where a config's value comes from (DescribeConfigs `config_source`).

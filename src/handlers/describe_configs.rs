@@ -168,6 +168,36 @@ pub async fn handle(shard: &Rc<Shard>, frame: &RequestFrame) -> HandlerResult {
                         }
                         out.configs.push(e);
                     }
+                    // The security keys given (`ssl.*`, `sasl.*`, the
+                    // authorizer, per-listener keys): STATIC_BROKER_CONFIG,
+                    // a secret sensitive and without its value, as Kafka.
+                    for (name, value, sensitive) in cfg.security.given() {
+                        if !wanted(&name) {
+                            continue;
+                        }
+                        let shown = (!sensitive).then(|| s(value));
+                        let mut e = DescribeConfigsResourceResult::default();
+                        e.name = s(name.clone());
+                        e.value = shown.clone();
+                        e.read_only = true;
+                        e.is_sensitive = sensitive;
+                        e.config_source = ConfigSource::StaticBroker as i8;
+                        if req.include_synonyms {
+                            let mut syn = DescribeConfigsSynonym::default();
+                            syn.name = s(name);
+                            syn.value = shown;
+                            syn.source = ConfigSource::StaticBroker as i8;
+                            e.synonyms.push(syn);
+                        }
+                        if version >= 3 {
+                            e.config_type = if sensitive {
+                                ConfigType::Password as i8
+                            } else {
+                                ConfigType::String as i8
+                            };
+                        }
+                        out.configs.push(e);
+                    }
                     for b in broker_key_entries(cfg)
                         .into_iter()
                         .filter(|b| wanted(b.name))

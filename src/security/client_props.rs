@@ -31,7 +31,34 @@ pub fn client_security(props: &[(String, String)]) -> Result<ClientSecurity, Sec
     let get = |k: &str| map.get(k).map(|v| (k.to_string(), v.to_string()));
     let tls = match protocol {
         SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
-            Some(tls::client_config("the command's connection", &get)?)
+            // Kafka's clients read a store without a type as JKS: the type
+            // must be written for the same file to serve Kafka's tools.
+            for store in ["truststore", "keystore"] {
+                let given = [
+                    format!("ssl.{store}.location"),
+                    format!("ssl.{store}.certificates"),
+                    format!("ssl.{store}.certificate.chain"),
+                ]
+                .iter()
+                .any(|k| map.contains_key(k.as_str()));
+                let typed = format!("ssl.{store}.type");
+                if given && !map.contains_key(typed.as_str()) {
+                    return Err(SecurityError::Missing {
+                        key: typed,
+                        why: "PEM (Kafka's tools read a store without a type as JKS, so the same file would not serve them)".into(),
+                    });
+                }
+            }
+            let config = tls::client_config("the command's connection", &get).map_err(|e| match e {
+                tls::TlsError::Missing { key, .. } if key == "ssl.truststore.location" => {
+                    SecurityError::Missing {
+                        key,
+                        why: "the CAs that signed the broker's certificate (PEM; or ssl.truststore.certificates with the PEM text), with ssl.truststore.type=PEM".into(),
+                    }
+                }
+                other => other.into(),
+            })?;
+            Some(config)
         }
         _ => None,
     };
@@ -49,10 +76,15 @@ pub fn client_security(props: &[(String, String)]) -> Result<ClientSecurity, Sec
 
 /// The mechanism and credentials of `sasl.mechanism` and `sasl.jaas.config`.
 fn sasl(map: &BTreeMap<&str, &str>) -> Result<ClientSasl, SecurityError> {
-    let name = map
-        .get("sasl.mechanism")
-        .copied()
-        .unwrap_or(super::KAFKA_DEFAULT_MECHANISM);
+    let Some(name) = map.get("sasl.mechanism").copied() else {
+        return Err(SecurityError::Missing {
+            key: "sasl.mechanism".into(),
+            why: format!(
+                "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (Kafka's default, {}, is not supported)",
+                super::KAFKA_DEFAULT_MECHANISM
+            ),
+        });
+    };
     let mechanism = mechanism_named("sasl.mechanism", name)?;
     let key = "sasl.jaas.config";
     let line = map.get(key).ok_or_else(|| SecurityError::Missing {
