@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod certs;
+pub mod cli;
 pub mod cluster;
 pub mod consumer_group;
 pub mod kafka_peer;
