@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use super::acls::{self, AclSpec};
 use super::client::Connection;
 use super::configs::{self, EntityType, ResourceType};
-use super::output::{parse_key_values, Report};
+use super::output::{parse_key_values, print, Report};
 use super::{cluster, topics, users};
 
 /// Options every admin command takes.
@@ -216,17 +216,6 @@ pub struct ClusterArgs {
 
 fn connect(c: &Common) -> Result<Connection, String> {
     Connection::connect_with(&c.bootstrap, &c.security()?).map_err(|e| e.to_string())
-}
-
-fn print(r: &Report, json: bool) {
-    let mut out = r.render(json);
-    if out.is_empty() {
-        return;
-    }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    super::output::emit(&out);
 }
 
 fn done(json: bool, doc: serde_json::Value, text: String) {

@@ -66,21 +66,17 @@ pub enum ClientError {
 }
 
 /// Takes a Kafka error; gives its name as Kafka spells it
-/// (`Errors.TOPIC_ALREADY_EXISTS`), or `UNKNOWN_SERVER_ERROR(code)` for a
-/// code the protocol crate does not know.
+/// (`Errors.TOPIC_ALREADY_EXISTS`, from the table the metrics use,
+/// `metrics::errors`), or `UNKNOWN(code)` for a code the table does not
+/// know.
 pub fn error_name(error: &kafka_protocol::ResponseError) -> String {
-    if let kafka_protocol::ResponseError::Unknown(code) = error {
+    use crate::metrics::errors;
+    let code = error.code();
+    let slot = errors::slot(code);
+    if slot == errors::slot(-1) && code != -1 {
         return format!("UNKNOWN({code})");
     }
-    let camel = format!("{error:?}");
-    let mut out = String::with_capacity(camel.len() + 8);
-    for (i, ch) in camel.chars().enumerate() {
-        if ch.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(ch.to_ascii_uppercase());
-    }
-    out
+    errors::name(slot).to_string()
 }
 
 /// Takes a Kafka error the broker sent without a message; gives its code

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use serde_json::{json, Value};
 
 use super::cli::Common;
-use super::output::{emit, Report};
+use super::output::{print, Report};
 
 /// `fjord groups` arguments.
 #[derive(clap::Args, Debug)]
@@ -68,18 +68,6 @@ fn share_group_state(
         .into_iter()
         .find(|(g, _, ptype)| g == group && ptype == "share")
         .map(|(_, state, _)| state))
-}
-
-/// Takes a report and whether `--json` was given; prints it.
-fn print(r: &Report, json: bool) {
-    let mut out = r.render(json);
-    if out.is_empty() {
-        return;
-    }
-    if !out.ends_with('\n') {
-        out.push('\n');
-    }
-    emit(&out);
 }
 
 /// Takes `fjord groups` arguments; runs the command and prints its result

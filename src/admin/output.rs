@@ -28,6 +28,19 @@ impl Report {
     }
 }
 
+/// Takes a command's report and whether `--json` was given; prints the
+/// JSON document or the text, ending in a newline (nothing when empty).
+pub fn print(r: &Report, json: bool) {
+    let mut out = r.render(json);
+    if out.is_empty() {
+        return;
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    emit(&out);
+}
+
 /// Takes text; writes it to stdout as is. A closed pipe (`| head`) or any
 /// other write error ends the output quietly instead of failing the command.
 pub fn emit(text: &str) {

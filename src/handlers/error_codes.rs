@@ -69,12 +69,11 @@ impl ErrorCodes for ProduceResponse {
     }
 }
 
+/// Each topic's and partition's code; Kafka 4.4's `errorCounts()` leaves
+/// the top-level code out.
 impl ErrorCodes for MetadataResponse {
     fn error_codes(&self, _version: i16, each: &mut dyn FnMut(i16)) {
         let r = self;
-        if r.error_code != 0 {
-            each(r.error_code);
-        }
         for t in &r.topics {
             each(t.error_code);
             for p in &t.partitions {
