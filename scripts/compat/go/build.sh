@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Go compatibility runners (franz-go, Sarama) into target/compat-go/.
+# Builds the Go compatibility runners (franz-go, Sarama) and the franz-go
+# producer latency run of scripts/bench-compare into target/compat-go/.
 # Idempotent and incremental: `go build` only relinks what changed (about half a
 # second when nothing did). Modules come through Go's usual module download,
 # pinned by go.mod/go.sum; GOCACHE and GOMODCACHE stay at Go's defaults.
@@ -23,5 +24,5 @@ fi
 
 mkdir -p "$OUT"
 cd "$HERE"
-"$GO" build -buildvcs=false -trimpath -o "$OUT/" ./cmd/franz-go ./cmd/sarama
+"$GO" build -buildvcs=false -trimpath -o "$OUT/" ./cmd/franz-go ./cmd/sarama ./cmd/franz-go-producer-perf
 echo "$OUT"
