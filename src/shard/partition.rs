@@ -185,6 +185,9 @@ pub struct Partition {
     flush_waiters: RefCell<Vec<FlushWaiter>>,
     /// `.log` files with committed bytes not yet covered by an fdatasync.
     unflushed_files: RefCell<Vec<Arc<File>>>,
+    /// A roll renamed a segment's files since the last flush began: the
+    /// next flush fsyncs the directory too (see `file_work`).
+    dir_sync_due: Cell<bool>,
     /// Reserved appends not yet committed, in offset order.
     pending: RefCell<VecDeque<PendingCommit>>,
     next_seq: Cell<u64>,
@@ -255,6 +258,7 @@ impl Partition {
             flush_timer_armed: Cell::new(false),
             flush_waiters: RefCell::new(Vec::new()),
             unflushed_files: RefCell::new(Vec::new()),
+            dir_sync_due: Cell::new(false),
             pending: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
             compacting: Cell::new(false),
@@ -689,20 +693,34 @@ impl Partition {
         let me = self.clone();
         crate::shard::stall::spawn_local("flush", async move {
             loop {
-                let (files, target) = {
+                let (files, target, dir) = {
                     let log = me.log.borrow();
                     let mut files = std::mem::take(&mut *me.unflushed_files.borrow_mut());
                     if files.is_empty() {
                         files.push(log.active_log_file());
                     }
-                    (files, log.log_end_offset())
+                    // A roll's renames ran on the I/O thread before the
+                    // write of any record in the new segment, so they are
+                    // in the directory by now; they become durable here.
+                    let dir = me
+                        .dir_sync_due
+                        .replace(false)
+                        .then(|| log.dir().to_path_buf());
+                    (files, log.log_end_offset(), dir)
                 };
                 me.unflushed_messages.set(0);
                 let synced = files.clone();
+                let dir_synced = dir.is_some();
                 let res = glommio::executor()
-                    .spawn_blocking(move || synced.iter().try_for_each(|f| f.sync_data()))
+                    .spawn_blocking(move || {
+                        synced.iter().try_for_each(|f| f.sync_data())?;
+                        dir.map_or(Ok(()), |d| crate::storage::segment::sync_dir(&d))
+                    })
                     .await
                     .map_err(|e| FlushError::sync(&e));
+                if res.is_err() && dir_synced {
+                    me.dir_sync_due.set(true);
+                }
                 if let Err(e) = &res {
                     // A failed fdatasync may have dropped dirty pages: it is
                     // never retried as if nothing happened.

@@ -49,8 +49,9 @@ pub enum FileJob {
         /// The `.log` and the length to cut it to, when disk was reserved.
         release: Option<(Arc<File>, u64)>,
     },
-    /// Give a prepared segment's files the names of its base offset, then
-    /// fsync the directory (the roll that swapped it in).
+    /// Give a prepared segment's files the names of its base offset (the
+    /// roll that swapped it in); the directory's fsync follows off the
+    /// append path (see `segment::name_prepared_segment`).
     NameSegment {
         /// The partition directory.
         dir: PathBuf,
@@ -74,6 +75,19 @@ impl FileJob {
             FileJob::FinishSegment { .. } => "rolled segment's last index entry",
             FileJob::NameSegment { .. } => "new segment's file names",
             FileJob::RenameDeleted { .. } => "deleted segments' renames",
+        }
+    }
+
+    /// The partition directory whose entries this job changes and that a
+    /// flush must fsync before it counts the new segment's records as
+    /// flushed: a roll's renames (`NameSegment`); None for the others.
+    pub fn names_segment_in(&self) -> Option<&std::path::Path> {
+        match self {
+            FileJob::NameSegment { dir, .. } => Some(dir),
+            FileJob::EpochCheckpoint(_)
+            | FileJob::TxnIndexAppend { .. }
+            | FileJob::FinishSegment { .. }
+            | FileJob::RenameDeleted { .. } => None,
         }
     }
 

@@ -34,9 +34,14 @@ pub fn prepared_path(dir: &Path, suffix: &str) -> PathBuf {
 
 /// Takes a partition directory and a base offset; renames the prepared
 /// segment's files to that base offset's names (`<base>.log`, `.index`,
-/// `.timeindex`), then fsyncs the directory so the names are durable
-/// before any record is written to them. Blocking. Errors with the first
-/// failed rename or the fsync.
+/// `.timeindex`). Blocking. Errors with the first failed rename. The names
+/// are not made durable here: the partition's next flush (a flush policy,
+/// or a clean shutdown) fsyncs the directory before it counts any record
+/// of the new segment as flushed, and the roll also has [`sync_dir`] run
+/// in the background, as Kafka flushes a rolled log's directory from its
+/// scheduler (`LocalLog.flush`, `needsFlushParentDir`), not on the append
+/// path; an fsync there waited behind the disk's writeback and held every
+/// append queued after it.
 pub fn name_prepared_segment(dir: &Path, base_offset: i64) -> io::Result<()> {
     for suffix in [LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
         std::fs::rename(
@@ -44,6 +49,12 @@ pub fn name_prepared_segment(dir: &Path, base_offset: i64) -> io::Result<()> {
             dir.join(segment_file_name(base_offset, suffix)),
         )?;
     }
+    Ok(())
+}
+
+/// Takes a directory; fsyncs it (its entries, such as a roll's new names,
+/// made durable). Blocking. Errors with the open or the fsync.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 

@@ -34,6 +34,13 @@ impl Partition {
         if jobs.is_empty() {
             return None;
         }
+        let renamed_in = jobs
+            .iter()
+            .find_map(|j| j.names_segment_in())
+            .map(|d| d.to_path_buf());
+        if renamed_in.is_some() {
+            self.dir_sync_due.set(true);
+        }
         let failed = self.file_failed.clone();
         let run = super::super::io::run_on_io(move || {
             let mut failures = Vec::new();
@@ -60,8 +67,22 @@ impl Partition {
                     vec![("file work", true, e.to_string())]
                 }
             };
+            let ok = failures.is_empty();
             me.file_work_done(failures);
             let _ = tx.send(());
+            // The roll's new names made durable off the append path (a
+            // flush policy's next flush also waits for it: `dir_sync_due`).
+            if let (true, Some(dir)) = (ok, renamed_in) {
+                let synced = super::super::io::run_in_background(move || {
+                    crate::storage::segment::sync_dir(&dir).map_err(|e| (dir, e))
+                });
+                if let Ok(Err((dir, e))) = synced.await {
+                    log::warn!(
+                        "{}: fsync of the directory after a roll failed: {e}",
+                        dir.display()
+                    );
+                }
+            }
         })
         .detach();
         // A roll may have used the prepared segment.

@@ -212,3 +212,45 @@ fn an_idle_expired_partition_rolls_into_a_prepared_segment_and_ages_out() {
         assert!(path.join(segment_file_name(3, "log")).exists());
     });
 }
+
+#[test]
+fn a_roll_leaves_the_directory_fsync_to_the_next_flush_and_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 600);
+        p.defer_file_work();
+        // Appends up to the first roll: its renames queued, the directory's
+        // fsync owed by the next flush.
+        let mut last = 0;
+        while p.log.borrow().segment_base_offsets().len() < 2 {
+            last = append(&p, &batch(-1, -1, -1, 3, false))
+                .await
+                .unwrap()
+                .last_offset;
+        }
+        io_barrier().await.unwrap();
+        assert!(
+            p.dir_sync_due.get(),
+            "a roll owes the next flush a directory fsync"
+        );
+        let mut s = p.settings();
+        s.flush_messages = Some(1);
+        p.set_settings(s);
+        let r = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        assert!(r.last_offset > last);
+        p.start_flush();
+        p.wait_flushed(r.last_offset + 1).await.unwrap();
+        assert!(
+            !p.dir_sync_due.get(),
+            "the flush took the directory's fsync"
+        );
+        for ext in ["log", "index", "timeindex"] {
+            let base = p.log.borrow().segment_base_offsets()[1];
+            assert!(
+                path.join(segment_file_name(base, ext)).exists(),
+                "{base}.{ext}"
+            );
+        }
+    });
+}
