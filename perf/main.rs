@@ -263,6 +263,11 @@ struct ProduceArgs {
     /// Target MB/s over all connections (default: unlimited).
     #[arg(long)]
     rate: Option<f64>,
+    /// The `--ceiling-json` figure the run is a share of: `pipeline`
+    /// (receive+CRC+append) or `flush` (group-committed 64 KiB appends, for a
+    /// broker with `log.flush.interval.messages=1`).
+    #[arg(long, default_value = "pipeline", value_parser = ["pipeline", "flush"])]
+    ceiling: String,
 }
 
 #[derive(Args, Clone)]
@@ -343,7 +348,8 @@ struct LimitsArgs {
     #[arg(long, default_value_t = 4096)]
     small_append: usize,
     /// Latency floor rates in MB/s, comma-separated (default: 50 % and
-    /// 80 % of the receive+CRC+append ceiling measured in the same run).
+    /// 80 % of the sustained-write ceiling measured in the same run, or of
+    /// the receive+CRC+append ceiling with `--sustained-warmup 0`).
     #[arg(long, default_value = "")]
     floor_rates: String,
     /// Latency floor frame payload, bytes (one produce batch).
@@ -357,6 +363,11 @@ struct LimitsArgs {
     /// brokers' produce runs after bench-compare's warm-up); 0 skips it.
     #[arg(long, default_value_t = 10.0)]
     sustained_warmup: f64,
+    /// Measure only the fsync figures (fdatasync after a small append and
+    /// the flush-per-batch ceiling), for a ceiling taken right before the
+    /// run it bounds.
+    #[arg(long)]
+    flush_only: bool,
     #[arg(long)]
     json: Option<String>,
 }
@@ -614,7 +625,15 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         timeline,
         hists: vec![("produce ack".into(), ack)],
         broker_cpu_s,
-        ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
+        ceiling: if a.ceiling == "flush" {
+            ceiling(
+                c,
+                "flush_group_ceiling_mb_s",
+                "flush-per-batch ceiling (group-committed 64 KiB appends)",
+            )?
+        } else {
+            ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?
+        },
         extra: stall_figures,
     })
 }
@@ -906,7 +925,12 @@ fn main() {
                 sustained_warmup: (a.sustained_warmup > 0.0)
                     .then(|| Duration::from_secs_f64(a.sustained_warmup)),
             };
-            match limits::run(&cfg, a.json.as_deref()) {
+            let res = if a.flush_only {
+                limits::run_flush(&cfg, a.json.as_deref())
+            } else {
+                limits::run(&cfg, a.json.as_deref())
+            };
+            match res {
                 Ok(_) => return,
                 Err(e) => {
                     eprintln!("fjord-perf limits: {e}");
