@@ -206,11 +206,19 @@ fn current_leader_epoch_is_fenced_on_fetch_and_list_offsets() {
         let resp = kp_call(&mut s, 7, 1, &req);
         assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0]);
         assert_eq!(leader(&mut s, topic).1, 0, "a new partition's first epoch");
+        // As Kafka 4.4 does, the leader records its epoch when it starts
+        // leading (`leader-epoch-checkpoint` reads `0 0` right after the
+        // creation): epoch 0 ends at the empty log's end offset.
         assert_eq!(
             end_offset(&mut s, topic, -1, 0),
-            (0, -1, -1),
-            "an empty log has no epoch"
+            (0, 0, 0),
+            "a new leader's epoch is in the cache before any append"
         );
+        let checkpoint = broker
+            .data_dir()
+            .join(format!("{topic}-0"))
+            .join("leader-epoch-checkpoint");
+        assert_eq!(std::fs::read_to_string(&checkpoint).unwrap(), "0\n1\n0 0\n");
         assert_eq!(produce(&mut s, topic, 1_000, 2), 0);
         // One node, one epoch: it ends at the log end offset, in every version.
         for version in [2i16, 3, 4] {

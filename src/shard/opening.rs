@@ -154,9 +154,10 @@ impl Shard {
         let dir = self.partition_dir(&topic.name, index);
         let data_dir = self.config.data_dir();
         let (name, want, img) = (topic.name.clone(), topic.id, image.clone());
+        let node = self.config.node_id;
         let job = io::run_in_background(move || {
             super::fault::hold_open(&data_dir, &name, index);
-            open_directory(&dir, &name, index, want, &img, config)
+            open_directory(&dir, &name, index, want, &img, config, node)
         });
         let name = topic.name.clone();
         stall::spawn_local("partition open", async move {
@@ -361,8 +362,10 @@ pub async fn opened_everywhere(shard: &Rc<Shard>, up_to: u64, deadline: Option<I
 /// directory's topic id, deletes it first when it is a deleted topic id's
 /// (for the image's cause), leaves it when it belongs to an id the image
 /// does not know as deleted, else recovers the log, writes
-/// `partition.metadata` for `want` when missing and rebuilds the producer
-/// and transaction state.
+/// `partition.metadata` for `want` when missing, rebuilds the producer
+/// and transaction state and, where `image` makes `node` the leader, adds
+/// the leader epoch to the leader-epoch cache with its checkpoint written
+/// here (`Rebuilt::assign_leader_epoch`).
 fn open_directory(
     dir: &Path,
     topic: &str,
@@ -370,6 +373,7 @@ fn open_directory(
     want: Uuid,
     image: &MetadataImage,
     config: LogConfig,
+    node: i32,
 ) -> Outcome {
     let on_disk = match crate::cluster::import::read_partition_metadata(dir) {
         Ok(id) => id,
@@ -383,8 +387,16 @@ fn open_directory(
         }
         DirVerdict::NotYet => return Outcome::NotYet(on_disk.unwrap_or_default()),
     }
-    let opened = Rebuilt::open(topic, index, dir, config).and_then(|r| {
+    let opened = Rebuilt::open(topic, index, dir, config).and_then(|mut r| {
         crate::cluster::import::ensure_partition_metadata(dir, &want)?;
+        let reg = image
+            .topic(topic)
+            .filter(|t| t.id == want)
+            .and_then(|t| t.partition(index))
+            .filter(|r| r.is_leader(node));
+        if let Some(reg) = reg {
+            r.assign_leader_epoch(reg.leader_epoch)?;
+        }
         Ok(r)
     });
     match opened {

@@ -124,6 +124,19 @@ impl Rebuilt {
     pub fn log_end_offset(&self) -> i64 {
         self.log.log_end_offset()
     }
+
+    /// Takes the leader epoch this broker leads the opened partition in;
+    /// adds (epoch, LEO) to its leader-epoch cache and writes the
+    /// checkpoint durably on the calling thread, before the partition is
+    /// served (Kafka's `Partition.makeLeader` does it while applying the
+    /// metadata, before the leadership is served), so the shard's I/O
+    /// thread never queues the appends of every partition behind the
+    /// checkpoint writes of a topic's creation. Blocking: the background
+    /// thread of an open calls it. Gives whether the entry was added;
+    /// errors with the failed write (`Io`, KAFKA_STORAGE_ERROR).
+    pub fn assign_leader_epoch(&mut self, epoch: i32) -> Result<bool, StorageError> {
+        self.log.assign_epoch_start_offset(epoch)
+    }
 }
 
 /// Producer-state snapshots kept per partition.
