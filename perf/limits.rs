@@ -498,8 +498,9 @@ pub const FLUSH_BATCH: usize = 65536;
 /// The flush-per-batch ceiling with group commit: [`FLUSH_BATCH`] appends
 /// into a new file, each counted once an fdatasync that began after it
 /// returned, with at most [`FLUSH_WINDOW`] appends not yet synced (the
-/// producer waits for acknowledgements). A second thread runs fdatasync back
-/// to back, each covering every append written before it began: the most a
+/// producer waits for acknowledgements). A second thread (on the same core,
+/// as a broker pinned to one core has it) runs fdatasync back to back, each
+/// covering every append written before it began: the most a
 /// group commit can do for one partition and one connection, without the
 /// network, CRC or protocol work. Gives MB/s synced over `cfg.duration`.
 pub fn flush_group(cfg: &LimitsCfg) -> Res<f64> {
@@ -520,9 +521,13 @@ pub fn flush_group(cfg: &LimitsCfg) -> Res<f64> {
             .open(&path)?,
     );
     let shared = Arc::new((Mutex::new(State::default()), Condvar::new()));
+    let sc = cfg.server_core;
     let syncer = {
         let (f, shared) = (f.clone(), shared.clone());
         std::thread::spawn(move || {
+            // On the server core too: a broker pinned to one core runs its
+            // fdatasyncs there.
+            pin(&[sc], 0);
             let (m, cv) = &*shared;
             loop {
                 let target = {
