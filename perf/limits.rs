@@ -279,9 +279,8 @@ pub fn pipeline(cfg: &LimitsCfg) -> Res<(f64, Vec<f64>)> {
     let r = with_loopback_sender(cfg, cfg.duration, |mut s| -> Res<(f64, Vec<f64>)> {
         let mut buf = vec![0u8; MIB];
         let t0 = Instant::now();
-        let (mut total, mut in_file, mut sec_bytes) = (0u64, 0u64, 0u64);
-        let mut tick = t0 + Duration::from_secs(1);
-        let mut timeline = Vec::new();
+        let (mut total, mut in_file) = (0u64, 0u64);
+        let mut seconds = Seconds::new("pipeline", t0);
         let mut crc = 0u32;
         loop {
             let n = read_chunk(&mut s, &mut buf);
@@ -292,33 +291,60 @@ pub fn pipeline(cfg: &LimitsCfg) -> Res<(f64, Vec<f64>)> {
             f.write_all(&buf[..n])?;
             total += n as u64;
             in_file += n as u64;
-            sec_bytes += n as u64;
             if in_file >= (1 << 30) {
                 f.set_len(0)?;
                 f.seek(SeekFrom::Start(0))?;
                 in_file = 0;
             }
-            let now = Instant::now();
-            if now >= tick {
-                let mb = sec_bytes as f64 / 1e6;
-                eprintln!(
-                    "[pipeline {:4.0}s] {:9.1} MB/s",
-                    (now - t0).as_secs_f64(),
-                    mb
-                );
-                timeline.push(mb);
-                sec_bytes = 0;
-                tick += Duration::from_secs(1);
-            }
+            seconds.add(n as u64, Instant::now());
             if n < MIB {
                 break;
             }
         }
         std::hint::black_box(crc);
-        Ok((mbps(total, t0.elapsed()), timeline))
+        Ok((mbps(total, t0.elapsed()), seconds.timeline))
     })?;
     let _ = std::fs::remove_file(&path);
     r
+}
+
+/// The MB/s of each second of a running figure: printed to stderr as
+/// `[LABEL Ns] MB/s` when the second ends, and kept in `timeline`.
+struct Seconds {
+    label: &'static str,
+    t0: Instant,
+    tick: Instant,
+    bytes: u64,
+    timeline: Vec<f64>,
+}
+
+impl Seconds {
+    fn new(label: &'static str, t0: Instant) -> Seconds {
+        Seconds {
+            label,
+            t0,
+            tick: t0 + Duration::from_secs(1),
+            bytes: 0,
+            timeline: Vec::new(),
+        }
+    }
+
+    /// Counts `n` bytes done by `now`, closing the second when it ended.
+    fn add(&mut self, n: u64, now: Instant) {
+        self.bytes += n;
+        if now >= self.tick {
+            let mb = self.bytes as f64 / 1e6;
+            eprintln!(
+                "[{} {:4.0}s] {:9.1} MB/s",
+                self.label,
+                (now - self.t0).as_secs_f64(),
+                mb
+            );
+            self.timeline.push(mb);
+            self.bytes = 0;
+            self.tick += Duration::from_secs(1);
+        }
+    }
 }
 
 /// Free bytes of the file system holding `dir` (statvfs; 0 when unknown).
@@ -365,12 +391,11 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
         let mut buf = vec![0u8; MIB];
         let t0 = Instant::now();
         let record_from = t0 + warmup;
-        let (mut written, mut in_file, mut sec_bytes, mut recorded) = (0u64, 0u64, 0u64, 0u64);
+        let (mut written, mut in_file, mut recorded) = (0u64, 0u64, 0u64);
         let mut recorded_since: Option<Instant> = None;
         let mut files = 0u32;
         let mut f = File::create(dir.join("0.log"))?;
-        let mut tick = t0 + Duration::from_secs(1);
-        let mut timeline = Vec::new();
+        let mut seconds = Seconds::new("sustained", t0);
         let mut crc = 0u32;
         let mut space_limited = false;
         loop {
@@ -383,7 +408,6 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
             let now = Instant::now();
             written += n as u64;
             in_file += n as u64;
-            sec_bytes += n as u64;
             if now >= record_from {
                 recorded_since.get_or_insert(now);
                 recorded += n as u64;
@@ -393,17 +417,7 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
                 f = File::create(dir.join(format!("{files}.log")))?;
                 in_file = 0;
             }
-            if now >= tick {
-                let mb = sec_bytes as f64 / 1e6;
-                eprintln!(
-                    "[sustained {:4.0}s] {:9.1} MB/s",
-                    (now - t0).as_secs_f64(),
-                    mb
-                );
-                timeline.push(mb);
-                sec_bytes = 0;
-                tick += Duration::from_secs(1);
-            }
+            seconds.add(n as u64, now);
             if budget > 0 && written >= budget {
                 space_limited = true;
                 break;
@@ -416,7 +430,7 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
         let mb_s = recorded_since.map_or(0.0, |t| mbps(recorded, t.elapsed()));
         Ok(Sustained {
             mb_s,
-            timeline,
+            timeline: seconds.timeline,
             written,
             space_limited,
         })
@@ -559,8 +573,10 @@ pub fn flush_group(cfg: &LimitsCfg) -> Res<f64> {
     let t0 = Instant::now();
     let t_end = t0 + cfg.duration;
     let mut off = 0u64;
+    // Half the free space at most, as the sustained write stops.
+    let budget = free_bytes(&cfg.dir) / 2;
     let mut res: Res<()> = Ok(());
-    while Instant::now() < t_end {
+    while Instant::now() < t_end && (budget == 0 || off < budget) {
         {
             let mut st = m.lock().unwrap_or_else(|e| e.into_inner());
             while st.written - st.synced >= FLUSH_WINDOW && !st.stop {
@@ -872,6 +888,8 @@ fn write_json(json_path: Option<&str>, v: &Value) -> Res<()> {
 /// small append, 64 KiB ÷ that, and the flush-per-batch ceiling
 /// ([`flush_group`]). Gives their JSON keys.
 fn fsync_figures(cfg: &LimitsCfg) -> Res<Value> {
+    // On the server core, as a broker pinned there runs its fsyncs.
+    pin(&[cfg.server_core], 0);
     settle();
     let (fmed, fp90, n) = fdatasync(cfg)?;
     println!(

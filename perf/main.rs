@@ -323,7 +323,8 @@ struct EndToEndArgs {
 
 #[derive(Args, Clone)]
 struct LimitsArgs {
-    /// Seconds for the receive+CRC+append pipeline (with timeline).
+    /// Seconds for the receive+CRC+append pipeline (with timeline), the
+    /// recorded part of the sustained write and the flush-per-batch ceiling.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
     /// Seconds for each of the other measurements.

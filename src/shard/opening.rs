@@ -387,17 +387,19 @@ fn open_directory(
         }
         DirVerdict::NotYet => return Outcome::NotYet(on_disk.unwrap_or_default()),
     }
-    let opened = Rebuilt::open(topic, index, dir, config).and_then(|mut r| {
+    let opened = Rebuilt::open(topic, index, dir, config).and_then(|mut rebuilt| {
         crate::cluster::import::ensure_partition_metadata(dir, &want)?;
-        let reg = image
+        let led = image
             .topic(topic)
             .filter(|t| t.id == want)
             .and_then(|t| t.partition(index))
-            .filter(|r| r.is_leader(node));
-        if let Some(reg) = reg {
-            r.assign_leader_epoch(reg.leader_epoch)?;
+            .filter(|reg| reg.is_leader(node));
+        if let Some(reg) = led {
+            // A failed write fails the open, as any other file of it: the
+            // partition is not served (KAFKA_STORAGE_ERROR to its clients).
+            rebuilt.assign_leader_epoch(reg.leader_epoch)?;
         }
-        Ok(r)
+        Ok(rebuilt)
     });
     match opened {
         Ok(r) => Outcome::Opened(Box::new(r)),
