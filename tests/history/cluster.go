@@ -67,13 +67,47 @@ type Cluster struct {
 	clusterID string
 }
 
-func freePort() int {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return 0
+// ephemeralLow is the lowest port the kernel hands to outgoing connections
+// and to binds of port 0 (ip_local_port_range; 32768 when unreadable).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if low, err := strconv.Atoi(f[0]); err == nil && low > 2048 {
+				return low
+			}
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return 32768
+}
+
+// usedPorts are the ports freePort gave in this process.
+var usedPorts = map[int]bool{}
+
+// freePort gives a port that is free now and below the kernel's ephemeral
+// range, so no outgoing connection (a proxy's, a client's, another node's)
+// and no bind of port 0 can take it before the node binds it: a port from
+// the ephemeral range once went to another connection in that gap and the
+// node failed to start with "Address already in use".
+func freePort() int {
+	low := ephemeralLow()
+	base := low / 2
+	for try := 0; try < 1000; try++ {
+		var b [2]byte
+		rand.Read(b[:])
+		p := base + (int(b[0])<<8|int(b[1]))%(low-base)
+		if usedPorts[p] {
+			continue
+		}
+		ln, err := net.Listen("tcp4", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		usedPorts[p] = true
+		return p
+	}
+	return 0
 }
 
 func kafkaUUID() string {
