@@ -858,7 +858,7 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         floors.push(fl);
     }
     let _ = std::fs::remove_dir(&cfg.dir);
-    let v = json!({
+    let mut v = json!({
         "loopback_tcp_mb_s": tcp,
         "pipeline_mb_s": pipe,
         "pipeline_timeline_mb_s": timeline,
@@ -883,7 +883,6 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
                    "floor_rates_mb_s": cfg.floor_rates,
                    "sustained_warmup_s": cfg.sustained_warmup.map(|w| w.as_secs_f64())},
     });
-    let mut v = v;
     if let (Some(o), Value::Object(f)) = (v.as_object_mut(), fsync) {
         o.extend(f);
     }
@@ -915,7 +914,7 @@ fn fsync_figures(cfg: &LimitsCfg) -> Res<Value> {
         fmed,
         fp90
     );
-    let flush_64k = 65536.0 / (fmed / 1e6) / 1e6;
+    let flush_64k = FLUSH_BATCH as f64 / (fmed / 1e6) / 1e6;
     println!(
         "{:<44}{:>12.1} MB/s",
         "64 KiB / fdatasync (one sync per batch)", flush_64k
