@@ -362,3 +362,115 @@ async fn waiting_consumer_wakes_up_on_produce() {
         "record produced while a fetch was parked arrived after {waited:?}; the parked fetch was not woken"
     );
 }
+
+/// A client that writes a burst of pipelined requests at once gets one
+/// answer per request, in request order, each framed whole: Produce answers
+/// that are ready together go out in one write, an acks=0 Produce gets none,
+/// an error answer and a Metadata request in the middle keep their places.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_pipelined_requests_is_answered_in_order() {
+    use kafka_protocol::messages::{
+        produce_request, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    use std::io::Write;
+
+    let broker = Broker::start();
+    let topic = "burst";
+    broker.create_topic(topic, 1).await;
+
+    let produce = |partition: i32, acks: i16, value: &str| {
+        ProduceRequest::default()
+            .with_acks(acks)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(StrBytes::from_string(topic.to_string()).into())
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(one_record_batch(
+                            bytes::Bytes::from(value.to_string()),
+                            now_ms(),
+                        ))),
+                ])])
+    };
+    // What each request of the burst gets.
+    enum Want {
+        Appended,
+        Error(i16),
+        Silent,
+        Metadata,
+    }
+    let mut wants = Vec::new();
+    let mut burst = Vec::new();
+    let mut wire = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
+    wire.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    for cid in 1..=60 {
+        let mut one = Vec::new();
+        let want = match cid {
+            20 => {
+                kp_encode(
+                    &mut one,
+                    9,
+                    cid,
+                    &MetadataRequest::default().with_topics(None),
+                );
+                Want::Metadata
+            }
+            30 => {
+                kp_encode(&mut one, 9, cid, &produce(0, 0, "acks0"));
+                Want::Silent
+            }
+            c if c % 7 == 0 => {
+                // Partition 5 of a one-partition topic.
+                kp_encode(&mut one, 9, cid, &produce(5, 1, "lost"));
+                Want::Error(3)
+            }
+            c => {
+                kp_encode(&mut one, 9, cid, &produce(0, 1, &format!("v{c}")));
+                Want::Appended
+            }
+        };
+        burst.extend_from_slice(&one);
+        wants.push((cid, want));
+    }
+    wire.write_all(&burst).expect("write the burst");
+
+    let mut last_offset = -1i64;
+    for (cid, want) in wants {
+        match want {
+            Want::Silent => {}
+            Want::Metadata => {
+                let m: MetadataResponse = kp_recv::<MetadataRequest>(&mut wire, 9, cid);
+                assert!(
+                    m.topics
+                        .iter()
+                        .any(|t| t.name.as_ref().is_some_and(|n| n.as_str() == topic)),
+                    "the Metadata answer in the middle names the topic"
+                );
+            }
+            Want::Appended | Want::Error(_) => {
+                let r: ProduceResponse = kp_recv::<ProduceRequest>(&mut wire, 9, cid);
+                let p = &r.responses[0].partition_responses[0];
+                match want {
+                    Want::Error(code) => assert_eq!(p.error_code, code, "request {cid}"),
+                    _ => {
+                        assert_eq!(p.error_code, 0, "request {cid}");
+                        assert!(
+                            p.base_offset > last_offset,
+                            "request {cid}: offset {} after {last_offset}",
+                            p.base_offset
+                        );
+                        last_offset = p.base_offset;
+                    }
+                }
+            }
+        }
+    }
+    // 50 records answered and the acks=0 one between them: offsets 0..=50.
+    assert_eq!(
+        last_offset, 50,
+        "the acks=0 record took its offset in order"
+    );
+}

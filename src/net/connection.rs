@@ -6,8 +6,11 @@
 //! `handlers::dispatch_pipelined`), the next request is read and dispatched
 //! while the earlier writes complete, up to [`PIPELINE_DEPTH`] Produce
 //! requests in flight; their responses are written in order as they
-//! complete. Any other request first waits until every earlier response is
-//! written, then runs alone, as before.
+//! complete, once every complete frame in the receive buffer is dispatched,
+//! those ready together in one write ([`deliver_ready`]), so a client with
+//! a window of requests in flight is woken once per group of answers, not
+//! once per answer. Any other request first waits until every earlier
+//! response is written, then runs alone, as before.
 //!
 //! Frames are cut out of one receive buffer with `split_to` + `freeze`, so a
 //! request's record bytes stay where the socket read put them until they are
@@ -179,6 +182,86 @@ async fn deliver(
             false
         }
     }
+}
+
+/// Answers the Produce requests at the front of `inflight` that are already
+/// done (`first`, when given, is the oldest's outcome, taken already), in
+/// order. Consecutive responses go out as one write, so a client with
+/// several requests in flight is woken once for all the answers that were
+/// ready together; any other outcome (throttled, no response, close) is
+/// delivered alone as [`deliver`] does. Gives false when the connection
+/// must close.
+async fn deliver_ready(
+    stream: &mut Transport,
+    peer: SocketAddr,
+    inflight: &mut InFlight,
+    first: Option<Dispatched>,
+    mute: &mut Option<Instant>,
+) -> bool {
+    let mut ready: Vec<Dispatched> = first.into_iter().collect();
+    loop {
+        if let Some(front) = inflight.0.front_mut() {
+            if let Some(outcome) = futures_lite::future::poll_once(front).await {
+                inflight.0.pop_front();
+                ready.push(outcome);
+                continue;
+            }
+        }
+        break;
+    }
+    let mut merged: Vec<crate::protocol::ResponseChunk> = Vec::new();
+    let mut timings: Vec<RequestTiming> = Vec::new();
+    for (outcome, timing) in ready {
+        match outcome {
+            Outcome::Respond(resp) => {
+                merged.extend(resp.chunks);
+                timings.extend(timing);
+            }
+            other => {
+                if !send_merged(stream, peer, &mut merged, &mut timings).await
+                    || !deliver(stream, peer, (other, timing), (ApiKey::Produce, 0), mute).await
+                {
+                    return false;
+                }
+            }
+        }
+    }
+    send_merged(stream, peer, &mut merged, &mut timings).await
+}
+
+/// Writes the gathered response chunks as one response and counts each
+/// request's timing with the write's start and end; gives false when the
+/// connection must close.
+async fn send_merged(
+    stream: &mut Transport,
+    peer: SocketAddr,
+    merged: &mut Vec<crate::protocol::ResponseChunk>,
+    timings: &mut Vec<RequestTiming>,
+) -> bool {
+    if merged.is_empty() {
+        for t in timings.drain(..) {
+            let now = Instant::now();
+            t.sent(now, now);
+        }
+        return true;
+    }
+    let send_start = Instant::now();
+    let written = write_response(
+        stream,
+        crate::protocol::Response {
+            chunks: std::mem::take(merged),
+        },
+    )
+    .await;
+    let send_end = Instant::now();
+    for t in timings.drain(..) {
+        t.sent(send_start, send_end);
+    }
+    if let Err(e) = written {
+        log::debug!("connection from {peer} closed while writing: {e}");
+        return false;
+    }
+    true
 }
 
 /// Receives into the spare capacity of `buf` without zero-filling it first:
@@ -542,20 +625,13 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     let Some(t) = inflight.0.pop_front() else {
                         break;
                     };
-                    if !deliver(stream, peer, t.await, (api, version), &mut mute).await {
+                    let oldest = t.await;
+                    if !deliver_ready(stream, peer, &mut inflight, Some(oldest), &mut mute).await {
                         return;
                     }
                 }
-                // Answer what is already done, in order.
-                while let Some(front) = inflight.0.front_mut() {
-                    let Some(outcome) = futures_lite::future::poll_once(front).await else {
-                        break;
-                    };
-                    inflight.0.pop_front();
-                    if !deliver(stream, peer, outcome, (api, version), &mut mute).await {
-                        return;
-                    }
-                }
+                // What is already done is answered once no complete frame
+                // is left to dispatch (below), in one write.
                 continue;
             }
             while let Some(t) = inflight.0.pop_front() {
@@ -568,8 +644,13 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 return;
             }
         }
+        // Answer the Produce requests already done, in order, together.
+        if !deliver_ready(&mut conn.transport, peer, &mut inflight, None, &mut mute).await {
+            return;
+        }
         // With Produce answers pending, take only what the socket already
-        // holds; when it holds nothing, answer the oldest first.
+        // holds; when it holds nothing, wait for the oldest and answer it
+        // with those done by then.
         if let Some(t) = inflight.0.pop_front() {
             match try_recv(&mut conn.transport, &mut buf, max) {
                 Ok(Some(0)) => return,
@@ -579,11 +660,12 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     continue;
                 }
                 Ok(None) => {
-                    if !deliver(
+                    let oldest = t.await;
+                    if !deliver_ready(
                         &mut conn.transport,
                         peer,
-                        t.await,
-                        (ApiKey::Produce, 0),
+                        &mut inflight,
+                        Some(oldest),
                         &mut mute,
                     )
                     .await

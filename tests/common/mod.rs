@@ -814,6 +814,20 @@ pub fn kp_send<R: kafka_protocol::protocol::Request>(
     correlation_id: i32,
     req: &R,
 ) {
+    let mut frame = Vec::new();
+    kp_encode(&mut frame, version, correlation_id, req);
+    s.write_all(&frame).expect("write request");
+}
+
+/// Appends one request frame encoded by the `kafka-protocol` crate (size
+/// field, header for `version`, body) to `out`, for tests that write
+/// several requests at once.
+pub fn kp_encode<R: kafka_protocol::protocol::Request>(
+    out: &mut Vec<u8>,
+    version: i16,
+    correlation_id: i32,
+    req: &R,
+) {
     use kafka_protocol::messages::RequestHeader;
     use kafka_protocol::protocol::{Encodable, StrBytes};
 
@@ -826,9 +840,8 @@ pub fn kp_send<R: kafka_protocol::protocol::Request>(
         .encode(&mut buf, R::header_version(version))
         .expect("encode request header");
     req.encode(&mut buf, version).expect("encode request");
-    let mut frame = (buf.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&buf);
-    s.write_all(&frame).expect("write request");
+    out.extend_from_slice(&(buf.len() as i32).to_be_bytes());
+    out.extend_from_slice(&buf);
 }
 
 /// Reads and decodes the response to a request sent with [`kp_send`].
