@@ -116,9 +116,10 @@ async fn dispatch(
             .find(|(_, w)| !w.is_empty())
         {
             let (tx, rx) = crate::shard::home::reply_channel();
+            // Waited for only when someone listens (a pipelined request).
             let signal = async {
-                if rx.await.is_ok() {
-                    if let Some(tx) = dispatched.take() {
+                if let Some(tx) = dispatched.take() {
+                    if rx.await.is_ok() {
                         let _ = tx.send(());
                     }
                 }

@@ -30,6 +30,7 @@
 //! re-authentication. Requests carry the listener and principal
 //! (`RequestFrame::context`).
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -110,12 +111,59 @@ type Dispatched = (Outcome, Option<RequestTiming>);
 /// Produce requests dispatched and not yet answered, oldest first. Dropped
 /// (connection closed) ones keep running to the end, unanswered, so no
 /// append is abandoned half way (their timing counts them when dropped).
-struct InFlight(VecDeque<glommio::Task<Dispatched>>);
+/// Beside each task, a flag its task sets when its outcome acts on the
+/// connection (a close, or a quota's throttle and mute): such an outcome is
+/// delivered before the next frame is read, not merged later.
+struct InFlight(VecDeque<(glommio::Task<Dispatched>, Rc<Cell<bool>>)>);
+
+impl InFlight {
+    /// Dispatches one Produce request in a task of its own (`dispatch`
+    /// is [`dispatch_pipelined`] with its reservation signal).
+    fn push(&mut self, dispatch: impl std::future::Future<Output = Dispatched> + 'static) {
+        let acts = Rc::new(Cell::new(false));
+        let flag = acts.clone();
+        let task = crate::shard::stall::spawn_local("produce", async move {
+            let outcome = dispatch.await;
+            if matches!(outcome.0, Outcome::Close(_) | Outcome::Throttled(_)) {
+                flag.set(true);
+            }
+            outcome
+        });
+        self.0.push_back((task, acts));
+    }
+
+    /// The oldest task, taken out.
+    fn pop_front(&mut self) -> Option<glommio::Task<Dispatched>> {
+        self.0.pop_front().map(|(t, _)| t)
+    }
+
+    /// True when a finished task's outcome acts on the connection.
+    fn acts(&self) -> bool {
+        self.0.iter().any(|(_, a)| a.get())
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        for t in self.0.drain(..) {
+        for (t, _) in self.0.drain(..) {
             t.detach();
+        }
+    }
+}
+
+/// Delivers every Produce answer still in flight, in order (waiting for
+/// each), before the connection closes for a later frame: their records
+/// are appended, so the client is told.
+async fn deliver_all(
+    stream: &mut Transport,
+    peer: SocketAddr,
+    inflight: &mut InFlight,
+    mute: &mut Option<Instant>,
+) {
+    while let Some(t) = inflight.pop_front() {
+        let oldest = t.await;
+        if !deliver_ready(stream, peer, inflight, Some(oldest), mute).await {
+            return;
         }
     }
 }
@@ -200,9 +248,9 @@ async fn deliver_ready(
 ) -> bool {
     let mut ready: Vec<Dispatched> = first.into_iter().collect();
     loop {
-        if let Some(front) = inflight.0.front_mut() {
+        if let Some((front, _)) = inflight.0.front_mut() {
             if let Some(outcome) = futures_lite::future::poll_once(front).await {
-                inflight.0.pop_front();
+                inflight.pop_front();
                 ready.push(outcome);
                 continue;
             }
@@ -486,7 +534,7 @@ async fn wait_mute(
     if mute.is_none() {
         return true;
     }
-    while let Some(t) = inflight.0.pop_front() {
+    while let Some(t) = inflight.pop_front() {
         if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), mute).await {
             return false;
         }
@@ -528,6 +576,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 Ok(None) => break,
                 Err(e) => {
                     log::warn!("closing connection from {peer}: {e}");
+                    deliver_all(&mut conn.transport, peer, &mut inflight, &mut mute).await;
                     return;
                 }
             };
@@ -553,10 +602,11 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 Gate::Serve => {}
                 Gate::Close(reason) => {
                     log::warn!("closing connection from {peer}: {reason}");
+                    deliver_all(&mut conn.transport, peer, &mut inflight, &mut mute).await;
                     return;
                 }
                 gate @ (Gate::Sasl | Gate::RawToken) => {
-                    while let Some(t) = inflight.0.pop_front() {
+                    while let Some(t) = inflight.pop_front() {
                         if !deliver(
                             &mut conn.transport,
                             peer,
@@ -583,6 +633,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 }
                 Err(e) => {
                     log::warn!("closing connection from {peer}: {e}");
+                    deliver_all(&mut conn.transport, peer, &mut inflight, &mut mute).await;
                     return;
                 }
             };
@@ -610,19 +661,20 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
             if api == ApiKey::Produce {
                 let (tx, rx) = oneshot::channel();
                 let sh = shard.clone();
-                inflight
-                    .0
-                    .push_back(crate::shard::stall::spawn_local("produce", async move {
-                        dispatch_pipelined(&sh, request, Some(tx), received).await
-                    }));
+                inflight.push(
+                    async move { dispatch_pipelined(&sh, request, Some(tx), received).await },
+                );
                 // Reserved: go on (up to the depth); else wait for the answer.
                 let keep = if rx.await.is_ok() {
                     PIPELINE_DEPTH - 1
                 } else {
                     0
                 };
-                while inflight.0.len() > keep {
-                    let Some(t) = inflight.0.pop_front() else {
+                // An outcome that closes the connection or mutes it (a
+                // quota) acts before the next frame is read, as when each
+                // request was served alone.
+                while inflight.0.len() > keep || inflight.acts() {
+                    let Some(t) = inflight.pop_front() else {
                         break;
                     };
                     let oldest = t.await;
@@ -634,7 +686,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 // is left to dispatch (below), in one write.
                 continue;
             }
-            while let Some(t) = inflight.0.pop_front() {
+            while let Some(t) = inflight.pop_front() {
                 if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), &mut mute).await {
                     return;
                 }
@@ -651,15 +703,17 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
         // With Produce answers pending, take only what the socket already
         // holds; when it holds nothing, wait for the oldest and answer it
         // with those done by then.
-        if let Some(t) = inflight.0.pop_front() {
+        if !inflight.0.is_empty() {
             match try_recv(&mut conn.transport, &mut buf, max) {
                 Ok(Some(0)) => return,
                 Ok(Some(_)) => {
                     received = Instant::now();
-                    inflight.0.push_front(t);
                     continue;
                 }
                 Ok(None) => {
+                    let Some(t) = inflight.pop_front() else {
+                        continue;
+                    };
                     let oldest = t.await;
                     if !deliver_ready(
                         &mut conn.transport,
