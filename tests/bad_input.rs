@@ -590,3 +590,75 @@ async fn unknown_topic_without_auto_create() {
     assert!(!all.contains_key("does-not-exist"), "{all:?}");
     assert!(!broker.data_dir().join("does-not-exist-0").exists());
 }
+
+/// Clients that send a Fetch for tens of MiB and never read the answer fill
+/// their sockets' buffers: the broker must then wait for them without
+/// holding its shards, so every other connection is still answered. (The
+/// answers' file regions go out with sendfile(2), which blocks on a full
+/// socket unless told not to.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetches_never_read_do_not_hold_the_broker() {
+    use kafka_protocol::messages::{
+        fetch_request, produce_request, ApiVersionsRequest, FetchRequest, ProduceRequest,
+        ProduceResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+
+    let broker = Broker::start();
+    let topic = "big";
+    broker.create_topic(topic, 1).await;
+    let name = || TopicName(StrBytes::from_string(topic.to_string()));
+    // 32 MiB in one-record batches of 900 KiB.
+    let mut producer = connect(&broker.bootstrap());
+    producer
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    for cid in 0..36 {
+        let batch = one_record_batch(bytes::Bytes::from(vec![b'x'; 900 << 10]), now_ms());
+        let req = ProduceRequest::default()
+            .with_acks(1)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(name())
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(batch)),
+                ])]);
+        let r: ProduceResponse = kp_call(&mut producer, 9, cid, &req);
+        assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
+    }
+    // Four stuck readers (connections go to both shards).
+    let fetch = FetchRequest::default()
+        .with_replica_id(kafka_protocol::messages::BrokerId(-1))
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(64 << 20)
+        .with_session_epoch(-1)
+        .with_topics(vec![fetch_request::FetchTopic::default()
+            .with_topic(name())
+            .with_partitions(vec![fetch_request::FetchPartition::default()
+                .with_partition(0)
+                .with_fetch_offset(0)
+                .with_partition_max_bytes(64 << 20)])]);
+    let mut stuck = Vec::new();
+    for cid in 0..4 {
+        let mut s = connect(&broker.bootstrap());
+        kp_send(&mut s, 12, cid, &fetch);
+        stuck.push(s);
+    }
+    // Let the broker fill their buffers.
+    std::thread::sleep(Duration::from_secs(1));
+    for cid in 0..8 {
+        let mut other = connect(&broker.bootstrap());
+        other
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        let r = kp_call(&mut other, 3, cid, &ApiVersionsRequest::default());
+        assert_eq!(
+            r.error_code, 0,
+            "connection {cid} answered beside the stuck readers"
+        );
+    }
+    drop(stuck);
+}

@@ -477,7 +477,9 @@ async fn a_burst_of_pipelined_requests_is_answered_in_order() {
 
 /// An acks=0 Produce that fails closes the connection (so the client
 /// refreshes its metadata) before any later request on it is served, as
-/// Kafka does; the answer to the request before it is still written.
+/// Kafka does; the answer to the request before it is still written. Both
+/// when every partition of the request fails and when one of them is
+/// appended (its write still under way when the request is reserved).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_acks0_produce_closes_before_the_next_request() {
     use kafka_protocol::messages::{produce_request, ProduceRequest, ProduceResponse};
@@ -487,42 +489,57 @@ async fn a_failed_acks0_produce_closes_before_the_next_request() {
     let broker = Broker::start();
     let topic = "acks0-close";
     broker.create_topic(topic, 1).await;
-    let produce = |partition: i32, acks: i16| {
+    let produce = |partitions: &[i32], acks: i16| {
         ProduceRequest::default()
             .with_acks(acks)
             .with_timeout_ms(10_000)
             .with_topic_data(vec![produce_request::TopicProduceData::default()
                 .with_name(StrBytes::from_string(topic.to_string()).into())
-                .with_partition_data(vec![
-                    produce_request::PartitionProduceData::default()
-                        .with_index(partition)
-                        .with_records(Some(one_record_batch(
-                            bytes::Bytes::from_static(b"v"),
-                            now_ms(),
-                        ))),
-                ])])
+                .with_partition_data(
+                    partitions
+                        .iter()
+                        .map(|&p| {
+                            produce_request::PartitionProduceData::default()
+                                .with_index(p)
+                                .with_records(Some(one_record_batch(
+                                    bytes::Bytes::from_static(b"v"),
+                                    now_ms(),
+                                )))
+                        })
+                        .collect(),
+                )])
     };
-    let mut burst = Vec::new();
-    kp_encode(&mut burst, 9, 1, &produce(0, 1));
-    kp_encode(&mut burst, 9, 2, &produce(5, 0)); // no partition 5
-    kp_encode(&mut burst, 9, 3, &produce(0, 1));
-    let mut wire = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
-    wire.set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    wire.write_all(&burst).expect("write the burst");
-    let first: ProduceResponse = kp_recv::<ProduceRequest>(&mut wire, 9, 1);
-    assert_eq!(first.responses[0].partition_responses[0].error_code, 0);
-    assert_eq!(first.responses[0].partition_responses[0].base_offset, 0);
-    let mut rest = Vec::new();
-    wire.read_to_end(&mut rest)
-        .expect("the broker closes the connection");
-    assert!(rest.is_empty(), "no answer after the failed acks=0 request");
+    // (the failing request's partitions, records it appends): partition 5
+    // does not exist.
+    let mut end = 0i64;
+    for (failing, appended) in [(&[5][..], 0i64), (&[0, 5][..], 1)] {
+        let mut burst = Vec::new();
+        kp_encode(&mut burst, 9, 1, &produce(&[0], 1));
+        kp_encode(&mut burst, 9, 2, &produce(failing, 0));
+        kp_encode(&mut burst, 9, 3, &produce(&[0], 1));
+        let mut wire = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
+        wire.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        wire.write_all(&burst).expect("write the burst");
+        let first: ProduceResponse = kp_recv::<ProduceRequest>(&mut wire, 9, 1);
+        assert_eq!(first.responses[0].partition_responses[0].error_code, 0);
+        assert_eq!(first.responses[0].partition_responses[0].base_offset, end);
+        let mut rest = Vec::new();
+        wire.read_to_end(&mut rest)
+            .expect("the broker closes the connection");
+        assert!(rest.is_empty(), "no answer after the failed acks=0 request");
 
-    // The third request was never served: the next record gets offset 1.
-    let mut again = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
-    again
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
-    let r: ProduceResponse = kp_call(&mut again, 9, 1, &produce(0, 1));
-    assert_eq!(r.responses[0].partition_responses[0].base_offset, 1);
+        // The third request was never served.
+        let mut again = std::net::TcpStream::connect(broker.bootstrap()).expect("connect");
+        again
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let r: ProduceResponse = kp_call(&mut again, 9, 1, &produce(&[0], 1));
+        assert_eq!(
+            r.responses[0].partition_responses[0].base_offset,
+            end + 1 + appended,
+            "failing partitions {failing:?}: nothing after the close was appended"
+        );
+        end += 2 + appended;
+    }
 }

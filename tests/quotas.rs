@@ -963,3 +963,73 @@ fn a_throttled_fetch_is_answered_empty_as_kafka() {
         fjord.0
     );
 }
+
+/// A throttled Produce mutes its connection before the next request on it
+/// is served, pipelined or not (KIP-219; Kafka reads a connection's next
+/// request only after the answer to the last): a client that writes three
+/// Produce requests at once while over its `producer_byte_rate` gets the
+/// first answered with a throttle time, and the two others are not in the
+/// log when that answer arrives.
+#[test]
+fn a_throttle_holds_the_pipelined_requests_behind_it() {
+    let broker = sasl_broker();
+    let plain = broker.listener("PLAINTEXT");
+    let addr = broker.listener("SASL_PLAINTEXT");
+    set_rate(&plain, "alice", 1_000.0);
+    let topic = "q-pipelined";
+    let created = Conn::new(&plain).call(
+        7,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(TopicName(s(topic)))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+    );
+    assert_eq!(created.topics[0].error_code, 0);
+    // Over the rate: 20 KB at 1,000 B/s, until an answer says so.
+    poll_until(
+        Duration::from_secs(30),
+        "alice's produce is throttled",
+        || match produce_raw(
+            &mut Conn::login(&addr, "alice", "alice-secret"),
+            topic,
+            20_000,
+        ) {
+            (0, t) if t > 0 => Ok(()),
+            (code, t) => Err(format!("error {code}, throttle {t} ms")),
+        },
+    );
+    let before = log_end(&plain, topic);
+    let mut c = Conn::login(&addr, "alice", "alice-secret");
+    let produce = ProduceRequest::default()
+        .with_acks(1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![produce_request::TopicProduceData::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_data(vec![
+                produce_request::PartitionProduceData::default()
+                    .with_index(0)
+                    .with_records(Some(one_record_batch(
+                        bytes::Bytes::from(vec![b'z'; 100]),
+                        now_ms(),
+                    ))),
+            ])]);
+    let mut burst = Vec::new();
+    for cid in 1..=3 {
+        kp_encode(&mut burst, 9, 100 + cid, &produce);
+    }
+    std::io::Write::write_all(&mut c.s, &burst).expect("write the burst");
+    let first: ProduceResponse = kp_recv::<ProduceRequest>(&mut c.s, 9, 101);
+    assert_eq!(first.responses[0].partition_responses[0].error_code, 0);
+    assert!(first.throttle_time_ms > 0, "still over the rate");
+    assert_eq!(
+        first.responses[0].partition_responses[0].base_offset, before,
+        "the first request of the burst appended at the log end"
+    );
+    assert_eq!(
+        log_end(&plain, topic),
+        before + 1,
+        "the two requests behind the throttled one wait for its throttle time"
+    );
+}

@@ -175,8 +175,13 @@ async fn serve(
     frame: &RequestFrame,
     produce_dispatched: Option<futures_channel::oneshot::Sender<()>>,
 ) -> Outcome {
-    // Client quotas: measured here, throttled in one place (`quota`).
+    // Client quotas: measured here, throttled in one place (`quota`). A
+    // metered Produce is not pipelined (its reservation signal is dropped):
+    // its throttle, known only when it is done, must mute the connection
+    // before the next request is read, as Kafka's one request at a time
+    // per connection does (KIP-219).
     let metered = quota::meter(shard, frame);
+    let produce_dispatched = produce_dispatched.filter(|_| metered.is_none());
     let (routed, busy) = if metered.is_some() {
         quota::timed(Box::pin(route(shard, frame, produce_dispatched))).await
     } else {

@@ -95,7 +95,8 @@ fn slot_mut(results: &mut [TopicResults], slot: Slot) -> Option<&mut PartitionRe
 
 /// Sends each owner's share (local work inline) concurrently and stores the
 /// answers in `results` by slot; `dispatched` is sent once every owner has
-/// reserved its partitions. Gives the longest time an owner waited for
+/// reserved its partitions (with `close_on_refusal`, acks=0, only when none
+/// refused one). Gives the longest time an owner waited for
 /// followers (acks=all): the request's remote time, the owners waiting
 /// at the same time.
 async fn dispatch(
@@ -104,6 +105,7 @@ async fn dispatch(
     acks_all: Option<Instant>,
     results: &mut [TopicResults],
     dispatched: &mut Option<oneshot::Sender<()>>,
+    close_on_refusal: bool,
 ) -> Duration {
     let mut remote = Duration::ZERO;
     // One owner (the common case: one partition, or a shard's own
@@ -119,7 +121,7 @@ async fn dispatch(
             // Waited for only when someone listens (a pipelined request).
             let signal = async {
                 if let Some(tx) = dispatched.take() {
-                    if rx.await.is_ok() {
+                    if rx.await.is_ok_and(|all| all || !close_on_refusal) {
                         let _ = tx.send(());
                     }
                 }
@@ -148,7 +150,7 @@ async fn dispatch(
     if dispatched.is_some() {
         let mut all = true;
         for rx in reserved {
-            all &= rx.await.is_ok();
+            all &= rx.await.is_ok_and(|all| all || !close_on_refusal);
         }
         if all {
             if let Some(tx) = dispatched.take() {
@@ -307,7 +309,26 @@ pub async fn handle(
     let acks_all = (acks == -1).then(|| {
         Instant::now() + Duration::from_millis(u64::try_from(req.timeout_ms).unwrap_or(0))
     });
-    let remote = dispatch(shard, by_owner, acks_all, &mut results, &mut dispatched).await;
+    // acks=0: a refused partition closes the connection (below), which must
+    // happen before the next request is read, so such a request sends no
+    // reservation signal and the connection waits for its outcome.
+    let close_on_refusal = acks == 0;
+    if close_on_refusal
+        && results
+            .iter()
+            .any(|t| t.partitions.iter().any(|r| r.error_code != 0))
+    {
+        dispatched = None;
+    }
+    let remote = dispatch(
+        shard,
+        by_owner,
+        acks_all,
+        &mut results,
+        &mut dispatched,
+        close_on_refusal,
+    )
+    .await;
     frame.notes.add_remote(remote);
 
     if acks == 0 {

@@ -3,7 +3,12 @@
 //! connections they are read and encrypted instead: `copy_region`).
 //!
 //! glommio has no sendfile/splice operation, so we call sendfile(2) on the
-//! socket's fd (non-blocking). When the socket buffer is full (EAGAIN) there is
+//! socket's fd. glommio leaves its sockets in blocking mode (its io_uring
+//! operations need no O_NONBLOCK, and io_uring would fail them with EAGAIN
+//! instead of waiting if the flag were set), so each sendfile(2) call runs
+//! with O_NONBLOCK set just for it ([`sendfile_nowait`]): a client that
+//! stops reading fills the socket buffer and gets EAGAIN, never a shard
+//! blocked in the kernel. When the socket buffer is full (EAGAIN) there is
 //! no way to await writability through glommio's public API, so the next
 //! 64 KiB of that region are read with pread(2) and written through glommio's
 //! async write (which does wait); then sendfile is tried again. Most bytes go
@@ -141,6 +146,38 @@ pub async fn warm_region(region: &FileRegion) -> u64 {
     warmed
 }
 
+/// One sendfile(2) of at most `count` bytes from `file` at `*offset` to the
+/// socket `sock` that never blocks: O_NONBLOCK is set on the socket for the
+/// call and its flags restored after it (the connection's task is the only
+/// user of the socket while it writes, so no other operation sees the flag).
+/// Gives sendfile's return value; errno as it left it (EAGAIN when the
+/// socket buffer is full).
+fn sendfile_nowait(sock: i32, file: i32, offset: &mut libc::off_t, count: usize) -> isize {
+    // SAFETY: fcntl on an open fd with integer arguments.
+    let flags = unsafe { libc::fcntl(sock, libc::F_GETFL) };
+    let toggle = flags >= 0 && flags & libc::O_NONBLOCK == 0;
+    if toggle {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(sock, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+    }
+    // SAFETY: both fds are open for the duration of the call (the caller
+    // holds the socket and the file), and `offset` is a valid pointer.
+    let n = unsafe { libc::sendfile(sock, file, offset, count) };
+    if toggle {
+        let err = std::io::Error::last_os_error();
+        // SAFETY: as above.
+        unsafe { libc::fcntl(sock, libc::F_SETFL, flags) };
+        if n < 0 {
+            // The restoring fcntl must not hide sendfile's errno.
+            if let Some(code) = err.raw_os_error() {
+                // SAFETY: errno is thread-local; writing it is what libc does.
+                unsafe { *libc::__errno_location() = code };
+            }
+        }
+    }
+    n
+}
+
 async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> std::io::Result<()> {
     warm_region(region).await;
     let sock = stream.as_raw_fd();
@@ -149,10 +186,9 @@ async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> std::io::Re
     let mut left = region.len;
     while left > 0 {
         let want = left.min(SENDFILE_CHUNK) as usize;
-        // SAFETY: both fds are open for the duration of the call (the socket
-        // is borrowed mutably, the file is held by the Arc in `region`), and
-        // `offset` is a valid pointer to a local.
-        let n = unsafe { libc::sendfile(sock, file, &mut offset, want) };
+        // The socket is borrowed mutably and the file held by the Arc in
+        // `region` for the whole call.
+        let n = sendfile_nowait(sock, file, &mut offset, want);
         if n > 0 {
             left -= n as u64;
             WRITE_STATS.with(|s| s.zero_copy_bytes.set(s.zero_copy_bytes.get() + n as u64));

@@ -175,14 +175,16 @@ pub trait TxnVerifier {
 /// Sends `work` (partitions owned by shard `owner`) to its owner and gives
 /// one answer per partition. `acks_all` is the deadline of an acks=all
 /// request (its `timeout_ms`); `reserved` is sent once every partition is
-/// reserved, so the connection may start on its next request. A shard that
+/// reserved, so the connection may start on its next request: true when
+/// every one was, false when any was refused (an acks=0 request then
+/// closes its connection before the next is read). A shard that
 /// does not answer gives every partition [`AppendError::Unanswered`].
 pub async fn append_on(
     shard: &Shard,
     owner: usize,
     work: Vec<PartitionAppend>,
     acks_all: Option<Instant>,
-    reserved: crate::shard::home::Reply<()>,
+    reserved: crate::shard::home::Reply<bool>,
 ) -> Vec<AppendAnswer> {
     let slots: Vec<Slot> = work.iter().map(|w| w.slot).collect();
     match shard
@@ -217,7 +219,7 @@ async fn append(
     shard: Rc<Shard>,
     work: Vec<PartitionAppend>,
     acks_all: Option<Instant>,
-    reserved: crate::shard::home::Reply<()>,
+    reserved: crate::shard::home::Reply<bool>,
 ) -> Vec<AppendAnswer> {
     let wait_for_flush = acks_all.is_some();
     let mut out: Vec<AppendAnswer> = work.iter().map(|w| AppendAnswer::new(w.slot)).collect();
@@ -259,9 +261,9 @@ async fn append(
         )
         .await;
     }
-    // Every partition reserved: the connection may go on with its next
-    // request.
-    reserved.send(());
+    // Every partition reserved (or refused): the connection may go on with
+    // its next request.
+    reserved.send(out.iter().all(|a| a.error.is_none()));
     let appended = finish(stage1, &mut out, acks_all).await;
     for (i, w) in work.iter().enumerate() {
         let error = out.get(i).and_then(|a| a.error.as_ref());
