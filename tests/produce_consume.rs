@@ -370,9 +370,8 @@ async fn waiting_consumer_wakes_up_on_produce() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_pipelined_requests_is_answered_in_order() {
     use kafka_protocol::messages::{
-        produce_request, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+        MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
     };
-    use kafka_protocol::protocol::StrBytes;
     use std::io::Write;
 
     let broker = Broker::start();
@@ -380,19 +379,8 @@ async fn a_burst_of_pipelined_requests_is_answered_in_order() {
     broker.create_topic(topic, 1).await;
 
     let produce = |partition: i32, acks: i16, value: &str| {
-        ProduceRequest::default()
-            .with_acks(acks)
-            .with_timeout_ms(10_000)
-            .with_topic_data(vec![produce_request::TopicProduceData::default()
-                .with_name(StrBytes::from_string(topic.to_string()).into())
-                .with_partition_data(vec![
-                    produce_request::PartitionProduceData::default()
-                        .with_index(partition)
-                        .with_records(Some(one_record_batch(
-                            bytes::Bytes::from(value.to_string()),
-                            now_ms(),
-                        ))),
-                ])])
+        let batch = one_record_batch(bytes::Bytes::from(value.to_string()), now_ms());
+        common::raw::produce_request(topic, acks, vec![(partition, batch)])
     };
     // What each request of the burst gets.
     enum Want {
@@ -482,32 +470,23 @@ async fn a_burst_of_pipelined_requests_is_answered_in_order() {
 /// appended (its write still under way when the request is reserved).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_acks0_produce_closes_before_the_next_request() {
-    use kafka_protocol::messages::{produce_request, ProduceRequest, ProduceResponse};
-    use kafka_protocol::protocol::StrBytes;
+    use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
     use std::io::{Read, Write};
 
     let broker = Broker::start();
     let topic = "acks0-close";
     broker.create_topic(topic, 1).await;
     let produce = |partitions: &[i32], acks: i16| {
-        ProduceRequest::default()
-            .with_acks(acks)
-            .with_timeout_ms(10_000)
-            .with_topic_data(vec![produce_request::TopicProduceData::default()
-                .with_name(StrBytes::from_string(topic.to_string()).into())
-                .with_partition_data(
-                    partitions
-                        .iter()
-                        .map(|&p| {
-                            produce_request::PartitionProduceData::default()
-                                .with_index(p)
-                                .with_records(Some(one_record_batch(
-                                    bytes::Bytes::from_static(b"v"),
-                                    now_ms(),
-                                )))
-                        })
-                        .collect(),
-                )])
+        let batches = partitions
+            .iter()
+            .map(|&p| {
+                (
+                    p,
+                    one_record_batch(bytes::Bytes::from_static(b"v"), now_ms()),
+                )
+            })
+            .collect();
+        common::raw::produce_request(topic, acks, batches)
     };
     // (the failing request's partitions, records it appends): partition 5
     // does not exist.

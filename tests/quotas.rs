@@ -691,19 +691,30 @@ fn producer_byte_rate_holds_one_user_and_not_another() {
 
 /// One raw Produce of `size` bytes to partition 0 of `topic`; gives its
 /// (error code, throttle_time_ms).
-fn produce_raw(c: &mut Conn, topic: &str, size: usize) -> (i16, i32) {
+/// Creates `topic` with one partition (replication factor 1) through the
+/// PLAINTEXT listener `plain`; panics when refused.
+fn create_one_partition(plain: &str, topic: &str) {
+    let created = Conn::new(plain).call(
+        7,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(TopicName(s(topic)))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+    );
+    assert_eq!(created.topics[0].error_code, 0, "creating {topic}");
+}
+
+/// An acks=1 Produce (30 s timeout) of one `size`-byte record to
+/// partition 0 of `topic`.
+fn produce_of(topic: &str, size: usize) -> ProduceRequest {
     let batch = one_record_batch(bytes::Bytes::from(vec![b'z'; size]), now_ms());
-    let req = ProduceRequest::default()
-        .with_acks(1)
-        .with_timeout_ms(30_000)
-        .with_topic_data(vec![produce_request::TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![
-                produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(batch)),
-            ])]);
-    let r = c.call(9, &req);
+    common::raw::produce_request(topic, 1, vec![(0, batch)]).with_timeout_ms(30_000)
+}
+
+fn produce_raw(c: &mut Conn, topic: &str, size: usize) -> (i16, i32) {
+    let r = c.call(9, &produce_of(topic, size));
     (
         r.responses[0].partition_responses[0].error_code,
         r.throttle_time_ms,
@@ -732,16 +743,7 @@ fn one_rate_for_a_user_on_every_shard() {
     let addr = broker.listener("SASL_PLAINTEXT");
     set_rate(&broker.listener("PLAINTEXT"), "carol", R);
     let topic = "q-shards";
-    let created = Conn::new(&broker.listener("PLAINTEXT")).call(
-        7,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(vec![create_topics_request::CreatableTopic::default()
-                .with_name(TopicName(s(topic)))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-    );
-    assert_eq!(created.topics[0].error_code, 0);
+    create_one_partition(&broker.listener("PLAINTEXT"), topic);
     let mut first = Conn::login(&addr, "carol", "carol-secret");
     poll_until(
         Duration::from_secs(30),
@@ -977,16 +979,7 @@ fn a_throttle_holds_the_pipelined_requests_behind_it() {
     let addr = broker.listener("SASL_PLAINTEXT");
     set_rate(&plain, "alice", 1_000.0);
     let topic = "q-pipelined";
-    let created = Conn::new(&plain).call(
-        7,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(vec![create_topics_request::CreatableTopic::default()
-                .with_name(TopicName(s(topic)))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-    );
-    assert_eq!(created.topics[0].error_code, 0);
+    create_one_partition(&plain, topic);
     // Over the rate: 20 KB at 1,000 B/s, until an answer says so.
     poll_until(
         Duration::from_secs(30),
@@ -1002,19 +995,7 @@ fn a_throttle_holds_the_pipelined_requests_behind_it() {
     );
     let before = log_end(&plain, topic);
     let mut c = Conn::login(&addr, "alice", "alice-secret");
-    let produce = ProduceRequest::default()
-        .with_acks(1)
-        .with_timeout_ms(30_000)
-        .with_topic_data(vec![produce_request::TopicProduceData::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_data(vec![
-                produce_request::PartitionProduceData::default()
-                    .with_index(0)
-                    .with_records(Some(one_record_batch(
-                        bytes::Bytes::from(vec![b'z'; 100]),
-                        now_ms(),
-                    ))),
-            ])]);
+    let produce = produce_of(topic, 100);
     let mut burst = Vec::new();
     for cid in 1..=3 {
         kp_encode(&mut burst, 9, 100 + cid, &produce);

@@ -107,15 +107,26 @@ pub fn txn_batch<V: AsRef<str>>(pid: i64, epoch: i16, first_sequence: i32, value
 /// A Produce request (acks=all, 10 s timeout) of `records` to `partition`
 /// of `topic` in the transaction of `id`.
 pub fn txn_produce(id: &str, topic: &str, partition: i32, records: Bytes) -> ProduceRequest {
-    ProduceRequest::default()
+    produce_request(topic, -1, vec![(partition, records)])
         .with_transactional_id(Some(StrBytes::from_string(id.to_string()).into()))
-        .with_acks(-1)
+}
+
+/// A Produce request (`acks`, 10 s timeout, no transactional id) to
+/// `topic` with one batch per `(partition, records)`, in that order.
+pub fn produce_request(topic: &str, acks: i16, batches: Vec<(i32, Bytes)>) -> ProduceRequest {
+    ProduceRequest::default()
+        .with_acks(acks)
         .with_timeout_ms(10_000)
         .with_topic_data(vec![produce_request::TopicProduceData::default()
             .with_name(StrBytes::from_string(topic.to_string()).into())
-            .with_partition_data(vec![
-                produce_request::PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(records)),
-            ])])
+            .with_partition_data(
+                batches
+                    .into_iter()
+                    .map(|(partition, records)| {
+                        produce_request::PartitionProduceData::default()
+                            .with_index(partition)
+                            .with_records(Some(records))
+                    })
+                    .collect(),
+            )])
 }
