@@ -108,29 +108,30 @@ async fn dispatch(
     close_on_refusal: bool,
 ) -> Duration {
     let mut remote = Duration::ZERO;
+    // Whether an owner's reservation answer lets the connection go on.
+    let goes_on = |r: Result<bool, _>| r.is_ok_and(|all| all || !close_on_refusal);
     // One owner (the common case: one partition, or a shard's own
     // partitions): its share runs in this task, awaited together with its
     // reservation signal, instead of in a task of its own.
-    if by_owner.iter().filter(|w| !w.is_empty()).count() == 1 {
-        if let Some((owner, work)) = by_owner
-            .into_iter()
-            .enumerate()
-            .find(|(_, w)| !w.is_empty())
-        {
-            let (tx, rx) = crate::shard::home::reply_channel();
-            // Waited for only when someone listens (a pipelined request).
-            let signal = async {
-                if let Some(tx) = dispatched.take() {
-                    if rx.await.is_ok_and(|all| all || !close_on_refusal) {
-                        let _ = tx.send(());
-                    }
+    let mut owners = by_owner
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| !w.is_empty())
+        .map(|(i, _)| i);
+    if let (Some(owner), None) = (owners.next(), owners.next()) {
+        let work = by_owner.into_iter().nth(owner).unwrap_or_default();
+        let (tx, rx) = crate::shard::home::reply_channel();
+        // Waited for only when someone listens (a pipelined request).
+        let signal = async {
+            if let Some(tx) = dispatched.take() {
+                if goes_on(rx.await) {
+                    let _ = tx.send(());
                 }
-            };
-            let append = owner_produce::append_on(shard, owner, work, acks_all, tx);
-            let (answers, ()) = futures_lite::future::zip(append, signal).await;
-            return store_answers(answers, results);
-        }
-        return remote;
+            }
+        };
+        let append = owner_produce::append_on(shard, owner, work, acks_all, tx);
+        let (answers, ()) = futures_lite::future::zip(append, signal).await;
+        return store_answers(answers, results);
     }
     let mut tasks = Vec::new();
     let mut reserved = Vec::new();
@@ -150,7 +151,7 @@ async fn dispatch(
     if dispatched.is_some() {
         let mut all = true;
         for rx in reserved {
-            all &= rx.await.is_ok_and(|all| all || !close_on_refusal);
+            all &= goes_on(rx.await);
         }
         if all {
             if let Some(tx) = dispatched.take() {

@@ -152,20 +152,23 @@ impl Drop for InFlight {
 }
 
 /// Delivers every Produce answer still in flight, in order (waiting for
-/// each), before the connection closes for a later frame: their records
-/// are appended, so the client is told.
+/// each), those ready together in one write: before a request that runs
+/// alone, before a mute is waited out, and before the connection closes for
+/// a later frame (their records are appended, so the client is told).
+/// Gives false when the connection must close.
 async fn deliver_all(
     stream: &mut Transport,
     peer: SocketAddr,
     inflight: &mut InFlight,
     mute: &mut Option<Instant>,
-) {
+) -> bool {
     while let Some(t) = inflight.pop_front() {
         let oldest = t.await;
         if !deliver_ready(stream, peer, inflight, Some(oldest), mute).await {
-            return;
+            return false;
         }
     }
+    true
 }
 
 /// Writes (or acts on) one request's outcome and tells its timing when
@@ -534,10 +537,8 @@ async fn wait_mute(
     if mute.is_none() {
         return true;
     }
-    while let Some(t) = inflight.pop_front() {
-        if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), mute).await {
-            return false;
-        }
+    if !deliver_all(stream, peer, inflight, mute).await {
+        return false;
     }
     if let Some(until) = mute.take() {
         let now = Instant::now();
@@ -606,18 +607,8 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     return;
                 }
                 gate @ (Gate::Sasl | Gate::RawToken) => {
-                    while let Some(t) = inflight.pop_front() {
-                        if !deliver(
-                            &mut conn.transport,
-                            peer,
-                            t.await,
-                            (ApiKey::Produce, 0),
-                            &mut mute,
-                        )
-                        .await
-                        {
-                            return;
-                        }
+                    if !deliver_all(&mut conn.transport, peer, &mut inflight, &mut mute).await {
+                        return;
                     }
                     if !sasl_frame(&shard, &mut conn, frame, gate == Gate::RawToken).await {
                         return;
@@ -686,10 +677,8 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 // is left to dispatch (below), in one write.
                 continue;
             }
-            while let Some(t) = inflight.pop_front() {
-                if !deliver(stream, peer, t.await, (ApiKey::Produce, 0), &mut mute).await {
-                    return;
-                }
+            if !deliver_all(stream, peer, &mut inflight, &mut mute).await {
+                return;
             }
             let outcome = dispatch_pipelined(&shard, request, None, received).await;
             if !deliver(stream, peer, outcome, (api, version), &mut mute).await {

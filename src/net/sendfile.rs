@@ -150,9 +150,14 @@ pub async fn warm_region(region: &FileRegion) -> u64 {
 /// socket `sock` that never blocks: O_NONBLOCK is set on the socket for the
 /// call and its flags restored after it (the connection's task is the only
 /// user of the socket while it writes, so no other operation sees the flag).
-/// Gives sendfile's return value; errno as it left it (EAGAIN when the
-/// socket buffer is full).
-fn sendfile_nowait(sock: i32, file: i32, offset: &mut libc::off_t, count: usize) -> isize {
+/// Gives the bytes sent (0 at the file's end), or sendfile's error, taken
+/// before the flags are restored (EAGAIN when the socket buffer is full).
+fn sendfile_nowait(
+    sock: i32,
+    file: i32,
+    offset: &mut libc::off_t,
+    count: usize,
+) -> std::io::Result<usize> {
     // SAFETY: fcntl on an open fd with integer arguments.
     let flags = unsafe { libc::fcntl(sock, libc::F_GETFL) };
     let toggle = flags >= 0 && flags & libc::O_NONBLOCK == 0;
@@ -163,19 +168,12 @@ fn sendfile_nowait(sock: i32, file: i32, offset: &mut libc::off_t, count: usize)
     // SAFETY: both fds are open for the duration of the call (the caller
     // holds the socket and the file), and `offset` is a valid pointer.
     let n = unsafe { libc::sendfile(sock, file, offset, count) };
+    let sent = usize::try_from(n).map_err(|_| std::io::Error::last_os_error());
     if toggle {
-        let err = std::io::Error::last_os_error();
         // SAFETY: as above.
         unsafe { libc::fcntl(sock, libc::F_SETFL, flags) };
-        if n < 0 {
-            // The restoring fcntl must not hide sendfile's errno.
-            if let Some(code) = err.raw_os_error() {
-                // SAFETY: errno is thread-local; writing it is what libc does.
-                unsafe { *libc::__errno_location() = code };
-            }
-        }
     }
-    n
+    sent
 }
 
 async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> std::io::Result<()> {
@@ -188,36 +186,41 @@ async fn send_region(stream: &mut TcpStream, region: &FileRegion) -> std::io::Re
         let want = left.min(SENDFILE_CHUNK) as usize;
         // The socket is borrowed mutably and the file held by the Arc in
         // `region` for the whole call.
-        let n = sendfile_nowait(sock, file, &mut offset, want);
-        if n > 0 {
-            left -= n as u64;
-            WRITE_STATS.with(|s| s.zero_copy_bytes.set(s.zero_copy_bytes.get() + n as u64));
-            if left > 0 {
-                // Let the reactor poll (other connections, timers) between
-                // chunks: one large region is not sent in one stretch.
-                glommio::executor().yield_task_queue_now().await;
+        match sendfile_nowait(sock, file, &mut offset, want) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "segment file shorter than the region being sent",
+                ));
             }
-            continue;
-        }
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "segment file shorter than the region being sent",
-            ));
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EAGAIN) => {
-                let take = left.min(FALLBACK_CHUNK) as usize;
-                let mut buf = vec![0u8; take];
-                std::os::unix::fs::FileExt::read_exact_at(&*region.file, &mut buf, offset as u64)?;
-                stream.write_all(&buf).await?;
-                offset += take as libc::off_t;
-                left -= take as u64;
-                WRITE_STATS.with(|s| s.fallback_bytes.set(s.fallback_bytes.get() + take as u64));
+            Ok(n) => {
+                left -= n as u64;
+                WRITE_STATS.with(|s| s.zero_copy_bytes.set(s.zero_copy_bytes.get() + n as u64));
+                if left > 0 {
+                    // Let the reactor poll (other connections, timers)
+                    // between chunks: one large region is not sent in one
+                    // stretch.
+                    glommio::executor().yield_task_queue_now().await;
+                }
             }
-            Some(libc::EINTR) => continue,
-            _ => return Err(err),
+            Err(err) => match err.raw_os_error() {
+                Some(libc::EAGAIN) => {
+                    let take = left.min(FALLBACK_CHUNK) as usize;
+                    let mut buf = vec![0u8; take];
+                    std::os::unix::fs::FileExt::read_exact_at(
+                        &*region.file,
+                        &mut buf,
+                        offset as u64,
+                    )?;
+                    stream.write_all(&buf).await?;
+                    offset += take as libc::off_t;
+                    left -= take as u64;
+                    WRITE_STATS
+                        .with(|s| s.fallback_bytes.set(s.fallback_bytes.get() + take as u64));
+                }
+                Some(libc::EINTR) => {}
+                _ => return Err(err),
+            },
         }
     }
     Ok(())
