@@ -463,6 +463,84 @@ async fn a_burst_of_pipelined_requests_is_answered_in_order() {
     );
 }
 
+/// What a client that writes `n` acks=1 Produce requests at once and then
+/// shuts its socket for writing (a half-close) reads back until the broker
+/// closes: the (error code, base offset) of each answer, in order.
+fn half_closed_produce(addr: &str, topic: &str, n: i32) -> Vec<(i16, i64)> {
+    use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+    use std::io::Write;
+
+    common::raw::create_one_partition(addr, topic);
+    // The partition is led once one Produce is taken (Kafka elects its
+    // leader right after the creation's answer).
+    let mut first = common::raw::RawConn::new(addr);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let batch = one_record_batch(bytes::Bytes::from_static(b"first"), now_ms());
+        let r = first.call(9, &common::raw::produce_request(topic, 1, vec![(0, batch)]));
+        let code = r.responses[0].partition_responses[0].error_code;
+        if code == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{topic} not led: error {code}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut burst = Vec::new();
+    for cid in 1..=n {
+        let batch = one_record_batch(bytes::Bytes::from(format!("v{cid}")), now_ms());
+        let req = common::raw::produce_request(topic, 1, vec![(0, batch)]);
+        kp_encode(&mut burst, 9, cid, &req);
+    }
+    let mut wire = std::net::TcpStream::connect(addr).expect("connect");
+    wire.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    wire.write_all(&burst).expect("write the burst");
+    wire.shutdown(std::net::Shutdown::Write)
+        .expect("half-close");
+    let mut answers = Vec::new();
+    for cid in 1..=n {
+        if read_frame_peek_eof(&mut wire) {
+            break;
+        }
+        let r: ProduceResponse = kp_recv::<ProduceRequest>(&mut wire, 9, cid);
+        let p = &r.responses[0].partition_responses[0];
+        answers.push((p.error_code, p.base_offset));
+    }
+    answers
+}
+
+/// True when the broker closed (or reset) `wire` before another answer
+/// began.
+fn read_frame_peek_eof(wire: &mut std::net::TcpStream) -> bool {
+    let mut one = [0u8; 1];
+    !matches!(wire.peek(&mut one), Ok(n) if n > 0)
+}
+
+/// A client that writes its Produce requests and then half-closes its
+/// socket (shutdown for writing, as `nc -N` does) is answered every request
+/// it sent, in order, before the broker closes, as Apache Kafka 4.4 answers
+/// it: the records are appended, so the client is told.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_closed_client_is_answered_every_request() {
+    const N: i32 = 50;
+    let every_one_in_order = |who: &str, answers: &[(i16, i64)]| {
+        assert_eq!(answers.len(), N as usize, "{who}: every request answered");
+        for (i, (code, offset)) in answers.iter().enumerate() {
+            assert_eq!(*code, 0, "{who}: request {}", i + 1);
+            // Offset 0 is the record that waited for the leader.
+            assert_eq!(*offset, i as i64 + 1, "{who}: request {} in order", i + 1);
+        }
+    };
+    if let Some(kafka) = common::kafka_peer::KafkaPeer::start(&[]) {
+        every_one_in_order("kafka", &half_closed_produce(&kafka.addr, "half-closed", N));
+    }
+    let broker = Broker::start();
+    every_one_in_order(
+        "fjord",
+        &half_closed_produce(&broker.bootstrap(), "half-closed", N),
+    );
+}
+
 /// An acks=0 Produce that fails closes the connection (so the client
 /// refreshes its metadata) before any later request on it is served, as
 /// Kafka does; the answer to the request before it is still written. Both

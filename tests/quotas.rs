@@ -689,23 +689,6 @@ fn producer_byte_rate_holds_one_user_and_not_another() {
     );
 }
 
-/// One raw Produce of `size` bytes to partition 0 of `topic`; gives its
-/// (error code, throttle_time_ms).
-/// Creates `topic` with one partition (replication factor 1) through the
-/// PLAINTEXT listener `plain`; panics when refused.
-fn create_one_partition(plain: &str, topic: &str) {
-    let created = Conn::new(plain).call(
-        7,
-        &CreateTopicsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(vec![create_topics_request::CreatableTopic::default()
-                .with_name(TopicName(s(topic)))
-                .with_num_partitions(1)
-                .with_replication_factor(1)]),
-    );
-    assert_eq!(created.topics[0].error_code, 0, "creating {topic}");
-}
-
 /// An acks=1 Produce (30 s timeout) of one `size`-byte record to
 /// partition 0 of `topic`.
 fn produce_of(topic: &str, size: usize) -> ProduceRequest {
@@ -713,6 +696,8 @@ fn produce_of(topic: &str, size: usize) -> ProduceRequest {
     common::raw::produce_request(topic, 1, vec![(0, batch)]).with_timeout_ms(30_000)
 }
 
+/// One raw Produce of `size` bytes to partition 0 of `topic`; gives its
+/// (error code, throttle_time_ms).
 fn produce_raw(c: &mut Conn, topic: &str, size: usize) -> (i16, i32) {
     let r = c.call(9, &produce_of(topic, size));
     (
@@ -743,7 +728,7 @@ fn one_rate_for_a_user_on_every_shard() {
     let addr = broker.listener("SASL_PLAINTEXT");
     set_rate(&broker.listener("PLAINTEXT"), "carol", R);
     let topic = "q-shards";
-    create_one_partition(&broker.listener("PLAINTEXT"), topic);
+    common::raw::create_one_partition(&broker.listener("PLAINTEXT"), topic);
     let mut first = Conn::login(&addr, "carol", "carol-secret");
     poll_until(
         Duration::from_secs(30),
@@ -979,7 +964,7 @@ fn a_throttle_holds_the_pipelined_requests_behind_it() {
     let addr = broker.listener("SASL_PLAINTEXT");
     set_rate(&plain, "alice", 1_000.0);
     let topic = "q-pipelined";
-    create_one_partition(&plain, topic);
+    common::raw::create_one_partition(&plain, topic);
     // Over the rate: 20 KB at 1,000 B/s, until an answer says so.
     poll_until(
         Duration::from_secs(30),

@@ -113,13 +113,19 @@ type Dispatched = (Outcome, Option<RequestTiming>);
 /// append is abandoned half way (their timing counts them when dropped).
 /// Beside each task, a flag its task sets when its outcome acts on the
 /// connection (a close, or a quota's throttle and mute): such an outcome is
-/// delivered before the next frame is read, not merged later.
-struct InFlight(VecDeque<(glommio::Task<Dispatched>, Rc<Cell<bool>>)>);
+/// delivered before the next frame is read, not merged later. Each entry
+/// keeps its request's Produce version, for the log line of a close.
+struct InFlight(VecDeque<(glommio::Task<Dispatched>, Rc<Cell<bool>>, i16)>);
 
 impl InFlight {
     /// Dispatches one Produce request in a task of its own (`dispatch`
-    /// is [`dispatch_pipelined`] with its reservation signal).
-    fn push(&mut self, dispatch: impl std::future::Future<Output = Dispatched> + 'static) {
+    /// is [`dispatch_pipelined`] with its reservation signal; `version` is
+    /// the request's Produce version).
+    fn push(
+        &mut self,
+        version: i16,
+        dispatch: impl std::future::Future<Output = Dispatched> + 'static,
+    ) {
         let acts = Rc::new(Cell::new(false));
         let flag = acts.clone();
         let task = crate::shard::stall::spawn_local("produce", async move {
@@ -129,23 +135,23 @@ impl InFlight {
             }
             outcome
         });
-        self.0.push_back((task, acts));
+        self.0.push_back((task, acts, version));
     }
 
-    /// The oldest task, taken out.
-    fn pop_front(&mut self) -> Option<glommio::Task<Dispatched>> {
-        self.0.pop_front().map(|(t, _)| t)
+    /// The oldest task, taken out, with its request's Produce version.
+    fn pop_front(&mut self) -> Option<(glommio::Task<Dispatched>, i16)> {
+        self.0.pop_front().map(|(t, _, v)| (t, v))
     }
 
     /// True when a finished task's outcome acts on the connection.
     fn acts(&self) -> bool {
-        self.0.iter().any(|(_, a)| a.get())
+        self.0.iter().any(|(_, a, _)| a.get())
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        for (t, _) in self.0.drain(..) {
+        for (t, _, _) in self.0.drain(..) {
             t.detach();
         }
     }
@@ -162,9 +168,9 @@ async fn deliver_all(
     inflight: &mut InFlight,
     mute: &mut Option<Instant>,
 ) -> bool {
-    while let Some(t) = inflight.pop_front() {
+    while let Some((t, version)) = inflight.pop_front() {
         let oldest = t.await;
-        if !deliver_ready(stream, peer, inflight, Some(oldest), mute).await {
+        if !deliver_ready(stream, peer, inflight, Some((oldest, version)), mute).await {
             return false;
         }
     }
@@ -236,7 +242,8 @@ async fn deliver(
 }
 
 /// Answers the Produce requests at the front of `inflight` that are already
-/// done (`first`, when given, is the oldest's outcome, taken already), in
+/// done (`first`, when given, is the oldest's outcome and Produce version,
+/// taken already), in
 /// order. Consecutive responses go out as one write, so a client with
 /// several requests in flight is woken once for all the answers that were
 /// ready together; any other outcome (throttled, no response, close) is
@@ -246,15 +253,16 @@ async fn deliver_ready(
     stream: &mut Transport,
     peer: SocketAddr,
     inflight: &mut InFlight,
-    first: Option<Dispatched>,
+    first: Option<(Dispatched, i16)>,
     mute: &mut Option<Instant>,
 ) -> bool {
-    let mut ready: Vec<Dispatched> = first.into_iter().collect();
+    let mut ready: Vec<(Dispatched, i16)> = first.into_iter().collect();
     loop {
-        if let Some((front, _)) = inflight.0.front_mut() {
+        if let Some((front, _, version)) = inflight.0.front_mut() {
+            let version = *version;
             if let Some(outcome) = futures_lite::future::poll_once(front).await {
                 inflight.pop_front();
-                ready.push(outcome);
+                ready.push((outcome, version));
                 continue;
             }
         }
@@ -262,7 +270,7 @@ async fn deliver_ready(
     }
     let mut merged: Vec<crate::protocol::ResponseChunk> = Vec::new();
     let mut timings: Vec<RequestTiming> = Vec::new();
-    for (outcome, timing) in ready {
+    for ((outcome, timing), version) in ready {
         match outcome {
             Outcome::Respond(resp) => {
                 merged.extend(resp.chunks);
@@ -270,7 +278,14 @@ async fn deliver_ready(
             }
             other => {
                 if !send_merged(stream, peer, &mut merged, &mut timings).await
-                    || !deliver(stream, peer, (other, timing), (ApiKey::Produce, 0), mute).await
+                    || !deliver(
+                        stream,
+                        peer,
+                        (other, timing),
+                        (ApiKey::Produce, version),
+                        mute,
+                    )
+                    .await
                 {
                     return false;
                 }
@@ -652,9 +667,9 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
             if api == ApiKey::Produce {
                 let (tx, rx) = oneshot::channel();
                 let sh = shard.clone();
-                inflight.push(
-                    async move { dispatch_pipelined(&sh, request, Some(tx), received).await },
-                );
+                inflight.push(version, async move {
+                    dispatch_pipelined(&sh, request, Some(tx), received).await
+                });
                 // Reserved: go on (up to the depth); else wait for the answer.
                 let keep = if rx.await.is_ok() {
                     PIPELINE_DEPTH - 1
@@ -665,11 +680,12 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                 // quota) acts before the next frame is read, as when each
                 // request was served alone.
                 while inflight.0.len() > keep || inflight.acts() {
-                    let Some(t) = inflight.pop_front() else {
+                    let Some((t, version)) = inflight.pop_front() else {
                         break;
                     };
                     let oldest = t.await;
-                    if !deliver_ready(stream, peer, &mut inflight, Some(oldest), &mut mute).await {
+                    let first = Some((oldest, version));
+                    if !deliver_ready(stream, peer, &mut inflight, first, &mut mute).await {
                         return;
                     }
                 }
@@ -694,13 +710,19 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
         // with those done by then.
         if !inflight.0.is_empty() {
             match try_recv(&mut conn.transport, &mut buf, max) {
-                Ok(Some(0)) => return,
+                Ok(Some(0)) => {
+                    // The client half-closed after its requests: their
+                    // records are appended, so it is still told (a socket
+                    // shut for writing still reads).
+                    deliver_all(&mut conn.transport, peer, &mut inflight, &mut mute).await;
+                    return;
+                }
                 Ok(Some(_)) => {
                     received = Instant::now();
                     continue;
                 }
                 Ok(None) => {
-                    let Some(t) = inflight.pop_front() else {
+                    let Some((t, version)) = inflight.pop_front() else {
                         continue;
                     };
                     let oldest = t.await;
@@ -708,7 +730,7 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                         &mut conn.transport,
                         peer,
                         &mut inflight,
-                        Some(oldest),
+                        Some((oldest, version)),
                         &mut mute,
                     )
                     .await

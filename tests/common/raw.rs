@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    produce_request, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    create_topics_request, produce_request, CreateTopicsRequest, ProduceRequest,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::{Request, StrBytes};
 use kafka_protocol::records::{
@@ -129,4 +130,20 @@ pub fn produce_request(topic: &str, acks: i16, batches: Vec<(i32, Bytes)>) -> Pr
                     })
                     .collect(),
             )])
+}
+
+/// Creates `topic` with one partition (replication factor 1) through the
+/// PLAINTEXT listener `plain` (CreateTopics v7, 30 s timeout); panics when
+/// refused.
+pub fn create_one_partition(plain: &str, topic: &str) {
+    let created = RawConn::new(plain).call(
+        7,
+        &CreateTopicsRequest::default()
+            .with_timeout_ms(30_000)
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_num_partitions(1)
+                .with_replication_factor(1)]),
+    );
+    assert_eq!(created.topics[0].error_code, 0, "creating {topic}");
 }
