@@ -464,8 +464,9 @@ async fn a_burst_of_pipelined_requests_is_answered_in_order() {
 }
 
 /// What a client that writes `n` acks=1 Produce requests at once and then
-/// shuts its socket for writing (a half-close) reads back until the broker
-/// closes: the (error code, base offset) of each answer, in order.
+/// shuts its socket for writing (a half-close) reads back: the (error code,
+/// base offset) of each answer, in order, up to `n` or until the broker
+/// closes; after `n` answers the broker must close the connection.
 fn half_closed_produce(addr: &str, topic: &str, n: i32) -> Vec<(i16, i64)> {
     use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
     use std::io::Write;
@@ -506,14 +507,23 @@ fn half_closed_produce(addr: &str, topic: &str, n: i32) -> Vec<(i16, i64)> {
         let p = &r.responses[0].partition_responses[0];
         answers.push((p.error_code, p.base_offset));
     }
+    if answers.len() == n as usize {
+        assert_closed(&mut wire);
+    }
     answers
 }
 
 /// True when the broker closed (or reset) `wire` before another answer
-/// began.
+/// began; false when one began. Panics on any other error (a read timeout:
+/// the broker neither answered nor closed).
 fn read_frame_peek_eof(wire: &mut std::net::TcpStream) -> bool {
     let mut one = [0u8; 1];
-    !matches!(wire.peek(&mut one), Ok(n) if n > 0)
+    match wire.peek(&mut one) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+        Err(e) => panic!("neither an answer nor a close: {e}"),
+    }
 }
 
 /// A client that writes its Produce requests and then half-closes its

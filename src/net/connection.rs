@@ -159,8 +159,9 @@ impl Drop for InFlight {
 
 /// Delivers every Produce answer still in flight, in order (waiting for
 /// each), those ready together in one write: before a request that runs
-/// alone, before a mute is waited out, and before the connection closes for
-/// a later frame (their records are appended, so the client is told).
+/// alone, before a mute is waited out, before the connection closes for a
+/// later frame, and when the client half-closes (their records are
+/// appended, so the client is told).
 /// Gives false when the connection must close.
 async fn deliver_all(
     stream: &mut Transport,
@@ -243,8 +244,7 @@ async fn deliver(
 
 /// Answers the Produce requests at the front of `inflight` that are already
 /// done (`first`, when given, is the oldest's outcome and Produce version,
-/// taken already), in
-/// order. Consecutive responses go out as one write, so a client with
+/// taken already), in order. Consecutive responses go out as one write, so a client with
 /// several requests in flight is woken once for all the answers that were
 /// ready together; any other outcome (throttled, no response, close) is
 /// delivered alone as [`deliver`] does. Gives false when the connection
@@ -740,6 +740,8 @@ async fn serve_from(shard: Rc<Shard>, mut conn: Conn, mut buf: BytesMut, mut may
                     continue;
                 }
                 Err(e) => {
+                    // A reset (plain TCP) or a broken TLS session: no
+                    // answer could be written any more.
                     log::debug!("connection from {peer} read error: {e}");
                     return;
                 }
