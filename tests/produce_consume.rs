@@ -475,17 +475,14 @@ fn half_closed_produce(addr: &str, topic: &str, n: i32) -> Vec<(i16, i64)> {
     // The partition is led once one Produce is taken (Kafka elects its
     // leader right after the creation's answer).
     let mut first = common::raw::RawConn::new(addr);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    poll_until(Duration::from_secs(30), "a leader for the topic", || {
         let batch = one_record_batch(bytes::Bytes::from_static(b"first"), now_ms());
         let r = first.call(9, &common::raw::produce_request(topic, 1, vec![(0, batch)]));
-        let code = r.responses[0].partition_responses[0].error_code;
-        if code == 0 {
-            break;
+        match r.responses[0].partition_responses[0].error_code {
+            0 => Ok(()),
+            code => Err(format!("{topic}: error {code}")),
         }
-        assert!(Instant::now() < deadline, "{topic} not led: error {code}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
     let mut burst = Vec::new();
     for cid in 1..=n {
         let batch = one_record_batch(bytes::Bytes::from(format!("v{cid}")), now_ms());
