@@ -18,9 +18,11 @@ use crate::config::Config;
 use crate::shard::stall::{self, ShardStallStats};
 use crate::shard::{Shard, Task};
 
+mod listener;
 mod signals;
 mod stats;
 
+use listener::bind_listener;
 use signals::{block_signals, wait_for_signal};
 use stats::{print_stall_summary, sync_write_stats, METRICS_SYNC};
 
@@ -180,29 +182,6 @@ fn reserve_port(addr: SocketAddr) -> Result<(socket2::Socket, SocketAddr), BootE
         setting: LISTENERS_HINT,
         source,
     })
-}
-
-/// A shard's listening socket on `addr`: SO_REUSEPORT so every shard
-/// accepts on the one port, and SO_REUSEADDR (which glommio's own `bind`
-/// does not set) so that the connections it accepts, once closed, never keep
-/// a restarted broker from binding the port again while they linger in
-/// FIN_WAIT2 or TIME_WAIT.
-fn bind_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let domain = if addr.is_ipv4() {
-        socket2::Domain::IPV4
-    } else {
-        socket2::Domain::IPV6
-    };
-    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
-    s.bind(&addr.into())?;
-    s.listen(1024)?;
-    // SAFETY: the descriptor is a bound, listening TCP socket that we own;
-    // `into_raw_fd` gives up that ownership, so the listener is its only
-    // owner and closes it exactly once.
-    Ok(unsafe { TcpListener::from_raw_fd(s.into_raw_fd()) })
 }
 
 /// Starts the broker and blocks until it shuts down (SIGTERM, SIGINT or SIGHUP).
@@ -696,8 +675,8 @@ async fn start_quorum(shard: &std::rc::Rc<Shard>, boot: &QuorumBoot) -> Result<(
         .map_err(|e| e.to_string())?;
     shard.set_quorum(q.clone());
     if let Some(addr) = boot.controller_addr {
-        let listener =
-            bind_listener(addr).map_err(|e| format!("bind the controller listener {addr}: {e}"))?;
+        let listener = bind_listener(addr, &shard.config)
+            .map_err(|e| format!("bind the controller listener {addr}: {e}"))?;
         log::info!("controller listener on {addr}");
         let weak = std::rc::Rc::downgrade(&q);
         stall::spawn_local(
@@ -882,7 +861,7 @@ async fn shard_main(
     crate::replication::fetcher::start(&shard);
     let mut accepts = Vec::new();
     for (addr, security) in served.iter() {
-        let listener = match bind_listener(*addr) {
+        let listener = match bind_listener(*addr, &shard.config) {
             Ok(l) => l,
             Err(e) => {
                 let _ = ready.send(Err(format!("bind {addr}: {e}")));

@@ -215,6 +215,14 @@ pub struct Config {
     pub message_max_bytes: usize,
     /// `socket.request.max.bytes`: largest request frame (bytes). Default 104857600.
     pub socket_request_max_bytes: usize,
+    /// `socket.send.buffer.bytes`: SO_SNDBUF of every connection a listener
+    /// accepts (bytes; Linux doubles it); 0 or -1 keeps the kernel's
+    /// autotuning. Default 102400, Kafka's.
+    pub socket_send_buffer_bytes: i32,
+    /// `socket.receive.buffer.bytes`: SO_RCVBUF of those connections (bytes);
+    /// 0 or -1 keeps the kernel's autotuning. Default -1, where Kafka's is
+    /// 102400 (docs/decisions/socket-buffers.md).
+    pub socket_receive_buffer_bytes: i32,
     /// `quota.window.num` and `quota.window.size.seconds`: the samples of
     /// the client quotas' rates (defaults 11 and 1 s).
     pub quota_windows: crate::quota::rate::Windows,
@@ -329,6 +337,8 @@ impl Config {
             auto_create_topics_enable: false,
             message_max_bytes: 0,
             socket_request_max_bytes: 0,
+            socket_send_buffer_bytes: 0,
+            socket_receive_buffer_bytes: 0,
             quota_windows: crate::quota::rate::Windows::default(),
             controller_quota_windows: crate::quota::rate::Windows::default(),
             max_incremental_fetch_session_cache_slots: 0,

@@ -453,7 +453,9 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "share.coordinator.state.topic.num.partitions", ty: T::Int, default: Some("50"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.share_coordinator.state_topic_partitions = to_i32(v) }, doc: "Partitions of __share_group_state (created on the first share coordinator lookup or share-state request).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_partitions) },
     BrokerConfigDef { name: "share.coordinator.state.topic.replication.factor", ty: T::Short, default: Some("3"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.share_coordinator.state_topic_replication_factor = to_i16(v) }, doc: "Replication factor of __share_group_state; a single-voter cluster uses at most its broker count.", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_replication_factor) },
     BrokerConfigDef { name: "share.coordinator.state.topic.segment.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.share_coordinator.state_topic_segment_bytes = to_u64(v) }, doc: "Segment size of __share_group_state (bytes).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_segment_bytes) },
+    BrokerConfigDef { name: "socket.receive.buffer.bytes", ty: T::Int, default: Some("-1"), field: Field::Int { min: -1, max: I32MAX, set: |c, v| c.socket_receive_buffer_bytes = to_i32(v) }, doc: "SO_RCVBUF of the listeners' connections (bytes; the kernel doubles it); -1 keeps the kernel's autotuning. Kafka's default is 102400: see docs/decisions/socket-buffers.md.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_receive_buffer_bytes) },
     BrokerConfigDef { name: "socket.request.max.bytes", ty: T::Int, default: Some("104857600"), field: Field::Int { min: 1024, max: I32MAX, set: |c, v| c.socket_request_max_bytes = to_usize(v) }, doc: "The largest request frame (bytes); a larger one closes the connection.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_request_max_bytes) },
+    BrokerConfigDef { name: "socket.send.buffer.bytes", ty: T::Int, default: Some("102400"), field: Field::Int { min: -1, max: I32MAX, set: |c, v| c.socket_send_buffer_bytes = to_i32(v) }, doc: "SO_SNDBUF of the listeners' connections (bytes; the kernel doubles it); -1 keeps the kernel's autotuning.", dynamic: false, describe: Describe::Own, get: |c| some(c.socket_send_buffer_bytes) },
     BrokerConfigDef { name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", ty: T::Int, default: Some("10000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.abort_timed_out_interval_ms = to_u64(v) }, doc: "How often (ms) open transactions past their timeout are aborted.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.abort_timed_out_interval_ms) },
     BrokerConfigDef { name: "transaction.max.timeout.ms", ty: T::Int, default: Some("900000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.max_timeout_ms = to_i32(v) }, doc: "The largest transaction.timeout.ms a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.max_timeout_ms) },
     BrokerConfigDef { name: "transaction.remove.expired.transaction.cleanup.interval.ms", ty: T::Int, default: Some("3600000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.txn.remove_expired_interval_ms = to_u64(v) }, doc: "How often (ms) expired transactional ids are removed.", dynamic: false, describe: Describe::Own, get: |c| some(c.txn.remove_expired_interval_ms) },
@@ -617,8 +619,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 94 own settings, read-only.
-        assert_eq!(own.len(), 94);
+        // Today's broker resource: 96 own settings, read-only.
+        assert_eq!(own.len(), 96);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -628,7 +630,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 94] = [
+        let want: [(&str, Option<&str>); 96] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -732,7 +734,9 @@ mod tests {
                 "share.coordinator.state.topic.segment.bytes",
                 Some("104857600"),
             ),
+            ("socket.receive.buffer.bytes", Some("-1")),
             ("socket.request.max.bytes", Some("104857600")),
+            ("socket.send.buffer.bytes", Some("102400")),
             (
                 "transaction.abort.timed.out.transaction.cleanup.interval.ms",
                 Some("10000"),
