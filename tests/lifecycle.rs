@@ -1395,3 +1395,85 @@ fn partition_directories(data: &Path) -> BTreeMap<String, String> {
 // ---------------------------------------------------------------------------
 // 7. Compaction
 // ---------------------------------------------------------------------------
+
+/// SO_SNDBUF and SO_RCVBUF (as getsockopt(2) reads them: Linux doubles a
+/// size that was set) of the connection the broker process `pid`
+/// accepted from `client`: each of its socket descriptors is duplicated
+/// into this process with pidfd_getfd(2) (the broker is this process's
+/// child) until one's peer is `client`.
+fn accepted_socket_buffers(pid: u32, client: std::net::SocketAddr) -> (usize, usize) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain system calls; every descriptor they return is owned
+    // by an `OwnedFd` at once and closed when it is dropped.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    assert!(
+        pidfd >= 0,
+        "pidfd_open: {}",
+        std::io::Error::last_os_error()
+    );
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).expect("the broker's descriptors") {
+        let entry = entry.expect("a descriptor");
+        let is_socket =
+            fs::read_link(entry.path()).is_ok_and(|t| t.to_string_lossy().starts_with("socket:"));
+        let Some(target) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if !is_socket {
+            continue;
+        }
+        use std::os::fd::AsRawFd;
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
+        if fd < 0 {
+            continue;
+        }
+        let sock = socket2::Socket::from(std::net::TcpStream::from(unsafe {
+            OwnedFd::from_raw_fd(fd as i32)
+        }));
+        if sock.peer_addr().ok().and_then(|a| a.as_socket()) == Some(client) {
+            return (
+                sock.send_buffer_size().expect("SO_SNDBUF"),
+                sock.recv_buffer_size().expect("SO_RCVBUF"),
+            );
+        }
+    }
+    panic!("no connection from {client} in the broker {pid}");
+}
+
+/// `socket.send.buffer.bytes` (Kafka's default 102400) and
+/// `socket.receive.buffer.bytes` (-1 here: the kernel's autotuning; see
+/// docs/decisions/socket-buffers.md) are set on every connection a
+/// listener accepts, and a value given replaces the default.
+#[test]
+fn accepted_connections_take_the_socket_buffer_keys() {
+    let kernel_default = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        socket2::Socket::from(l.accept().unwrap().0)
+            .recv_buffer_size()
+            .unwrap()
+    };
+    for (overrides, send, receive) in [
+        (vec![], 2 * 102_400, kernel_default),
+        (
+            vec![
+                "socket.send.buffer.bytes=65536",
+                "socket.receive.buffer.bytes=131072",
+            ],
+            2 * 65_536,
+            2 * 131_072,
+        ),
+    ] {
+        let broker = Broker::start_with(&overrides);
+        let mut c = raw::RawConn::new(&broker.bootstrap());
+        // An ApiVersions answer: the connection is accepted and served.
+        let versions = c.call(3, &kafka_protocol::messages::ApiVersionsRequest::default());
+        assert_eq!(versions.error_code, 0);
+        let got = accepted_socket_buffers(broker.pid(), c.s.local_addr().unwrap());
+        assert_eq!(got, (send, receive), "with {overrides:?}");
+    }
+}
