@@ -34,6 +34,19 @@ fn socket_buffers(config: &Config) -> (Option<usize>, Option<usize>) {
     )
 }
 
+/// Logs at warn when the kernel gave a socket less than the `key`'s `asked`
+/// bytes (getsockopt reads twice the size in effect).
+fn warn_if_capped(key: &str, sysctl: &str, asked: usize, got: std::io::Result<usize>) {
+    if let Ok(got) = got {
+        if got / 2 < asked {
+            log::warn!(
+                "{key}={asked} is above the kernel's limit ({sysctl}): the connections get {} bytes",
+                got / 2
+            );
+        }
+    }
+}
+
 /// The bound, listening socket behind [`bind_listener`].
 fn listening_socket(addr: SocketAddr, config: &Config) -> std::io::Result<socket2::Socket> {
     let domain = if addr.is_ipv4() {
@@ -47,12 +60,27 @@ fn listening_socket(addr: SocketAddr, config: &Config) -> std::io::Result<socket
     // Set before listen(2): an accepted connection copies both sizes (and
     // their lock against autotuning) from its listener, and a receive
     // buffer set then also sizes the window offered in the handshake.
+    // The kernel caps a size at net.core.wmem_max / rmem_max (212992
+    // bytes by default) without an error, as it does for Kafka: the size
+    // read back says so.
     let (send, receive) = socket_buffers(config);
     if let Some(n) = send {
         s.set_send_buffer_size(n)?;
+        warn_if_capped(
+            "socket.send.buffer.bytes",
+            "net.core.wmem_max",
+            n,
+            s.send_buffer_size(),
+        );
     }
     if let Some(n) = receive {
         s.set_recv_buffer_size(n)?;
+        warn_if_capped(
+            "socket.receive.buffer.bytes",
+            "net.core.rmem_max",
+            n,
+            s.recv_buffer_size(),
+        );
     }
     s.bind(&addr.into())?;
     s.listen(1024)?;
@@ -63,8 +91,9 @@ fn listening_socket(addr: SocketAddr, config: &Config) -> std::io::Result<socket
 mod tests {
     use super::*;
 
-    /// SO_SNDBUF or SO_RCVBUF of a socket, as getsockopt(2) gives it
-    /// (Linux doubles what was set, for its bookkeeping).
+    /// SO_SNDBUF and SO_RCVBUF of a connection accepted on a listening
+    /// socket made with `config`, as getsockopt(2) gives them (Linux
+    /// doubles what was set, for its bookkeeping).
     fn accepted_buffers(config: &Config) -> (usize, usize) {
         let l = listening_socket("127.0.0.1:0".parse().unwrap(), config).unwrap();
         let addr = l.local_addr().unwrap().as_socket().unwrap();
@@ -105,5 +134,16 @@ mod tests {
         };
         assert_eq!(defaults, plain);
         assert_eq!(socket_buffers(&config(0, -1)), (None, None));
+    }
+
+    #[test]
+    fn values_below_minus_one_are_refused() {
+        let mut c = Config::default();
+        for key in ["socket.send.buffer.bytes", "socket.receive.buffer.bytes"] {
+            assert!(c.set(key, "-2").is_err(), "{key}=-2");
+            assert!(c.set(key, "ten").is_err(), "{key}=ten");
+            c.set(key, "-1").unwrap();
+        }
+        assert_eq!(socket_buffers(&c), (None, None));
     }
 }

@@ -1,0 +1,104 @@
+//! The listeners' socket options as the broker process sets them:
+//! `socket.send.buffer.bytes` and `socket.receive.buffer.bytes` on every
+//! connection a listener accepts (docs/decisions/socket-buffers.md), read
+//! from the broker's own descriptor of the connection.
+
+// Integration tests: a failed unwrap, expect or panic is a failed test, which
+// is what it should be here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::fs;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use common::*;
+use kafka_protocol::messages::ApiVersionsRequest;
+
+/// SO_SNDBUF and SO_RCVBUF (as getsockopt(2) reads them: Linux doubles a
+/// size that was set) of the connection the broker process `pid`
+/// accepted from `client`. Each of the broker's socket descriptors is
+/// duplicated into this process with pidfd_getfd(2), which the kernel
+/// allows for a child of this process (Yama's default ptrace scope),
+/// until one's peer is `client`; a refused call fails the test with its
+/// error.
+fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new
+    // descriptor or -1; the descriptor is owned by `pidfd` at once.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    assert!(
+        raw >= 0,
+        "pidfd_open({pid}): {}",
+        io::Error::last_os_error()
+    );
+    // SAFETY: `raw` is a descriptor this process just got and owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
+    let mut refused = None;
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).expect("the broker's descriptors") {
+        let entry = entry.expect("a descriptor");
+        let is_socket =
+            fs::read_link(entry.path()).is_ok_and(|t| t.to_string_lossy().starts_with("socket:"));
+        let target = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok());
+        let (true, Some(target)) = (is_socket, target) else {
+            continue;
+        };
+        // SAFETY: pidfd_getfd(2) takes a pidfd, a descriptor number of
+        // that process and flags, and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
+        if fd < 0 {
+            // The descriptor may have been closed since the listing.
+            refused = Some(io::Error::last_os_error());
+            continue;
+        }
+        // SAFETY: `fd` is a socket descriptor this process just got and owns.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let sock = socket2::Socket::from(std::net::TcpStream::from(owned));
+        if sock.peer_addr().ok().and_then(|a| a.as_socket()) == Some(client) {
+            return (
+                sock.send_buffer_size().expect("SO_SNDBUF"),
+                sock.recv_buffer_size().expect("SO_RCVBUF"),
+            );
+        }
+    }
+    panic!("no connection from {client} among the broker's sockets (last pidfd_getfd error: {refused:?})");
+}
+
+/// `socket.send.buffer.bytes` (Kafka's default 102400) and
+/// `socket.receive.buffer.bytes` (-1 here: the kernel's autotuning) are set
+/// on the connection a listener accepts, and values given replace the
+/// defaults (both below the kernel's usual 212992-byte caps,
+/// net.core.wmem_max and rmem_max).
+#[test]
+fn accepted_connections_take_the_socket_buffer_keys() {
+    let kernel_default = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        socket2::Socket::from(l.accept().unwrap().0)
+            .recv_buffer_size()
+            .unwrap()
+    };
+    for (overrides, send, receive) in [
+        (vec![], 2 * 102_400, kernel_default),
+        (
+            vec![
+                "socket.send.buffer.bytes=65536",
+                "socket.receive.buffer.bytes=131072",
+            ],
+            2 * 65_536,
+            2 * 131_072,
+        ),
+    ] {
+        let broker = Broker::start_with(&overrides);
+        let mut c = raw::RawConn::new(&broker.bootstrap());
+        // An ApiVersions answer: the connection is accepted and served.
+        let versions = c.call(3, &ApiVersionsRequest::default());
+        assert_eq!(versions.error_code, 0);
+        let got = accepted_socket_buffers(broker.pid(), c.s.local_addr().unwrap());
+        assert_eq!(got, (send, receive), "with {overrides:?}");
+    }
+}
