@@ -246,9 +246,9 @@ async fn deliver(
 /// done (`first`, when given, is the oldest's outcome and Produce version,
 /// taken already), in order. Consecutive responses go out as one write, so
 /// a client with several requests in flight is woken once for all the
-/// answers that were ready together; any other outcome (throttled, no response, close) is
-/// delivered alone as [`deliver`] does. Gives false when the connection
-/// must close.
+/// answers that were ready together; any other outcome (throttled, no
+/// response, close) is delivered alone as [`deliver`] does. Gives false
+/// when the connection must close.
 async fn deliver_ready(
     stream: &mut Transport,
     peer: SocketAddr,
