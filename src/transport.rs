@@ -422,6 +422,27 @@ async fn read_cipher(stream: &mut TcpStream, tls: &mut TlsState, want: usize) ->
     absorbed.map(|()| false)
 }
 
+/// A socket-buffer key's value (`socket.send.buffer.bytes` and the like)
+/// as the size to set (bytes), None for 0 or -1: the kernel's own size and
+/// autotuning then, as Kafka leaves a -1 to the OS.
+pub fn buffer_size(value: i32) -> Option<usize> {
+    usize::try_from(value).ok().filter(|&n| n > 0)
+}
+
+/// Logs at warn when the kernel gave a socket less than the `key`'s `asked`
+/// bytes (getsockopt reads twice the size in effect; `sysctl` names the
+/// kernel's cap).
+pub fn warn_if_capped(key: &str, sysctl: &str, asked: usize, got: io::Result<usize>) {
+    if let Ok(got) = got {
+        if got / 2 < asked {
+            log::warn!(
+                "{key}={asked} is above the kernel's limit ({sysctl}): the connections get {} bytes",
+                got / 2
+            );
+        }
+    }
+}
+
 impl Transport {
     /// Connects to `addr` (`host:port`) within `timeout` with `security`'s
     /// protocol: the TCP connection, the TLS handshake and the SASL exchange.

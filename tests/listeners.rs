@@ -1,7 +1,9 @@
-//! The listeners' socket options as the broker process sets them:
+//! The socket buffers as the broker process sets them:
 //! `socket.send.buffer.bytes` and `socket.receive.buffer.bytes` on every
-//! connection a listener accepts (docs/decisions/socket-buffers.md), read
-//! from the broker's own descriptor of the connection.
+//! connection a listener accepts, and `replica.socket.receive.buffer.bytes`
+//! on a follower's connection to its leader
+//! (docs/decisions/socket-buffers.md), read from the broker's own
+//! descriptor of the connection.
 
 // Integration tests: a failed unwrap, expect or panic is a failed test, which
 // is what it should be here.
@@ -18,13 +20,12 @@ use common::*;
 use kafka_protocol::messages::ApiVersionsRequest;
 
 /// SO_SNDBUF and SO_RCVBUF (as getsockopt(2) reads them: Linux doubles a
-/// size that was set) of the connection the broker process `pid`
-/// accepted from `client`. Each of the broker's socket descriptors is
-/// duplicated into this process with pidfd_getfd(2), which the kernel
-/// allows for a child of this process (Yama's default ptrace scope),
-/// until one's peer is `client`; a refused call fails the test with its
-/// error.
-fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
+/// size that was set) of each of the broker process `pid`'s TCP
+/// connections whose peer address is `peer`. Each of the broker's socket
+/// descriptors is duplicated into this process with pidfd_getfd(2), which
+/// the kernel allows for a child of this process (Yama's default ptrace
+/// scope); the refusals are given too.
+fn socket_buffers_to(pid: u32, peer: SocketAddr) -> (Vec<(usize, usize)>, Vec<io::Error>) {
     // SAFETY: pidfd_open(2) takes a pid and flags and returns a new
     // descriptor or -1; the descriptor is owned by `pidfd` at once.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
@@ -35,7 +36,7 @@ fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
     );
     // SAFETY: `raw` is a descriptor this process just got and owns.
     let pidfd = unsafe { OwnedFd::from_raw_fd(raw as i32) };
-    let mut refused = None;
+    let (mut found, mut refused) = (Vec::new(), Vec::new());
     for entry in fs::read_dir(format!("/proc/{pid}/fd")).expect("the broker's descriptors") {
         let entry = entry.expect("a descriptor");
         let is_socket =
@@ -52,20 +53,34 @@ fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), target, 0) };
         if fd < 0 {
             // The descriptor may have been closed since the listing.
-            refused = Some(io::Error::last_os_error());
+            refused.push(io::Error::last_os_error());
             continue;
         }
         // SAFETY: `fd` is a socket descriptor this process just got and owns.
         let owned = unsafe { OwnedFd::from_raw_fd(fd as i32) };
         let sock = socket2::Socket::from(std::net::TcpStream::from(owned));
-        if sock.peer_addr().ok().and_then(|a| a.as_socket()) == Some(client) {
-            return (
+        if sock.peer_addr().ok().and_then(|a| a.as_socket()) == Some(peer) {
+            found.push((
                 sock.send_buffer_size().expect("SO_SNDBUF"),
                 sock.recv_buffer_size().expect("SO_RCVBUF"),
-            );
+            ));
         }
     }
-    panic!("no connection from {client} among the broker's sockets (last pidfd_getfd error: {refused:?})");
+    (found, refused)
+}
+
+/// SO_SNDBUF and SO_RCVBUF of the connection the broker process `pid`
+/// accepted from `client` ([`socket_buffers_to`]); none fails the test
+/// with the refusals.
+fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
+    let (found, refused) = socket_buffers_to(pid, client);
+    match found[..] {
+        [one] => one,
+        _ => panic!(
+            "{} connections from {client} among the broker's sockets ({refused:?})",
+            found.len()
+        ),
+    }
 }
 
 /// `socket.send.buffer.bytes` (Kafka's default 102400) and
@@ -100,5 +115,61 @@ fn accepted_connections_take_the_socket_buffer_keys() {
         assert_eq!(versions.error_code, 0);
         let got = accepted_socket_buffers(broker.pid(), c.s.local_addr().unwrap());
         assert_eq!(got, (send, receive), "with {overrides:?}");
+    }
+}
+
+/// `replica.socket.receive.buffer.bytes` (Kafka's default 65536, and a
+/// value given) is the receive buffer of a follower's fetch connection to
+/// its leader; the follower's other connections keep the kernel's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followers_fetch_connection_takes_the_replica_receive_buffer() {
+    use common::cluster::Cluster;
+    use common::layout::{admin, wait_topic};
+    use rdkafka::admin::{NewTopic, TopicReplication};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    for (overrides, receive) in [
+        (vec![], 2 * 65_536),
+        (
+            vec!["replica.socket.receive.buffer.bytes=49152"],
+            2 * 49_152,
+        ),
+    ] {
+        let c = Cluster::start(2, &overrides);
+        let a = admin(&c, &c.bootstrap_all());
+        let t = NewTopic::new("replicated", 1, TopicReplication::Fixed(2));
+        let r = a.create_topics(&[t], &admin_opts()).await.unwrap();
+        assert!(r[0].is_ok(), "{r:?}");
+        let leader = wait_topic(&c, &c.ids(), "replicated", 1).parts[&0].leader;
+        let follower = *c.ids().iter().find(|&&id| id != leader).unwrap();
+        let to_leader: SocketAddr = c.bootstrap(leader).parse().unwrap();
+        // 32 MB through the follower's fetches: an unlocked receive buffer
+        // (the kernel's own 131072 bytes here, Kafka's default doubled)
+        // would grow with them, a set one does not.
+        let p: FutureProducer = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", c.bootstrap_all())
+            .set("acks", "all")
+            .create()
+            .unwrap();
+        let value = vec![7u8; 64 * 1024];
+        let mut acks = Vec::new();
+        for _ in 0..512 {
+            let record = FutureRecord::<(), _>::to("replicated").payload(&value);
+            acks.push(p.send_result(record).map_err(|(e, _)| e).unwrap());
+        }
+        for acked in acks {
+            acked.await.unwrap().unwrap();
+        }
+        let got = poll_until(
+            std::time::Duration::from_secs(30),
+            "the follower's fetch connection to its leader",
+            || {
+                let (found, refused) = socket_buffers_to(c.pid(follower), to_leader);
+                match found.iter().find(|(_, r)| *r == receive) {
+                    Some(&one) => Ok(one),
+                    None => Err(format!("connections {found:?}, refused {refused:?}")),
+                }
+            },
+        );
+        assert_eq!(got.1, receive, "with {overrides:?}");
     }
 }

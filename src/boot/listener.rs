@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use glommio::net::TcpListener;
 
 use crate::config::Config;
+use crate::transport::{buffer_size, warn_if_capped};
 
 /// A shard's listening socket on `addr`: SO_REUSEPORT so every shard
 /// accepts on the one port, and SO_REUSEADDR (which glommio's own `bind`
@@ -24,27 +25,12 @@ pub(super) fn bind_listener(addr: SocketAddr, config: &Config) -> std::io::Resul
 }
 
 /// `socket.send.buffer.bytes` and `socket.receive.buffer.bytes` as the
-/// sizes to set (bytes), None for a value of 0 or -1: the kernel's own
-/// size and autotuning then, as Kafka leaves a -1 to the OS.
+/// sizes to set (bytes), None for a value of 0 or -1 ([`buffer_size`]).
 fn socket_buffers(config: &Config) -> (Option<usize>, Option<usize>) {
-    let size = |v: i32| usize::try_from(v).ok().filter(|&n| n > 0);
     (
-        size(config.socket_send_buffer_bytes),
-        size(config.socket_receive_buffer_bytes),
+        buffer_size(config.socket_send_buffer_bytes),
+        buffer_size(config.socket_receive_buffer_bytes),
     )
-}
-
-/// Logs at warn when the kernel gave a socket less than the `key`'s `asked`
-/// bytes (getsockopt reads twice the size in effect).
-fn warn_if_capped(key: &str, sysctl: &str, asked: usize, got: std::io::Result<usize>) {
-    if let Ok(got) = got {
-        if got / 2 < asked {
-            log::warn!(
-                "{key}={asked} is above the kernel's limit ({sysctl}): the connections get {} bytes",
-                got / 2
-            );
-        }
-    }
 }
 
 /// The bound, listening socket behind [`bind_listener`].

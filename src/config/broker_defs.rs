@@ -447,6 +447,7 @@ pub static BROKER_CONFIGS: &[BrokerConfigDef] = &[
     BrokerConfigDef { name: "replica.fetch.wait.max.ms", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: I32MAX, set: |c, v| c.cluster.replica_fetch_wait_max_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch waits at the leader for new data; below replica.lag.time.max.ms.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_fetch_wait_max_ms) },
     BrokerConfigDef { name: "replica.high.watermark.checkpoint.interval.ms", ty: T::Long, default: Some("5000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_high_watermark_checkpoint_interval_ms = to_u64(v) }, doc: "How often (ms) each shard writes its partitions' high watermarks to its replication-offset-checkpoint file (also written at shutdown).", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_high_watermark_checkpoint_interval_ms) },
     BrokerConfigDef { name: "replica.lag.time.max.ms", ty: T::Long, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_lag_time_max_ms = to_u64(v) }, doc: "A follower that has not caught up with the leader's log end for this long (ms) leaves the ISR.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_lag_time_max_ms) },
+    BrokerConfigDef { name: "replica.socket.receive.buffer.bytes", ty: T::Int, default: Some("65536"), field: Field::Int { min: -1, max: I32MAX, set: |c, v| c.cluster.replica_socket_receive_buffer_bytes = to_i32(v) }, doc: "SO_RCVBUF of a follower's connections to its leaders (bytes; the kernel doubles it, capped by net.core.rmem_max); -1 or 0 keeps the kernel's autotuning.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_receive_buffer_bytes) },
     BrokerConfigDef { name: "replica.socket.timeout.ms", ty: T::Int, default: Some("30000"), field: Field::Int { min: 1, max: I32MAX, set: |c, v| c.cluster.replica_socket_timeout_ms = to_u64(v) }, doc: "How long (ms) a follower's fetch may go unanswered beyond replica.fetch.wait.max.ms before its connection is made again.", dynamic: false, describe: Describe::Own, get: |c| some(c.cluster.replica_socket_timeout_ms) },
     BrokerConfigDef { name: "share.coordinator.snapshot.update.records.per.snapshot", ty: T::Int, default: Some("500"), field: Field::Int { min: 0, max: 500, set: |c, v| c.share_coordinator.snapshot_update_records_per_snapshot = to_i32(v) }, doc: "ShareUpdate records written for a share-partition between two ShareSnapshot records (KIP-932).", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.snapshot_update_records_per_snapshot) },
     BrokerConfigDef { name: "share.coordinator.state.topic.min.isr", ty: T::Short, default: Some("2"), field: Field::Int { min: 1, max: 32767, set: |c, v| c.share_coordinator.state_topic_min_isr = to_i16(v) }, doc: "min.insync.replicas of __share_group_state.", dynamic: false, describe: Describe::Own, get: |c| some(c.share_coordinator.state_topic_min_isr) },
@@ -619,8 +620,8 @@ mod tests {
         for k in &synonym_set {
             assert!(def_by_broker_key(k).is_some(), "{k}");
         }
-        // Today's broker resource: 96 own settings, read-only.
-        assert_eq!(own.len(), 96);
+        // Today's broker resource: 97 own settings, read-only.
+        assert_eq!(own.len(), 97);
         assert!(BROKER_CONFIGS.iter().all(|d| !d.dynamic));
     }
 
@@ -630,7 +631,7 @@ mod tests {
     #[test]
     fn described_defaults_are_unchanged() {
         let got: Vec<(&str, Option<String>)> = Config::default().describe().into_iter().collect();
-        let want: [(&str, Option<&str>); 96] = [
+        let want: [(&str, Option<&str>); 97] = [
             ("advertised.listeners", None),
             ("auto.create.topics.enable", Some("true")),
             ("auto.leader.rebalance.enable", Some("true")),
@@ -719,6 +720,7 @@ mod tests {
                 Some("5000"),
             ),
             ("replica.lag.time.max.ms", Some("30000")),
+            ("replica.socket.receive.buffer.bytes", Some("65536")),
             ("replica.socket.timeout.ms", Some("30000")),
             (
                 "share.coordinator.snapshot.update.records.per.snapshot",

@@ -101,6 +101,32 @@ impl BrokerConnection {
         }
     }
 
+    /// Sets the connection's SO_RCVBUF to `bytes` (Linux doubles it; the
+    /// kernel caps it at net.core.rmem_max, logged at warn); 0 or -1 leaves
+    /// the kernel's autotuning. For `replica.socket.receive.buffer.bytes`.
+    /// The socket is already connected (glommio makes it), so the window
+    /// offered in the handshake was the kernel's: from here on the window
+    /// is no larger than the buffer. A failure is logged and the
+    /// connection kept as it is.
+    pub fn set_receive_buffer(&self, key: &str, bytes: i32) {
+        let Some(n) = crate::transport::buffer_size(bytes) else {
+            return;
+        };
+        let socket = socket2::SockRef::from(self.stream.stream());
+        match socket.set_recv_buffer_size(n) {
+            Ok(()) => crate::transport::warn_if_capped(
+                key,
+                "net.core.rmem_max",
+                n,
+                socket.recv_buffer_size(),
+            ),
+            Err(e) => log::warn!(
+                "{key}={n}: cannot set the receive buffer of the connection to {}: {e}",
+                self.addr
+            ),
+        }
+    }
+
     /// Where this connection goes.
     pub fn addr(&self) -> &str {
         &self.addr

@@ -213,7 +213,13 @@ async fn run(shard: Weak<Shard>, f: Rc<Fetcher>) {
             match BrokerConnection::connect(&addr, socket_timeout, &shard.security.inter_broker)
                 .await
             {
-                Ok(c) => conn = Some(c),
+                Ok(c) => {
+                    c.set_receive_buffer(
+                        "replica.socket.receive.buffer.bytes",
+                        shard.config.cluster.replica_socket_receive_buffer_bytes,
+                    );
+                    conn = Some(c)
+                }
                 Err(e) => {
                     log::debug!(
                         "replica fetcher: cannot reach leader {} at {addr}: {e}",
