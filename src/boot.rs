@@ -899,7 +899,16 @@ async fn shard_main(
             shard.id
         );
     }
+    // Nothing is served any more: the close blocks the reactor on purpose
+    // (flushes, indexes, snapshots), which is no stall; its time is logged.
+    stall::stop();
+    let closing = Instant::now();
     shard.close_all();
+    log::info!(
+        "shard {}: partitions closed in {} ms",
+        shard.id,
+        closing.elapsed().as_millis()
+    );
     if let Some(s) = stalls.get(shard.id) {
         sync_write_stats(s);
     }

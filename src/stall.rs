@@ -201,6 +201,9 @@ struct Monitor {
     stats: Arc<[ShardStallStats]>,
     last_log: Option<Instant>,
     suppressed: u64,
+    /// The longest stall (µs) since the last line logged, that line's
+    /// included.
+    window_max_us: u64,
 }
 
 thread_local! {
@@ -239,8 +242,16 @@ pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration)
             stats,
             last_log: None,
             suppressed: 0,
+            window_max_us: 0,
         })
     });
+}
+
+/// Turns the detector off for this thread from here on, the poll running
+/// now included: the shard is stopping, nothing is served any more, and
+/// its close (flushing every partition) blocks the reactor on purpose.
+pub fn stop() {
+    THRESHOLD_NS.with(|t| t.set(0));
 }
 
 /// Records that the current task now serves the request of API key
@@ -320,14 +331,25 @@ impl<F: Future> Future for Watched<F> {
         POLL_START.with(|p| p.set(outer_start));
         this.activity = ACTIVITY.with(|a| a.replace(outer));
         let ns = took.as_nanos().min(u64::MAX as u128) as u64;
-        if ns > threshold {
+        // Stopped during this poll ([`stop`]): not a stall.
+        if ns > threshold && THRESHOLD_NS.with(Cell::get) != 0 {
             stalled(this.label, this.activity, took);
         }
         out
     }
 }
 
-/// Counts a stall and logs it, rate-limited.
+/// Whether a stall of `us` µs gets its own log line, `since_line` after
+/// the last line (None: no line yet), the longest stall since that line
+/// being `window_max_us` ([`stalled`]).
+fn worth_a_line(since_line: Option<Duration>, window_max_us: u64, us: u64) -> bool {
+    since_line.is_none_or(|d| d >= LOG_EVERY) || us > window_max_us.saturating_mul(2)
+}
+
+/// Counts a stall and logs it, rate-limited to one line per
+/// [`LOG_EVERY`], except a stall more than twice as long as every one
+/// since the last line: the worst stalls of a second name their task too
+/// (at most a few lines more, each one doubling the last).
 #[cold]
 fn stalled(label: &'static str, activity: Activity, took: Duration) {
     let us = took.as_micros().min(u64::MAX as u128) as u64;
@@ -340,10 +362,13 @@ fn stalled(label: &'static str, activity: Activity, took: Duration) {
             s.record(us);
         }
         let now = Instant::now();
-        if m.last_log
-            .is_some_and(|t| now.duration_since(t) < LOG_EVERY)
-        {
+        if !worth_a_line(
+            m.last_log.map(|t| now.duration_since(t)),
+            m.window_max_us,
+            us,
+        ) {
             m.suppressed += 1;
+            m.window_max_us = m.window_max_us.max(us);
             return;
         }
         let doing = match activity {
@@ -361,6 +386,7 @@ fn stalled(label: &'static str, activity: Activity, took: Duration) {
         );
         m.last_log = Some(now);
         m.suppressed = 0;
+        m.window_max_us = us;
     });
 }
 
@@ -426,6 +452,31 @@ mod tests {
     fn zero_threshold_disables() {
         let stats = registry(1);
         install(0, stats.clone(), Duration::ZERO);
+        futures_lite::future::block_on(watch("spin", spin(2)));
+        assert_eq!(stats[0].stalls.load(Relaxed), 0);
+    }
+
+    #[test]
+    fn the_worst_stalls_of_a_second_get_a_line() {
+        let ms = Duration::from_millis;
+        assert!(worth_a_line(None, 0, 600), "the first stall");
+        assert!(!worth_a_line(Some(ms(10)), 600, 700), "within the second");
+        assert!(!worth_a_line(Some(ms(10)), 600, 1_200), "not twice as long");
+        assert!(worth_a_line(Some(ms(10)), 600, 1_201), "twice as long");
+        assert!(worth_a_line(Some(ms(1_000)), 30_000, 600), "a second later");
+    }
+
+    #[test]
+    fn a_poll_that_stops_the_detector_is_not_counted() {
+        let stats = registry(1);
+        install(0, stats.clone(), Duration::from_micros(500));
+        futures_lite::future::block_on(watch("closing", async {
+            stop();
+            let end = Instant::now() + Duration::from_millis(2);
+            while Instant::now() < end {
+                std::hint::spin_loop();
+            }
+        }));
         futures_lite::future::block_on(watch("spin", spin(2)));
         assert_eq!(stats[0].stalls.load(Relaxed), 0);
     }
