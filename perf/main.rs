@@ -10,6 +10,7 @@ mod append_paths;
 mod batch;
 mod charts;
 mod limits;
+mod probes;
 mod rate;
 mod scale;
 mod scrape;
@@ -27,7 +28,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
-use stats::{cpu_seconds, load_ceilings, merge, Counters, Report, Timeline};
+use probes::{CpuProbe, StallProbe};
+use stats::{load_ceilings, merge, Counters, Report, Timeline};
 use wire::{create_topic, Conn, Res, Versions};
 use workloads::{
     fetch_version, offsets, produce_version, start_consumers, start_producers, ConsumerCfg,
@@ -428,95 +430,6 @@ fn ceiling(c: &Common, key: &str, label: &str) -> Res<Option<(String, f64)>> {
     }
 }
 
-/// A broker's stall counters summed over its shards (max: over shards).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-struct StallSnapshot {
-    stalls: f64,
-    max_us: f64,
-    over_1ms: f64,
-    over_5ms: f64,
-    over_20ms: f64,
-}
-
-impl StallSnapshot {
-    fn read(addr: &str) -> Res<StallSnapshot> {
-        let (status, body) = fjord::metrics::fetch(addr, "/metrics")?;
-        if status != 200 {
-            return Err(format!("{addr}: HTTP {status}").into());
-        }
-        let mut s = StallSnapshot::default();
-        for m in fjord::metrics::parse(&body) {
-            match m.name.as_str() {
-                "fjord_reactor_stalls_total" => s.stalls += m.value,
-                "fjord_reactor_stall_max_us" => s.max_us = s.max_us.max(m.value),
-                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"1\"") => {
-                    s.over_1ms += m.value
-                }
-                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"5\"") => {
-                    s.over_5ms += m.value
-                }
-                "fjord_reactor_stalls_over_ms" if m.labels.contains("gt=\"20\"") => {
-                    s.over_20ms += m.value
-                }
-                _ => {}
-            }
-        }
-        Ok(s)
-    }
-
-    /// Figures for the report: stalls between `self` (before) and `after`.
-    /// The max is the run's only when it grew during the run; otherwise
-    /// it is the broker's since start (an upper bound), named so.
-    fn figures(&self, after: &StallSnapshot) -> Vec<(String, f64)> {
-        let mut v = vec![
-            ("broker stalls".to_string(), after.stalls - self.stalls),
-            ("broker stalls >1 ms".into(), after.over_1ms - self.over_1ms),
-            ("broker stalls >5 ms".into(), after.over_5ms - self.over_5ms),
-            (
-                "broker stalls >20 ms".into(),
-                after.over_20ms - self.over_20ms,
-            ),
-        ];
-        if after.stalls == self.stalls {
-            v.push(("broker stall max µs".into(), 0.0));
-        } else if after.max_us > self.max_us {
-            v.push(("broker stall max µs".into(), after.max_us));
-        } else {
-            v.push(("broker stall max µs (since start)".into(), after.max_us));
-        }
-        v
-    }
-}
-
-/// Reads the broker's stall counters (`--metrics`) before and after a run.
-pub(crate) struct StallProbe(Option<(String, StallSnapshot)>);
-
-impl StallProbe {
-    pub(crate) fn start(addr: Option<&str>) -> StallProbe {
-        StallProbe(addr.and_then(|a| match StallSnapshot::read(a) {
-            Ok(s) => Some((a.to_string(), s)),
-            Err(e) => {
-                eprintln!("warning: cannot read broker metrics at {a}: {e}");
-                None
-            }
-        }))
-    }
-
-    /// The stall figures of the run (empty without `--metrics`).
-    pub(crate) fn finish(&self) -> Vec<(String, f64)> {
-        let Some((addr, before)) = &self.0 else {
-            return Vec::new();
-        };
-        match StallSnapshot::read(addr) {
-            Ok(after) => before.figures(&after),
-            Err(e) => {
-                eprintln!("warning: cannot read broker metrics at {addr}: {e}");
-                Vec::new()
-            }
-        }
-    }
-}
-
 /// With `--ceiling-json`: the latency floor's p99 at the rate nearest to
 /// `rate_mb_s` next to the p99 of `hist` (ns), and their ratio ("within
 /// 2× of the floor" is the target). Empty without a floor in the file.
@@ -542,18 +455,6 @@ fn floor_figures(
         ("floor p99 µs".into(), floor_p99),
         ("p99 ÷ floor p99".into(), p99 / floor_p99.max(1e-9)),
     ])
-}
-
-struct CpuProbe(Option<(u32, f64)>);
-
-impl CpuProbe {
-    fn start(pid: Option<u32>) -> CpuProbe {
-        CpuProbe(pid.and_then(|p| cpu_seconds(p).ok().map(|c| (p, c))))
-    }
-    fn stop(&self) -> Option<f64> {
-        self.0
-            .and_then(|(p, c0)| cpu_seconds(p).ok().map(|c1| c1 - c0))
-    }
 }
 
 fn producer_cfg(
@@ -978,26 +879,6 @@ mod tests {
         );
         assert!(parse_steps::<usize>("").unwrap().is_empty());
         assert!(parse_steps::<usize>("1,x").is_err());
-    }
-
-    #[test]
-    fn stall_figures() {
-        let before = StallSnapshot {
-            stalls: 3.0,
-            max_us: 900.0,
-            ..Default::default()
-        };
-        let after = StallSnapshot {
-            stalls: 5.0,
-            max_us: 2500.0,
-            over_1ms: 1.0,
-            ..Default::default()
-        };
-        let f = before.figures(&after);
-        assert_eq!(f[0], ("broker stalls".into(), 2.0));
-        assert_eq!(f[1], ("broker stalls >1 ms".into(), 1.0));
-        assert_eq!(f[4], ("broker stall max µs".into(), 2500.0));
-        assert_eq!(before.figures(&before)[4].1, 0.0);
     }
 
     #[test]
