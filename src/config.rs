@@ -176,7 +176,7 @@ pub struct ClusterConfig {
     /// is dropped and made again (ms). Default 30000.
     pub replica_socket_timeout_ms: u64,
     /// `replica.socket.receive.buffer.bytes`: SO_RCVBUF of a follower's
-    /// connections to its leaders (bytes; Linux doubles it); 0 or -1 keeps
+    /// fetch connections to its leaders (bytes; Linux doubles it); 0 or -1 keeps
     /// the kernel's autotuning. Default 65536, Kafka's.
     pub replica_socket_receive_buffer_bytes: i32,
     /// `replica.high.watermark.checkpoint.interval.ms`: how often each

@@ -3,8 +3,9 @@
 //! that keeps the reactor busy longer than `reactor.stall.threshold.us` is
 //! a stall: it is counted in the shard's [`ShardStallStats`] (atomics, so
 //! the metrics thread reads them without locks) and logged at warn level,
-//! at most once per second per shard, with the task's label and what it was
-//! doing (the request being served, for connections).
+//! at most once per second per shard plus a line for each stall more than
+//! twice as long as every one since the last line, with the task's label
+//! and what it was doing (the request being served, for connections).
 //!
 //! The cost per poll is two `Instant::now()` reads and a few thread-local
 //! cell accesses; with the threshold at 0 the wrapper only reads one cell.
@@ -341,7 +342,8 @@ impl<F: Future> Future for Watched<F> {
 
 /// Whether a stall of `us` µs gets its own log line, `since_line` after
 /// the last line (None: no line yet), the longest stall since that line
-/// being `window_max_us` ([`stalled`]).
+/// being `window_max_us` ([`stalled`]). Every line, a doubling one too,
+/// starts the next second of the rate limit.
 fn worth_a_line(since_line: Option<Duration>, window_max_us: u64, us: u64) -> bool {
     since_line.is_none_or(|d| d >= LOG_EVERY) || us > window_max_us.saturating_mul(2)
 }

@@ -429,18 +429,12 @@ pub fn buffer_size(value: i32) -> Option<usize> {
     usize::try_from(value).ok().filter(|&n| n > 0)
 }
 
-/// Logs at warn when the kernel gave a socket less than the `key`'s `asked`
-/// bytes (getsockopt reads twice the size in effect; `sysctl` names the
-/// kernel's cap).
-pub fn warn_if_capped(key: &str, sysctl: &str, asked: usize, got: io::Result<usize>) {
-    if let Ok(got) = got {
-        if got / 2 < asked {
-            log::warn!(
-                "{key}={asked} is above the kernel's limit ({sysctl}): the connections get {} bytes",
-                got / 2
-            );
-        }
-    }
+/// The size in effect (bytes) when the kernel gave a socket less than the
+/// `asked` bytes of a buffer key (it caps sizes at net.core.wmem_max /
+/// rmem_max without an error); None when it did not, or `got` (the
+/// getsockopt result: twice the size in effect) is an error.
+pub fn capped(asked: usize, got: io::Result<usize>) -> Option<usize> {
+    got.ok().map(|g| g / 2).filter(|&g| g < asked)
 }
 
 impl Transport {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use glommio::net::TcpListener;
 
 use crate::config::Config;
-use crate::transport::{buffer_size, warn_if_capped};
+use crate::transport::{buffer_size, capped};
 
 /// A shard's listening socket on `addr`: SO_REUSEPORT so every shard
 /// accepts on the one port, and SO_REUSEADDR (which glommio's own `bind`
@@ -31,6 +31,16 @@ fn socket_buffers(config: &Config) -> (Option<usize>, Option<usize>) {
         buffer_size(config.socket_send_buffer_bytes),
         buffer_size(config.socket_receive_buffer_bytes),
     )
+}
+
+/// Logs at warn when the kernel gave the listening socket less than the
+/// `key`'s `asked` bytes ([`capped`]); `sysctl` names the kernel's cap.
+fn warn_if_capped(key: &str, sysctl: &str, asked: usize, got: std::io::Result<usize>) {
+    if let Some(got) = capped(asked, got) {
+        log::warn!(
+            "{key}={asked} is above the kernel's limit ({sysctl}): the connections get {got} bytes"
+        );
+    }
 }
 
 /// The bound, listening socket behind [`bind_listener`].
@@ -120,6 +130,14 @@ mod tests {
         };
         assert_eq!(defaults, plain);
         assert_eq!(socket_buffers(&config(0, -1)), (None, None));
+    }
+
+    #[test]
+    fn a_capped_size_is_told() {
+        use crate::transport::capped;
+        assert_eq!(capped(102_400, Ok(204_800)), None);
+        assert_eq!(capped(10_000_000, Ok(8_388_608)), Some(4_194_304));
+        assert_eq!(capped(1, Err(std::io::ErrorKind::Other.into())), None);
     }
 
     #[test]

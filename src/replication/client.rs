@@ -101,29 +101,41 @@ impl BrokerConnection {
         }
     }
 
-    /// Sets the connection's SO_RCVBUF to `bytes` (Linux doubles it; the
-    /// kernel caps it at net.core.rmem_max, logged at warn); 0 or -1 leaves
-    /// the kernel's autotuning. For `replica.socket.receive.buffer.bytes`.
-    /// The socket is already connected (glommio makes it), so the window
-    /// offered in the handshake was the kernel's: from here on the window
-    /// is no larger than the buffer. A failure is logged and the
-    /// connection kept as it is.
+    /// Sets the connection's SO_RCVBUF to `bytes` (Linux doubles it)
+    /// for `key` (`replica.socket.receive.buffer.bytes`); 0 or -1 leaves
+    /// the kernel's autotuning. Called once the TCP, TLS and SASL
+    /// handshakes are done (glommio makes the connection itself), so the
+    /// handshakes and the window scale are the kernel's; from here on the
+    /// window is no larger than the buffer. The kernel caps the size at
+    /// net.core.rmem_max: the first capped connection of the process is
+    /// logged at warn, the others at debug. A failure is logged at warn and
+    /// the connection kept as it is.
     pub fn set_receive_buffer(&self, key: &str, bytes: i32) {
+        static CAP_WARNED: std::sync::atomic::AtomicBool =
+            std::sync::atomic::AtomicBool::new(false);
         let Some(n) = crate::transport::buffer_size(bytes) else {
             return;
         };
         let socket = socket2::SockRef::from(self.stream.stream());
-        match socket.set_recv_buffer_size(n) {
-            Ok(()) => crate::transport::warn_if_capped(
-                key,
-                "net.core.rmem_max",
-                n,
-                socket.recv_buffer_size(),
-            ),
-            Err(e) => log::warn!(
+        if let Err(e) = socket.set_recv_buffer_size(n) {
+            log::warn!(
                 "{key}={n}: cannot set the receive buffer of the connection to {}: {e}",
                 self.addr
-            ),
+            );
+            return;
+        }
+        if let Some(got) = crate::transport::capped(n, socket.recv_buffer_size()) {
+            let first = !CAP_WARNED.swap(true, std::sync::atomic::Ordering::Relaxed);
+            let level = if first {
+                log::Level::Warn
+            } else {
+                log::Level::Debug
+            };
+            log::log!(
+                level,
+                "{key}={n} is above the kernel's limit (net.core.rmem_max): the connection to {} gets {got} bytes",
+                self.addr
+            );
         }
     }
 
