@@ -83,6 +83,17 @@ fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
     }
 }
 
+/// The SO_RCVBUF (as getsockopt(2) reads it) a new TCP connection starts
+/// with when nothing sets it: net.ipv4.tcp_rmem's middle value, 131072 in
+/// a stock kernel (Kafka's 65536 doubled).
+fn kernel_receive_start() -> usize {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    socket2::Socket::from(l.accept().unwrap().0)
+        .recv_buffer_size()
+        .unwrap()
+}
+
 /// `socket.send.buffer.bytes` (Kafka's default 102400) and
 /// `socket.receive.buffer.bytes` (-1 here: the kernel's autotuning) are set
 /// on the connection a listener accepts, and values given replace the
@@ -90,13 +101,7 @@ fn accepted_socket_buffers(pid: u32, client: SocketAddr) -> (usize, usize) {
 /// net.core.wmem_max and rmem_max).
 #[test]
 fn accepted_connections_take_the_socket_buffer_keys() {
-    let kernel_default = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        socket2::Socket::from(l.accept().unwrap().0)
-            .recv_buffer_size()
-            .unwrap()
-    };
+    let kernel_default = kernel_receive_start();
     for (overrides, send, receive) in [
         (vec![], 2 * 102_400, kernel_default),
         (
@@ -128,13 +133,7 @@ async fn a_followers_fetch_connection_takes_the_replica_receive_buffer() {
     use common::layout::{admin, wait_topic};
     use rdkafka::admin::{NewTopic, TopicReplication};
     use rdkafka::producer::{FutureProducer, FutureRecord};
-    // The receive buffer a new connection starts with (net.ipv4.tcp_rmem's
-    // middle value, 131072 in a stock kernel: Kafka's default doubled).
-    let kernel_start = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        socket2::Socket::from(c).recv_buffer_size().unwrap()
-    };
+    let kernel_start = kernel_receive_start();
     // (overrides, the fetch connection's SO_RCVBUF as read back, or None
     // for one that grew past the kernel's start).
     for (overrides, receive) in [
