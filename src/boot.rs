@@ -778,6 +778,7 @@ async fn shard_main(
         senders.peer_id(),
         stalls.clone(),
         Duration::from_micros(config.reactor_stall_threshold_us),
+        config.reactor_stall_rusage,
     );
     let metrics_on = config.metrics_listener.is_some();
     let shard = Shard::install(

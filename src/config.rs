@@ -284,6 +284,12 @@ pub struct Config {
     /// shard busy longer than this is counted and logged as a reactor
     /// stall (µs); 0 turns the detector off. Default 500.
     pub reactor_stall_threshold_us: u64,
+    /// `reactor.stall.rusage` (Fjord's own): each stall line also gives the
+    /// shard thread's CPU time, context switches and page faults during the
+    /// stalled poll (getrusage(2), `RUSAGE_THREAD`, two calls per poll while
+    /// on). Tells a poll that worked from one that was preempted or
+    /// blocked. Default false.
+    pub reactor_stall_rusage: bool,
     /// `metrics.listener` (Fjord's own): `host:port` of the Prometheus-text
     /// metrics endpoint (`GET /metrics`); port 0 picks a free port. Default
     /// unset (no endpoint).
@@ -366,6 +372,7 @@ impl Config {
             txn: TxnConfig::default(),
             share_coordinator: ShareCoordinatorConfig::default(),
             reactor_stall_threshold_us: 0,
+            reactor_stall_rusage: false,
             metrics_listener: None,
             cluster: ClusterConfig::default(),
             security: SecuritySettings::default(),
@@ -706,6 +713,9 @@ mod tests {
         assert!(c.metrics_listener.is_none());
         c.set("reactor.stall.threshold.us", "0").unwrap();
         assert_eq!(c.reactor_stall_threshold_us, 0);
+        assert!(!c.reactor_stall_rusage);
+        c.set("reactor.stall.rusage", "true").unwrap();
+        assert!(c.reactor_stall_rusage);
         assert!(c.set("reactor.stall.threshold.us", "-1").is_err());
         c.set("metrics.listener", "127.0.0.1:0").unwrap();
         assert_eq!(c.metrics_listener.map(|a| a.port()), Some(0));

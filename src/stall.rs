@@ -215,6 +215,93 @@ thread_local! {
     static MONITOR: RefCell<Option<Monitor>> = const { RefCell::new(None) };
     /// When the outermost watched poll running on this thread began.
     static POLL_START: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// `reactor.stall.rusage`: read the thread's resource use around each
+    /// poll, for the stall lines.
+    static RUSAGE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The calling thread's resource use so far (getrusage(2) with
+/// `RUSAGE_THREAD`), or, from [`ThreadUsage::since`], during an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadUsage {
+    /// CPU time in user mode (µs).
+    pub user_us: u64,
+    /// CPU time in the kernel on the thread's behalf (µs).
+    pub system_us: u64,
+    /// Times the thread gave up the CPU itself (blocked: a sleep, a lock,
+    /// a disk wait).
+    pub voluntary_switches: u64,
+    /// Times the scheduler took the CPU from it (preempted by another
+    /// thread on the same core).
+    pub involuntary_switches: u64,
+    /// Page faults served without I/O.
+    pub minor_faults: u64,
+    /// Page faults that read from a disk.
+    pub major_faults: u64,
+}
+
+impl ThreadUsage {
+    /// The calling thread's use so far; `None` if the kernel refuses.
+    pub fn now() -> Option<ThreadUsage> {
+        // SAFETY: an all-zero `rusage` is a valid value of this plain C
+        // struct, and getrusage only writes into the one it is given.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `r` is a valid, writable `rusage` for the call's duration.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } != 0 {
+            return None;
+        }
+        let us = |t: libc::timeval| {
+            (t.tv_sec.max(0) as u64)
+                .saturating_mul(1_000_000)
+                .saturating_add(t.tv_usec.max(0) as u64)
+        };
+        let n = |v: libc::c_long| v.max(0) as u64;
+        Some(ThreadUsage {
+            user_us: us(r.ru_utime),
+            system_us: us(r.ru_stime),
+            voluntary_switches: n(r.ru_nvcsw),
+            involuntary_switches: n(r.ru_nivcsw),
+            minor_faults: n(r.ru_minflt),
+            major_faults: n(r.ru_majflt),
+        })
+    }
+
+    /// What was used between `earlier` and `self` (each field saturating
+    /// at 0).
+    pub fn since(self, earlier: ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            system_us: self.system_us.saturating_sub(earlier.system_us),
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+        }
+    }
+}
+
+impl fmt::Display for ThreadUsage {
+    /// The tail of a stall line: how much of the stall was the thread's
+    /// own CPU time, and whether it was preempted, blocked or faulting.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |us: u64| us as f64 / 1e3;
+        write!(
+            f,
+            "on CPU {:.2} ms (user {:.2}, system {:.2}), switched out {} time(s) preempted and {} blocked, \
+             {} page fault(s) ({} major)",
+            ms(self.user_us + self.system_us),
+            ms(self.user_us),
+            ms(self.system_us),
+            self.involuntary_switches,
+            self.voluntary_switches,
+            self.minor_faults + self.major_faults,
+            self.major_faults
+        )
+    }
 }
 
 /// How long the reactor has been inside the current task poll, when the
@@ -227,13 +314,16 @@ pub fn poll_elapsed() -> Option<Duration> {
 
 /// Turns the detector on for this thread (a shard): stalls longer than
 /// `threshold` are counted in `stats[shard]`. A zero threshold turns it off.
-pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration) {
+/// With `rusage` (`reactor.stall.rusage`) each stall line also gives the
+/// thread's [`ThreadUsage`] during the stalled poll.
+pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration, rusage: bool) {
     let ns = if shard < stats.len() {
         threshold.as_nanos().min(u64::MAX as u128) as u64
     } else {
         0
     };
     THRESHOLD_NS.with(|t| t.set(ns));
+    RUSAGE.with(|r| r.set(rusage && ns != 0));
     if let Some(s) = stats.get(shard) {
         crate::metrics::shard::install(s.broker.clone());
     }
@@ -327,6 +417,11 @@ impl<F: Future> Future for Watched<F> {
         if let Some(o) = outer_start {
             POLL_START.with(|p| p.set(Some(o)));
         }
+        let usage_before = if RUSAGE.with(Cell::get) {
+            ThreadUsage::now()
+        } else {
+            None
+        };
         let out = fut.poll(cx);
         let took = start.elapsed();
         POLL_START.with(|p| p.set(outer_start));
@@ -334,7 +429,8 @@ impl<F: Future> Future for Watched<F> {
         let ns = took.as_nanos().min(u64::MAX as u128) as u64;
         // Stopped during this poll ([`stop`]): not a stall.
         if ns > threshold && THRESHOLD_NS.with(Cell::get) != 0 {
-            stalled(this.label, this.activity, took);
+            let usage = usage_before.and_then(|b| ThreadUsage::now().map(|a| a.since(b)));
+            stalled(this.label, this.activity, took, usage);
         }
         out
     }
@@ -353,7 +449,7 @@ fn worth_a_line(since_line: Option<Duration>, window_max_us: u64, us: u64) -> bo
 /// since the last line: the worst stalls of a second name their task too
 /// (at most a few lines more, each one doubling the last).
 #[cold]
-fn stalled(label: &'static str, activity: Activity, took: Duration) {
+fn stalled(label: &'static str, activity: Activity, took: Duration, usage: Option<ThreadUsage>) {
     let us = took.as_micros().min(u64::MAX as u128) as u64;
     MONITOR.with(|m| {
         let Ok(mut m) = m.try_borrow_mut() else {
@@ -381,8 +477,9 @@ fn stalled(label: &'static str, activity: Activity, took: Duration) {
             0 => String::new(),
             n => format!("; {n} more stall(s) since the last report"),
         };
+        let usage = usage.map_or(String::new(), |u| format!("; {u}"));
         log::warn!(
-            "shard {}: reactor stalled {:.2} ms in one poll of task `{label}`{doing}{more}",
+            "shard {}: reactor stalled {:.2} ms in one poll of task `{label}`{doing}{more}{usage}",
             m.shard,
             took.as_secs_f64() * 1e3
         );
@@ -429,7 +526,7 @@ mod tests {
     #[test]
     fn slow_poll_is_counted() {
         let stats = registry(2);
-        install(1, stats.clone(), Duration::from_micros(500));
+        install(1, stats.clone(), Duration::from_micros(500), false);
         futures_lite::future::block_on(watch("spin", spin(2)));
         let s = &stats[1];
         assert_eq!(s.stalls.load(Relaxed), 1);
@@ -441,9 +538,77 @@ mod tests {
     }
 
     #[test]
+    fn a_stall_with_rusage_on_is_counted_alike() {
+        let stats = registry(1);
+        install(0, stats.clone(), Duration::from_micros(500), true);
+        futures_lite::future::block_on(watch("spin", spin(2)));
+        assert_eq!(stats[0].stalls.load(Relaxed), 1);
+        assert!(RUSAGE.with(Cell::get));
+        install(0, stats, Duration::ZERO, true);
+        assert!(!RUSAGE.with(Cell::get), "off with the detector");
+    }
+
+    #[test]
+    fn thread_usage_reads_this_threads_cpu_time() {
+        let before = ThreadUsage::now().expect("getrusage(RUSAGE_THREAD)");
+        // Burn CPU until the kernel has charged at least 1 ms to this
+        // thread (however long that takes in wall time).
+        let mut x = 0u64;
+        let used = loop {
+            for i in 0..100_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            let d = ThreadUsage::now().expect("getrusage").since(before);
+            if d.user_us + d.system_us >= 1_000 {
+                break d;
+            }
+        };
+        assert!(used.user_us + used.system_us >= 1_000, "{used:?}");
+        assert_eq!(used.major_faults, 0, "{used:?}");
+    }
+
+    #[test]
+    fn thread_usage_difference_and_line() {
+        let a = ThreadUsage {
+            user_us: 1_000,
+            system_us: 500,
+            voluntary_switches: 3,
+            involuntary_switches: 7,
+            minor_faults: 10,
+            major_faults: 1,
+        };
+        let b = ThreadUsage {
+            user_us: 1_320,
+            system_us: 500,
+            voluntary_switches: 3,
+            involuntary_switches: 8,
+            minor_faults: 12,
+            major_faults: 1,
+        };
+        let d = b.since(a);
+        assert_eq!(
+            d,
+            ThreadUsage {
+                user_us: 320,
+                system_us: 0,
+                voluntary_switches: 0,
+                involuntary_switches: 1,
+                minor_faults: 2,
+                major_faults: 0,
+            }
+        );
+        assert_eq!(a.since(b), ThreadUsage::default(), "saturates at 0");
+        assert_eq!(
+            d.to_string(),
+            "on CPU 0.32 ms (user 0.32, system 0.00), switched out 1 time(s) preempted and 0 blocked, \
+             2 page fault(s) (0 major)"
+        );
+    }
+
+    #[test]
     fn fast_poll_is_not_counted() {
         let stats = registry(1);
-        install(0, stats.clone(), Duration::from_millis(50));
+        install(0, stats.clone(), Duration::from_millis(50), false);
         futures_lite::future::block_on(watch("fast", async { 7 }));
         futures_lite::future::block_on(watch("spin", spin(0)));
         assert_eq!(stats[0].stalls.load(Relaxed), 0);
@@ -453,7 +618,7 @@ mod tests {
     #[test]
     fn zero_threshold_disables() {
         let stats = registry(1);
-        install(0, stats.clone(), Duration::ZERO);
+        install(0, stats.clone(), Duration::ZERO, false);
         futures_lite::future::block_on(watch("spin", spin(2)));
         assert_eq!(stats[0].stalls.load(Relaxed), 0);
     }
@@ -471,7 +636,7 @@ mod tests {
     #[test]
     fn a_poll_that_stops_the_detector_is_not_counted() {
         let stats = registry(1);
-        install(0, stats.clone(), Duration::from_micros(500));
+        install(0, stats.clone(), Duration::from_micros(500), false);
         futures_lite::future::block_on(watch("closing", async {
             stop();
             let end = Instant::now() + Duration::from_millis(2);
@@ -486,7 +651,7 @@ mod tests {
     #[test]
     fn activity_follows_the_task() {
         let stats = registry(1);
-        install(0, stats, Duration::from_secs(10));
+        install(0, stats, Duration::from_secs(10), false);
         ACTIVITY.with(|a| a.set(Activity::Idle));
         let seen = futures_lite::future::block_on(watch("conn", async {
             set_request(0, "Produce", 9);

@@ -964,3 +964,43 @@ async fn fetches_that_miss_the_page_cache_are_counted() {
                 > missed0
     });
 }
+
+/// Waits until `broker` has logged a reactor-stall line; gives those lines.
+fn stall_lines(broker: &Broker) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let lines: Vec<String> = broker
+            .stderr_text()
+            .lines()
+            .filter(|l| l.contains("reactor stalled"))
+            .map(str::to_string)
+            .collect();
+        if !lines.is_empty() {
+            return lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no stall line in:\n{}",
+            broker.stderr_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `reactor.stall.rusage`: each stall line also gives the shard thread's
+/// CPU time, context switches and page faults during the poll; without the
+/// key the lines do not. A 1 µs threshold makes every poll a stall (the
+/// shard's start-up poll alone takes far longer), so both brokers log some.
+#[test]
+fn stall_lines_give_the_threads_resource_use_when_asked() {
+    let with = Broker::start_with(&["reactor.stall.threshold.us=1", "reactor.stall.rusage=true"]);
+    let without = Broker::start_with(&["reactor.stall.threshold.us=1"]);
+    for line in stall_lines(&with) {
+        assert!(line.contains("; on CPU "), "{line}");
+        assert!(line.contains(" preempted and "), "{line}");
+        assert!(line.contains(" page fault(s) ("), "{line}");
+    }
+    for line in stall_lines(&without) {
+        assert!(!line.contains("on CPU"), "{line}");
+    }
+}
