@@ -285,10 +285,12 @@ pub struct Config {
     /// stall (µs); 0 turns the detector off. Default 500.
     pub reactor_stall_threshold_us: u64,
     /// `reactor.stall.rusage` (Fjord's own): each stall line also gives the
-    /// shard thread's CPU time, context switches and page faults during the
-    /// stalled poll (getrusage(2), `RUSAGE_THREAD`, two calls per poll while
-    /// on). Tells a poll that worked from one that was preempted or
-    /// blocked. Default false.
+    /// shard thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), its time off the
+    /// CPU, context switches and page faults (getrusage(2), `RUSAGE_THREAD`)
+    /// during the stalled poll: two system calls per task poll while on, two
+    /// more per stall line; nothing while the detector is off
+    /// (`reactor.stall.threshold.us=0`). Tells a poll that worked from one
+    /// that was preempted or blocked. Default false.
     pub reactor_stall_rusage: bool,
     /// `metrics.listener` (Fjord's own): `host:port` of the Prometheus-text
     /// metrics endpoint (`GET /metrics`); port 0 picks a free port. Default

@@ -220,14 +220,23 @@ thread_local! {
     static RUSAGE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The calling thread's resource use so far (getrusage(2) with
-/// `RUSAGE_THREAD`), or, from [`ThreadUsage::since`], during an interval.
+/// How long the reactor has been inside the current task poll, when the
+/// detector is on and a watched task is being polled; `None` otherwise.
+/// Work that may run synchronously many times in one poll (inline appends)
+/// checks it so that one poll stays well below the stall threshold.
+pub fn poll_elapsed() -> Option<Duration> {
+    POLL_START.with(Cell::get).map(|t| t.elapsed())
+}
+
+/// The calling thread's resource use so far, or, from
+/// [`ThreadUsage::since`], during an interval. CPU time comes from
+/// `CLOCK_THREAD_CPUTIME_ID` (exact); getrusage(2)'s own CPU times
+/// (`RUSAGE_THREAD`) are tick-sampled, 4 ms apart on a 250 Hz kernel, too
+/// coarse for a stall. Switches and faults come from getrusage.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadUsage {
-    /// CPU time in user mode (µs).
-    pub user_us: u64,
-    /// CPU time in the kernel on the thread's behalf (µs).
-    pub system_us: u64,
+    /// CPU time, user and kernel together (ns).
+    pub cpu_ns: u64,
     /// Times the thread gave up the CPU itself (blocked: a sleep, a lock,
     /// a disk wait).
     pub voluntary_switches: u64,
@@ -241,8 +250,17 @@ pub struct ThreadUsage {
 }
 
 impl ThreadUsage {
-    /// The calling thread's use so far; `None` if the kernel refuses.
+    /// The calling thread's use so far (two system calls); `None` if the
+    /// kernel refuses either.
     pub fn now() -> Option<ThreadUsage> {
+        let mut t = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `t` is a valid, writable timespec for the call's duration.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
+            return None;
+        }
         // SAFETY: an all-zero `rusage` is a valid value of this plain C
         // struct, and getrusage only writes into the one it is given.
         let mut r: libc::rusage = unsafe { std::mem::zeroed() };
@@ -250,15 +268,11 @@ impl ThreadUsage {
         if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } != 0 {
             return None;
         }
-        let us = |t: libc::timeval| {
-            (t.tv_sec.max(0) as u64)
-                .saturating_mul(1_000_000)
-                .saturating_add(t.tv_usec.max(0) as u64)
-        };
         let n = |v: libc::c_long| v.max(0) as u64;
         Some(ThreadUsage {
-            user_us: us(r.ru_utime),
-            system_us: us(r.ru_stime),
+            cpu_ns: (t.tv_sec.max(0) as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(t.tv_nsec.max(0) as u64),
             voluntary_switches: n(r.ru_nvcsw),
             involuntary_switches: n(r.ru_nivcsw),
             minor_faults: n(r.ru_minflt),
@@ -270,8 +284,7 @@ impl ThreadUsage {
     /// at 0).
     pub fn since(self, earlier: ThreadUsage) -> ThreadUsage {
         ThreadUsage {
-            user_us: self.user_us.saturating_sub(earlier.user_us),
-            system_us: self.system_us.saturating_sub(earlier.system_us),
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
             voluntary_switches: self
                 .voluntary_switches
                 .saturating_sub(earlier.voluntary_switches),
@@ -282,40 +295,31 @@ impl ThreadUsage {
             major_faults: self.major_faults.saturating_sub(earlier.major_faults),
         }
     }
-}
 
-impl fmt::Display for ThreadUsage {
-    /// The tail of a stall line: how much of the stall was the thread's
-    /// own CPU time, and whether it was preempted, blocked or faulting.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = |us: u64| us as f64 / 1e3;
-        write!(
-            f,
-            "on CPU {:.2} ms (user {:.2}, system {:.2}), switched out {} time(s) preempted and {} blocked, \
-             {} page fault(s) ({} major)",
-            ms(self.user_us + self.system_us),
-            ms(self.user_us),
-            ms(self.system_us),
+    /// The tail of a stall line for a poll that took `took` (wall time):
+    /// how much of it the thread was on the CPU, how much off it, and
+    /// why it left (preempted: another thread had the core; blocked: it
+    /// slept in the kernel).
+    pub fn stall_note(&self, took: Duration) -> String {
+        let wall_ns = took.as_nanos().min(u64::MAX as u128) as u64;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        format!(
+            "on CPU {:.2} ms, off it {:.2} ms (preempted {}×, blocked {}×), {} page fault(s) ({} major)",
+            ms(self.cpu_ns.min(wall_ns)),
+            ms(wall_ns.saturating_sub(self.cpu_ns)),
             self.involuntary_switches,
             self.voluntary_switches,
-            self.minor_faults + self.major_faults,
+            self.minor_faults.saturating_add(self.major_faults),
             self.major_faults
         )
     }
 }
 
-/// How long the reactor has been inside the current task poll, when the
-/// detector is on and a watched task is being polled; `None` otherwise.
-/// Work that may run synchronously many times in one poll (inline appends)
-/// checks it so that one poll stays well below the stall threshold.
-pub fn poll_elapsed() -> Option<Duration> {
-    POLL_START.with(Cell::get).map(|t| t.elapsed())
-}
-
 /// Turns the detector on for this thread (a shard): stalls longer than
 /// `threshold` are counted in `stats[shard]`. A zero threshold turns it off.
 /// With `rusage` (`reactor.stall.rusage`) each stall line also gives the
-/// thread's [`ThreadUsage`] during the stalled poll.
+/// thread's [`ThreadUsage`] during the stalled poll (nothing with the
+/// detector off; warned and left off if the kernel refuses the calls).
 pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration, rusage: bool) {
     let ns = if shard < stats.len() {
         threshold.as_nanos().min(u64::MAX as u128) as u64
@@ -323,7 +327,16 @@ pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration,
         0
     };
     THRESHOLD_NS.with(|t| t.set(ns));
-    RUSAGE.with(|r| r.set(rusage && ns != 0));
+    let rusage = rusage && ns != 0;
+    let readable = !rusage || ThreadUsage::now().is_some();
+    if !readable {
+        log::warn!(
+            "shard {shard}: reactor.stall.rusage is set but this thread's CPU time or rusage \
+             cannot be read: {}; stall lines go without it",
+            std::io::Error::last_os_error()
+        );
+    }
+    RUSAGE.with(|r| r.set(rusage && readable));
     if let Some(s) = stats.get(shard) {
         crate::metrics::shard::install(s.broker.clone());
     }
@@ -410,6 +423,12 @@ impl<F: Future> Future for Watched<F> {
             return fut.poll(cx);
         }
         let outer = ACTIVITY.with(|a| a.replace(this.activity));
+        // Read before the clock starts, so that its cost is not the poll's.
+        let usage_before = if RUSAGE.with(Cell::get) {
+            ThreadUsage::now()
+        } else {
+            None
+        };
         let start = Instant::now();
         // A nested watched future (a cross-shard task's body) keeps the
         // outer poll's start: the reactor has been busy since then.
@@ -417,11 +436,6 @@ impl<F: Future> Future for Watched<F> {
         if let Some(o) = outer_start {
             POLL_START.with(|p| p.set(Some(o)));
         }
-        let usage_before = if RUSAGE.with(Cell::get) {
-            ThreadUsage::now()
-        } else {
-            None
-        };
         let out = fut.poll(cx);
         let took = start.elapsed();
         POLL_START.with(|p| p.set(outer_start));
@@ -429,8 +443,7 @@ impl<F: Future> Future for Watched<F> {
         let ns = took.as_nanos().min(u64::MAX as u128) as u64;
         // Stopped during this poll ([`stop`]): not a stall.
         if ns > threshold && THRESHOLD_NS.with(Cell::get) != 0 {
-            let usage = usage_before.and_then(|b| ThreadUsage::now().map(|a| a.since(b)));
-            stalled(this.label, this.activity, took, usage);
+            stalled(this.label, this.activity, took, usage_before);
         }
         out
     }
@@ -447,9 +460,16 @@ fn worth_a_line(since_line: Option<Duration>, window_max_us: u64, us: u64) -> bo
 /// Counts a stall and logs it, rate-limited to one line per
 /// [`LOG_EVERY`], except a stall more than twice as long as every one
 /// since the last line: the worst stalls of a second name their task too
-/// (at most a few lines more, each one doubling the last).
+/// (at most a few lines more, each one doubling the last). With
+/// `usage_before` (`reactor.stall.rusage`), a logged line also gives the
+/// thread's use since that reading (read again only for a line).
 #[cold]
-fn stalled(label: &'static str, activity: Activity, took: Duration, usage: Option<ThreadUsage>) {
+fn stalled(
+    label: &'static str,
+    activity: Activity,
+    took: Duration,
+    usage_before: Option<ThreadUsage>,
+) {
     let us = took.as_micros().min(u64::MAX as u128) as u64;
     MONITOR.with(|m| {
         let Ok(mut m) = m.try_borrow_mut() else {
@@ -477,7 +497,9 @@ fn stalled(label: &'static str, activity: Activity, took: Duration, usage: Optio
             0 => String::new(),
             n => format!("; {n} more stall(s) since the last report"),
         };
-        let usage = usage.map_or(String::new(), |u| format!("; {u}"));
+        let usage = usage_before
+            .and_then(|b| ThreadUsage::now().map(|a| a.since(b)))
+            .map_or(String::new(), |u| format!("; {}", u.stall_note(took)));
         log::warn!(
             "shard {}: reactor stalled {:.2} ms in one poll of task `{label}`{doing}{more}{usage}",
             m.shard,
@@ -549,37 +571,43 @@ mod tests {
     }
 
     #[test]
-    fn thread_usage_reads_this_threads_cpu_time() {
-        let before = ThreadUsage::now().expect("getrusage(RUSAGE_THREAD)");
-        // Burn CPU until the kernel has charged at least 1 ms to this
-        // thread (however long that takes in wall time).
+    fn thread_usage_reads_this_threads_cpu_time_exactly() {
+        let wall = Instant::now();
+        let before = ThreadUsage::now().expect("CPU clock and getrusage(RUSAGE_THREAD)");
+        // Burn CPU until 2 ms of it are charged to this thread (however
+        // long that takes in wall time).
         let mut x = 0u64;
         let used = loop {
-            for i in 0..100_000u64 {
+            for i in 0..10_000u64 {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
             }
-            let d = ThreadUsage::now().expect("getrusage").since(before);
-            if d.user_us + d.system_us >= 1_000 {
+            let d = ThreadUsage::now().expect("usage").since(before);
+            if d.cpu_ns >= 2_000_000 {
                 break d;
             }
         };
-        assert!(used.user_us + used.system_us >= 1_000, "{used:?}");
+        let elapsed = wall.elapsed();
+        // Exact, not tick-sampled: 2 ms and a little, and never more than
+        // the wall time around both readings.
+        assert!(used.cpu_ns >= 2_000_000, "{used:?}");
+        assert!(
+            u128::from(used.cpu_ns) <= elapsed.as_nanos(),
+            "{used:?} in {elapsed:?}"
+        );
         assert_eq!(used.major_faults, 0, "{used:?}");
     }
 
     #[test]
-    fn thread_usage_difference_and_line() {
+    fn thread_usage_difference_and_note() {
         let a = ThreadUsage {
-            user_us: 1_000,
-            system_us: 500,
+            cpu_ns: 1_000_000,
             voluntary_switches: 3,
             involuntary_switches: 7,
             minor_faults: 10,
             major_faults: 1,
         };
         let b = ThreadUsage {
-            user_us: 1_320,
-            system_us: 500,
+            cpu_ns: 1_320_000,
             voluntary_switches: 3,
             involuntary_switches: 8,
             minor_faults: 12,
@@ -589,8 +617,7 @@ mod tests {
         assert_eq!(
             d,
             ThreadUsage {
-                user_us: 320,
-                system_us: 0,
+                cpu_ns: 320_000,
                 voluntary_switches: 0,
                 involuntary_switches: 1,
                 minor_faults: 2,
@@ -599,9 +626,14 @@ mod tests {
         );
         assert_eq!(a.since(b), ThreadUsage::default(), "saturates at 0");
         assert_eq!(
-            d.to_string(),
-            "on CPU 0.32 ms (user 0.32, system 0.00), switched out 1 time(s) preempted and 0 blocked, \
-             2 page fault(s) (0 major)"
+            d.stall_note(Duration::from_micros(25_170)),
+            "on CPU 0.32 ms, off it 24.85 ms (preempted 1×, blocked 0×), 2 page fault(s) (0 major)"
+        );
+        // Readings taken around the poll may cover a little more CPU time
+        // than the poll's wall time: never more on CPU than the stall.
+        assert_eq!(
+            d.stall_note(Duration::from_micros(300)),
+            "on CPU 0.30 ms, off it 0.00 ms (preempted 1×, blocked 0×), 2 page fault(s) (0 major)"
         );
     }
 

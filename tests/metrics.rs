@@ -988,7 +988,8 @@ fn stall_lines(broker: &Broker) -> Vec<String> {
 }
 
 /// `reactor.stall.rusage`: each stall line also gives the shard thread's
-/// CPU time, context switches and page faults during the poll; without the
+/// CPU time, time off the CPU, context switches and page faults during the
+/// poll; without the
 /// key the lines do not. A 1 µs threshold makes every poll a stall (the
 /// shard's start-up poll alone takes far longer), so both brokers log some.
 #[test]
@@ -997,7 +998,8 @@ fn stall_lines_give_the_threads_resource_use_when_asked() {
     let without = Broker::start_with(&["reactor.stall.threshold.us=1"]);
     for line in stall_lines(&with) {
         assert!(line.contains("; on CPU "), "{line}");
-        assert!(line.contains(" preempted and "), "{line}");
+        assert!(line.contains(" ms, off it "), "{line}");
+        assert!(line.contains(" (preempted "), "{line}");
         assert!(line.contains(" page fault(s) ("), "{line}");
     }
     for line in stall_lines(&without) {
