@@ -253,19 +253,20 @@ impl ThreadUsage {
     /// The calling thread's use so far (two system calls); `None` if the
     /// kernel refuses either.
     pub fn now() -> Option<ThreadUsage> {
+        // SAFETY: an all-zero `rusage` is a valid value of this plain C
+        // struct, and getrusage only writes into the one it is given.
+        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `r` is a valid, writable `rusage` for the call's duration.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } != 0 {
+            return None;
+        }
+        // The CPU clock last, next to the caller's `Instant::now()`.
         let mut t = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         // SAFETY: `t` is a valid, writable timespec for the call's duration.
         if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
-            return None;
-        }
-        // SAFETY: an all-zero `rusage` is a valid value of this plain C
-        // struct, and getrusage only writes into the one it is given.
-        let mut r: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `r` is a valid, writable `rusage` for the call's duration.
-        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } != 0 {
             return None;
         }
         let n = |v: libc::c_long| v.max(0) as u64;
@@ -297,9 +298,12 @@ impl ThreadUsage {
     }
 
     /// The tail of a stall line for a poll that took `took` (wall time):
-    /// how much of it the thread was on the CPU, how much off it, and
-    /// why it left (preempted: another thread had the core; blocked: it
-    /// slept in the kernel).
+    /// how much of it the thread was on the CPU (capped at `took`: the
+    /// readings bracket the poll, a little wider), how much off it (`took`
+    /// minus that), and why it left (preempted: another thread had the
+    /// core; blocked: it slept in the kernel). The counts run to the second
+    /// reading, taken for the line, so a switch just after the poll may be
+    /// counted with 0.00 ms off the CPU.
     pub fn stall_note(&self, took: Duration) -> String {
         let wall_ns = took.as_nanos().min(u64::MAX as u128) as u64;
         let ms = |ns: u64| ns as f64 / 1e6;
@@ -575,23 +579,31 @@ mod tests {
         let wall = Instant::now();
         let before = ThreadUsage::now().expect("CPU clock and getrusage(RUSAGE_THREAD)");
         // Burn CPU until 2 ms of it are charged to this thread (however
-        // long that takes in wall time).
+        // long that takes in wall time), reading it after every few µs.
         let mut x = 0u64;
+        let mut below = std::collections::BTreeSet::new();
         let used = loop {
-            for i in 0..10_000u64 {
+            for i in 0..1_000u64 {
                 x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
             }
             let d = ThreadUsage::now().expect("usage").since(before);
             if d.cpu_ns >= 2_000_000 {
                 break d;
             }
+            below.insert(d.cpu_ns);
         };
         let elapsed = wall.elapsed();
-        // Exact, not tick-sampled: 2 ms and a little, and never more than
-        // the wall time around both readings.
-        assert!(used.cpu_ns >= 2_000_000, "{used:?}");
+        // Exact, not tick-sampled (a 250 Hz tick would give at most one
+        // value below 2 ms): many distinct readings on the way, and never
+        // more CPU than wall time around both (50 µs of slack between the
+        // two clocks).
         assert!(
-            u128::from(used.cpu_ns) <= elapsed.as_nanos(),
+            below.len() >= 20,
+            "{} distinct readings below 2 ms",
+            below.len()
+        );
+        assert!(
+            u128::from(used.cpu_ns) <= elapsed.as_nanos() + 50_000,
             "{used:?} in {elapsed:?}"
         );
         assert_eq!(used.major_faults, 0, "{used:?}");

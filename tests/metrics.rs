@@ -969,11 +969,12 @@ async fn fetches_that_miss_the_page_cache_are_counted() {
 fn stall_lines(broker: &Broker) -> Vec<String> {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
+        // Whole lines only: the broker may be writing the last one.
         let lines: Vec<String> = broker
             .stderr_text()
-            .lines()
-            .filter(|l| l.contains("reactor stalled"))
-            .map(str::to_string)
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n') && l.contains("reactor stalled"))
+            .map(|l| l.trim_end().to_string())
             .collect();
         if !lines.is_empty() {
             return lines;
