@@ -215,8 +215,8 @@ thread_local! {
     static MONITOR: RefCell<Option<Monitor>> = const { RefCell::new(None) };
     /// When the outermost watched poll running on this thread began.
     static POLL_START: Cell<Option<Instant>> = const { Cell::new(None) };
-    /// `reactor.stall.rusage`: read the thread's resource use around each
-    /// poll, for the stall lines.
+    /// `reactor.stall.rusage`: read the thread's resource use before each
+    /// poll, and again for each stall line.
     static RUSAGE: Cell<bool> = const { Cell::new(false) };
 }
 

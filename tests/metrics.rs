@@ -967,32 +967,27 @@ async fn fetches_that_miss_the_page_cache_are_counted() {
 
 /// Waits until `broker` has logged a reactor-stall line; gives those lines.
 fn stall_lines(broker: &Broker) -> Vec<String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
+    poll_until(Duration::from_secs(30), "a reactor-stall line", || {
         // Whole lines only: the broker may be writing the last one.
-        let lines: Vec<String> = broker
-            .stderr_text()
+        let text = broker.stderr_text();
+        let lines: Vec<String> = text
             .split_inclusive('\n')
             .filter(|l| l.ends_with('\n') && l.contains("reactor stalled"))
             .map(|l| l.trim_end().to_string())
             .collect();
-        if !lines.is_empty() {
-            return lines;
+        if lines.is_empty() {
+            Err(text)
+        } else {
+            Ok(lines)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no stall line in:\n{}",
-            broker.stderr_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    })
 }
 
 /// `reactor.stall.rusage`: each stall line also gives the shard thread's
 /// CPU time, time off the CPU, context switches and page faults during the
-/// poll; without the
-/// key the lines do not. A 1 µs threshold makes every poll a stall (the
-/// shard's start-up poll alone takes far longer), so both brokers log some.
+/// poll; without the key the lines do not. A 1 µs threshold makes every
+/// poll a stall (the shard's start-up poll alone takes far longer), so both
+/// brokers log some.
 #[test]
 fn stall_lines_give_the_threads_resource_use_when_asked() {
     let with = Broker::start_with(&["reactor.stall.threshold.us=1", "reactor.stall.rusage=true"]);
