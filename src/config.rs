@@ -286,11 +286,14 @@ pub struct Config {
     pub reactor_stall_threshold_us: u64,
     /// `reactor.stall.rusage` (Fjord's own): each stall line also gives the
     /// shard thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), its time off the
-    /// CPU, context switches and page faults (getrusage(2), `RUSAGE_THREAD`)
-    /// during the stalled poll: two system calls per task poll while on, two
-    /// more per stall line; nothing while the detector is off
-    /// (`reactor.stall.threshold.us=0`). Tells a poll that worked from one
-    /// that was preempted or blocked. Default false.
+    /// CPU split into waiting for the core and the rest (the run-queue wait
+    /// of /proc/thread-self/schedstat), context switches and page faults
+    /// (getrusage(2), `RUSAGE_THREAD`) during the stalled poll, and when
+    /// the poll began on CLOCK_MONOTONIC: three system calls per task poll
+    /// while on, three more per stall line; nothing while the detector is
+    /// off (`reactor.stall.threshold.us=0`). Tells a poll that worked from
+    /// one that waited for another thread or for the hypervisor. Default
+    /// false.
     pub reactor_stall_rusage: bool,
     /// `metrics.listener` (Fjord's own): `host:port` of the Prometheus-text
     /// metrics endpoint (`GET /metrics`); port 0 picks a free port. Default

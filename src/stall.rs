@@ -218,6 +218,27 @@ thread_local! {
     /// `reactor.stall.rusage`: read the thread's resource use before each
     /// poll, and again for each stall line.
     static RUSAGE: Cell<bool> = const { Cell::new(false) };
+    /// This thread's /proc/thread-self/schedstat, opened by [`install`]
+    /// with `reactor.stall.rusage` (read with pread(2): one system call).
+    static SCHEDSTAT: RefCell<Option<std::fs::File>> = const { RefCell::new(None) };
+}
+
+/// The run-queue wait (ns, the second field) from an open
+/// /proc/thread-self/schedstat ("<on-CPU ns> <run-queue wait ns> <slices>").
+fn read_run_delay(file: &std::fs::File) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 96];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    parse_run_delay(buf.get(..n)?)
+}
+
+fn parse_run_delay(text: &[u8]) -> Option<u64> {
+    std::str::from_utf8(text)
+        .ok()?
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// How long the reactor has been inside the current task poll, when the
@@ -247,11 +268,19 @@ pub struct ThreadUsage {
     pub minor_faults: u64,
     /// Page faults that read from a disk.
     pub major_faults: u64,
+    /// Time spent runnable but waiting for the core (ns): the second field
+    /// of /proc/thread-self/schedstat (`run_delay`). `None` where the
+    /// kernel does not give it (no `CONFIG_SCHED_INFO`). Time off the CPU
+    /// that is neither this nor blocked is time the hypervisor gave the
+    /// virtual CPU to someone else (steal): the guest still counts the
+    /// thread as running, but not its CPU clock.
+    pub runqueue_wait_ns: Option<u64>,
 }
 
 impl ThreadUsage {
-    /// The calling thread's use so far (two system calls); `None` if the
-    /// kernel refuses either.
+    /// The calling thread's use so far (two system calls, a third for the
+    /// run-queue wait once [`install`] has opened schedstat); `None` if
+    /// the kernel refuses getrusage or the CPU clock.
     pub fn now() -> Option<ThreadUsage> {
         // SAFETY: an all-zero `rusage` is a valid value of this plain C
         // struct, and getrusage only writes into the one it is given.
@@ -270,6 +299,7 @@ impl ThreadUsage {
             return None;
         }
         let n = |v: libc::c_long| v.max(0) as u64;
+        let runqueue_wait_ns = SCHEDSTAT.with(|f| f.borrow().as_ref().and_then(read_run_delay));
         Some(ThreadUsage {
             cpu_ns: (t.tv_sec.max(0) as u64)
                 .saturating_mul(1_000_000_000)
@@ -278,6 +308,7 @@ impl ThreadUsage {
             involuntary_switches: n(r.ru_nivcsw),
             minor_faults: n(r.ru_minflt),
             major_faults: n(r.ru_majflt),
+            runqueue_wait_ns,
         })
     }
 
@@ -294,6 +325,10 @@ impl ThreadUsage {
                 .saturating_sub(earlier.involuntary_switches),
             minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
             major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            runqueue_wait_ns: self
+                .runqueue_wait_ns
+                .zip(earlier.runqueue_wait_ns)
+                .map(|(a, b)| a.saturating_sub(b)),
         }
     }
 
@@ -301,22 +336,59 @@ impl ThreadUsage {
     /// how much of it the thread was on the CPU (capped at `took`: the
     /// readings bracket the poll, a little wider), how much off it (`took`
     /// minus that), and why it left (preempted: another thread had the
-    /// core; blocked: it slept in the kernel). The counts run to the second
-    /// reading, taken for the line, so a switch just after the poll may be
-    /// counted with 0.00 ms off the CPU.
+    /// core; blocked: it slept in the kernel). With the run-queue wait, the
+    /// time off the CPU is split into waiting for the core (another thread
+    /// of this machine had it) and the rest: blocked, or, with no block,
+    /// the hypervisor's (steal). The counts run to the second reading,
+    /// taken for the line, so a switch just after the poll may be counted
+    /// with 0.00 ms off the CPU.
     pub fn stall_note(&self, took: Duration) -> String {
         let wall_ns = took.as_nanos().min(u64::MAX as u128) as u64;
         let ms = |ns: u64| ns as f64 / 1e6;
+        let off_ns = wall_ns.saturating_sub(self.cpu_ns);
+        let why = match self.runqueue_wait_ns {
+            Some(wait) => {
+                let wait = wait.min(off_ns);
+                format!(
+                    ": waiting for the core {:.2} ms (preempted {}×), taken by the host or \
+                     blocked {:.2} ms (blocked {}×)",
+                    ms(wait),
+                    self.involuntary_switches,
+                    ms(off_ns - wait),
+                    self.voluntary_switches,
+                )
+            }
+            None => format!(
+                " (preempted {}×, blocked {}×)",
+                self.involuntary_switches, self.voluntary_switches
+            ),
+        };
         format!(
-            "on CPU {:.2} ms, off it {:.2} ms (preempted {}×, blocked {}×), {} page fault(s) ({} major)",
+            "on CPU {:.2} ms, off it {:.2} ms{why}, {} page fault(s) ({} major)",
             ms(self.cpu_ns.min(wall_ns)),
-            ms(wall_ns.saturating_sub(self.cpu_ns)),
-            self.involuntary_switches,
-            self.voluntary_switches,
+            ms(off_ns),
             self.minor_faults.saturating_add(self.major_faults),
             self.major_faults
         )
     }
+}
+
+/// The system's CLOCK_MONOTONIC (the clock of `perf record -k
+/// CLOCK_MONOTONIC` and of `perf script`'s sample times), so that a stall
+/// line can be matched with a trace; `None` if the kernel refuses the call.
+fn monotonic_now() -> Option<Duration> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec for the call's duration.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) } != 0 {
+        return None;
+    }
+    Some(Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    ))
 }
 
 /// Turns the detector on for this thread (a shard): stalls longer than
@@ -341,6 +413,13 @@ pub fn install(shard: usize, stats: Arc<[ShardStallStats]>, threshold: Duration,
         );
     }
     RUSAGE.with(|r| r.set(rusage && readable));
+    // The run-queue wait where the kernel gives it (opened once: the path
+    // names the calling thread, so it stays this thread's).
+    let schedstat = (rusage && readable)
+        .then(|| std::fs::File::open("/proc/thread-self/schedstat").ok())
+        .flatten()
+        .filter(|f| read_run_delay(f).is_some());
+    SCHEDSTAT.with(|s| *s.borrow_mut() = schedstat);
     if let Some(s) = stats.get(shard) {
         crate::metrics::shard::install(s.broker.clone());
     }
@@ -503,7 +582,15 @@ fn stalled(
         };
         let usage = usage_before
             .and_then(|b| ThreadUsage::now().map(|a| a.since(b)))
-            .map_or(String::new(), |u| format!("; {}", u.stall_note(took)));
+            .map_or(String::new(), |u| {
+                let began = monotonic_now().map_or(String::new(), |t| {
+                    format!(
+                        "; began at CLOCK_MONOTONIC {:.6} s",
+                        t.saturating_sub(took).as_secs_f64()
+                    )
+                });
+                format!("; {}{began}", u.stall_note(took))
+            });
         log::warn!(
             "shard {}: reactor stalled {:.2} ms in one poll of task `{label}`{doing}{more}{usage}",
             m.shard,
@@ -617,6 +704,7 @@ mod tests {
             involuntary_switches: 7,
             minor_faults: 10,
             major_faults: 1,
+            runqueue_wait_ns: None,
         };
         let b = ThreadUsage {
             cpu_ns: 1_320_000,
@@ -624,6 +712,7 @@ mod tests {
             involuntary_switches: 8,
             minor_faults: 12,
             major_faults: 1,
+            runqueue_wait_ns: None,
         };
         let d = b.since(a);
         assert_eq!(
@@ -634,6 +723,7 @@ mod tests {
                 involuntary_switches: 1,
                 minor_faults: 2,
                 major_faults: 0,
+                runqueue_wait_ns: None,
             }
         );
         assert_eq!(a.since(b), ThreadUsage::default(), "saturates at 0");
@@ -647,6 +737,52 @@ mod tests {
             d.stall_note(Duration::from_micros(300)),
             "on CPU 0.30 ms, off it 0.00 ms (preempted 1×, blocked 0×), 2 page fault(s) (0 major)"
         );
+        // With the run-queue wait: the time off the CPU split into waiting
+        // for the core and the rest (the host's, with no block).
+        let a = ThreadUsage {
+            runqueue_wait_ns: Some(5_000_000),
+            ..a
+        };
+        let b = ThreadUsage {
+            runqueue_wait_ns: Some(5_500_000),
+            ..b
+        };
+        let d = b.since(a);
+        assert_eq!(d.runqueue_wait_ns, Some(500_000));
+        assert_eq!(
+            d.stall_note(Duration::from_micros(25_170)),
+            "on CPU 0.32 ms, off it 24.85 ms: waiting for the core 0.50 ms (preempted 1×), \
+             taken by the host or blocked 24.35 ms (blocked 0×), 2 page fault(s) (0 major)"
+        );
+        // Never more waiting than time off the CPU.
+        assert_eq!(
+            d.stall_note(Duration::from_micros(600)),
+            "on CPU 0.32 ms, off it 0.28 ms: waiting for the core 0.28 ms (preempted 1×), \
+             taken by the host or blocked 0.00 ms (blocked 0×), 2 page fault(s) (0 major)"
+        );
+        assert_eq!(
+            ThreadUsage {
+                runqueue_wait_ns: None,
+                ..b
+            }
+            .since(a)
+            .runqueue_wait_ns,
+            None,
+            "both readings need it"
+        );
+    }
+
+    #[test]
+    fn run_queue_wait_is_read_from_schedstat() {
+        assert_eq!(parse_run_delay(b"1076432 2500 17\n"), Some(2500));
+        assert_eq!(parse_run_delay(b"1076432\n"), None);
+        assert_eq!(parse_run_delay(b""), None);
+        // This kernel gives it for the calling thread, and it only grows.
+        let f = std::fs::File::open("/proc/thread-self/schedstat").expect("schedstat");
+        let first = read_run_delay(&f).expect("run-queue wait");
+        std::thread::yield_now();
+        let second = read_run_delay(&f).expect("read again");
+        assert!(second >= first, "{first} then {second}");
     }
 
     #[test]

@@ -983,20 +983,50 @@ fn stall_lines(broker: &Broker) -> Vec<String> {
     })
 }
 
+/// The system's CLOCK_MONOTONIC in seconds (the clock the stall lines'
+/// "began at" uses).
+fn monotonic_s() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec for the call's duration.
+    assert_eq!(
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) },
+        0
+    );
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
+}
+
 /// `reactor.stall.rusage`: each stall line also gives the shard thread's
-/// CPU time, time off the CPU, context switches and page faults during the
-/// poll; without the key the lines do not. A 1 µs threshold makes every
-/// poll a stall (the shard's start-up poll alone takes far longer), so both
-/// brokers log some.
+/// CPU time, time off the CPU (split into waiting for the core and the
+/// rest, where the kernel gives the run-queue wait, as Linux does here),
+/// context switches and page faults during the poll, and when the poll
+/// began on CLOCK_MONOTONIC; without the key the lines do not. A 1 µs
+/// threshold makes every poll a stall (the shard's start-up poll alone
+/// takes far longer), so both brokers log some.
 #[test]
 fn stall_lines_give_the_threads_resource_use_when_asked() {
+    let before = monotonic_s();
     let with = Broker::start_with(&["reactor.stall.threshold.us=1", "reactor.stall.rusage=true"]);
     let without = Broker::start_with(&["reactor.stall.threshold.us=1"]);
     for line in stall_lines(&with) {
         assert!(line.contains("; on CPU "), "{line}");
         assert!(line.contains(" ms, off it "), "{line}");
+        assert!(line.contains(": waiting for the core "), "{line}");
         assert!(line.contains(" (preempted "), "{line}");
+        assert!(line.contains("), taken by the host or blocked "), "{line}");
         assert!(line.contains(" page fault(s) ("), "{line}");
+        let began: f64 = line
+            .split("; began at CLOCK_MONOTONIC ")
+            .nth(1)
+            .and_then(|t| t.strip_suffix(" s"))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no start time: {line}"));
+        assert!(
+            began >= before - 0.001 && began <= monotonic_s(),
+            "{began} outside {before}..now: {line}"
+        );
     }
     for line in stall_lines(&without) {
         assert!(!line.contains("on CPU"), "{line}");
