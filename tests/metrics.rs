@@ -1015,8 +1015,29 @@ fn stall_lines_give_the_threads_resource_use_when_asked() {
         assert!(line.contains(" ms, off it "), "{line}");
         assert!(line.contains(": waiting for the core "), "{line}");
         assert!(line.contains(" (preempted "), "{line}");
-        assert!(line.contains("), taken by the host or blocked "), "{line}");
+        assert!(
+            line.contains("), taken by the host, interrupts or blocked "),
+            "{line}"
+        );
         assert!(line.contains(" page fault(s) ("), "{line}");
+        // The two parts of the time off the CPU add up to it (each rounded
+        // to 0.01 ms).
+        let ms_after = |what: &str| -> f64 {
+            line.split(what)
+                .nth(1)
+                .and_then(|t| t.split(" ms").next())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no {what:?}: {line}"))
+        };
+        let (off, waiting, rest) = (
+            ms_after(" ms, off it "),
+            ms_after(": waiting for the core "),
+            ms_after("interrupts or blocked "),
+        );
+        assert!(
+            (waiting + rest - off).abs() <= 0.011,
+            "{waiting} + {rest} is not {off}: {line}"
+        );
         let began: f64 = line
             .split("; began at CLOCK_MONOTONIC ")
             .nth(1)
