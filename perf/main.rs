@@ -10,6 +10,7 @@ mod append_paths;
 mod batch;
 mod charts;
 mod limits;
+mod pauses;
 mod probes;
 mod rate;
 mod scale;
@@ -60,6 +61,10 @@ enum Cmd {
     EndToEnd(EndToEndArgs),
     /// Measure this machine's ceilings (TCP, pipeline, page cache, fsync, CRC, sendfile).
     Limits(LimitsArgs),
+    /// How often this machine stops a compute-only thread on each core, and
+    /// whether its CPU clock was charged for the pause (host pauses a guest
+    /// does not account as steal) or not (other threads, accounted steal).
+    Pauses(pauses::PausesArgs),
     /// The candidate ways for a shard to write appends, side by side
     /// (reactor pwritev, I/O thread, blocking pool, glommio io_uring file).
     AppendPaths(AppendPathsArgs),
@@ -774,6 +779,13 @@ fn main() {
                 std::process::exit(1);
             }
             eprintln!("wrote {}", a.out.display());
+            return;
+        }
+        Cmd::Pauses(a) => {
+            if let Err(e) = pauses::run(a) {
+                eprintln!("fjord-perf pauses: {e}");
+                std::process::exit(1);
+            }
             return;
         }
         Cmd::Share(a) => {
