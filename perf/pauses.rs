@@ -33,7 +33,7 @@ pub struct PausesArgs {
     /// each an existing core, no repeats).
     #[arg(long, default_value = "0,1", value_delimiter = ',')]
     pub cores: Vec<usize>,
-    /// Seconds to run (more than 0, at most 3600).
+    /// Seconds to run (0.1 to 3600).
     #[arg(long, default_value_t = 20.0)]
     pub duration: f64,
     /// A step whose CPU clock ran at least this long (µs) holds a charged
@@ -155,9 +155,9 @@ fn checked(a: &PausesArgs) -> Result<(Duration, u64), String> {
             return Err(format!("--cores: core {core} given twice"));
         }
     }
-    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 3600.0) {
+    if !(a.duration.is_finite() && (0.1..=3600.0).contains(&a.duration)) {
         return Err(format!(
-            "--duration: {} is not a number of seconds in (0, 3600]",
+            "--duration: {} is not a number of seconds from 0.1 to 3600",
             a.duration
         ));
     }
@@ -186,8 +186,9 @@ pub fn run(a: &PausesArgs) -> Result<(), String> {
         duration.as_secs_f64()
     );
     println!(
-        "charged: steps whose CPU clock ran >= {} us (n, ms in all, longest ms); \
-         uncharged: steps whose wall clock ran > 1 ms past the CPU clock (the same); \
+        "step_us: mean wall time of a step, pauses included; charged: steps whose CPU clock \
+         ran >= {} us (n, their CPU time in all and the longest, ms); uncharged: steps whose \
+         wall clock ran > 1 ms past the CPU clock (n, that excess in all and the longest, ms); \
          ahead: steps whose CPU clock ran > 0.1 ms past the wall clock",
         a.threshold_us
     );
@@ -273,6 +274,7 @@ mod tests {
         assert!(bad(|a| a.cores = vec![100_000]).contains("not one"));
         assert!(bad(|a| a.duration = f64::INFINITY).contains("--duration"));
         assert!(bad(|a| a.duration = -1.0).contains("--duration"));
+        assert!(bad(|a| a.duration = 1e-9).contains("--duration"));
         assert!(bad(|a| a.threshold_us = 0).contains("--threshold-us"));
         assert!(bad(|a| a.threshold_us = u64::MAX).contains("--threshold-us"));
     }
