@@ -295,19 +295,10 @@ impl ThreadUsage {
         if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut r) } != 0 {
             return None;
         }
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `t` is a valid, writable timespec for the call's duration.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } != 0 {
-            return None;
-        }
+        let cpu = read_clock(libc::CLOCK_THREAD_CPUTIME_ID)?;
         let n = |v: libc::c_long| v.max(0) as u64;
         Some(ThreadUsage {
-            cpu_ns: (t.tv_sec.max(0) as u64)
-                .saturating_mul(1_000_000_000)
-                .saturating_add(t.tv_nsec.max(0) as u64),
+            cpu_ns: cpu.as_nanos().min(u128::from(u64::MAX)) as u64,
             voluntary_switches: n(r.ru_nvcsw),
             involuntary_switches: n(r.ru_nivcsw),
             minor_faults: n(r.ru_minflt),
@@ -377,22 +368,28 @@ impl ThreadUsage {
     }
 }
 
-/// The system's CLOCK_MONOTONIC (the clock of `perf record -k
-/// CLOCK_MONOTONIC` and of `perf script`'s sample times), so that a stall
-/// line can be matched with a trace; `None` if the kernel refuses the call.
-fn monotonic_now() -> Option<Duration> {
+/// Clock `id`'s reading (clock_gettime(2)); `None` if the kernel refuses
+/// the call.
+fn read_clock(id: libc::clockid_t) -> Option<Duration> {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `t` is a valid, writable timespec for the call's duration.
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) } != 0 {
+    if unsafe { libc::clock_gettime(id, &mut t) } != 0 {
         return None;
     }
     Some(Duration::new(
         t.tv_sec.max(0) as u64,
         t.tv_nsec.clamp(0, 999_999_999) as u32,
     ))
+}
+
+/// The system's CLOCK_MONOTONIC (the clock of `perf record -k
+/// CLOCK_MONOTONIC` and of `perf script`'s sample times), so that a stall
+/// line can be matched with a trace; `None` if the kernel refuses the call.
+fn monotonic_now() -> Option<Duration> {
+    read_clock(libc::CLOCK_MONOTONIC)
 }
 
 /// Turns the detector on for this thread (a shard): stalls longer than
