@@ -31,6 +31,9 @@ pub struct LimitsCfg {
     /// the sustained-write ceiling measured in the same run (of the
     /// pipeline ceiling when that is not measured).
     pub floor_rates: Vec<f64>,
+    /// Latency floor: rates in MB/s run after those of `floor_rates` (or
+    /// its default), e.g. the end-to-end run's fixed rate.
+    pub floor_also: Vec<f64>,
     /// Latency floor: frame payload size in bytes.
     pub floor_frame: usize,
     /// Latency floor: seconds of load per rate.
@@ -175,12 +178,15 @@ pub fn latency_floor(cfg: &LimitsCfg, rate_mb_s: f64) -> Res<Floor> {
 /// machine holds for seconds, as the end-to-end runs must; the pipeline
 /// ceiling, which never meets writeback, can be several times more than
 /// the floor's one-frame-at-a-time server reaches).
+/// Then the `floor_also` ones.
 pub fn floor_rates(cfg: &LimitsCfg, ceiling_mb_s: f64) -> Vec<f64> {
-    if cfg.floor_rates.is_empty() {
+    let mut rates = if cfg.floor_rates.is_empty() {
         FLOOR_FRACTIONS.iter().map(|f| f * ceiling_mb_s).collect()
     } else {
         cfg.floor_rates.clone()
-    }
+    };
+    rates.extend(cfg.floor_also.iter().copied());
+    rates
 }
 
 /// Share of its rate a floor run must reach to be a floor: below it the
@@ -195,6 +201,12 @@ pub fn floor_reached(rate_mb_s: f64, achieved_mb_s: f64) -> bool {
 /// The floor entry of a `limits --json` file whose rate is nearest to
 /// `rate_mb_s`, among the runs that reached their rate: (rate MB/s, p99 µs).
 pub fn nearest_floor(limits: &Value, rate_mb_s: f64) -> Option<(f64, f64)> {
+    nearest_floor_of(limits, rate_mb_s, "p99_us")
+}
+
+/// As [`nearest_floor`], with the floor's figure under `key` (`p99_us`,
+/// `p999_us`, …) in µs; None also when that entry lacks the key.
+pub fn nearest_floor_of(limits: &Value, rate_mb_s: f64, key: &str) -> Option<(f64, f64)> {
     limits["latency_floor"]
         .as_array()?
         .iter()
@@ -205,7 +217,7 @@ pub fn nearest_floor(limits: &Value, rate_mb_s: f64) -> Option<(f64, f64)> {
                 _ => true,
             }
         })
-        .filter_map(|e| Some((e["rate_mb_s"].as_f64()?, e["p99_us"].as_f64()?)))
+        .filter_map(|e| Some((e["rate_mb_s"].as_f64()?, e[key].as_f64()?)))
         .min_by(|a, b| (a.0 - rate_mb_s).abs().total_cmp(&(b.0 - rate_mb_s).abs()))
 }
 
@@ -830,33 +842,8 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "{:<44}{:>12.1} MB/s",
         "hot-fetch ceiling (best of the above, TCP)", sf
     );
-    let mut floors = Vec::new();
     let rate_ceiling = sustained.as_ref().map_or(pipe, |r| r.mb_s.min(pipe));
-    for rate in floor_rates(cfg, rate_ceiling) {
-        if rate.is_nan() || rate <= 0.0 {
-            continue;
-        }
-        let fl = latency_floor(cfg, rate)?;
-        println!(
-            "{:<44}{:>12.1} µs p99, p50 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs (n={}, {:.1} MB/s){}",
-            format!(
-                "latency floor at {rate:.1} MB/s, {} B frames",
-                cfg.floor_frame
-            ),
-            fl.p99_us,
-            fl.p50_us,
-            fl.p999_us,
-            fl.max_us,
-            fl.samples,
-            fl.achieved_mb_s,
-            if floor_reached(rate, fl.achieved_mb_s) {
-                ""
-            } else {
-                " (rate not reached: a queue, not a floor)"
-            }
-        );
-        floors.push(fl);
-    }
+    let floors = floors(cfg, &floor_rates(cfg, rate_ceiling))?;
     let _ = std::fs::remove_dir(&cfg.dir);
     let mut v = json!({
         "loopback_tcp_mb_s": tcp,
@@ -872,15 +859,12 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "sendfile_mb_s": sf,
         "sendfile_ways": ways.iter().map(|(w, mb)| json!({"file_mib": w.file_mib,
             "chunk_bytes": w.chunk, "read_bytes": w.read, "mb_s": mb})).collect::<Vec<_>>(),
-        "latency_floor": floors.iter().map(|f| json!({
-            "rate_mb_s": f.rate_mb_s, "achieved_mb_s": f.achieved_mb_s, "frame_bytes": cfg.floor_frame,
-            "p50_us": f.p50_us, "p99_us": f.p99_us, "p999_us": f.p999_us, "max_us": f.max_us,
-            "samples": f.samples, "reached": floor_reached(f.rate_mb_s, f.achieved_mb_s)})).collect::<Vec<_>>(),
+        "latency_floor": floors_json(cfg, &floors),
         "params": {"duration_s": cfg.duration.as_secs_f64(), "short_s": cfg.short.as_secs_f64(),
                    "server_core": cfg.server_core, "client_core": cfg.client_core,
                    "file_mib": cfg.file_mib, "small_append": cfg.small_append,
                    "floor_frame": cfg.floor_frame, "floor_duration_s": cfg.floor_duration.as_secs_f64(),
-                   "floor_rates_mb_s": cfg.floor_rates,
+                   "floor_rates_mb_s": cfg.floor_rates, "floor_also_mb_s": cfg.floor_also,
                    "sustained_warmup_s": cfg.sustained_warmup.map(|w| w.as_secs_f64())},
     });
     if let (Some(o), Value::Object(f)) = (v.as_object_mut(), fsync) {
@@ -942,6 +926,85 @@ fn fsync_figures(cfg: &LimitsCfg) -> Res<Value> {
     }))
 }
 
+/// Runs [`latency_floor`] at each rate (those not above 0 skipped) and
+/// prints one line per rate.
+fn floors(cfg: &LimitsCfg, rates: &[f64]) -> Res<Vec<Floor>> {
+    let mut floors = Vec::new();
+    for &rate in rates {
+        if rate.is_nan() || rate <= 0.0 {
+            continue;
+        }
+        let fl = latency_floor(cfg, rate)?;
+        println!(
+            "{:<44}{:>12.1} µs p99, p50 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs (n={}, {:.1} MB/s){}",
+            format!(
+                "latency floor at {rate:.1} MB/s, {} B frames",
+                cfg.floor_frame
+            ),
+            fl.p99_us,
+            fl.p50_us,
+            fl.p999_us,
+            fl.max_us,
+            fl.samples,
+            fl.achieved_mb_s,
+            if floor_reached(rate, fl.achieved_mb_s) {
+                ""
+            } else {
+                " (rate not reached: a queue, not a floor)"
+            }
+        );
+        floors.push(fl);
+    }
+    Ok(floors)
+}
+
+/// The `latency_floor` JSON array: one object per rate.
+fn floors_json(cfg: &LimitsCfg, floors: &[Floor]) -> Value {
+    floors
+        .iter()
+        .map(|f| {
+            json!({
+                "rate_mb_s": f.rate_mb_s, "achieved_mb_s": f.achieved_mb_s,
+                "frame_bytes": cfg.floor_frame, "p50_us": f.p50_us, "p99_us": f.p99_us,
+                "p999_us": f.p999_us, "max_us": f.max_us, "samples": f.samples,
+                "reached": floor_reached(f.rate_mb_s, f.achieved_mb_s)})
+        })
+        .collect()
+}
+
+/// Only the latency floor of [`run`] (`limits --floor-only`), at the
+/// explicit `floor_rates` and `floor_also` rates (there is no ceiling to
+/// take the default fractions of): a floor measured beside the broker runs
+/// it bounds. Gives `{"latency_floor": [...], "params": {...}}`.
+pub fn run_floor(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
+    let rates: Vec<f64> = cfg
+        .floor_rates
+        .iter()
+        .chain(&cfg.floor_also)
+        .copied()
+        .collect();
+    if rates.is_empty() {
+        return Err("--floor-only needs --floor-rates or --floor-also".into());
+    }
+    std::fs::create_dir_all(&cfg.dir)?;
+    println!(
+        "latency floor (server core {}, client core {})",
+        cfg.server_core, cfg.client_core
+    );
+    let floors = floors(cfg, &rates);
+    let _ = std::fs::remove_dir(&cfg.dir);
+    let floors = floors?;
+    let v = json!({
+        "latency_floor": floors_json(cfg, &floors),
+        "params": {"server_core": cfg.server_core, "client_core": cfg.client_core,
+                   "floor_frame": cfg.floor_frame,
+                   "floor_duration_s": cfg.floor_duration.as_secs_f64(),
+                   "floor_rates_mb_s": cfg.floor_rates, "floor_also_mb_s": cfg.floor_also},
+    });
+    write_json(json_path, &v)?;
+    Ok(v)
+}
+
 /// Only the fsync figures of [`run`] (`limits --flush-only`): a
 /// flush-per-batch ceiling measured right before the run it bounds.
 pub fn run_flush(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
@@ -974,6 +1037,7 @@ mod tests {
             fsync_samples: 1,
             small_append: 1,
             floor_rates: rates,
+            floor_also: Vec::new(),
             floor_frame: 65536,
             floor_duration: Duration::from_secs(1),
             sustained_warmup: None,
@@ -1006,5 +1070,12 @@ mod tests {
         assert_eq!(nearest_floor(&j, 50.0), Some((100.0, 40.0)));
         assert_eq!(nearest_floor(&j, 300.0), Some((400.0, 90.0)));
         assert_eq!(nearest_floor(&json!({}), 50.0), None);
+        let k = json!({"latency_floor": [
+            {"rate_mb_s": 50.0, "p99_us": 400.0, "p999_us": 2900.0},
+            {"rate_mb_s": 165.0, "p99_us": 500.0},
+        ]});
+        assert_eq!(nearest_floor_of(&k, 60.0, "p999_us"), Some((50.0, 2900.0)));
+        // The nearest entry without the key is skipped for one with it.
+        assert_eq!(nearest_floor_of(&k, 160.0, "p999_us"), Some((50.0, 2900.0)));
     }
 }

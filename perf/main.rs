@@ -22,7 +22,7 @@ mod wire;
 mod workloads;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -360,6 +360,10 @@ struct LimitsArgs {
     /// the receive+CRC+append ceiling with `--sustained-warmup 0`).
     #[arg(long, default_value = "")]
     floor_rates: String,
+    /// Latency floor rates in MB/s run after those (or the default ones),
+    /// comma-separated: e.g. the end-to-end run's fixed rate.
+    #[arg(long, default_value = "")]
+    floor_also: String,
     /// Latency floor frame payload, bytes (one produce batch).
     #[arg(long, default_value_t = 65536)]
     floor_frame: usize,
@@ -374,8 +378,13 @@ struct LimitsArgs {
     /// Measure only the fsync figures (fdatasync after a small append and
     /// the flush-per-batch ceiling), for a ceiling taken right before the
     /// run it bounds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "floor_only")]
     flush_only: bool,
+    /// Measure only the latency floor, at the --floor-rates and
+    /// --floor-also rates (one of them required), for a floor taken beside
+    /// the runs it bounds.
+    #[arg(long)]
+    floor_only: bool,
     #[arg(long)]
     json: Option<String>,
 }
@@ -459,6 +468,42 @@ fn floor_figures(
         ("floor rate MB/s".into(), rate),
         ("floor p99 µs".into(), floor_p99),
         ("p99 ÷ floor p99".into(), p99 / floor_p99.max(1e-9)),
+    ])
+}
+
+/// The end-to-end histogram of records meant to be sent after
+/// [`E2E_WARMUP`] (the JSON's `latency` key).
+const E2E_STEADY: &str = "end-to-end (after 200 ms)";
+
+/// What `end-to-end`'s steady-state histogram leaves out: the records
+/// meant to be sent in the first 200 ms, as `limits`' latency floor does.
+const E2E_WARMUP: Duration = Duration::from_millis(200);
+
+/// With `--ceiling-json`: the steady-state end-to-end p99.9 beside the
+/// latency floor's p99.9 at the nearest measured rate (both leave out their
+/// first 200 ms), and their ratio. The floor is one hop (a frame in, an
+/// ack out); end-to-end is two (produce, then fetch).
+fn floor_p999_figures(
+    c: &Common,
+    rate_mb_s: f64,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> Res<Vec<(String, f64)>> {
+    let Some(p) = &c.ceiling_json else {
+        return Ok(Vec::new());
+    };
+    let Some((rate, floor)) = limits::nearest_floor_of(&load_ceilings(p)?, rate_mb_s, "p999_us")
+    else {
+        return Ok(Vec::new());
+    };
+    if hist.is_empty() {
+        return Ok(Vec::new());
+    }
+    let p999 = hist.value_at_quantile(0.999) as f64 / 1e3;
+    Ok(vec![
+        (format!("{E2E_STEADY} p99.9 µs"), p999),
+        ("floor p99.9 rate MB/s".into(), rate),
+        ("floor p99.9 µs".into(), floor),
+        ("p99.9 ÷ floor p99.9".into(), p999 / floor.max(1e-9)),
     ])
 }
 
@@ -560,6 +605,7 @@ fn consumer_cfg(c: &Common, f: &FetchOpts, v: &Versions, stamps: bool) -> Res<Co
         rewind: false,
         stop_at: None,
         stamps,
+        steady_from_unix_ns: None,
     })
 }
 
@@ -695,6 +741,8 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let mut ccfg = consumer_cfg(c, &a.f, &v, true)?;
     // Consumers keep their own cores list; producers and consumers share it.
     ccfg.rewind = false;
+    let steady_from = Arc::new(AtomicU64::new(0));
+    ccfg.steady_from_unix_ns = Some(steady_from.clone());
     let start_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -2)?;
     let end_offs = offsets(&c.bootstrap, &v, &c.topic, c.partitions, -1)?;
     let pcounters = Arc::new(Counters::default());
@@ -713,6 +761,13 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     )?;
     let tl = Timeline::start("end-to-end (consumed)", ccounters.clone());
     let start = Instant::now() + Duration::from_millis(50);
+    // The steady-state histogram leaves out what was meant to be sent in
+    // the first E2E_WARMUP, as the latency floor leaves out its first
+    // 200 ms: a new topic's first batches, first segment and first fetches.
+    steady_from.store(
+        workloads::unix_ns() + (start - Instant::now() + E2E_WARMUP).as_nanos() as u64,
+        Ordering::Relaxed,
+    );
     let run = start_producers(&pcfg, pcounters.clone(), start, &mut ti)?;
     let acked = run.acked_records.clone();
     let phists: Vec<_> = run
@@ -737,7 +792,9 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let mut stall_figures = stalls.finish();
     let timeline = tl.finish();
     let e2e = merge(outs.iter().map(|o| &o.e2e));
+    let e2e_steady = merge(outs.iter().map(|o| &o.e2e_steady));
     stall_figures.extend(floor_figures(c, a.rate, "end-to-end", &e2e)?);
+    stall_figures.extend(floor_p999_figures(c, a.rate, &e2e_steady)?);
     let produced = acked.load(Ordering::Relaxed);
     let consumed = ccounters.records.load(Ordering::Relaxed);
     if consumed < produced {
@@ -758,6 +815,7 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         timeline,
         hists: vec![
             ("end-to-end".into(), e2e),
+            (E2E_STEADY.into(), e2e_steady),
             ("produce ack".into(), merge(phists.iter())),
         ],
         broker_cpu_s,
@@ -834,6 +892,13 @@ fn main() {
                         std::process::exit(64);
                     }
                 },
+                floor_also: match parse_steps::<f64>(&a.floor_also) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("fjord-perf limits: --floor-also: {e}");
+                        std::process::exit(64);
+                    }
+                },
                 floor_frame: a.floor_frame.max(1),
                 floor_duration: Duration::from_secs_f64(a.floor_duration.max(0.1)),
                 sustained_warmup: (a.sustained_warmup > 0.0)
@@ -841,6 +906,8 @@ fn main() {
             };
             let res = if a.flush_only {
                 limits::run_flush(&cfg, a.json.as_deref())
+            } else if a.floor_only {
+                limits::run_floor(&cfg, a.json.as_deref())
             } else {
                 limits::run(&cfg, a.json.as_deref())
             };

@@ -248,11 +248,17 @@ pub struct ConsumerCfg {
     /// Stop once every partition reached these offsets (cold catch-up).
     pub stop_at: Option<HashMap<i32, i64>>,
     pub stamps: bool,
+    /// With `stamps`: records whose stamp (intended send time, Unix ns) is
+    /// at or after this value also go into [`ConsumerOut::e2e_steady`]; 0
+    /// (not yet set) or None: none do.
+    pub steady_from_unix_ns: Option<Arc<AtomicU64>>,
 }
 
 pub struct ConsumerOut {
     pub fetch_rtt: Histogram<u64>,
     pub e2e: Histogram<u64>,
+    /// The `e2e` records stamped at or after `steady_from_unix_ns`.
+    pub e2e_steady: Histogram<u64>,
 }
 
 /// Starts consumer threads at `from` offsets; they run until `stop` is set,
@@ -285,6 +291,7 @@ pub fn start_consumers(
             pin(&cfg.cores, ti);
             let mut rtt = new_hist();
             let mut e2e = new_hist();
+            let mut e2e_steady = new_hist();
             let topic = topic_name(&cfg.topic);
             let mut first_error = true;
             while !stop.load(Ordering::Relaxed) {
@@ -343,7 +350,15 @@ pub fn start_consumers(
                             if cfg.stamps {
                                 if let Some(s) = read_stamp(b) {
                                     let n = i32::from_be_bytes(b[57..61].try_into().unwrap());
-                                    record(&mut e2e, now_ns.saturating_sub(s), n.max(1) as u64);
+                                    let ns = now_ns.saturating_sub(s);
+                                    record(&mut e2e, ns, n.max(1) as u64);
+                                    let from = cfg
+                                        .steady_from_unix_ns
+                                        .as_ref()
+                                        .map_or(0, |f| f.load(Ordering::Relaxed));
+                                    if from != 0 && s >= from {
+                                        record(&mut e2e_steady, ns, n.max(1) as u64);
+                                    }
                                 }
                             }
                         });
@@ -362,6 +377,7 @@ pub fn start_consumers(
             ConsumerOut {
                 fetch_rtt: rtt,
                 e2e,
+                e2e_steady,
             }
         }));
     }
