@@ -154,6 +154,23 @@ where
         .collect()
 }
 
+/// The most a latency-floor rate may ask for, MB/s: far above any
+/// loopback rate, low enough that a run's frame count stays bounded.
+const FLOOR_RATE_MAX: f64 = 100_000.0;
+
+/// A comma-separated list of latency-floor rates in MB/s, each finite,
+/// above 0 and at most [`FLOOR_RATE_MAX`]; empty gives an empty list.
+fn floor_rate_list(s: &str) -> Res<Vec<f64>> {
+    let rates = parse_steps::<f64>(s)?;
+    match rates
+        .iter()
+        .find(|r| !(r.is_finite() && **r > 0.0 && **r <= FLOOR_RATE_MAX))
+    {
+        Some(r) => Err(format!("rate {r}: not in (0, {FLOOR_RATE_MAX}] MB/s").into()),
+        None => Ok(rates),
+    }
+}
+
 fn run_scale(a: &ScaleArgs) -> Res<()> {
     let cfg = scale::ScaleCfg {
         producer: ProducerCfg {
@@ -472,7 +489,7 @@ fn floor_figures(
 }
 
 /// The end-to-end histogram of records meant to be sent after
-/// [`E2E_WARMUP`] (the JSON's `latency` key).
+/// [`E2E_WARMUP`] (its name in the report and under the JSON's `latency`).
 const E2E_STEADY: &str = "end-to-end (after 200 ms)";
 
 /// What `end-to-end`'s steady-state histogram leaves out: the records
@@ -736,6 +753,9 @@ fn fill(cfg: &ProducerCfg, counters: Arc<Counters>, records: i64) -> Res<f64> {
 
 fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let c = &a.common;
+    if !(a.rate.is_finite() && a.rate > 0.0) {
+        return Err(format!("--rate {}: must be above 0 MB/s", a.rate).into());
+    }
     let v = prepare(c)?;
     let pcfg = producer_cfg(c, &a.p, &v, Some(a.rate), true)?;
     let mut ccfg = consumer_cfg(c, &a.f, &v, true)?;
@@ -815,9 +835,14 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
         timeline,
         hists: vec![
             ("end-to-end".into(), e2e),
+            // Absent (not zeros) when the run was no longer than the
+            // warm-up it leaves out.
             (E2E_STEADY.into(), e2e_steady),
             ("produce ack".into(), merge(phists.iter())),
-        ],
+        ]
+        .into_iter()
+        .filter(|(name, h)| name != E2E_STEADY || !h.is_empty())
+        .collect(),
         broker_cpu_s,
         ceiling: ceiling(c, "pipeline_mb_s", "receive+CRC+append ceiling")?,
         extra: stall_figures,
@@ -885,14 +910,14 @@ fn main() {
                 file_mib: a.file_mib.max(1),
                 fsync_samples: a.fsync_samples.max(1),
                 small_append: a.small_append.max(1),
-                floor_rates: match parse_steps::<f64>(&a.floor_rates) {
+                floor_rates: match floor_rate_list(&a.floor_rates) {
                     Ok(r) => r,
                     Err(e) => {
                         eprintln!("fjord-perf limits: --floor-rates: {e}");
                         std::process::exit(64);
                     }
                 },
-                floor_also: match parse_steps::<f64>(&a.floor_also) {
+                floor_also: match floor_rate_list(&a.floor_also) {
                     Ok(r) => r,
                     Err(e) => {
                         eprintln!("fjord-perf limits: --floor-also: {e}");
@@ -904,6 +929,10 @@ fn main() {
                 sustained_warmup: (a.sustained_warmup > 0.0)
                     .then(|| Duration::from_secs_f64(a.sustained_warmup)),
             };
+            if a.floor_only && cfg.floor_rates.is_empty() && cfg.floor_also.is_empty() {
+                eprintln!("fjord-perf limits: --floor-only needs --floor-rates or --floor-also");
+                std::process::exit(64);
+            }
             let res = if a.flush_only {
                 limits::run_flush(&cfg, a.json.as_deref())
             } else if a.floor_only {
@@ -948,6 +977,15 @@ mod tests {
         assert_eq!(parse_cores("1,3").unwrap(), vec![1, 3]);
         assert_eq!(parse_cores("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert!(parse_cores("x").is_err());
+    }
+
+    #[test]
+    fn floor_rates_are_finite_and_positive() {
+        assert_eq!(floor_rate_list("50, 100.5").unwrap(), vec![50.0, 100.5]);
+        assert!(floor_rate_list("").unwrap().is_empty());
+        for bad in ["0", "-5", "nan", "inf", "1e6", "50,abc"] {
+            assert!(floor_rate_list(bad).is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]
