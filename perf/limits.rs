@@ -199,14 +199,9 @@ pub fn floor_reached(rate_mb_s: f64, achieved_mb_s: f64) -> bool {
 }
 
 /// The floor entry of a `limits --json` file whose rate is nearest to
-/// `rate_mb_s`, among the runs that reached their rate: (rate MB/s, p99 µs).
-pub fn nearest_floor(limits: &Value, rate_mb_s: f64) -> Option<(f64, f64)> {
-    nearest_floor_of(limits, rate_mb_s, "p99_us")
-}
-
-/// As [`nearest_floor`], with the floor's figure under `key` (`p99_us`,
-/// `p999_us`, …) in µs; None also when that entry lacks the key.
-pub fn nearest_floor_of(limits: &Value, rate_mb_s: f64, key: &str) -> Option<(f64, f64)> {
+/// `rate_mb_s`, among the runs that reached their rate and have `key`
+/// (`p99_us`, `p999_us`, …): (rate MB/s, that figure in µs).
+pub fn nearest_floor(limits: &Value, rate_mb_s: f64, key: &str) -> Option<(f64, f64)> {
     limits["latency_floor"]
         .as_array()?
         .iter()
@@ -1050,7 +1045,7 @@ mod tests {
             {"rate_mb_s": 100.0, "achieved_mb_s": 99.0, "p99_us": 40.0},
             {"rate_mb_s": 400.0, "achieved_mb_s": 200.0, "p99_us": 900000.0},
         ]});
-        assert_eq!(nearest_floor(&j, 390.0), Some((100.0, 40.0)));
+        assert_eq!(nearest_floor(&j, 390.0, "p99_us"), Some((100.0, 40.0)));
         assert!(floor_reached(100.0, 95.0));
         assert!(!floor_reached(100.0, 94.0));
     }
@@ -1067,15 +1062,15 @@ mod tests {
             {"rate_mb_s": 100.0, "p99_us": 40.0},
             {"rate_mb_s": 400.0, "p99_us": 90.0},
         ]});
-        assert_eq!(nearest_floor(&j, 50.0), Some((100.0, 40.0)));
-        assert_eq!(nearest_floor(&j, 300.0), Some((400.0, 90.0)));
-        assert_eq!(nearest_floor(&json!({}), 50.0), None);
+        assert_eq!(nearest_floor(&j, 50.0, "p99_us"), Some((100.0, 40.0)));
+        assert_eq!(nearest_floor(&j, 300.0, "p99_us"), Some((400.0, 90.0)));
+        assert_eq!(nearest_floor(&json!({}), 50.0, "p99_us"), None);
         let k = json!({"latency_floor": [
             {"rate_mb_s": 50.0, "p99_us": 400.0, "p999_us": 2900.0},
             {"rate_mb_s": 165.0, "p99_us": 500.0},
         ]});
-        assert_eq!(nearest_floor_of(&k, 60.0, "p999_us"), Some((50.0, 2900.0)));
+        assert_eq!(nearest_floor(&k, 60.0, "p999_us"), Some((50.0, 2900.0)));
         // The nearest entry without the key is skipped for one with it.
-        assert_eq!(nearest_floor_of(&k, 160.0, "p999_us"), Some((50.0, 2900.0)));
+        assert_eq!(nearest_floor(&k, 160.0, "p999_us"), Some((50.0, 2900.0)));
     }
 }

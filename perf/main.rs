@@ -461,30 +461,60 @@ fn ceiling(c: &Common, key: &str, label: &str) -> Res<Option<(String, f64)>> {
     }
 }
 
-/// With `--ceiling-json`: the latency floor's p99 at the rate nearest to
-/// `rate_mb_s` next to the p99 of `hist` (ns), and their ratio ("within
-/// 2× of the floor" is the target). Empty without a floor in the file.
+/// One quantile compared with the latency floor's: its name, its fraction,
+/// the floor's JSON key and the label of the floor's rate.
+struct FloorQuantile {
+    name: &'static str,
+    q: f64,
+    key: &'static str,
+    rate_label: &'static str,
+}
+
+/// The p99 against the floor's p99 ("within 2× of the floor" is the target).
+const FLOOR_P99: FloorQuantile = FloorQuantile {
+    name: "p99",
+    q: 0.99,
+    key: "p99_us",
+    rate_label: "floor rate MB/s",
+};
+
+/// The p99.9 against the floor's p99.9 (for the steady-state end-to-end
+/// histogram: both leave out their first 200 ms; the floor is one hop, a
+/// frame in and an ack out, end-to-end two, produce then fetch).
+const FLOOR_P999: FloorQuantile = FloorQuantile {
+    name: "p99.9",
+    q: 0.999,
+    key: "p999_us",
+    rate_label: "floor p99.9 rate MB/s",
+};
+
+/// With `--ceiling-json`: the latency floor's quantile `fq` (µs) at the
+/// rate nearest to `rate_mb_s` next to the same quantile of `hist` (ns
+/// recorded, µs given), and their ratio. Empty without such a floor in the
+/// file or without samples.
 fn floor_figures(
     c: &Common,
     rate_mb_s: f64,
     name: &str,
     hist: &hdrhistogram::Histogram<u64>,
+    fq: &FloorQuantile,
 ) -> Res<Vec<(String, f64)>> {
     let Some(p) = &c.ceiling_json else {
         return Ok(Vec::new());
     };
-    let Some((rate, floor_p99)) = limits::nearest_floor(&load_ceilings(p)?, rate_mb_s) else {
+    let Some((rate, floor)) = limits::nearest_floor(&load_ceilings(p)?, rate_mb_s, fq.key) else {
         return Ok(Vec::new());
     };
     if hist.is_empty() {
         return Ok(Vec::new());
     }
-    let p99 = hist.value_at_quantile(0.99) as f64 / 1e3;
+    let v = hist.value_at_quantile(fq.q) as f64 / 1e3;
+    let q = fq.name;
     Ok(vec![
-        (format!("{name} p99 µs"), p99),
-        ("floor rate MB/s".into(), rate),
-        ("floor p99 µs".into(), floor_p99),
-        ("p99 ÷ floor p99".into(), p99 / floor_p99.max(1e-9)),
+        (format!("{name} {q} µs"), v),
+        (fq.rate_label.into(), rate),
+        (format!("floor {q} µs"), floor),
+        (format!("{q} ÷ floor {q}"), v / floor.max(1e-9)),
     ])
 }
 
@@ -495,34 +525,6 @@ const E2E_STEADY: &str = "end-to-end (after 200 ms)";
 /// What `end-to-end`'s steady-state histogram leaves out: the records
 /// meant to be sent in the first 200 ms, as `limits`' latency floor does.
 const E2E_WARMUP: Duration = Duration::from_millis(200);
-
-/// With `--ceiling-json`: the steady-state end-to-end p99.9 beside the
-/// latency floor's p99.9 at the nearest measured rate (both leave out their
-/// first 200 ms), and their ratio. The floor is one hop (a frame in, an
-/// ack out); end-to-end is two (produce, then fetch).
-fn floor_p999_figures(
-    c: &Common,
-    rate_mb_s: f64,
-    hist: &hdrhistogram::Histogram<u64>,
-) -> Res<Vec<(String, f64)>> {
-    let Some(p) = &c.ceiling_json else {
-        return Ok(Vec::new());
-    };
-    let Some((rate, floor)) = limits::nearest_floor_of(&load_ceilings(p)?, rate_mb_s, "p999_us")
-    else {
-        return Ok(Vec::new());
-    };
-    if hist.is_empty() {
-        return Ok(Vec::new());
-    }
-    let p999 = hist.value_at_quantile(0.999) as f64 / 1e3;
-    Ok(vec![
-        (format!("{E2E_STEADY} p99.9 µs"), p999),
-        ("floor p99.9 rate MB/s".into(), rate),
-        ("floor p99.9 µs".into(), floor),
-        ("p99.9 ÷ floor p99.9".into(), p999 / floor.max(1e-9)),
-    ])
-}
 
 fn producer_cfg(
     c: &Common,
@@ -577,6 +579,7 @@ fn run_produce(a: &ProduceArgs) -> Res<Report> {
         a.rate.unwrap_or(achieved),
         "produce ack",
         &ack,
+        &FLOOR_P99,
     )?);
     Ok(Report {
         workload: format!(
@@ -813,8 +816,14 @@ fn run_end_to_end(a: &EndToEndArgs) -> Res<Report> {
     let timeline = tl.finish();
     let e2e = merge(outs.iter().map(|o| &o.e2e));
     let e2e_steady = merge(outs.iter().map(|o| &o.e2e_steady));
-    stall_figures.extend(floor_figures(c, a.rate, "end-to-end", &e2e)?);
-    stall_figures.extend(floor_p999_figures(c, a.rate, &e2e_steady)?);
+    stall_figures.extend(floor_figures(c, a.rate, "end-to-end", &e2e, &FLOOR_P99)?);
+    stall_figures.extend(floor_figures(
+        c,
+        a.rate,
+        E2E_STEADY,
+        &e2e_steady,
+        &FLOOR_P999,
+    )?);
     let produced = acked.load(Ordering::Relaxed);
     let consumed = ccounters.records.load(Ordering::Relaxed);
     if consumed < produced {
