@@ -815,28 +815,7 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
     for (c, v) in &crc {
         println!("{:<44}{:>12.1} MB/s", format!("CRC32C on core {c}"), v);
     }
-    let mut ways = Vec::new();
-    for way in sendfile_ways(cfg) {
-        let mb = sendfile(cfg, way)?;
-        println!(
-            "{:<44}{:>12.1} MB/s",
-            format!(
-                "sendfile {} MiB file, {} KiB steps, {} KiB reads",
-                way.file_mib,
-                way.chunk >> 10,
-                way.read >> 10
-            ),
-            mb
-        );
-        ways.push((way, mb));
-    }
-    // The hot-fetch ceiling: the best way of moving cached file bytes to
-    // one loopback reader, sendfile or plain TCP writes.
-    let sf = ways.iter().map(|(_, mb)| *mb).fold(tcp, f64::max);
-    println!(
-        "{:<44}{:>12.1} MB/s",
-        "hot-fetch ceiling (best of the above, TCP)", sf
-    );
+    let (ways, sf) = hot_fetch(cfg, tcp)?;
     let rate_ceiling = sustained.as_ref().map_or(pipe, |r| r.mb_s.min(pipe));
     let floors = floors(cfg, &floor_rates(cfg, rate_ceiling))?;
     let _ = std::fs::remove_dir(&cfg.dir);
@@ -852,8 +831,7 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "pagecache_read_mb_s": pr,
         "crc32c_mb_s_per_core": crc.iter().map(|(c, v)| json!({"core": c, "mb_s": v})).collect::<Vec<_>>(),
         "sendfile_mb_s": sf,
-        "sendfile_ways": ways.iter().map(|(w, mb)| json!({"file_mib": w.file_mib,
-            "chunk_bytes": w.chunk, "read_bytes": w.read, "mb_s": mb})).collect::<Vec<_>>(),
+        "sendfile_ways": ways_json(&ways),
         "latency_floor": floors_json(cfg, &floors),
         "params": {"duration_s": cfg.duration.as_secs_f64(), "short_s": cfg.short.as_secs_f64(),
                    "server_core": cfg.server_core, "client_core": cfg.client_core,
@@ -919,6 +897,71 @@ fn fsync_figures(cfg: &LimitsCfg) -> Res<Value> {
         "flush_group_space_limited": group.space_limited,
         "flush_group_window": FLUSH_WINDOW,
     }))
+}
+
+/// The hot-fetch ceiling: each of [`sendfile_ways`] measured and printed,
+/// then the best of them and of `tcp` (loopback TCP, MB/s), the best way of
+/// moving cached file bytes to one loopback reader. Gives the ways with
+/// their MB/s, and the ceiling in MB/s.
+fn hot_fetch(cfg: &LimitsCfg, tcp: f64) -> Res<(Vec<(SendfileWay, f64)>, f64)> {
+    let mut ways = Vec::new();
+    for way in sendfile_ways(cfg) {
+        let mb = sendfile(cfg, way)?;
+        println!(
+            "{:<44}{:>12.1} MB/s",
+            format!(
+                "sendfile {} MiB file, {} KiB steps, {} KiB reads",
+                way.file_mib,
+                way.chunk >> 10,
+                way.read >> 10
+            ),
+            mb
+        );
+        ways.push((way, mb));
+    }
+    let sf = ways.iter().map(|(_, mb)| *mb).fold(tcp, f64::max);
+    println!(
+        "{:<44}{:>12.1} MB/s",
+        "hot-fetch ceiling (best of the above, TCP)", sf
+    );
+    Ok((ways, sf))
+}
+
+/// The `sendfile_ways` JSON array.
+fn ways_json(ways: &[(SendfileWay, f64)]) -> Value {
+    ways.iter()
+        .map(|(w, mb)| {
+            json!({"file_mib": w.file_mib, "chunk_bytes": w.chunk, "read_bytes": w.read, "mb_s": mb})
+        })
+        .collect()
+}
+
+/// Only the hot-fetch ceiling of [`run`] (`limits --fetch-only`): loopback
+/// TCP and the sendfile ways, `cfg.short` each, for a ceiling taken right
+/// before the fetch run it bounds (the machine's loopback rate moves
+/// between minutes). Gives `loopback_tcp_mb_s`, `sendfile_mb_s` (the
+/// ceiling) and `sendfile_ways`.
+pub fn run_fetch(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
+    std::fs::create_dir_all(&cfg.dir)?;
+    println!(
+        "hot-fetch ceiling (server core {}, client core {})",
+        cfg.server_core, cfg.client_core
+    );
+    let res = loopback_tcp(cfg).and_then(|tcp| {
+        println!("{:<44}{:>12.1} MB/s", "loopback TCP, 1 MiB writes", tcp);
+        Ok((tcp, hot_fetch(cfg, tcp)?))
+    });
+    let _ = std::fs::remove_dir(&cfg.dir);
+    let (tcp, (ways, sf)) = res?;
+    let v = json!({
+        "loopback_tcp_mb_s": tcp,
+        "sendfile_mb_s": sf,
+        "sendfile_ways": ways_json(&ways),
+        "params": {"short_s": cfg.short.as_secs_f64(), "server_core": cfg.server_core,
+                   "client_core": cfg.client_core},
+    });
+    write_json(json_path, &v)?;
+    Ok(v)
 }
 
 /// Runs [`latency_floor`] at each rate (those not above 0 skipped) and

@@ -395,13 +395,18 @@ struct LimitsArgs {
     /// Measure only the fsync figures (fdatasync after a small append and
     /// the flush-per-batch ceiling), for a ceiling taken right before the
     /// run it bounds.
-    #[arg(long, conflicts_with = "floor_only")]
+    #[arg(long, conflicts_with_all = ["floor_only", "fetch_only"])]
     flush_only: bool,
     /// Measure only the latency floor, at the --floor-rates and
     /// --floor-also rates (one of them required), for a floor taken beside
     /// the runs it bounds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fetch_only")]
     floor_only: bool,
+    /// Measure only the hot-fetch ceiling (loopback TCP and the sendfile
+    /// ways, --short seconds each), for a ceiling taken right before the
+    /// fetch run it bounds.
+    #[arg(long)]
+    fetch_only: bool,
     #[arg(long)]
     json: Option<String>,
 }
@@ -946,6 +951,8 @@ fn main() {
                 limits::run_flush(&cfg, a.json.as_deref())
             } else if a.floor_only {
                 limits::run_floor(&cfg, a.json.as_deref())
+            } else if a.fetch_only {
+                limits::run_fetch(&cfg, a.json.as_deref())
             } else {
                 limits::run(&cfg, a.json.as_deref())
             };
