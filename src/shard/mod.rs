@@ -8,6 +8,7 @@ pub mod error;
 pub mod fatal;
 pub mod fault;
 pub mod fetch_session;
+pub mod flusher;
 pub mod home;
 mod hw_checkpoint;
 mod image;

@@ -180,7 +180,8 @@ pub struct Partition {
     unflushed_messages: Cell<u64>,
     /// Every offset below this is on stable storage (fdatasync done).
     flushed_offset: Cell<i64>,
-    flushing: Cell<bool>,
+    /// The highest LEO a posted flush covers (see `start_flush`).
+    flush_posted: Cell<i64>,
     flush_timer_armed: Cell<bool>,
     flush_waiters: RefCell<Vec<FlushWaiter>>,
     /// `.log` files with committed bytes not yet covered by an fdatasync.
@@ -254,7 +255,7 @@ impl Partition {
             txns: RefCell::new(txns),
             unflushed_messages: Cell::new(0),
             flushed_offset: Cell::new(leo),
-            flushing: Cell::new(false),
+            flush_posted: Cell::new(leo),
             flush_timer_armed: Cell::new(false),
             flush_waiters: RefCell::new(Vec::new()),
             unflushed_files: RefCell::new(Vec::new()),
@@ -650,7 +651,9 @@ impl Partition {
         }
         let (tx, rx) = oneshot::channel();
         self.flush_waiters.borrow_mut().push((offset, tx));
-        self.start_flush();
+        if offset > self.flush_posted.get() {
+            self.start_flush();
+        }
         rx.await.unwrap_or(Err(FlushError::Abandoned))
     }
 
@@ -683,47 +686,60 @@ impl Partition {
         ));
     }
 
-    /// Starts a group commit unless one is running: one fdatasync (on the
-    /// blocking pool, off the reactor) covers every append made before it
-    /// started; waiters beyond it trigger another round.
+    /// Posts a flush of everything committed so far to the shard's flush
+    /// thread (`shard::flusher`), even while earlier flushes of this
+    /// partition are queued or running: the thread merges what is queued
+    /// into its next fdatasync, which starts as soon as the running one
+    /// returns (group commit). Nothing is posted when an earlier flush
+    /// already covers the LEO and no file or directory is owed a sync. When
+    /// it is done, `flushed_offset` moves to the LEO taken here (unless the
+    /// log was truncated meanwhile) and the waiters at or below it are
+    /// answered; a failure answers every waiter with the [`FlushError`].
     fn start_flush(self: &Rc<Self>) {
-        if self.flushing.replace(true) {
-            return;
-        }
+        let (files, target, dir) = {
+            let log = self.log.borrow();
+            let target = log.log_end_offset();
+            if target <= self.flush_posted.get()
+                && !self.dir_sync_due.get()
+                && self.unflushed_files.borrow().is_empty()
+            {
+                self.unflushed_messages.set(0);
+                return;
+            }
+            let mut files = std::mem::take(&mut *self.unflushed_files.borrow_mut());
+            if files.is_empty() {
+                files.push(log.active_log_file());
+            }
+            // A roll's renames ran on the I/O thread before the write of
+            // any record in the new segment, so they are in the directory
+            // by now; they become durable here.
+            let dir = self
+                .dir_sync_due
+                .replace(false)
+                .then(|| log.dir().to_path_buf());
+            (files, target, dir)
+        };
+        self.unflushed_messages.set(0);
+        self.flush_posted.set(self.flush_posted.get().max(target));
+        let truncations = self.truncations.get();
+        let dir_synced = dir.is_some();
+        let synced = crate::shard::flusher::sync(files.clone(), dir);
         let me = self.clone();
         crate::shard::stall::spawn_local("flush", async move {
-            loop {
-                let (files, target, dir) = {
-                    let log = me.log.borrow();
-                    let mut files = std::mem::take(&mut *me.unflushed_files.borrow_mut());
-                    if files.is_empty() {
-                        files.push(log.active_log_file());
+            let res = synced.await.map_err(|e| FlushError::sync(&e));
+            match res {
+                Ok(()) => {
+                    if me.truncations.get() == truncations {
+                        me.flushed_offset.set(me.flushed_offset.get().max(target));
                     }
-                    // A roll's renames ran on the I/O thread before the
-                    // write of any record in the new segment, so they are
-                    // in the directory by now; they become durable here.
-                    let dir = me
-                        .dir_sync_due
-                        .replace(false)
-                        .then(|| log.dir().to_path_buf());
-                    (files, log.log_end_offset(), dir)
-                };
-                me.unflushed_messages.set(0);
-                let synced = files.clone();
-                let dir_synced = dir.is_some();
-                let res = glommio::executor()
-                    .spawn_blocking(move || {
-                        synced.iter().try_for_each(|f| f.sync_data())?;
-                        dir.map_or(Ok(()), |d| crate::storage::segment::sync_dir(&d))
-                    })
-                    .await
-                    .map_err(|e| FlushError::sync(&e));
-                if res.is_err() && dir_synced {
-                    me.dir_sync_due.set(true);
                 }
-                if let Err(e) = &res {
+                Err(e) => {
                     // A failed fdatasync may have dropped dirty pages: it is
-                    // never retried as if nothing happened.
+                    // never retried as if nothing happened (the flush
+                    // thread fails every later sync of these files too).
+                    if dir_synced {
+                        me.dir_sync_due.set(true);
+                    }
                     me.log_dir_failed(&format!("an fdatasync failed: {e}"));
                     let mut keep = me.unflushed_files.borrow_mut();
                     for f in files {
@@ -732,32 +748,29 @@ impl Partition {
                         }
                     }
                 }
-                if res.is_ok() {
-                    me.flushed_offset.set(me.flushed_offset.get().max(target));
-                }
-                let done: Vec<_> = {
-                    let mut w = me.flush_waiters.borrow_mut();
-                    let (done, keep): (Vec<_>, Vec<_>) = w
-                        .drain(..)
-                        .partition(|(off, _)| res.is_err() || *off <= target);
-                    *w = keep;
-                    done
-                };
-                for (_, tx) in done {
-                    let _ = tx.send(res);
-                }
-                let more = !me.flush_waiters.borrow().is_empty()
-                    || (me.unflushed_messages.get() > 0
-                        && me
-                            .settings
-                            .borrow()
-                            .flush_messages
-                            .is_some_and(|m| me.unflushed_messages.get() >= m));
-                if !more {
-                    break;
-                }
             }
-            me.flushing.set(false);
+            let flushed = me.flushed_offset.get();
+            let done: Vec<_> = {
+                let mut w = me.flush_waiters.borrow_mut();
+                let (done, keep): (Vec<_>, Vec<_>) = w
+                    .drain(..)
+                    .partition(|(off, _)| res.is_err() || *off <= flushed);
+                *w = keep;
+                done
+            };
+            for (_, tx) in done {
+                let _ = tx.send(res);
+            }
+            // A waiter the posted flushes do not cover (the log was
+            // truncated under it and grew again) gets one of its own.
+            let uncovered = me
+                .flush_waiters
+                .borrow()
+                .iter()
+                .any(|(off, _)| *off > me.flush_posted.get());
+            if uncovered {
+                me.start_flush();
+            }
         })
         .detach();
     }

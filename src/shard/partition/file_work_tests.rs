@@ -2,7 +2,8 @@
 //! thread (as a served partition's does): rolls into prepared segments,
 //! `.txnindex` entries written before the marker and rebuilt when short,
 //! retention renames then unlinks, a failed checkpoint stopping the appends
-//! queued after it, and a retired partition taking no more work.
+//! queued after it, a retired partition taking no more work, and flushes
+//! posted to the shard's flush thread while others run.
 
 use super::super::tests::{batch, marker, open};
 use super::*;
@@ -252,5 +253,77 @@ fn a_roll_leaves_the_directory_fsync_to_the_next_flush_and_the_background() {
                 "{base}.{ext}"
             );
         }
+    });
+}
+
+/// Flushes of two partitions posted while earlier ones are queued or
+/// running: every waiter is answered once its offset is synced, and each
+/// partition's flushed offset reaches its LEO.
+#[test]
+fn flushes_posted_while_others_run_answer_every_waiter() {
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (p1, p2) = (d1.path().to_path_buf(), d2.path().to_path_buf());
+    glommio::LocalExecutor::default().run(async move {
+        let parts = [open(&p1, 1 << 20), open(&p2, 1 << 20)];
+        for p in &parts {
+            p.defer_file_work();
+            let mut s = p.settings();
+            s.flush_messages = Some(1);
+            p.set_settings(s);
+        }
+        let mut waits = Vec::new();
+        for _ in 0..20 {
+            for p in &parts {
+                let b = batch(-1, -1, -1, 3, false);
+                let v = validate_batches(&b, usize::MAX).unwrap();
+                p.ready_for_append(b.len() as u64, 3).await;
+                let a = p.append(&b, &v, crate::shard::now_ms()).unwrap();
+                let (r, due) = a.finish().await.unwrap();
+                assert!(due, "flush.messages=1 makes every append's flush due");
+                let p = p.clone();
+                waits.push(glommio::spawn_local(async move {
+                    p.wait_flushed(r.last_offset + 1).await
+                }));
+            }
+        }
+        for w in waits {
+            w.await.unwrap();
+        }
+        for p in &parts {
+            let leo = p.log.borrow().log_end_offset();
+            assert_eq!(leo, 60);
+            assert_eq!(p.flushed_offset.get(), leo);
+            assert_eq!(p.flush_posted.get(), leo);
+        }
+    });
+}
+
+/// A flush that completes after the log was truncated below its target
+/// leaves the flushed offset at the truncation point: the offsets above it
+/// will hold other records, not yet synced.
+#[test]
+fn a_flush_completing_after_a_truncation_does_not_cover_the_new_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 1 << 20);
+        p.defer_file_work();
+        for _ in 0..4 {
+            append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        }
+        let mut s = p.settings();
+        s.flush_messages = Some(1);
+        p.set_settings(s);
+        // Posted with target 12, then the log is cut to 6 before the
+        // flush's answer is handled on this thread.
+        p.start_flush();
+        assert_eq!(p.flush_posted.get(), 12);
+        p.truncate_to(6).await.unwrap();
+        assert_eq!(p.flush_posted.get(), 6);
+        assert!(p.flushed_offset.get() <= 6);
+        let r = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
+        assert_eq!(r.last_offset, 8);
+        p.wait_flushed(9).await.unwrap();
+        assert_eq!(p.flushed_offset.get(), 9);
     });
 }
