@@ -6,7 +6,7 @@
 //! shard's CPU affinity. A partition posts a [`sync`] job as soon as a flush
 //! is due, even while an earlier one is running: the thread takes every job
 //! queued when it is free, merges them (each file and each directory once)
-//! and answers each job when the syncs of its own files are done. So the
+//! and answers each job as soon as the syncs of its own files are done. So the
 //! next fdatasync starts the moment the previous one returns, with no round
 //! trip through the reactor in between, and one round covers the due
 //! flushes of every partition of the shard (group commit across partitions
@@ -167,55 +167,62 @@ fn run(rx: mpsc::Receiver<SyncJob>, stats: &FlushStats) {
     }
 }
 
-/// Syncs each file and directory of `jobs` once (files first, then the
-/// directories, so a renamed segment's name is durable only with its
-/// bytes), then answers each job with the first error among its own.
+/// Syncs each file and directory of `jobs` once, in the jobs' order, and
+/// answers each job as soon as its own files and then its directory (so a
+/// renamed segment's name is durable only with its bytes) are synced: with
+/// the first error among them, or `Ok`.
 fn round(jobs: Vec<SyncJob>, failed: &mut Vec<(Arc<File>, Arc<io::Error>)>, stats: &FlushStats) {
     let mut files: Vec<(Arc<File>, SyncResult)> = Vec::new();
     let mut dirs: Vec<(PathBuf, SyncResult)> = Vec::new();
-    for job in &jobs {
+    stats.rounds.fetch_add(1, Ordering::Relaxed);
+    for job in jobs {
+        let mut first_err = None;
         for f in &job.files {
-            if !files.iter().any(|(g, _)| Arc::ptr_eq(f, g)) {
-                files.push((f.clone(), Ok(())));
+            let res = match files.iter().find(|(g, _)| Arc::ptr_eq(f, g)) {
+                Some((_, r)) => r.clone(),
+                None => {
+                    let r = sync_file(f, failed, stats);
+                    files.push((f.clone(), r.clone()));
+                    r
+                }
+            };
+            if first_err.is_none() {
+                first_err = res.err();
             }
         }
         if let Some(d) = &job.dir {
-            if !dirs.iter().any(|(e, _)| e == d) {
-                dirs.push((d.clone(), Ok(())));
+            let res = match dirs.iter().find(|(e, _)| e == d) {
+                Some((_, r)) => r.clone(),
+                None => {
+                    let r = crate::storage::segment::sync_dir(d).map_err(Arc::new);
+                    dirs.push((d.clone(), r.clone()));
+                    r
+                }
+            };
+            if first_err.is_none() {
+                first_err = res.err();
             }
         }
-    }
-    for (f, res) in &mut files {
-        if let Some((_, e)) = failed.iter().find(|(g, _)| Arc::ptr_eq(f, g)) {
-            *res = Err(e.clone());
-            continue;
-        }
-        stats.file_syncs.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = f.sync_data() {
-            let e = Arc::new(e);
-            failed.push((f.clone(), e.clone()));
-            *res = Err(e);
-        }
-    }
-    for (d, res) in &mut dirs {
-        *res = crate::storage::segment::sync_dir(d).map_err(Arc::new);
-    }
-    stats.rounds.fetch_add(1, Ordering::Relaxed);
-    for job in jobs {
-        let file_err = job.files.iter().find_map(|f| {
-            files
-                .iter()
-                .find(|(g, _)| Arc::ptr_eq(f, g))
-                .and_then(|(_, r)| r.clone().err())
-        });
-        let dir_err = job.dir.as_ref().and_then(|d| {
-            dirs.iter()
-                .find(|(e, _)| e == d)
-                .and_then(|(_, r)| r.clone().err())
-        });
         stats.jobs.fetch_add(1, Ordering::Relaxed);
-        job.done.send(file_err.or(dir_err).map_or(Ok(()), Err));
+        job.done.send(first_err.map_or(Ok(()), Err));
     }
+}
+
+/// fdatasync(2) of `f`, unless an earlier one failed (then that error).
+fn sync_file(
+    f: &Arc<File>,
+    failed: &mut Vec<(Arc<File>, Arc<io::Error>)>,
+    stats: &FlushStats,
+) -> SyncResult {
+    if let Some((_, e)) = failed.iter().find(|(g, _)| Arc::ptr_eq(f, g)) {
+        return Err(e.clone());
+    }
+    stats.file_syncs.fetch_add(1, Ordering::Relaxed);
+    f.sync_data().map_err(|e| {
+        let e = Arc::new(e);
+        failed.push((f.clone(), e.clone()));
+        e
+    })
 }
 
 #[cfg(test)]
