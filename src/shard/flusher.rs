@@ -137,12 +137,6 @@ pub fn sync(
     }
 }
 
-/// Runs `f` with this shard's flush thread counters, starting the thread
-/// on first use (None when it could not be started).
-pub fn with_stats<R>(f: impl FnOnce(&FlushStats) -> R) -> Option<R> {
-    CURRENT.with(|c| c.as_ref().ok().map(|t| f(t.stats())))
-}
-
 fn run(rx: mpsc::Receiver<SyncJob>, stats: &FlushStats) {
     // Files whose fdatasync failed, with the error: they fail every later
     // job (the kernel may have dropped their dirty pages).

@@ -37,6 +37,7 @@ use crate::storage::{
 };
 
 mod file_work;
+mod flush;
 mod produce;
 pub(crate) mod produce_rules;
 mod read;
@@ -180,8 +181,13 @@ pub struct Partition {
     unflushed_messages: Cell<u64>,
     /// Every offset below this is on stable storage (fdatasync done).
     flushed_offset: Cell<i64>,
-    /// The highest LEO a posted flush covers (see `start_flush`).
+    /// The highest LEO a posted flush covers (`partition/flush.rs`).
     flush_posted: Cell<i64>,
+    /// Posted flushes not yet applied, in posting order.
+    flushes_posted: RefCell<VecDeque<flush::PostedFlush>>,
+    /// Set by the first failed flush: no later one moves `flushed_offset`,
+    /// and every waiter gets this error (KAFKA_STORAGE_ERROR).
+    flush_failed: Cell<Option<FlushError>>,
     flush_timer_armed: Cell<bool>,
     flush_waiters: RefCell<Vec<FlushWaiter>>,
     /// `.log` files with committed bytes not yet covered by an fdatasync.
@@ -256,6 +262,8 @@ impl Partition {
             unflushed_messages: Cell::new(0),
             flushed_offset: Cell::new(leo),
             flush_posted: Cell::new(leo),
+            flushes_posted: RefCell::new(VecDeque::new()),
+            flush_failed: Cell::new(None),
             flush_timer_armed: Cell::new(false),
             flush_waiters: RefCell::new(Vec::new()),
             unflushed_files: RefCell::new(Vec::new()),
@@ -643,35 +651,6 @@ impl Partition {
         .detach();
     }
 
-    /// Resolves once every offset below `offset` is on stable storage.
-    /// Errors with the [`FlushError`] (KAFKA_STORAGE_ERROR).
-    pub async fn wait_flushed(self: &Rc<Self>, offset: i64) -> Result<(), FlushError> {
-        if self.flushed_offset.get() >= offset {
-            return Ok(());
-        }
-        let (tx, rx) = oneshot::channel();
-        self.flush_waiters.borrow_mut().push((offset, tx));
-        if offset > self.flush_posted.get() {
-            self.start_flush();
-        }
-        rx.await.unwrap_or(Err(FlushError::Abandoned))
-    }
-
-    fn arm_flush_timer(self: &Rc<Self>, ms: u64) {
-        if self.flush_timer_armed.replace(true) {
-            return;
-        }
-        let me = self.clone();
-        crate::shard::stall::spawn_local("flush timer", async move {
-            glommio::timer::sleep(Duration::from_millis(ms)).await;
-            me.flush_timer_armed.set(false);
-            if me.unflushed_messages.get() > 0 {
-                me.start_flush();
-            }
-        })
-        .detach();
-    }
-
     /// The log directory failed under this partition (a write or an
     /// fdatasync of its files failed; ENOSPC or EIO): as Kafka does when
     /// its only log directory fails, the broker stops, so its leaderships
@@ -684,95 +663,6 @@ impl Partition {
             "the log directory of {}-{} failed: {what}",
             self.topic, self.index
         ));
-    }
-
-    /// Posts a flush of everything committed so far to the shard's flush
-    /// thread (`shard::flusher`), even while earlier flushes of this
-    /// partition are queued or running: the thread merges what is queued
-    /// into its next fdatasync, which starts as soon as the running one
-    /// returns (group commit). Nothing is posted when an earlier flush
-    /// already covers the LEO and no file or directory is owed a sync. When
-    /// it is done, `flushed_offset` moves to the LEO taken here (unless the
-    /// log was truncated meanwhile) and the waiters at or below it are
-    /// answered; a failure answers every waiter with the [`FlushError`].
-    fn start_flush(self: &Rc<Self>) {
-        let (files, target, dir) = {
-            let log = self.log.borrow();
-            let target = log.log_end_offset();
-            if target <= self.flush_posted.get()
-                && !self.dir_sync_due.get()
-                && self.unflushed_files.borrow().is_empty()
-            {
-                self.unflushed_messages.set(0);
-                return;
-            }
-            let mut files = std::mem::take(&mut *self.unflushed_files.borrow_mut());
-            if files.is_empty() {
-                files.push(log.active_log_file());
-            }
-            // A roll's renames ran on the I/O thread before the write of
-            // any record in the new segment, so they are in the directory
-            // by now; they become durable here.
-            let dir = self
-                .dir_sync_due
-                .replace(false)
-                .then(|| log.dir().to_path_buf());
-            (files, target, dir)
-        };
-        self.unflushed_messages.set(0);
-        self.flush_posted.set(self.flush_posted.get().max(target));
-        let truncations = self.truncations.get();
-        let dir_synced = dir.is_some();
-        let synced = crate::shard::flusher::sync(files.clone(), dir);
-        let me = self.clone();
-        crate::shard::stall::spawn_local("flush", async move {
-            let res = synced.await.map_err(|e| FlushError::sync(&e));
-            match res {
-                Ok(()) => {
-                    if me.truncations.get() == truncations {
-                        me.flushed_offset.set(me.flushed_offset.get().max(target));
-                    }
-                }
-                Err(e) => {
-                    // A failed fdatasync may have dropped dirty pages: it is
-                    // never retried as if nothing happened (the flush
-                    // thread fails every later sync of these files too).
-                    if dir_synced {
-                        me.dir_sync_due.set(true);
-                    }
-                    me.log_dir_failed(&format!("an fdatasync failed: {e}"));
-                    let mut keep = me.unflushed_files.borrow_mut();
-                    for f in files {
-                        if !keep.iter().any(|k| Arc::ptr_eq(k, &f)) {
-                            keep.push(f);
-                        }
-                    }
-                }
-            }
-            let flushed = me.flushed_offset.get();
-            let done: Vec<_> = {
-                let mut w = me.flush_waiters.borrow_mut();
-                let (done, keep): (Vec<_>, Vec<_>) = w
-                    .drain(..)
-                    .partition(|(off, _)| res.is_err() || *off <= flushed);
-                *w = keep;
-                done
-            };
-            for (_, tx) in done {
-                let _ = tx.send(res);
-            }
-            // A waiter the posted flushes do not cover (the log was
-            // truncated under it and grew again) gets one of its own.
-            let uncovered = me
-                .flush_waiters
-                .borrow()
-                .iter()
-                .any(|(off, _)| *off > me.flush_posted.get());
-            if uncovered {
-                me.start_flush();
-            }
-        })
-        .detach();
     }
 
     /// Forgets producers idle for `producer.id.expiration.ms` (`expiration_ms`)

@@ -78,12 +78,7 @@ impl Partition {
         if self.flushed_offset.get() > leo {
             self.flushed_offset.set(leo);
         }
-        // Flushes posted before the cut cover offsets that are gone; the
-        // next append's is posted anew (and those running leave
-        // `flushed_offset` as it is: `start_flush`).
-        if self.flush_posted.get() > leo {
-            self.flush_posted.set(leo);
-        }
+        self.flush_after_truncation();
         self.appended.notify_all();
         Ok(leo)
     }
