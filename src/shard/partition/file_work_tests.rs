@@ -235,9 +235,7 @@ fn a_roll_leaves_the_directory_fsync_to_the_next_flush_and_the_background() {
             p.dir_sync_due.get(),
             "a roll owes the next flush a directory fsync"
         );
-        let mut s = p.settings();
-        s.flush_messages = Some(1);
-        p.set_settings(s);
+        flush_every_message(&p);
         let r = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
         assert!(r.last_offset > last);
         p.start_flush();
@@ -267,9 +265,7 @@ fn flushes_posted_while_others_run_answer_every_waiter() {
         let parts = [open(&p1, 1 << 20), open(&p2, 1 << 20)];
         for p in &parts {
             p.defer_file_work();
-            let mut s = p.settings();
-            s.flush_messages = Some(1);
-            p.set_settings(s);
+            flush_every_message(p);
         }
         let mut waits = Vec::new();
         for _ in 0..20 {
@@ -311,9 +307,7 @@ fn a_flush_completing_after_a_truncation_does_not_cover_the_new_records() {
         for _ in 0..4 {
             append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
         }
-        let mut s = p.settings();
-        s.flush_messages = Some(1);
-        p.set_settings(s);
+        flush_every_message(&p);
         // Posted with target 12, then the log is cut to 6 before the
         // flush's answer is handled on this thread.
         p.start_flush();
@@ -379,15 +373,11 @@ async fn wait_or_time_out(
     .await
 }
 
-/// Waits (up to 30 s) until a flush of `p` has failed.
-async fn until_flush_failed(p: &Rc<Partition>) {
-    for _ in 0..3000 {
-        if p.flush_failed.get().is_some() {
-            return;
-        }
-        glommio::timer::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no flush of the partition failed");
+/// Turns on `flush.messages=1` for `p`: every append's flush is due.
+fn flush_every_message(p: &Rc<Partition>) {
+    let mut s = p.settings();
+    s.flush_messages = Some(1);
+    p.set_settings(s);
 }
 
 /// A wait that starts after the flush covering its offset failed (as
@@ -400,12 +390,10 @@ fn a_wait_after_a_failed_flush_gets_the_error() {
     glommio::LocalExecutor::default().run(async move {
         let p = open(&path, 1 << 20);
         p.defer_file_work();
-        let mut s = p.settings();
-        s.flush_messages = Some(1);
-        p.set_settings(s);
+        flush_every_message(&p);
         p.unflushed_files.borrow_mut().push(failing_file());
         let r = append_due(&p).await;
-        until_flush_failed(&p).await;
+        poll(|| p.flush_failed.get().is_some()).await;
         let got = wait_or_time_out(&p, r.last_offset + 1, 10).await;
         assert!(
             matches!(got, Some(Err(FlushError::Sync { .. }))),
@@ -426,9 +414,7 @@ fn a_later_flush_does_not_cover_records_whose_flush_failed() {
     glommio::LocalExecutor::default().run(async move {
         let p = open(&path, 1 << 20);
         p.defer_file_work();
-        let mut s = p.settings();
-        s.flush_messages = Some(1);
-        p.set_settings(s);
+        flush_every_message(&p);
         let big = dirty_file(&path, 96);
         // Keep the flush thread busy so J1 and J2 queue behind it.
         let hold = crate::shard::flusher::sync(vec![big], None);
@@ -436,7 +422,7 @@ fn a_later_flush_does_not_cover_records_whose_flush_failed() {
         let r1 = append_due(&p).await; // J1: [failing, active]
         let r2 = append_due(&p).await; // J2: [active]
         hold.await.unwrap();
-        until_flush_failed(&p).await;
+        poll(|| p.flush_failed.get().is_some()).await;
         eprintln!(
             "flushed_offset {} after J1 failed (r1 ends at {}, r2 at {})",
             p.flushed_offset.get(),
@@ -465,9 +451,7 @@ fn a_waiter_across_a_truncation_is_answered() {
         for _ in 0..4 {
             append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
         }
-        let mut s = p.settings();
-        s.flush_messages = Some(1);
-        p.set_settings(s);
+        flush_every_message(&p);
         let big = dirty_file(&path, 96);
         let hold = crate::shard::flusher::sync(vec![big], None);
         p.start_flush(); // target 12
