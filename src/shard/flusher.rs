@@ -21,7 +21,6 @@
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
@@ -39,15 +38,16 @@ struct SyncJob {
     done: Reply<SyncResult>,
 }
 
-/// Counters of one flush thread (Relaxed loads; written by the thread).
+/// Counters of one flush thread, kept by the thread and logged when it
+/// ends.
 #[derive(Debug, Default)]
-pub struct FlushStats {
+struct FlushStats {
     /// Rounds run: each takes every job queued when it started.
-    pub rounds: AtomicU64,
+    rounds: u64,
     /// Jobs answered.
-    pub jobs: AtomicU64,
+    jobs: u64,
     /// fdatasync(2) calls of `.log` files.
-    pub file_syncs: AtomicU64,
+    file_syncs: u64,
 }
 
 /// Handle to one flush thread. Dropping it lets the thread finish its
@@ -55,7 +55,6 @@ pub struct FlushStats {
 pub struct FlushThread {
     tx: Option<mpsc::Sender<SyncJob>>,
     handle: Option<JoinHandle<()>>,
-    stats: Arc<FlushStats>,
 }
 
 impl FlushThread {
@@ -63,21 +62,13 @@ impl FlushThread {
     /// affinity). Errors when the OS refuses a thread.
     pub fn start(name: String) -> io::Result<FlushThread> {
         let (tx, rx) = mpsc::channel::<SyncJob>();
-        let stats = Arc::new(FlushStats::default());
-        let st = stats.clone();
         let handle = std::thread::Builder::new()
             .name(name)
-            .spawn(move || run(rx, &st))?;
+            .spawn(move || run(rx))?;
         Ok(FlushThread {
             tx: Some(tx),
             handle: Some(handle),
-            stats,
         })
-    }
-
-    /// This thread's counters.
-    pub fn stats(&self) -> &FlushStats {
-        &self.stats
     }
 
     fn post(&self, job: SyncJob) -> io::Result<()> {
@@ -137,7 +128,8 @@ pub fn sync(
     }
 }
 
-fn run(rx: mpsc::Receiver<SyncJob>, stats: &FlushStats) {
+fn run(rx: mpsc::Receiver<SyncJob>) {
+    let mut stats = FlushStats::default();
     // Files whose fdatasync failed, with the error: they fail every later
     // job (the kernel may have dropped their dirty pages).
     let mut failed: Vec<(Arc<File>, Arc<io::Error>)> = Vec::new();
@@ -146,17 +138,17 @@ fn run(rx: mpsc::Receiver<SyncJob>, stats: &FlushStats) {
         while let Ok(j) = rx.try_recv() {
             jobs.push(j);
         }
-        round(jobs, &mut failed, stats);
+        round(jobs, &mut failed, &mut stats);
     }
-    let (rounds, jobs) = (
-        stats.rounds.load(Ordering::Relaxed),
-        stats.jobs.load(Ordering::Relaxed),
-    );
+    let FlushStats {
+        rounds,
+        jobs,
+        file_syncs,
+    } = stats;
     if rounds > 0 {
         log::info!(
-            "flush thread: {jobs} flushes in {rounds} rounds ({:.2} a round), {} fdatasyncs of log files",
-            jobs as f64 / rounds as f64,
-            stats.file_syncs.load(Ordering::Relaxed)
+            "flush thread: {jobs} flushes in {rounds} rounds ({:.2} a round), {file_syncs} fdatasyncs of log files",
+            jobs as f64 / rounds as f64
         );
     }
 }
@@ -165,10 +157,14 @@ fn run(rx: mpsc::Receiver<SyncJob>, stats: &FlushStats) {
 /// answers each job as soon as its own files and then its directory (so a
 /// renamed segment's name is durable only with its bytes) are synced: with
 /// the first error among them, or `Ok`.
-fn round(jobs: Vec<SyncJob>, failed: &mut Vec<(Arc<File>, Arc<io::Error>)>, stats: &FlushStats) {
+fn round(
+    jobs: Vec<SyncJob>,
+    failed: &mut Vec<(Arc<File>, Arc<io::Error>)>,
+    stats: &mut FlushStats,
+) {
     let mut files: Vec<(Arc<File>, SyncResult)> = Vec::new();
     let mut dirs: Vec<(PathBuf, SyncResult)> = Vec::new();
-    stats.rounds.fetch_add(1, Ordering::Relaxed);
+    stats.rounds += 1;
     for job in jobs {
         let mut first_err = None;
         for f in &job.files {
@@ -197,7 +193,7 @@ fn round(jobs: Vec<SyncJob>, failed: &mut Vec<(Arc<File>, Arc<io::Error>)>, stat
                 first_err = res.err();
             }
         }
-        stats.jobs.fetch_add(1, Ordering::Relaxed);
+        stats.jobs += 1;
         job.done.send(first_err.map_or(Ok(()), Err));
     }
 }
@@ -206,12 +202,12 @@ fn round(jobs: Vec<SyncJob>, failed: &mut Vec<(Arc<File>, Arc<io::Error>)>, stat
 fn sync_file(
     f: &Arc<File>,
     failed: &mut Vec<(Arc<File>, Arc<io::Error>)>,
-    stats: &FlushStats,
+    stats: &mut FlushStats,
 ) -> SyncResult {
     if let Some((_, e)) = failed.iter().find(|(g, _)| Arc::ptr_eq(f, g)) {
         return Err(e.clone());
     }
-    stats.file_syncs.fetch_add(1, Ordering::Relaxed);
+    stats.file_syncs += 1;
     f.sync_data().map_err(|e| {
         let e = Arc::new(e);
         failed.push((f.clone(), e.clone()));
@@ -238,7 +234,7 @@ mod tests {
     fn queued_jobs_share_one_round_and_each_file_is_synced_once() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (file(dir.path(), "a.log"), file(dir.path(), "b.log"));
-        let stats = FlushStats::default();
+        let mut stats = FlushStats::default();
         let mut failed = Vec::new();
         let mut rxs = Vec::new();
         let mut jobs = Vec::new();
@@ -251,13 +247,13 @@ mod tests {
             });
             rxs.push(rx);
         }
-        round(jobs, &mut failed, &stats);
+        round(jobs, &mut failed, &mut stats);
         for rx in rxs {
             assert!(futures_lite::future::block_on(rx).unwrap().is_ok());
         }
-        assert_eq!(stats.rounds.load(Ordering::Relaxed), 1);
-        assert_eq!(stats.jobs.load(Ordering::Relaxed), 3);
-        assert_eq!(stats.file_syncs.load(Ordering::Relaxed), 2);
+        assert_eq!(stats.rounds, 1);
+        assert_eq!(stats.jobs, 3);
+        assert_eq!(stats.file_syncs, 2);
         assert!(failed.is_empty());
     }
 
@@ -266,7 +262,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ok = file(dir.path(), "ok.log");
         let bad = file(dir.path(), "bad.log");
-        let stats = FlushStats::default();
+        let mut stats = FlushStats::default();
         // As if an earlier fdatasync of `bad` had failed with EIO.
         let mut failed = vec![(bad.clone(), Arc::new(io::Error::from_raw_os_error(5)))];
         let (d1, r1) = reply_channel();
@@ -283,19 +279,19 @@ mod tests {
                 done: d2,
             },
         ];
-        round(jobs, &mut failed, &stats);
+        round(jobs, &mut failed, &mut stats);
         let e = futures_lite::future::block_on(r1).unwrap().unwrap_err();
         assert_eq!(e.raw_os_error(), Some(5));
         assert!(futures_lite::future::block_on(r2).unwrap().is_ok());
         // The failed file was not synced again: one fdatasync (of `ok`).
-        assert_eq!(stats.file_syncs.load(Ordering::Relaxed), 1);
+        assert_eq!(stats.file_syncs, 1);
     }
 
     #[test]
     fn a_missing_directory_fails_only_the_jobs_that_name_it() {
         let dir = tempfile::tempdir().unwrap();
         let f = file(dir.path(), "x.log");
-        let stats = FlushStats::default();
+        let mut stats = FlushStats::default();
         let mut failed = Vec::new();
         let (d1, r1) = reply_channel();
         let (d2, r2) = reply_channel();
@@ -311,7 +307,7 @@ mod tests {
                 done: d2,
             },
         ];
-        round(jobs, &mut failed, &stats);
+        round(jobs, &mut failed, &mut stats);
         assert!(futures_lite::future::block_on(r1).unwrap().is_err());
         assert!(futures_lite::future::block_on(r2).unwrap().is_ok());
     }
