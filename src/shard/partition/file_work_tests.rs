@@ -423,16 +423,14 @@ fn a_later_flush_does_not_cover_records_whose_flush_failed() {
         let r2 = append_due(&p).await; // J2: [active]
         hold.await.unwrap();
         poll(|| p.flush_failed.get().is_some()).await;
-        eprintln!(
-            "flushed_offset {} after J1 failed (r1 ends at {}, r2 at {})",
-            p.flushed_offset.get(),
-            r1.last_offset + 1,
-            r2.last_offset + 1
-        );
         let got = wait_or_time_out(&p, r1.last_offset + 1, 3).await;
         assert!(
             matches!(got, Some(Err(_))),
-            "wait for r1 after its flush failed: {got:?} (expected a FlushError)"
+            "wait for r1 after its flush failed: {got:?} (expected a FlushError; flushed_offset {}, \
+             r1 ends at {}, r2 at {})",
+            p.flushed_offset.get(),
+            r1.last_offset + 1,
+            r2.last_offset + 1
         );
     });
 }

@@ -17,9 +17,7 @@
 //!   partition was removed meanwhile (its directory is being deleted).
 
 use std::cell::Cell;
-use std::fs::File;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_channel::oneshot;
@@ -33,10 +31,6 @@ pub(super) struct PostedFlush {
     target: i64,
     /// The partition's truncation count when it was posted.
     truncations: u64,
-    /// The files it syncs (kept to be synced again after a failure).
-    files: Vec<Arc<File>>,
-    /// Whether it owes the directory's fsync.
-    dir: bool,
     /// Its result, once the thread answered.
     result: Rc<Cell<Option<Result<(), FlushError>>>>,
 }
@@ -79,8 +73,12 @@ impl Partition {
     /// Posts a flush of everything committed so far to the shard's flush
     /// thread, even while earlier flushes of this partition are queued or
     /// running. Nothing is posted when an earlier flush already covers the
-    /// LEO and no file or directory is owed a sync.
+    /// LEO and no file or directory is owed a sync, nor once a flush failed
+    /// (no later one may count: every waiter gets that error).
     pub(super) fn start_flush(self: &Rc<Self>) {
+        if self.flush_failed.get().is_some() {
+            return;
+        }
         let (files, target, dir) = {
             let log = self.log.borrow();
             let target = log.log_end_offset();
@@ -110,8 +108,6 @@ impl Partition {
         self.flushes_posted.borrow_mut().push_back(PostedFlush {
             target,
             truncations: self.truncations.get(),
-            files: files.clone(),
-            dir: dir.is_some(),
             result: result.clone(),
         });
         let synced = crate::shard::flusher::sync(files, dir);
@@ -145,7 +141,7 @@ impl Partition {
                             .set(self.flushed_offset.get().max(f.target));
                     }
                 }
-                Err(e) => self.flush_failed_with(e, f),
+                Err(e) => self.flush_failed_with(e),
             }
         }
         let failed = self.flush_failed.get();
@@ -174,22 +170,10 @@ impl Partition {
         }
     }
 
-    /// The first failure is kept; the files and directory of `f` stay owed
-    /// a sync (the flush thread fails every later sync of a failed file);
-    /// the broker stops unless the partition was removed (its directory is
-    /// being deleted, so a sync of it may find nothing).
-    fn flush_failed_with(&self, e: FlushError, f: PostedFlush) {
-        if f.dir {
-            self.dir_sync_due.set(true);
-        }
-        {
-            let mut keep = self.unflushed_files.borrow_mut();
-            for file in f.files {
-                if !keep.iter().any(|k| Arc::ptr_eq(k, &file)) {
-                    keep.push(file);
-                }
-            }
-        }
+    /// The first failure is kept (nothing more is posted: see
+    /// `start_flush`); the broker stops unless the partition was removed
+    /// (its directory is being deleted, so a sync of it may find nothing).
+    fn flush_failed_with(&self, e: FlushError) {
         if self.flush_failed.get().is_none() {
             self.flush_failed.set(Some(e));
         }
@@ -214,7 +198,7 @@ impl Partition {
         if self.flush_posted.get() > flushed {
             self.flush_posted.set(flushed);
         }
-        if !self.flush_waiters.borrow().is_empty() && self.flush_failed.get().is_none() {
+        if !self.flush_waiters.borrow().is_empty() {
             self.start_flush();
         }
     }
