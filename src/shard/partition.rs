@@ -193,8 +193,16 @@ pub struct Partition {
     /// `.log` files with committed bytes not yet covered by an fdatasync.
     unflushed_files: RefCell<Vec<Arc<File>>>,
     /// A roll renamed a segment's files since the last flush began: the
-    /// next flush fsyncs the directory too (see `file_work`).
+    /// next flush fsyncs the directory too (see `file_work`). Set once the
+    /// I/O thread ran the renames, not when they were queued.
     dir_sync_due: Cell<bool>,
+    /// Batches of file work with a roll's renames queued on the I/O thread
+    /// and not yet run: no flush is posted meanwhile (its directory fsync
+    /// could run before the renames), see `flush_deferred`.
+    renames_pending: Cell<u32>,
+    /// A flush was due while renames were pending: it is posted once they
+    /// ran, with the directory's fsync.
+    flush_deferred: Cell<bool>,
     /// Reserved appends not yet committed, in offset order.
     pending: RefCell<VecDeque<PendingCommit>>,
     next_seq: Cell<u64>,
@@ -268,6 +276,8 @@ impl Partition {
             flush_waiters: RefCell::new(Vec::new()),
             unflushed_files: RefCell::new(Vec::new()),
             dir_sync_due: Cell::new(false),
+            renames_pending: Cell::new(0),
+            flush_deferred: Cell::new(false),
             pending: RefCell::new(VecDeque::new()),
             next_seq: Cell::new(0),
             compacting: Cell::new(false),

@@ -39,7 +39,7 @@ impl Partition {
             .find_map(|j| j.names_segment_in())
             .map(|d| d.to_path_buf());
         if renamed_in.is_some() {
-            self.dir_sync_due.set(true);
+            self.renames_pending.set(self.renames_pending.get() + 1);
         }
         let failed = self.file_failed.clone();
         let run = super::super::io::run_on_io(move || {
@@ -70,8 +70,11 @@ impl Partition {
             let ok = failures.is_empty();
             me.file_work_done(failures);
             let _ = tx.send(());
-            // The roll's new names made durable off the append path (a
-            // flush policy's next flush also waits for it: `dir_sync_due`).
+            if renamed_in.is_some() {
+                me.renames_ran();
+            }
+            // The roll's new names made durable off the append path too (a
+            // flush policy's next flush fsyncs the directory itself).
             if let (true, Some(dir)) = (ok, renamed_in) {
                 let synced = super::super::io::run_in_background(move || {
                     crate::storage::segment::sync_dir(&dir).map_err(|e| (dir, e))
@@ -88,6 +91,18 @@ impl Partition {
         // A roll may have used the prepared segment.
         self.prepare_ahead(false);
         Some(rx)
+    }
+
+    /// A batch of file work with a roll's renames ran (or failed, which
+    /// stops the log): the next flush fsyncs the directory, and a flush
+    /// that came due meanwhile is posted now.
+    fn renames_ran(self: &Rc<Self>) {
+        self.renames_pending
+            .set(self.renames_pending.get().saturating_sub(1));
+        self.dir_sync_due.set(true);
+        if self.renames_pending.get() == 0 && self.flush_deferred.replace(false) {
+            self.start_flush();
+        }
     }
 
     /// Takes the failures of a batch of file work (what, critical, error):

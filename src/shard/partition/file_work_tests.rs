@@ -221,8 +221,8 @@ fn a_roll_leaves_the_directory_fsync_to_the_next_flush_and_the_background() {
     glommio::LocalExecutor::default().run(async move {
         let p = open(&path, 600);
         p.defer_file_work();
-        // Appends up to the first roll: its renames queued, the directory's
-        // fsync owed by the next flush.
+        // Appends up to the first roll: once its renames ran, the
+        // directory's fsync is owed by the next flush.
         let mut last = 0;
         while p.log.borrow().segment_base_offsets().len() < 2 {
             last = append(&p, &batch(-1, -1, -1, 3, false))
@@ -230,11 +230,7 @@ fn a_roll_leaves_the_directory_fsync_to_the_next_flush_and_the_background() {
                 .unwrap()
                 .last_offset;
         }
-        io_barrier().await.unwrap();
-        assert!(
-            p.dir_sync_due.get(),
-            "a roll owes the next flush a directory fsync"
-        );
+        poll(|| p.dir_sync_due.get()).await;
         flush_every_message(&p);
         let r = append(&p, &batch(-1, -1, -1, 3, false)).await.unwrap();
         assert!(r.last_offset > last);
@@ -469,5 +465,67 @@ fn a_waiter_across_a_truncation_is_answered() {
             p.flush_posted.get(),
             p.log_end_offset()
         );
+    });
+}
+
+/// A flush that comes due while a roll's renames wait on the I/O thread
+/// (here: behind a job that holds the thread) is posted only once they
+/// ran, with the directory's fsync: posted earlier, that fsync could run
+/// before the renames, and records acknowledged in the new segment could
+/// lose its name at a crash.
+#[test]
+fn a_flush_due_during_a_rolls_renames_waits_for_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    glommio::LocalExecutor::default().run(async move {
+        let p = open(&path, 600);
+        p.defer_file_work();
+        // Up to the roll, with the next segment prepared.
+        let per_segment = 600 / batch(-1, -1, -1, 3, false).len();
+        let mut last = 0;
+        for _ in 0..per_segment {
+            last = append(&p, &batch(-1, -1, -1, 3, false))
+                .await
+                .unwrap()
+                .last_offset;
+        }
+        assert_eq!(p.log.borrow().segment_base_offsets().len(), 1);
+        poll(|| p.log.borrow().has_prepared_segment()).await;
+        io_barrier().await.unwrap();
+        flush_every_message(&p);
+        p.wait_flushed(last + 1).await.unwrap();
+        assert!(!p.dir_sync_due.get());
+        // The I/O thread held: the roll's renames and the write wait.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let hold = crate::shard::io::run_on_io(move || {
+            let _ = held.recv();
+        });
+        let b = batch(-1, -1, -1, 3, false);
+        let v = validate_batches(&b, usize::MAX).unwrap();
+        p.ready_for_append(b.len() as u64, 3).await;
+        let a = p.append(&b, &v, crate::shard::now_ms()).unwrap();
+        assert_eq!(p.log.borrow().segment_base_offsets().len(), 2, "rolled");
+        let posted = p.flush_posted.get();
+        // A flush comes due (as `flush.ms`'s timer or another waiter's
+        // does): nothing is posted while the renames wait.
+        p.start_flush();
+        assert_eq!(
+            p.flush_posted.get(),
+            posted,
+            "posted before the renames ran"
+        );
+        assert!(p.flush_deferred.get());
+        release.send(()).unwrap();
+        hold.await.unwrap();
+        let (r, due) = a.finish().await.unwrap();
+        assert!(due);
+        p.wait_flushed(r.last_offset + 1).await.unwrap();
+        assert!(!p.flush_deferred.get());
+        assert!(
+            !p.dir_sync_due.get(),
+            "the flush after the renames took the directory's fsync"
+        );
+        let base = p.log.borrow().segment_base_offsets()[1];
+        assert!(path.join(segment_file_name(base, "log")).exists());
     });
 }

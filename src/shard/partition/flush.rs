@@ -74,9 +74,17 @@ impl Partition {
     /// thread, even while earlier flushes of this partition are queued or
     /// running. Nothing is posted when an earlier flush already covers the
     /// LEO and no file or directory is owed a sync, nor once a flush failed
-    /// (no later one may count: every waiter gets that error).
+    /// (no later one may count: every waiter gets that error). While a
+    /// roll's renames are queued on the I/O thread and not yet run, the
+    /// flush is deferred until they ran (`renames_ran`): its directory
+    /// fsync must come after them, or the new segment's name could be lost
+    /// at a crash with records in it acknowledged.
     pub(super) fn start_flush(self: &Rc<Self>) {
         if self.flush_failed.get().is_some() {
+            return;
+        }
+        if self.renames_pending.get() > 0 {
+            self.flush_deferred.set(true);
             return;
         }
         let (files, target, dir) = {
@@ -93,9 +101,9 @@ impl Partition {
             if files.is_empty() {
                 files.push(log.active_log_file());
             }
-            // A roll's renames ran on the I/O thread before the write of
-            // any record in the new segment, so they are in the directory
-            // by now; they become durable here.
+            // A roll's renames ran on the I/O thread (no flush is posted
+            // while they are pending), so they are in the directory by
+            // now; they become durable here.
             let dir = self
                 .dir_sync_due
                 .replace(false)
