@@ -502,13 +502,23 @@ pub fn watch_as<F: Future>(label: &'static str, activity: Activity, fut: F) -> W
     }
 }
 
+/// Futures larger than this (bytes) are boxed before they are wrapped and
+/// spawned: glommio moves a task's future several times on its way into
+/// the task (a request handler's state is many KiB), and moving a box
+/// moves one pointer.
+const BOX_ABOVE: usize = 512;
+
 /// `glommio::spawn_local` of `fut` wrapped in [`watch`]: the way Fjord
 /// spawns every task on a shard. Gives glommio's task handle.
-pub fn spawn_local<T: 'static>(
+pub fn spawn_local<T: 'static, F: Future<Output = T> + 'static>(
     label: &'static str,
-    fut: impl Future<Output = T> + 'static,
+    fut: F,
 ) -> glommio::Task<T> {
-    glommio::spawn_local(watch(label, fut))
+    if std::mem::size_of::<F>() > BOX_ABOVE {
+        glommio::spawn_local(watch(label, Box::pin(fut)))
+    } else {
+        glommio::spawn_local(watch(label, fut))
+    }
 }
 
 impl<F: Future> Future for Watched<F> {

@@ -126,6 +126,9 @@ impl InFlight {
         version: i16,
         dispatch: impl std::future::Future<Output = Dispatched> + 'static,
     ) {
+        // Boxed here, so that the moves into the task move a pointer, not
+        // the handler's state.
+        let dispatch = Box::pin(dispatch);
         let acts = Rc::new(Cell::new(false));
         let flag = acts.clone();
         let task = crate::shard::stall::spawn_local("produce", async move {
