@@ -381,6 +381,13 @@ pub struct Sustained {
     /// Whether the run stopped early to leave the file system half its
     /// free space (the figure then covers fewer seconds).
     pub space_limited: bool,
+    /// CPU seconds of the receiving thread per GB (10^9 bytes) over the
+    /// recorded seconds: what receiving, CRC32C and writing into new
+    /// page-cache pages cost on this machine now (user and kernel time,
+    /// CLOCK_THREAD_CPUTIME_ID) — a floor for a broker's CPU per byte of
+    /// produce in the same phase (a VM's kernel may charge far more for
+    /// the first touch of a page than for a page it reuses).
+    pub cpu_s_per_gb: f64,
 }
 
 /// Receive 1 MiB writes, CRC32C them and append them to new files (a new
@@ -400,6 +407,7 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
         let record_from = t0 + warmup;
         let (mut written, mut in_file, mut recorded) = (0u64, 0u64, 0u64);
         let mut recorded_since: Option<Instant> = None;
+        let mut cpu_since = 0u64;
         let mut files = 0u32;
         let mut f = File::create(dir.join("0.log"))?;
         let mut seconds = Seconds::new("sustained", t0);
@@ -416,7 +424,10 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
             written += n as u64;
             in_file += n as u64;
             if now >= record_from {
-                recorded_since.get_or_insert(now);
+                if recorded_since.is_none() {
+                    recorded_since = Some(now);
+                    cpu_since = crate::pauses::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+                }
                 recorded += n as u64;
             }
             if in_file >= (1 << 30) {
@@ -434,12 +445,20 @@ pub fn sustained_write(cfg: &LimitsCfg, warmup: Duration) -> Res<Sustained> {
             }
         }
         std::hint::black_box(crc);
+        let cpu_ns =
+            crate::pauses::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID).saturating_sub(cpu_since);
         let mb_s = recorded_since.map_or(0.0, |t| mbps(recorded, t.elapsed()));
+        let cpu_s_per_gb = if recorded > 0 {
+            cpu_ns as f64 / 1e9 / (recorded as f64 / 1e9)
+        } else {
+            0.0
+        };
         Ok(Sustained {
             mb_s,
             timeline: seconds.timeline,
             written,
             space_limited,
+            cpu_s_per_gb,
         })
     })?;
     // Unlinking drops the dirty pages not yet written back.
@@ -836,6 +855,10 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
                     ""
                 }
             );
+            println!(
+                "{:<44}{:>12.2} CPU s/GB",
+                "  its CPU per byte (the receiving thread)", r.cpu_s_per_gb
+            );
             Some(r)
         }
         None => None,
@@ -864,6 +887,7 @@ pub fn run(cfg: &LimitsCfg, json_path: Option<&str>) -> Res<Value> {
         "sustained_write_timeline_mb_s": sustained.as_ref().map(|r| r.timeline.clone()),
         "sustained_write_bytes": sustained.as_ref().map(|r| r.written),
         "sustained_write_space_limited": sustained.as_ref().map(|r| r.space_limited),
+        "sustained_write_cpu_s_per_gb": sustained.as_ref().map(|r| r.cpu_s_per_gb),
         "pagecache_write_mb_s": pw,
         "pagecache_read_mb_s": pr,
         "crc32c_mb_s_per_core": crc.iter().map(|(c, v)| json!({"core": c, "mb_s": v})).collect::<Vec<_>>(),

@@ -78,7 +78,7 @@ struct Counts {
     clock_ahead: u64,
 }
 
-fn clock_ns(id: libc::clockid_t) -> u64 {
+pub(crate) fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
