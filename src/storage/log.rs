@@ -165,6 +165,10 @@ pub struct PartitionLog {
     pub(super) prepared: Option<Segment>,
     /// A [`SegmentPrep`] was handed out and not yet installed.
     pub(super) preparing: bool,
+    /// A roll with deferred file work created its segment's files on the
+    /// calling thread (none was prepared): their names are in the
+    /// directory, not yet durable (see [`Self::take_segment_created_here`]).
+    pub(super) created_here: bool,
 }
 
 impl PartitionLog {
@@ -209,6 +213,7 @@ impl PartitionLog {
             jobs: None,
             prepared: None,
             preparing: false,
+            created_here: false,
         };
         log.load_epoch_cache(clean_shutdown)?;
         Ok(log)

@@ -30,7 +30,15 @@ impl Partition {
     /// failed write does). Gives a receiver that resolves once the work ran
     /// (None: nothing was queued).
     pub(super) fn submit_file_work(self: &Rc<Self>) -> Option<oneshot::Receiver<()>> {
-        let jobs = self.log.borrow_mut().take_file_jobs();
+        let (jobs, created_here) = {
+            let mut log = self.log.borrow_mut();
+            (log.take_file_jobs(), log.take_segment_created_here())
+        };
+        if created_here {
+            // A roll created its segment here, under its final names: the
+            // next flush makes them durable with the records.
+            self.dir_sync_due.set(true);
+        }
         if jobs.is_empty() {
             return None;
         }

@@ -505,14 +505,14 @@ fn a_flush_due_during_a_rolls_renames_waits_for_them() {
         p.ready_for_append(b.len() as u64, 3).await;
         let a = p.append(&b, &v, crate::shard::now_ms()).unwrap();
         assert_eq!(p.log.borrow().segment_base_offsets().len(), 2, "rolled");
-        let posted = p.flush_posted.get();
+        let posted = p.flushes_posted.borrow().len();
         // A flush comes due (as `flush.ms`'s timer or another waiter's
         // does): nothing is posted while the renames wait.
         p.start_flush();
         assert_eq!(
-            p.flush_posted.get(),
+            p.flushes_posted.borrow().len(),
             posted,
-            "posted before the renames ran"
+            "a flush was posted before the renames ran"
         );
         assert!(p.flush_deferred.get());
         release.send(()).unwrap();

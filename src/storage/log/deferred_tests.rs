@@ -162,6 +162,10 @@ fn a_roll_that_cannot_wait_creates_its_segment() {
     assert!(dir.path().join(segment_file_name(2, "log")).exists());
     let jobs = log.take_file_jobs();
     assert_eq!(names(&jobs), vec!["rolled segment's last index entry"]);
+    // Its names are in the directory but not durable: the owner is told,
+    // once, so that its next flush fsyncs the directory.
+    assert!(log.take_segment_created_here());
+    assert!(!log.take_segment_created_here());
     land(&mut log, write.unwrap(), &ticket, jobs);
     assert_eq!(log.log_end_offset(), base + 1);
 }

@@ -294,8 +294,17 @@ impl PartitionLog {
                 "{}: no segment prepared for a roll at offset {base_offset} that cannot wait; creating it on the shard",
                 self.dir.display()
             );
+            self.created_here = true;
         }
         self.new_segment(base_offset)
+    }
+
+    /// Whether a roll created its segment's files on the calling thread
+    /// since the last call (deferred file work only): the owner then owes
+    /// the directory an fsync before it counts records in that segment as
+    /// flushed, as it does after a prepared segment's renames.
+    pub fn take_segment_created_here(&mut self) -> bool {
+        std::mem::take(&mut self.created_here)
     }
 
     /// Creates the empty segment starting at `base_offset` with this log's
